@@ -1,0 +1,188 @@
+//! One error type for the whole library (DESIGN decision 9).
+//!
+//! An [`Error`] has a [`ErrorKind`] (which maps to a Python exception class and a
+//! CLI exit code), a message that says what failed on which object and what to do,
+//! a context chain (outermost last), the errno when the kernel gave one, and the
+//! kernel's extended-ack text when netlink supplied it.
+
+use std::fmt;
+
+/// The class of an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The operation needs privileges the caller lacks (EPERM / EACCES).
+    Permission,
+    /// A named object (namespace, interface, file) does not exist.
+    NotFound,
+    /// Input from the user is malformed.
+    InvalidInput,
+    /// A policy document is invalid or conflicts with the host.
+    Policy,
+    /// A file or document could not be parsed.
+    Parse,
+    /// The kernel refused a netlink request.
+    Netlink,
+    /// Another I/O failure.
+    Io,
+    /// The host changed since the plan was made.
+    Drift,
+    /// Another roce-net apply holds the lock for this namespace.
+    Locked,
+    /// After applying, the host does not match the plan.
+    Verify,
+    /// A change failed and was rolled back (see the message for what was restored).
+    RolledBack,
+    /// Rollback itself failed: the host may be in a mixed state.
+    RollbackFailed,
+    /// The kernel or build does not support this operation.
+    Unsupported,
+    /// A wait ran out of time.
+    Timeout,
+}
+
+impl ErrorKind {
+    /// A short stable name (used in JSON and as a CLI label).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Permission => "permission",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::Policy => "policy",
+            ErrorKind::Parse => "parse",
+            ErrorKind::Netlink => "netlink",
+            ErrorKind::Io => "io",
+            ErrorKind::Drift => "drift",
+            ErrorKind::Locked => "locked",
+            ErrorKind::Verify => "verify",
+            ErrorKind::RolledBack => "rolled_back",
+            ErrorKind::RollbackFailed => "rollback_failed",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Timeout => "timeout",
+        }
+    }
+}
+
+/// The library's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    context: Vec<String>,
+    errno: Option<i32>,
+    extack: Option<String>,
+}
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of a kind with a message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+            context: Vec::new(),
+            errno: None,
+            extack: None,
+        }
+    }
+
+    /// From an I/O error, with what was being done. The kind follows the errno.
+    pub fn io(e: std::io::Error, doing: impl Into<String>) -> Error {
+        let errno = e.raw_os_error();
+        let kind = match e.kind() {
+            std::io::ErrorKind::PermissionDenied => ErrorKind::Permission,
+            std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+            _ => ErrorKind::Io,
+        };
+        let mut err = Error::new(kind, format!("{}: {}", doing.into(), e));
+        err.errno = errno;
+        if kind == ErrorKind::Permission {
+            err.message
+                .push_str(" (run as root or with CAP_NET_ADMIN / CAP_SYS_ADMIN)");
+        }
+        err
+    }
+
+    /// From a positive errno, with what was being done.
+    pub fn errno(errno: i32, doing: impl Into<String>) -> Error {
+        Error::io(std::io::Error::from_raw_os_error(errno), doing)
+    }
+
+    /// Set the errno.
+    pub fn with_errno(mut self, errno: i32) -> Error {
+        self.errno = Some(errno);
+        self
+    }
+
+    /// Set the kernel's extended-ack message.
+    pub fn with_extack(mut self, extack: impl Into<String>) -> Error {
+        self.extack = Some(extack.into());
+        self
+    }
+
+    /// Change the kind.
+    pub fn with_kind(mut self, kind: ErrorKind) -> Error {
+        self.kind = kind;
+        self
+    }
+
+    /// Add an outer context line ("while applying change 3 of 12").
+    pub fn context(mut self, ctx: impl Into<String>) -> Error {
+        self.context.push(ctx.into());
+        self
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    /// The innermost message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+    /// Context lines, innermost first.
+    pub fn context_chain(&self) -> &[String] {
+        &self.context
+    }
+    /// The errno, when the kernel reported one.
+    pub fn errno_value(&self) -> Option<i32> {
+        self.errno
+    }
+    /// The kernel's extended-ack text, when netlink supplied one.
+    pub fn extack(&self) -> Option<&str> {
+        self.extack.as_deref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.context.iter().rev() {
+            write!(f, "{c}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(x) = &self.extack {
+            write!(f, " (kernel: {x})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn display_has_context_and_extack() {
+        let e = Error::errno(libc::EEXIST, "adding route 198.18.0.0/24 table 100")
+            .with_extack("Route already exists")
+            .context("applying change 2 of 5");
+        assert_eq!(e.errno_value(), Some(libc::EEXIST));
+        let s = e.to_string();
+        assert!(s.starts_with("applying change 2 of 5: adding route"), "{s}");
+        assert!(s.ends_with("(kernel: Route already exists)"), "{s}");
+    }
+}

@@ -1,0 +1,32 @@
+use super::Scope;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// An IP address assigned to an interface.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Address {
+    /// Interface name.
+    pub ifname: String,
+    /// Interface index.
+    pub ifindex: u32,
+    /// The address.
+    pub address: IpAddr,
+    /// Prefix length.
+    pub prefix_len: u8,
+    /// Scope.
+    pub scope: Scope,
+    /// Address label (IPv4), if set.
+    pub label: Option<String>,
+    /// A secondary address (`IFA_F_SECONDARY`).
+    #[serde(default)]
+    pub secondary: bool,
+}
+
+impl Address {
+    /// The network this address sits in (`198.18.0.11/24` -> `198.18.0.0/24`).
+    pub fn network(&self) -> ipnet::IpNet {
+        ipnet::IpNet::new(self.address, self.prefix_len)
+            .map(|n| n.trunc())
+            .unwrap_or_else(|_| ipnet::IpNet::from(self.address))
+    }
+}

@@ -1,0 +1,86 @@
+//! Plain serde data: everything roce-net reads from a host, as one typed snapshot.
+//!
+//! These types are the library's public vocabulary. They never carry netlink crate
+//! types, so the JSON schema (`HostState::SCHEMA_VERSION`) stays stable across
+//! dependency upgrades.
+
+mod address;
+mod host_state;
+mod hwaddr;
+mod interface;
+mod neighbor;
+mod rdma;
+mod route;
+mod rule;
+mod scope;
+mod sysctl;
+
+pub use address::Address;
+pub use host_state::{HostState, Warning};
+pub use hwaddr::HwAddr;
+pub use interface::{Interface, LinkStats, OperState};
+pub use neighbor::{NeighState, Neighbor};
+pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaDevice, RdmaPort};
+pub use route::{
+    NextHop, Route, RouteType, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+};
+pub use rule::{Rule, RuleAction};
+pub use scope::Scope;
+pub use sysctl::{
+    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey,
+};
+
+/// Address family of a route, rule or address.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// IPv4 (`AF_INET`).
+    Inet,
+    /// IPv6 (`AF_INET6`).
+    Inet6,
+}
+
+impl Family {
+    /// The family of an IP address.
+    pub fn of(ip: &std::net::IpAddr) -> Family {
+        match ip {
+            std::net::IpAddr::V4(_) => Family::Inet,
+            std::net::IpAddr::V6(_) => Family::Inet6,
+        }
+    }
+}
+
+/// Well-known routing protocol numbers (`/etc/iproute2/rt_protos`).
+pub mod protocol {
+    /// Unspecified.
+    pub const UNSPEC: u8 = 0;
+    /// Installed by ICMP redirects.
+    pub const REDIRECT: u8 = 1;
+    /// Installed by the kernel (e.g. subnet routes of addresses).
+    pub const KERNEL: u8 = 2;
+    /// Installed during boot.
+    pub const BOOT: u8 = 3;
+    /// Installed by the administrator.
+    pub const STATIC: u8 = 4;
+    /// Installed by DHCP.
+    pub const DHCP: u8 = 16;
+    /// roce-net's default ownership marker. Registered as `roce-net` in
+    /// `/etc/iproute2/rt_protos.d/roce-net.conf` when persisted.
+    pub const ROCE_NET_DEFAULT: u8 = 201;
+
+    /// The name iproute2 prints for a protocol number, if it is a well-known one.
+    pub fn name(p: u8) -> Option<&'static str> {
+        Some(match p {
+            0 => "unspec",
+            1 => "redirect",
+            2 => "kernel",
+            3 => "boot",
+            4 => "static",
+            16 => "dhcp",
+            ROCE_NET_DEFAULT => "roce-net",
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! Reading a host into a [`HostState`].
+//!
+//! [`Host`] is a namespace-scoped handle (DESIGN decision 3): `Host::current()`,
+//! `Host::netns(name)`, `Host::netns_path(path)`. Netlink and `/proc/sys/net` I/O
+//! runs on a thread inside that namespace; RDMA sysfs is read from an injectable
+//! root (`/sys` by default), routing table names from an injectable `/etc`.
+
+pub mod netlink;
+pub mod procfs;
+pub mod rt_tables;
+pub mod sysfs;
+
+use crate::error::Result;
+use crate::model::HostState;
+use crate::netns::NetnsTarget;
+use std::path::{Path, PathBuf};
+
+/// A handle on one host's networking, scoped to a network namespace.
+#[derive(Debug, Clone)]
+pub struct Host {
+    target: NetnsTarget,
+    sysfs_root: PathBuf,
+    etc_root: PathBuf,
+}
+
+impl Host {
+    /// The namespace of the calling thread.
+    pub fn current() -> Host {
+        Host {
+            target: NetnsTarget::Current,
+            sysfs_root: PathBuf::from("/sys"),
+            etc_root: PathBuf::from("/etc"),
+        }
+    }
+
+    /// A named namespace (`/run/netns/<name>`). Fails with `NotFound` if missing.
+    pub fn netns(name: &str) -> Result<Host> {
+        Ok(Host {
+            target: NetnsTarget::named(name)?,
+            ..Host::current()
+        })
+    }
+
+    /// A namespace by file (`/proc/<pid>/ns/net`). Fails with `NotFound` if missing.
+    pub fn netns_path(path: &Path) -> Result<Host> {
+        Ok(Host {
+            target: NetnsTarget::path(path)?,
+            ..Host::current()
+        })
+    }
+
+    /// Read RDMA devices from `<root>/class/infiniband` instead of `/sys`.
+    pub fn with_sysfs_root(mut self, root: impl Into<PathBuf>) -> Host {
+        self.sysfs_root = root.into();
+        self
+    }
+
+    /// Read `iproute2/rt_tables*` from `<root>` instead of `/etc`.
+    pub fn with_etc_root(mut self, root: impl Into<PathBuf>) -> Host {
+        self.etc_root = root.into();
+        self
+    }
+
+    /// The namespace this handle works in.
+    pub fn target(&self) -> &NetnsTarget {
+        &self.target
+    }
+
+    /// The sysfs root.
+    pub fn sysfs_root(&self) -> &Path {
+        &self.sysfs_root
+    }
+
+    /// The `/etc` root.
+    pub fn etc_root(&self) -> &Path {
+        &self.etc_root
+    }
+
+    /// Run `f` with a netlink socket opened inside this host's namespace.
+    pub fn with_netlink<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send,
+        F: FnOnce(&mut netlink::Netlink) -> Result<T> + Send,
+    {
+        self.target.run(|| {
+            let mut nl = netlink::Netlink::open()?;
+            f(&mut nl)
+        })
+    }
+
+    /// Capture the whole snapshot.
+    pub fn snapshot(&self) -> Result<HostState> {
+        let mut state = self.target.run(|| {
+            let mut nl = netlink::Netlink::open()?;
+            let mut st = HostState::empty(&hostname());
+            st.interfaces = nl.links()?;
+            st.addresses = nl.addresses(&st.interfaces)?;
+            st.neighbors = nl.neighbors(&st.interfaces)?;
+            st.routes = nl.routes(&st.interfaces)?;
+            st.rules = nl.rules()?;
+            let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
+            st.sysctls =
+                procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut st.warnings);
+            Ok(st)
+        })?;
+        state.netns = self.target.name().map(str::to_string);
+        state.captured_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        state.table_names = rt_tables::read_table_names(&self.etc_root, &mut state.warnings);
+        state.rdma = sysfs::read_rdma(&self.sysfs_root, &state.interfaces, &mut state.warnings);
+        Ok(state)
+    }
+}
+
+/// This machine's host name (`uname -n`), empty if unavailable.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
