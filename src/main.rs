@@ -1,5 +1,11 @@
-//! `roce-net`: the command-line tool. Every verb is a library call plus rendering.
+//! `roce-net`: the command-line tool. Every verb is a library call plus rendering;
+//! the library itself prints nothing.
 
-fn main() {
-    std::process::exit(0);
+mod cli;
+mod render;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
 }

@@ -1,0 +1,272 @@
+//! Human-readable rendering: aligned tables in `ip`'s vocabulary.
+
+use roce_net::model::{protocol, ConfKey, GidEntry, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
+use roce_net::HostState;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// A plain aligned text table.
+pub struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column headers.
+    pub fn new(headers: &[&str]) -> Table {
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+    /// Add a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+    /// Render with two spaces between columns.
+    pub fn render(&self) -> String {
+        let n = self.headers.len();
+        let mut w: Vec<usize> = self.headers.iter().map(|h| h.len()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let mut s = String::new();
+        let line = |s: &mut String, cells: &[String]| {
+            let mut l = String::new();
+            for (i, c) in cells.iter().enumerate().take(n) {
+                if i + 1 == n {
+                    l.push_str(c);
+                } else {
+                    let _ = write!(l, "{:<width$}  ", c, width = w[i]);
+                }
+            }
+            s.push_str(l.trim_end());
+            s.push('\n');
+        };
+        line(&mut s, &self.headers);
+        for r in &self.rows {
+            line(&mut s, r);
+        }
+        s
+    }
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// The GID as sysfs and show_gids print it: eight groups of four hex digits.
+pub fn gid_text(g: &GidEntry) -> String {
+    g.gid
+        .segments()
+        .iter()
+        .map(|s| format!("{s:04x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// One show_gids row.
+#[derive(Serialize)]
+pub struct GidRow {
+    dev: String,
+    port: u32,
+    index: u32,
+    gid: String,
+    ipv4: Option<String>,
+    ver: String,
+    netdev: Option<String>,
+}
+
+/// Every populated GID as show_gids rows.
+pub fn gid_rows(st: &HostState) -> Vec<GidRow> {
+    let mut rows = Vec::new();
+    for d in &st.rdma {
+        for p in &d.ports {
+            for g in &p.gids {
+                rows.push(GidRow {
+                    dev: d.name.clone(),
+                    port: p.port,
+                    index: g.index,
+                    gid: gid_text(g),
+                    ipv4: g.ipv4.map(|a| a.to_string()),
+                    ver: g.gid_type.as_ref().map(|t| t.short().to_string()).unwrap_or_default(),
+                    netdev: g.netdev.clone(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// `roce-net gids`: show_gids-compatible columns.
+pub fn gids(st: &HostState) -> String {
+    let mut t = Table::new(&["DEV", "PORT", "INDEX", "GID", "IPv4", "VER", "DEV"]);
+    for r in gid_rows(st) {
+        t.row(vec![
+            r.dev,
+            r.port.to_string(),
+            r.index.to_string(),
+            r.gid,
+            r.ipv4.unwrap_or_default(),
+            r.ver,
+            r.netdev.unwrap_or_default(),
+        ]);
+    }
+    let mut s = t.render();
+    let _ = writeln!(s, "n_gids_found={}", st.rdma.iter().flat_map(|d| &d.ports).map(|p| p.gids.len()).sum::<usize>());
+    s
+}
+
+fn addrs_of(st: &HostState, ifname: &str) -> String {
+    let v: Vec<String> = st
+        .addresses_of(ifname)
+        .filter(|a| a.scope == roce_net::model::Scope::Universe)
+        .map(|a| format!("{}/{}", a.address, a.prefix_len))
+        .collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(",")
+    }
+}
+
+fn proto_name(p: u8) -> String {
+    protocol::name(p).map(str::to_string).unwrap_or_else(|| p.to_string())
+}
+
+/// `roce-net show`.
+pub fn show(st: &HostState) -> String {
+    let mut s = String::new();
+    let ns = st.netns.as_deref().map(|n| format!(" (netns {n})")).unwrap_or_default();
+    let _ = writeln!(s, "host {}{}", st.hostname, ns);
+
+    // RDMA view, ibdev2netdev style.
+    s.push_str("\nRDMA devices\n");
+    if st.rdma.is_empty() {
+        s.push_str("  none (no /sys/class/infiniband)\n");
+    } else {
+        let mut t = Table::new(&["DEVICE", "PORT", "STATE", "PHYS", "NETDEV", "MTU", "ACTIVE_MTU", "ADDRESS", "RoCEv2-IPv4-GID"]);
+        for d in &st.rdma {
+            for p in &d.ports {
+                let mtu = p.netdev.as_deref().and_then(|n| st.interface(n)).map(|i| i.mtu.to_string());
+                let v2: Vec<String> = p
+                    .gids
+                    .iter()
+                    .filter(|g| g.ipv4.is_some() && g.gid_type == Some(roce_net::model::GidType::RoceV2))
+                    .map(|g| g.index.to_string())
+                    .collect();
+                t.row(vec![
+                    d.name.clone(),
+                    p.port.to_string(),
+                    opt(&p.state),
+                    opt(&p.phys_state),
+                    opt(&p.netdev),
+                    mtu.unwrap_or_else(|| "-".into()),
+                    opt(&p.active_mtu),
+                    p.netdev.as_deref().map(|n| addrs_of(st, n)).unwrap_or_else(|| "-".into()),
+                    if v2.is_empty() { "-".into() } else { format!("index {}", v2.join(",")) },
+                ]);
+            }
+        }
+        s.push_str(&t.render());
+    }
+
+    s.push_str("\nInterfaces\n");
+    let mut t = Table::new(&["IFACE", "STATE", "MTU", "MAC", "ADDRESSES", "MASTER", "ARP_IGNORE", "ARP_ANNOUNCE", "RP_FILTER", "RX_DROP"]);
+    for i in &st.interfaces {
+        let eff = |k| opt(&st.sysctls.effective(&i.name, k));
+        t.row(vec![
+            i.name.clone(),
+            format!("{:?}", i.oper_state).to_uppercase(),
+            i.mtu.to_string(),
+            opt(&i.mac),
+            addrs_of(st, &i.name),
+            opt(&i.master),
+            eff(ConfKey::ArpIgnore),
+            eff(ConfKey::ArpAnnounce),
+            eff(ConfKey::RpFilter),
+            i.stats.rx_dropped.to_string(),
+        ]);
+    }
+    s.push_str(&t.render());
+    s.push_str("  (sysctl columns are effective values: the kernel's combination of conf/all and conf/<iface>)\n");
+
+    s.push_str("\nPolicy rules\n");
+    let mut t = Table::new(&["PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO"]);
+    for r in &st.rules {
+        let action = match r.action {
+            RuleAction::ToTable => format!("lookup {}", st.table_name(r.table)),
+            RuleAction::Goto => format!("goto {}", opt(&r.goto)),
+            a => format!("{a:?}").to_lowercase(),
+        };
+        t.row(vec![
+            r.priority.to_string(),
+            format!("{}{}", if r.invert { "not " } else { "" }, r.src.map(|p| p.to_string()).unwrap_or_else(|| "all".into())),
+            r.dst.map(|p| p.to_string()).unwrap_or_else(|| "all".into()),
+            opt(&r.iif),
+            opt(&r.oif),
+            match (r.fwmark, r.fwmask) {
+                (Some(m), Some(k)) => format!("{m:#x}/{k:#x}"),
+                (Some(m), None) => format!("{m:#x}"),
+                _ => "-".into(),
+            },
+            action,
+            proto_name(r.protocol),
+        ]);
+    }
+    s.push_str(&t.render());
+
+    let mut tables: Vec<u32> = st
+        .routes
+        .iter()
+        .map(|r| r.table)
+        .filter(|t| *t != RT_TABLE_MAIN && *t != RT_TABLE_LOCAL)
+        .collect();
+    tables.sort_unstable();
+    tables.dedup();
+    s.push_str("\nRouting tables other than main and local\n");
+    if tables.is_empty() {
+        s.push_str("  none\n");
+    }
+    for tid in tables {
+        let _ = writeln!(s, "table {} ({tid})", st.table_name(tid));
+        let mut t = Table::new(&["  DST", "DEV", "SRC", "VIA", "SCOPE", "PROTO", "METRIC"]);
+        for r in st.routes.iter().filter(|r| r.table == tid) {
+            t.row(vec![
+                format!("  {}", r.dst),
+                opt(&r.dev),
+                opt(&r.prefsrc),
+                opt(&r.gateway),
+                r.scope.to_string(),
+                proto_name(r.protocol),
+                opt(&r.metric),
+            ]);
+        }
+        s.push_str(&t.render());
+    }
+
+    s.push_str("\nNeighbours\n");
+    let mut t = Table::new(&["IP", "DEV", "LLADDR", "STATE"]);
+    for n in &st.neighbors {
+        let state: Vec<String> = n.state.iter().map(|x| format!("{x:?}").to_uppercase()).collect();
+        t.row(vec![n.ip.to_string(), n.ifname.clone(), opt(&n.mac), state.join(",")]);
+    }
+    if t.is_empty() {
+        s.push_str("  none\n");
+    } else {
+        s.push_str(&t.render());
+    }
+    if !st.warnings.is_empty() {
+        s.push_str("\nWarnings (the snapshot is partial here)\n");
+        for w in &st.warnings {
+            let _ = writeln!(s, "  {}: {}", w.source, w.message);
+        }
+    }
+    s
+}
