@@ -99,6 +99,15 @@ fn relative(p: &Path) -> Result<PathBuf> {
             ),
         )
     };
+    // Components() silently drops `.` and doubled slashes; check the raw bytes.
+    let raw = p.as_os_str().as_bytes();
+    if raw
+        .split(|&b| b == b'/')
+        .skip(1)
+        .any(|c| c.is_empty() || c == b"." || c == b"..")
+    {
+        return Err(bad());
+    }
     let mut comps = p.components();
     if comps.next() != Some(Component::RootDir) {
         return Err(bad());
@@ -110,7 +119,7 @@ fn relative(p: &Path) -> Result<PathBuf> {
             _ => return Err(bad()),
         }
     }
-    if rel.as_os_str().is_empty() || p.as_os_str().as_bytes().ends_with(b"/") {
+    if rel.as_os_str().is_empty() {
         return Err(bad());
     }
     Ok(rel)
