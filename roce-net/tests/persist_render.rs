@@ -515,3 +515,53 @@ fn backend_names_round_trip() {
     let e = "wicked".parse::<Backend>().unwrap_err();
     assert!(e.to_string().contains("networkmanager"), "{e}");
 }
+
+#[test]
+fn ipv6_nics_use_the_ipv6_commands_and_properties() {
+    let mut d = DesiredState {
+        protocol: 201,
+        ..DesiredState::default()
+    };
+    d.nics.push(NicDesired {
+        ifname: "eth1".into(),
+        address: ip("2001:db8::10"),
+        prefix_len: 64,
+        table: 100000,
+        table_name: "rnet-eth1".into(),
+        rule_priority: 1000,
+    });
+    let mut r = subnet_route("eth1", "2001:db8::10", 100000);
+    r.family = Family::Inet6;
+    r.dst = "2001:db8::/64".parse().unwrap();
+    r.scope = Scope::Universe;
+    d.routes.push(r);
+    let mut rule = source_rule("2001:db8::10", 100000, 1000);
+    rule.family = Family::Inet6;
+    rule.src = Some("2001:db8::10/128".parse().unwrap());
+    d.rules.push(rule);
+    let up = persist::render(&d, Backend::Ifupdown, &RenderOptions::default()).unwrap();
+    let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
+    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 table 100000 proto 201 scope global src 2001:db8::10 || rc=1\n"), "{hook}");
+    assert!(
+        hook.contains(
+            "\tip -6 rule add from 2001:db8::10/128 lookup 100000 pref 1000 protocol 201 || rc=1\n"
+        ),
+        "{hook}"
+    );
+    let nm = persist::render(&d, Backend::NetworkManager, &RenderOptions::default()).unwrap();
+    let script = &find(&nm, "/etc/roce-net/nm-apply.sh").content;
+    assert!(
+        script.contains("if check_profile 'eth1' ipv6; then"),
+        "{script}"
+    );
+    assert!(
+        script.contains("add 'eth1' ipv6.routes '2001:db8::/64 table=100000 src=2001:db8::10'"),
+        "{script}"
+    );
+    assert!(
+        script.contains(
+            "add 'eth1' ipv6.routing-rules 'priority 1000 from 2001:db8::10/128 table 100000'"
+        ),
+        "{script}"
+    );
+}

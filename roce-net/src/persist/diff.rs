@@ -40,11 +40,11 @@ pub struct FileDiff {
 pub fn diff_files(files: &[RenderedFile], root: &Path) -> Result<Vec<FileDiff>> {
     files
         .iter()
-        .map(|f| Ok(diff_one(f, root, &inspect(root, &f.path)?)))
+        .map(|f| Ok(diff_one(f, &inspect(root, &f.path)?)))
         .collect()
 }
 
-pub(crate) fn diff_one(f: &RenderedFile, _root: &Path, existing: &Existing) -> FileDiff {
+pub(crate) fn diff_one(f: &RenderedFile, existing: &Existing) -> FileDiff {
     let mode_after = f.mode & 0o7777;
     let (status, old) = match &existing.content {
         None => (DiffStatus::Create, String::new()),

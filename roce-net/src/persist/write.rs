@@ -53,7 +53,7 @@ pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result
     let mut todo = Vec::new();
     for f in files {
         let existing = inspect(root, &f.path)?;
-        let d = diff_one(f, root, &existing);
+        let d = diff_one(f, &existing);
         let on_disk = root.join(relative(&f.path)?);
         match d.status {
             DiffStatus::Unchanged => report.unchanged.push(on_disk),
