@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod lab;
 pub mod model;
 pub mod netns;
 

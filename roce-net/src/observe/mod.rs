@@ -88,6 +88,17 @@ impl Host {
         })
     }
 
+    /// Where a packet to `dst` (sourced from `src`) would go in this namespace,
+    /// as `ip route get DST from SRC` answers it: the table that matched (policy
+    /// rules included), the device, the source address and the gateway.
+    pub fn route_get(
+        &self,
+        dst: std::net::IpAddr,
+        src: Option<std::net::IpAddr>,
+    ) -> Result<crate::model::RouteDecision> {
+        self.with_netlink(|nl| nl.route_get(dst, src, None))
+    }
+
     /// Capture the whole snapshot.
     pub fn snapshot(&self) -> Result<HostState> {
         let mut state = self.target.run(|| {
