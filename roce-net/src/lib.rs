@@ -19,5 +19,6 @@ pub use model::HostState;
 pub mod observe;
 pub mod persist;
 pub mod plan;
+pub mod probe;
 
 pub use observe::Host;
