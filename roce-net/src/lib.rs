@@ -18,5 +18,6 @@ pub use model::HostState;
 pub mod observe;
 pub mod persist;
 pub mod plan;
+pub mod policy;
 
 pub use observe::Host;
