@@ -19,6 +19,7 @@ pub use model::HostState;
 pub mod observe;
 pub mod persist;
 pub mod plan;
+pub mod policy;
 pub mod probe;
 
 pub use observe::Host;
