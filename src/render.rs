@@ -58,7 +58,9 @@ impl Table {
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
-    v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+    v.as_ref()
+        .map(|x| x.to_string())
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The GID as sysfs and show_gids print it: eight groups of four hex digits.
@@ -95,7 +97,11 @@ pub fn gid_rows(st: &HostState) -> Vec<GidRow> {
                     index: g.index,
                     gid: gid_text(g),
                     ipv4: g.ipv4.map(|a| a.to_string()),
-                    ver: g.gid_type.as_ref().map(|t| t.short().to_string()).unwrap_or_default(),
+                    ver: g
+                        .gid_type
+                        .as_ref()
+                        .map(|t| t.short().to_string())
+                        .unwrap_or_default(),
                     netdev: g.netdev.clone(),
                 });
             }
@@ -119,7 +125,15 @@ pub fn gids(st: &HostState) -> String {
         ]);
     }
     let mut s = t.render();
-    let _ = writeln!(s, "n_gids_found={}", st.rdma.iter().flat_map(|d| &d.ports).map(|p| p.gids.len()).sum::<usize>());
+    let _ = writeln!(
+        s,
+        "n_gids_found={}",
+        st.rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .map(|p| p.gids.len())
+            .sum::<usize>()
+    );
     s
 }
 
@@ -137,13 +151,19 @@ fn addrs_of(st: &HostState, ifname: &str) -> String {
 }
 
 fn proto_name(p: u8) -> String {
-    protocol::name(p).map(str::to_string).unwrap_or_else(|| p.to_string())
+    protocol::name(p)
+        .map(str::to_string)
+        .unwrap_or_else(|| p.to_string())
 }
 
 /// `roce-net show`.
 pub fn show(st: &HostState) -> String {
     let mut s = String::new();
-    let ns = st.netns.as_deref().map(|n| format!(" (netns {n})")).unwrap_or_default();
+    let ns = st
+        .netns
+        .as_deref()
+        .map(|n| format!(" (netns {n})"))
+        .unwrap_or_default();
     let _ = writeln!(s, "host {}{}", st.hostname, ns);
 
     // RDMA view, ibdev2netdev style.
@@ -151,14 +171,30 @@ pub fn show(st: &HostState) -> String {
     if st.rdma.is_empty() {
         s.push_str("  none (no /sys/class/infiniband)\n");
     } else {
-        let mut t = Table::new(&["DEVICE", "PORT", "STATE", "PHYS", "NETDEV", "MTU", "ACTIVE_MTU", "ADDRESS", "RoCEv2-IPv4-GID"]);
+        let mut t = Table::new(&[
+            "DEVICE",
+            "PORT",
+            "STATE",
+            "PHYS",
+            "NETDEV",
+            "MTU",
+            "ACTIVE_MTU",
+            "ADDRESS",
+            "RoCEv2-IPv4-GID",
+        ]);
         for d in &st.rdma {
             for p in &d.ports {
-                let mtu = p.netdev.as_deref().and_then(|n| st.interface(n)).map(|i| i.mtu.to_string());
+                let mtu = p
+                    .netdev
+                    .as_deref()
+                    .and_then(|n| st.interface(n))
+                    .map(|i| i.mtu.to_string());
                 let v2: Vec<String> = p
                     .gids
                     .iter()
-                    .filter(|g| g.ipv4.is_some() && g.gid_type == Some(roce_net::model::GidType::RoceV2))
+                    .filter(|g| {
+                        g.ipv4.is_some() && g.gid_type == Some(roce_net::model::GidType::RoceV2)
+                    })
                     .map(|g| g.index.to_string())
                     .collect();
                 t.row(vec![
@@ -169,8 +205,15 @@ pub fn show(st: &HostState) -> String {
                     opt(&p.netdev),
                     mtu.unwrap_or_else(|| "-".into()),
                     opt(&p.active_mtu),
-                    p.netdev.as_deref().map(|n| addrs_of(st, n)).unwrap_or_else(|| "-".into()),
-                    if v2.is_empty() { "-".into() } else { format!("index {}", v2.join(",")) },
+                    p.netdev
+                        .as_deref()
+                        .map(|n| addrs_of(st, n))
+                        .unwrap_or_else(|| "-".into()),
+                    if v2.is_empty() {
+                        "-".into()
+                    } else {
+                        format!("index {}", v2.join(","))
+                    },
                 ]);
             }
         }
@@ -178,7 +221,18 @@ pub fn show(st: &HostState) -> String {
     }
 
     s.push_str("\nInterfaces\n");
-    let mut t = Table::new(&["IFACE", "STATE", "MTU", "MAC", "ADDRESSES", "MASTER", "ARP_IGNORE", "ARP_ANNOUNCE", "RP_FILTER", "RX_DROP"]);
+    let mut t = Table::new(&[
+        "IFACE",
+        "STATE",
+        "MTU",
+        "MAC",
+        "ADDRESSES",
+        "MASTER",
+        "ARP_IGNORE",
+        "ARP_ANNOUNCE",
+        "RP_FILTER",
+        "RX_DROP",
+    ]);
     for i in &st.interfaces {
         let eff = |k| opt(&st.sysctls.effective(&i.name, k));
         t.row(vec![
@@ -198,7 +252,9 @@ pub fn show(st: &HostState) -> String {
     s.push_str("  (sysctl columns are effective values: the kernel's combination of conf/all and conf/<iface>)\n");
 
     s.push_str("\nPolicy rules\n");
-    let mut t = Table::new(&["PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO"]);
+    let mut t = Table::new(&[
+        "PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO",
+    ]);
     for r in &st.rules {
         let action = match r.action {
             RuleAction::ToTable => format!("lookup {}", st.table_name(r.table)),
@@ -207,7 +263,11 @@ pub fn show(st: &HostState) -> String {
         };
         t.row(vec![
             r.priority.to_string(),
-            format!("{}{}", if r.invert { "not " } else { "" }, r.src.map(|p| p.to_string()).unwrap_or_else(|| "all".into())),
+            format!(
+                "{}{}",
+                if r.invert { "not " } else { "" },
+                r.src.map(|p| p.to_string()).unwrap_or_else(|| "all".into())
+            ),
             r.dst.map(|p| p.to_string()).unwrap_or_else(|| "all".into()),
             opt(&r.iif),
             opt(&r.oif),
@@ -254,8 +314,17 @@ pub fn show(st: &HostState) -> String {
     s.push_str("\nNeighbours\n");
     let mut t = Table::new(&["IP", "DEV", "LLADDR", "STATE"]);
     for n in &st.neighbors {
-        let state: Vec<String> = n.state.iter().map(|x| format!("{x:?}").to_uppercase()).collect();
-        t.row(vec![n.ip.to_string(), n.ifname.clone(), opt(&n.mac), state.join(",")]);
+        let state: Vec<String> = n
+            .state
+            .iter()
+            .map(|x| format!("{x:?}").to_uppercase())
+            .collect();
+        t.row(vec![
+            n.ip.to_string(),
+            n.ifname.clone(),
+            opt(&n.mac),
+            state.join(","),
+        ]);
     }
     if t.is_empty() {
         s.push_str("  none\n");

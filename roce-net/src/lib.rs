@@ -23,3 +23,4 @@ pub mod policy;
 pub mod probe;
 
 pub use observe::Host;
+pub mod apply;

@@ -312,5 +312,6 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
         base_fingerprint: fingerprint(host),
         changes,
         desired,
+        policy: policy.clone(),
     })
 }
