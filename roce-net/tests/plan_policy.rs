@@ -436,6 +436,8 @@ fn json_and_value_match_yaml() {
     let a = Policy::from_yaml(yaml).unwrap();
     let b = Policy::from_json(&a.to_json()).unwrap();
     let c = Policy::from_value(a.to_value()).unwrap();
+    let d = Policy::from_yaml(&a.to_yaml()).unwrap();
+    assert_eq!(a, d, "{}", a.to_yaml());
     assert_eq!(a, b);
     assert_eq!(a, c);
     assert_eq!(a.rp_filter, RpFilter::Strict);
@@ -495,4 +497,29 @@ fn documented_example_is_valid() {
     let h = host();
     let pl = plan::plan(&h, &p).unwrap();
     assert!(!pl.is_empty());
+}
+
+#[test]
+fn routing_disabled_removes_owned_routing_only() {
+    let h = fixture_host("compliant");
+    let p = Policy::from_yaml("routing: {enabled: false}\ntuning: {netdev_max_backlog: 250000, rmem_max: 16777216, wmem_max: 16777216}\n").unwrap();
+    let pl = plan::plan(&h, &p).unwrap();
+    assert!(pl.desired.routes.is_empty() && pl.desired.rules.is_empty());
+    assert!(pl.desired.table_names.is_empty());
+    let diff = pl.render_diff();
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with("- rule ")).count(),
+        4,
+        "{diff}"
+    );
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with("- route ")).count(),
+        4,
+        "{diff}"
+    );
+    assert_eq!(
+        diff.lines().count(),
+        8,
+        "only deletions of owned objects:\n{diff}"
+    );
 }
