@@ -339,3 +339,88 @@ pub fn show(st: &HostState) -> String {
     }
     s
 }
+
+/// `roce-net route-get`.
+pub fn route_decision(
+    dst: std::net::IpAddr,
+    src: Option<std::net::IpAddr>,
+    d: &roce_net::model::RouteDecision,
+) -> String {
+    let mut s = format!("{:?} {dst}", d.kind).to_lowercase();
+    if let Some(g) = d.gateway {
+        let _ = write!(s, " via {g}");
+    }
+    if let Some(dev) = &d.dev {
+        let _ = write!(s, " dev {dev}");
+    }
+    if let Some(p) = d.prefsrc {
+        let _ = write!(s, " src {p}");
+    }
+    if let Some(f) = src {
+        let _ = write!(s, " from {f}");
+    }
+    let _ = write!(s, " table {}", d.table);
+    s
+}
+
+/// `roce-net probe arp`.
+pub fn arp_probe(dev: &str, target: std::net::Ipv4Addr, r: &roce_net::probe::ArpProbeResult) -> String {
+    let mut s = format!(
+        "ARP probe for {target} from {dev}: {} request(s), {} distinct MAC(s) answered\n",
+        r.requests_sent,
+        r.replies.len()
+    );
+    for rep in &r.replies {
+        let _ = writeln!(s, "  {}  ({} repl{})", rep.mac, rep.count, if rep.count == 1 { "y" } else { "ies" });
+    }
+    if r.is_flux() {
+        s.push_str("ARP flux: several interfaces answer for one address; peers may learn the wrong MAC (fix: arp_ignore=1, arp_announce=2)\n");
+    }
+    s
+}
+
+/// `roce-net plan`.
+pub fn plan(p: &roce_net::plan::Plan) -> String {
+    if p.is_empty() {
+        return "no changes: the host already matches the policy\n".into();
+    }
+    let mut s = p.render_diff();
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    let _ = writeln!(s, "{} change(s); apply with `roce-net apply`", p.changes.len());
+    s
+}
+
+/// `roce-net persist`.
+pub fn persist(
+    backend: roce_net::persist::Backend,
+    why: &str,
+    files: &[roce_net::persist::RenderedFile],
+    report: &roce_net::persist::WriteReport,
+) -> String {
+    let mut s = format!("backend {} ({why})\n", backend.name());
+    for d in &report.diffs {
+        let _ = writeln!(s, "{:?} {}", d.status, d.path.display());
+        if !d.diff.is_empty() {
+            s.push_str(&d.diff);
+            if !d.diff.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+    }
+    for f in files {
+        if let Some(n) = &f.note {
+            let _ = writeln!(s, "note: {}: {n}", f.path.display());
+        }
+    }
+    if report.dry_run {
+        s.push_str("dry run: nothing written\n");
+    } else {
+        let _ = writeln!(s, "{} file(s) written, {} unchanged", report.written.len(), report.unchanged.len());
+        for b in &report.backups {
+            let _ = writeln!(s, "previous content kept in {}", b.display());
+        }
+    }
+    s
+}
