@@ -1,7 +1,7 @@
 //! Snapshot benchmark: roce-net's netlink reads vs iproute2 on a large namespace.
 //!
 //! Run as root: `cargo bench --bench snapshot` (optionally `-- --routes N --neighs M
-//! --runs R`). It builds a throwaway namespace (`rnt-bench-<pid>-...`, removed at
+//! --runs R`). It builds a throwaway namespace (`rnt-nl-bench-<pid>-...`, removed at
 //! the end) holding N routes (default 100 000, /32s spread over tables 100, 1000,
 //! 70000 and main, loaded with `ip -batch`) and M permanent neighbours (default
 //! 10 000), then times, side by side:
@@ -171,7 +171,7 @@ fn main() {
         eprintln!("snapshot bench: needs root (creates a network namespace); skipped");
         return;
     }
-    let mut lab = Lab::new("bench").expect("lab");
+    let mut lab = Lab::new("nl-bench").expect("lab");
     let ns = lab.add_namespace("big").expect("namespace");
     Host::netns(&ns)
         .expect("host")
