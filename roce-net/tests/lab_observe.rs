@@ -287,37 +287,55 @@ fn snapshot_matches_iproute2() {
     let st = lab.host().unwrap().snapshot().unwrap();
     assert_eq!(st.netns.as_deref(), Some(ns));
 
-    // Links.
-    let ours: BTreeSet<String> = st
-        .interfaces
-        .iter()
-        .map(|i| {
-            format!(
-                "{} {} {} {:?} {:?}",
-                i.index,
-                i.name,
-                i.mtu,
-                i.mac.as_ref().map(|m| m.to_string()),
-                i.master
-            )
-        })
-        .collect();
-    let theirs: BTreeSet<String> = ip_json(ns, &["link", "show"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            format!(
-                "{} {} {} {:?} {:?}",
-                l["ifindex"],
-                s(l, "ifname").unwrap(),
-                l["mtu"],
-                s(l, "address"),
-                s(l, "master")
-            )
-        })
-        .collect();
-    assert_eq!(ours, theirs);
+    // Links, in the host namespace and in the switch (bridge ports have a master).
+    let sw = lab.switch_ns().unwrap();
+    for (name, links) in [
+        (ns, st.interfaces.clone()),
+        (sw, Host::netns(sw).unwrap().snapshot().unwrap().interfaces),
+    ] {
+        let ours: BTreeSet<String> = links
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} {} {:?} {:?} {} {}",
+                    i.index,
+                    i.name,
+                    i.mtu,
+                    i.mac.as_ref().map(|m| m.to_string()),
+                    i.master,
+                    i.admin_up,
+                    serde_json::to_value(i.oper_state)
+                        .unwrap()
+                        .as_str()
+                        .unwrap()
+                )
+            })
+            .collect();
+        let theirs: BTreeSet<String> = ip_json(name, &["link", "show"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} {} {} {:?} {:?} {} {}",
+                    l["ifindex"],
+                    s(l, "ifname").unwrap(),
+                    l["mtu"],
+                    s(l, "address"),
+                    s(l, "master"),
+                    l["flags"].as_array().unwrap().iter().any(|f| f == "UP"),
+                    s(l, "operstate").unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(ours, theirs, "links in {name}");
+        if name == sw {
+            assert_eq!(
+                ours.iter().filter(|l| l.contains("Some(\"br0\")")).count(),
+                5
+            );
+        }
+    }
     for nic in lab.nics() {
         let i = st.interface(&nic.name).unwrap();
         assert_eq!(i.kind.as_deref(), Some("veth"));
