@@ -4,10 +4,10 @@ use crate::render;
 use clap::{Parser, Subcommand};
 use roce_net::{Error, ErrorKind, Host, HostState};
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Exit codes (documented in docs/cli.md).
 pub mod exit {
@@ -111,7 +111,12 @@ enum Cmd {
     /// Apply a policy as a transaction: verify, roll back on any failure.
     Apply {
         /// Policy file (YAML or JSON); the built-in default policy when omitted.
-        #[arg(short = 'f', long = "policy", value_name = "FILE", conflicts_with = "plan")]
+        #[arg(
+            short = 'f',
+            long = "policy",
+            value_name = "FILE",
+            conflicts_with = "plan"
+        )]
         policy: Option<PathBuf>,
         /// Apply a plan saved with `plan -o FILE` (refused if the host drifted since).
         #[arg(long, value_name = "FILE")]
@@ -294,10 +299,19 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Probe {
-            what: ProbeCmd::Arp { dev, target, count, timeout },
+            what:
+                ProbeCmd::Arp {
+                    dev,
+                    target,
+                    count,
+                    timeout,
+                },
         } => {
             if !timeout.is_finite() || *timeout <= 0.0 || *timeout > 3600.0 {
-                return Err(Error::new(ErrorKind::InvalidInput, "--timeout must be between 0 and 3600 seconds"));
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "--timeout must be between 0 and 3600 seconds",
+                ));
             }
             let opts = roce_net::probe::ArpProbeOptions {
                 count: *count,
@@ -325,7 +339,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::plan(&p));
             }
         }
-        Cmd::Apply { policy, plan, yes, confirm_timeout } => return apply(&cli, policy, plan, *yes, *confirm_timeout),
+        Cmd::Apply {
+            policy,
+            plan,
+            yes,
+            confirm_timeout,
+        } => return apply(&cli, policy, plan, *yes, *confirm_timeout),
         Cmd::Confirm => {
             roce_net::apply::confirm(&host(&cli)?, &apply_opts(&cli))?;
             if cli.json {
@@ -346,23 +365,35 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&s);
             }
         }
-        Cmd::Persist { policy, backend, dry_run, root } => {
+        Cmd::Persist {
+            policy,
+            backend,
+            dry_run,
+            root,
+        } => {
             let policy = load_policy(policy)?;
             let h = host(&cli)?;
             let st = h.snapshot()?;
             let desired = roce_net::plan::desired_state(&st, &policy)?;
-            let (backend, why) = match backend.as_deref().map(str::parse::<roce_net::persist::Backend>) {
+            let (backend, why) = match backend
+                .as_deref()
+                .map(str::parse::<roce_net::persist::Backend>)
+            {
                 Some(Ok(b)) => (b, "given on the command line".to_string()),
                 Some(Err(e)) => return Err(e),
                 None => match policy.persistence.backend.backend() {
                     Some(b) => (b, "set in the policy".to_string()),
-                    None => roce_net::persist::detect_explained(&root.join("etc"), &root.join("run")),
+                    None => {
+                        roce_net::persist::detect_explained(&root.join("etc"), &root.join("run"))
+                    }
                 },
             };
             let files = roce_net::persist::render(&desired, backend, &Default::default())?;
             let report = roce_net::persist::write_files(&files, root, *dry_run)?;
             if cli.json {
-                print_json(&serde_json::json!({"backend": backend.name(), "reason": why, "files": files, "report": report}))?;
+                print_json(
+                    &serde_json::json!({"backend": backend.name(), "reason": why, "files": files, "report": report}),
+                )?;
             } else {
                 out(&render::persist(backend, &why, &files, &report));
             }
@@ -410,8 +441,10 @@ fn apply(
     let h = host(cli)?;
     let plan = match plan_file {
         Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|e| Error::io(e, format!("reading plan {}", f.display())))?;
-            roce_net::plan::Plan::from_json(&text).map_err(|e| e.context(format!("in plan {}", f.display())))?
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| Error::io(e, format!("reading plan {}", f.display())))?;
+            roce_net::plan::Plan::from_json(&text)
+                .map_err(|e| e.context(format!("in plan {}", f.display())))?
         }
         None => roce_net::plan::plan(&h.snapshot()?, &load_policy(policy)?)?,
     };
@@ -430,7 +463,11 @@ fn apply(
                 "apply needs confirmation: review `roce-net plan`, then run with --yes (standard input is not a terminal)",
             ));
         }
-        eprint!("{}\nApply these {} change(s)? [y/N] ", render::plan(&plan), plan.changes.len());
+        eprint!(
+            "{}\nApply these {} change(s)? [y/N] ",
+            render::plan(&plan),
+            plan.changes.len()
+        );
         let mut answer = String::new();
         let _ = std::io::stdin().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
@@ -460,7 +497,10 @@ fn apply(
             );
             s.push_str(&format!(
                 "run `roce-net{} confirm` within {left}s to keep it; otherwise it is rolled back\n",
-                cli.netns.as_deref().map(|n| format!(" --netns {n}")).unwrap_or_default()
+                cli.netns
+                    .as_deref()
+                    .map(|n| format!(" --netns {n}"))
+                    .unwrap_or_default()
             ));
         }
         out(&s);
@@ -472,7 +512,8 @@ fn apply(
 /// it survives the SSH session that ran `apply`.
 fn spawn_watchdog(cli: &Cli) -> Result<(), Error> {
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().map_err(|e| Error::io(e, "finding the roce-net executable"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| Error::io(e, "finding the roce-net executable"))?;
     let mut cmd = std::process::Command::new(exe);
     if let Some(n) = &cli.netns {
         cmd.arg("--netns").arg(n);
@@ -491,7 +532,10 @@ fn spawn_watchdog(cli: &Cli) -> Result<(), Error> {
             Ok(())
         });
     }
-    cmd.spawn()
-        .map(|_| ())
-        .map_err(|e| Error::io(e, "starting the confirm-timeout watchdog; run `roce-net rollback` by hand if needed"))
+    cmd.spawn().map(|_| ()).map_err(|e| {
+        Error::io(
+            e,
+            "starting the confirm-timeout watchdog; run `roce-net rollback` by hand if needed",
+        )
+    })
 }

@@ -364,14 +364,24 @@ pub fn route_decision(
 }
 
 /// `roce-net probe arp`.
-pub fn arp_probe(dev: &str, target: std::net::Ipv4Addr, r: &roce_net::probe::ArpProbeResult) -> String {
+pub fn arp_probe(
+    dev: &str,
+    target: std::net::Ipv4Addr,
+    r: &roce_net::probe::ArpProbeResult,
+) -> String {
     let mut s = format!(
         "ARP probe for {target} from {dev}: {} request(s), {} distinct MAC(s) answered\n",
         r.requests_sent,
         r.replies.len()
     );
     for rep in &r.replies {
-        let _ = writeln!(s, "  {}  ({} repl{})", rep.mac, rep.count, if rep.count == 1 { "y" } else { "ies" });
+        let _ = writeln!(
+            s,
+            "  {}  ({} repl{})",
+            rep.mac,
+            rep.count,
+            if rep.count == 1 { "y" } else { "ies" }
+        );
     }
     if r.is_flux() {
         s.push_str("ARP flux: several interfaces answer for one address; peers may learn the wrong MAC (fix: arp_ignore=1, arp_announce=2)\n");
@@ -388,7 +398,11 @@ pub fn plan(p: &roce_net::plan::Plan) -> String {
     if !s.ends_with('\n') {
         s.push('\n');
     }
-    let _ = writeln!(s, "{} change(s); apply with `roce-net apply`", p.changes.len());
+    let _ = writeln!(
+        s,
+        "{} change(s); apply with `roce-net apply`",
+        p.changes.len()
+    );
     s
 }
 
@@ -417,7 +431,12 @@ pub fn persist(
     if report.dry_run {
         s.push_str("dry run: nothing written\n");
     } else {
-        let _ = writeln!(s, "{} file(s) written, {} unchanged", report.written.len(), report.unchanged.len());
+        let _ = writeln!(
+            s,
+            "{} file(s) written, {} unchanged",
+            report.written.len(),
+            report.unchanged.len()
+        );
         for b in &report.backups {
             let _ = writeln!(s, "previous content kept in {}", b.display());
         }
