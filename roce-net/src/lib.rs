@@ -9,8 +9,12 @@
 //! The library prints nothing and never exits the process.
 #![deny(missing_docs)]
 
+pub mod doctor;
 pub mod error;
+pub mod fib;
+pub mod fleet;
 pub mod model;
+pub mod nccl;
 pub mod netns;
 
 pub use error::{Error, ErrorKind, Result};
