@@ -560,7 +560,7 @@ pub fn gid(
 pub fn healthy(host: &str, octet_base: u8) -> B {
     let mut b = B::new(host);
     b.nic("eno1", 2, "02:00:00:00:00:01", 1500);
-    b.addr("eno1", "198.19.0.10/24");
+    b.addr("eno1", &format!("198.19.0.{octet_base}/24"));
     b.route("default via 198.19.0.1 dev eno1 proto static");
     for n in 0..4u8 {
         let name = format!("ens{}", n + 1);
