@@ -117,6 +117,16 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
             "NCCL GID index",
             "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset and set \
              NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_ADDR_FAMILY=AF_INET, or align the GID tables",
+            |_, _| {
+                (
+                    vec![
+                        "unset NCCL_IB_GID_INDEX".to_string(),
+                        "export NCCL_IB_ROCE_VERSION_NUM=2".to_string(),
+                        "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
+                    ],
+                    Some("nccl.gid_index: auto".to_string()),
+                )
+            },
         );
         compare(
             &hosts,
@@ -127,6 +137,17 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
             "NIC MTUs",
             "set the same MTU on every host (policy `mtu:`), or RDMA path MTU negotiation \
              falls to the smaller one and large messages fail on mismatched links",
+            |h, common| match common.parse::<u32>() {
+                // A single majority MTU: set it on every NIC of the host.
+                Ok(m) => (
+                    h.nics
+                        .iter()
+                        .map(|n| format!("ip link set dev {n} mtu {m}"))
+                        .collect(),
+                    Some(format!("mtu: {m}")),
+                ),
+                Err(_) => (vec!["ip -br link".to_string()], None),
+            },
         );
         compare(
             &hosts,
@@ -136,6 +157,12 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
             |h| Some(h.nics.len().to_string()),
             "number of NICs in scope",
             "a NIC is missing or down on this host: NCCL rings use fewer rails here",
+            |_, _| {
+                (
+                    vec!["rdma link show".to_string(), "ip -br link".to_string()],
+                    None,
+                )
+            },
         );
         compare(
             &hosts,
@@ -146,6 +173,7 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
             "NIC subnets",
             "the NICs of this host sit in other subnets than the rest of the fleet: peers on \
              other rails are unreachable without routing",
+            |_, _| (vec!["ip -br -4 addr".to_string()], None),
         );
         duplicates(states, &mut findings);
     }
@@ -169,20 +197,26 @@ fn compare(
     key: impl Fn(&HostSummary) -> Option<String>,
     what: &str,
     why: &str,
+    fix: impl Fn(&HostSummary, &str) -> (Vec<String>, Option<String>),
 ) {
-    let vals: Vec<(String, String)> = hosts
+    let vals: Vec<(&HostSummary, String)> = hosts
         .iter()
-        .filter_map(|h| key(h).map(|k| (h.hostname.clone(), k)))
+        .filter_map(|h| key(h).map(|k| (h, k)))
         .collect();
     let only: Vec<String> = vals.iter().map(|(_, k)| k.clone()).collect();
     let Some(common) = majority(&only) else {
         return;
     };
-    let all: BTreeMap<&str, &str> = vals.iter().map(|(h, k)| (h.as_str(), k.as_str())).collect();
-    for (h, k) in &vals {
+    let all: BTreeMap<&str, &str> = vals
+        .iter()
+        .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+        .collect();
+    for (summary, k) in &vals {
         if *k == common {
             continue;
         }
+        let h = &summary.hostname;
+        let (cmds, policy) = fix(summary, &common);
         out.push(
             Finding::new(
                 id,
@@ -192,13 +226,15 @@ fn compare(
             )
             .evidence("value", k)
             .evidence("majority", &common)
-            .evidence("hosts", &all),
+            .evidence("hosts", &all)
+            .fix(cmds, policy.as_deref()),
         );
     }
 }
 
 fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
     let mut by_ip: BTreeMap<IpAddr, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut dels: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
     let mut owners: BTreeMap<IpAddr, BTreeSet<usize>> = BTreeMap::new();
     for (i, s) in states.iter().enumerate() {
         for a in &s.addresses {
@@ -210,6 +246,10 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
                 .or_default()
                 .insert((s.hostname.clone(), a.ifname.clone()));
             owners.entry(a.address).or_default().insert(i);
+            dels.entry(a.address).or_default().push(format!(
+                "ssh {} ip addr del {}/{} dev {}",
+                s.hostname, a.address, a.prefix_len, a.ifname
+            ));
         }
     }
     for (ip, o) in owners {
@@ -231,7 +271,14 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
                     holders.join(", ")
                 ),
             )
-            .evidence("holders", &holders),
+            .evidence("holders", &holders)
+            .fix(
+                // Keep the first holder; remove it from the others.
+                dels.get(&ip)
+                    .map(|v| v.iter().skip(1).cloned().collect())
+                    .unwrap_or_default(),
+                None,
+            ),
         );
     }
 }
