@@ -4,7 +4,7 @@
 mod doctor_support;
 
 use doctor_support::{ip, B};
-use roce_net::fib::{self, Flow, LookupError};
+use roce_net::fib::{self, FibMode, Flow, LookupError};
 use roce_net::model::RouteType;
 
 fn four_nics_one_subnet() -> B {
@@ -28,7 +28,8 @@ fn without_rules_the_first_subnet_route_wins_for_every_source() {
     let d = get(&b, "198.18.0.50", Some("198.18.0.13"));
     assert_eq!(d.dev.as_deref(), Some("ens1"));
     assert_eq!(d.table, Some(254));
-    assert_eq!(d.rule_priority, Some(32766));
+    // Only the default rules: the kernel's merged lookup consults no rule.
+    assert_eq!(d.rule_priority, None);
     assert_eq!(d.prefsrc, Some(ip("198.18.0.13")));
     assert_eq!(d.kind, RouteType::Unicast);
     // No source: the route's src.
@@ -59,7 +60,15 @@ fn local_table_answers_first_for_local_destinations() {
     let d = get(&b, "198.18.0.12", Some("198.18.0.13"));
     assert_eq!(d.kind, RouteType::Local);
     assert_eq!(d.dev.as_deref(), Some("lo"));
-    assert_eq!(d.table, Some(255));
+    // Merged local/main trie: the kernel reports table main.
+    assert_eq!(d.table, Some(254));
+    let r = fib::resolve_with(
+        &b.0,
+        &Flow::to(ip("198.18.0.12")).from(ip("198.18.0.13")),
+        FibMode::Rules,
+    )
+    .unwrap();
+    assert_eq!((r.table, r.rule_priority), (Some(255), Some(0)));
     assert_eq!(d.prefsrc, Some(ip("198.18.0.13")));
     let d = get(&b, "198.18.0.12", None);
     assert_eq!(d.prefsrc, Some(ip("198.18.0.12")));
@@ -257,9 +266,34 @@ fn multipath_reports_first_live_hop() {
 fn default_rules_assumed_when_snapshot_has_none() {
     let mut b = four_nics_one_subnet();
     b.0.rules.clear();
-    let d = get(&b, "198.18.0.50", Some("198.18.0.12"));
+    assert!(fib::has_only_default_rules(&b.0));
+    let f = Flow::to(ip("198.18.0.50")).from(ip("198.18.0.12"));
+    let d = fib::resolve_with(&b.0, &f, FibMode::Rules).unwrap();
     assert_eq!(d.rule_priority, Some(32766));
-    assert_eq!(get(&b, "198.18.0.12", None).table, Some(255));
+    let f = Flow::to(ip("198.18.0.12"));
+    let d = fib::resolve_with(&b.0, &f, FibMode::Rules).unwrap();
+    assert_eq!(d.table, Some(255));
+}
+
+#[test]
+fn merged_mode_falls_back_to_default_table_and_replaces_errors() {
+    let mut b = four_nics_one_subnet();
+    b.route("blackhole 10.0.0.0/8");
+    b.route("table default 10.1.0.0/16 via 198.18.0.2 dev ens2");
+    // Without custom rules a main-table reject is replaced by the default table's answer.
+    let d = get(&b, "10.1.0.1", None);
+    assert_eq!((d.table, d.dev.as_deref()), (Some(253), Some("ens2")));
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("10.2.0.1"))),
+        Err(LookupError::NoRoute)
+    );
+    // With any custom rule the rules are walked and the blackhole is final.
+    b.rule("pref 100 fwmark 0x1 lookup 100");
+    assert!(!fib::has_only_default_rules(&b.0));
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("10.1.0.1"))),
+        Err(LookupError::Blackhole)
+    );
 }
 
 #[test]

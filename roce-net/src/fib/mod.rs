@@ -22,6 +22,11 @@
 //! 4. The source is the given one, else the route's `src`, else the kernel's
 //!    `inet_select_addr(dev, gateway, route scope)`.
 //!
+//! While a namespace has never had a custom IPv4 rule, the kernel skips the rules
+//! and does one longest-prefix match over the merged local/main trie, then the
+//! `default` table, reporting table `main` even for local destinations; see
+//! [`FibMode`] for how this is detected and overridden.
+//!
 //! If the snapshot has no rules of the lookup's family, the kernel's defaults are
 //! assumed (`0: lookup local`, `32766: lookup main`, `32767: lookup default` for IPv4;
 //! no `default` rule for IPv6).
@@ -104,7 +109,8 @@ pub struct Decision {
     /// The table that matched (`None` for results made without a table lookup,
     /// e.g. a broadcast from a given source, or an on-link guess for a given `oif`).
     pub table: Option<u32>,
-    /// Priority of the rule whose lookup answered.
+    /// Priority of the rule whose lookup answered (`None` when the kernel consulted
+    /// no rules: see [`FibMode`]).
     pub rule_priority: Option<u32>,
     /// The matching route, as in the snapshot.
     pub route: Option<Route>,
@@ -173,15 +179,84 @@ pub fn lookup(
     resolve(state, &flow).ok()
 }
 
-/// Look a flow up, with the reason when the kernel would return an error.
+/// How the kernel consults the IPv4 tables.
+///
+/// Until the first policy rule is added to a namespace, the kernel keeps the
+/// `local` and `main` tables merged in one trie and skips the rules altogether
+/// (`fib_has_custom_rules` is false): the lookup is one longest-prefix match over
+/// both tables, then the `default` table, and the matched table is reported as
+/// `main` even for local destinations. The flag is sticky: once a rule was added,
+/// the namespace keeps walking rules even after they are deleted, which a snapshot
+/// cannot see; choose [`FibMode::Rules`] explicitly for such a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FibMode {
+    /// [`FibMode::Merged`] when the snapshot's IPv4 rules are exactly the kernel's
+    /// three defaults (or absent), else [`FibMode::Rules`].
+    #[default]
+    Auto,
+    /// Walk the policy rules.
+    Rules,
+    /// No custom rules: merged local/main lookup, then `default`.
+    Merged,
+}
+
+/// True when the IPv4 rules are exactly the kernel's defaults (or absent).
+pub fn has_only_default_rules(state: &HostState) -> bool {
+    let v4: Vec<&Rule> = state
+        .rules
+        .iter()
+        .filter(|r| r.family == Family::Inet)
+        .collect();
+    if v4.is_empty() {
+        return true;
+    }
+    let plain = |r: &Rule, prio: u32, table: u32| {
+        r.priority == prio
+            && r.table == table
+            && r.action == RuleAction::ToTable
+            && !r.invert
+            && r.src.map(|n| n.prefix_len() == 0).unwrap_or(true)
+            && r.dst.map(|n| n.prefix_len() == 0).unwrap_or(true)
+            && r.iif.is_none()
+            && r.oif.is_none()
+            && r.fwmark.unwrap_or(0) == 0
+            && r.fwmask.unwrap_or(0) == 0
+            && r.tos == 0
+            && r.suppress_prefixlen.map(|n| n > 128).unwrap_or(true)
+    };
+    let mut sorted = v4.clone();
+    sorted.sort_by_key(|r| r.priority);
+    sorted.len() == 3
+        && plain(sorted[0], 0, RT_TABLE_LOCAL)
+        && plain(sorted[1], 32766, RT_TABLE_MAIN)
+        && plain(sorted[2], 32767, RT_TABLE_DEFAULT)
+}
+
+/// Look a flow up, with the reason when the kernel would return an error
+/// ([`FibMode::Auto`]).
 pub fn resolve(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
+    resolve_with(state, flow, FibMode::Auto)
+}
+
+/// Look a flow up in an explicit [`FibMode`].
+pub fn resolve_with(
+    state: &HostState,
+    flow: &Flow,
+    mode: FibMode,
+) -> Result<Decision, LookupError> {
     if let Some(s) = flow.src {
         if Family::of(&s) != Family::of(&flow.dst) {
             return Err(LookupError::FamilyMismatch);
         }
     }
+    let merged = match mode {
+        FibMode::Auto => has_only_default_rules(state),
+        FibMode::Rules => false,
+        FibMode::Merged => true,
+    };
     match flow.dst {
-        IpAddr::V4(d) => resolve_v4(state, flow, d),
+        IpAddr::V4(d) => resolve_v4(state, flow, d, merged),
         IpAddr::V6(_) => resolve_v6(state, flow),
     }
 }
@@ -317,19 +392,28 @@ fn default_metric(family: Family) -> u32 {
 }
 
 fn table_lookup<'a>(state: &'a HostState, table: u32, flow: &Flow) -> TableResult<'a> {
+    tables_lookup(state, &[table], flow)
+}
+
+/// Longest-prefix match over one table or, for the merged local/main trie, two.
+fn tables_lookup<'a>(state: &'a HostState, tables: &[u32], flow: &Flow) -> TableResult<'a> {
     let family = Family::of(&flow.dst);
     let mut cands: Vec<(usize, &'a Route)> = state
         .routes
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.family == family && r.table == table && r.dst.contains(&flow.dst))
+        .filter(|(_, r)| {
+            r.family == family && tables.contains(&r.table) && r.dst.contains(&flow.dst)
+        })
         .collect();
-    // Longest prefix first; within a prefix TOS-specific first, then lowest metric,
-    // then snapshot order (the kernel's alias list order).
+    // Longest prefix first; within a prefix the higher table id first (the merged
+    // trie's alias order), TOS-specific first, then lowest metric, then snapshot
+    // order (the kernel's alias list order).
     cands.sort_by(|(ia, a), (ib, b)| {
         b.dst
             .prefix_len()
             .cmp(&a.dst.prefix_len())
+            .then(b.table.cmp(&a.table))
             .then(b.tos.cmp(&a.tos))
             .then(
                 a.metric
@@ -381,9 +465,40 @@ fn table_lookup<'a>(state: &'a HostState, table: u32, flow: &Flow) -> TableResul
 struct FibHit<'a> {
     route: &'a Route,
     table: u32,
-    rule_priority: u32,
+    rule_priority: Option<u32>,
     dev: Option<String>,
     gateway: Option<IpAddr>,
+}
+
+/// The kernel's `fib_lookup` without custom rules: the merged local/main trie, then
+/// the default table (whose answer replaces any error from the first lookup).
+fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, LookupError> {
+    let hit = |r: TableResult<'a>, table: u32| match r {
+        TableResult::Hit {
+            route,
+            dev,
+            gateway,
+            ..
+        } => Ok(FibHit {
+            route,
+            table,
+            rule_priority: None,
+            dev,
+            gateway,
+        }),
+        TableResult::Again => Err(LookupError::NoRoute),
+        TableResult::Reject(e) => Err(e),
+    };
+    match hit(
+        tables_lookup(state, &[RT_TABLE_LOCAL, RT_TABLE_MAIN], flow),
+        RT_TABLE_MAIN,
+    ) {
+        Ok(h) => Ok(h),
+        Err(_) => hit(
+            table_lookup(state, RT_TABLE_DEFAULT, flow),
+            RT_TABLE_DEFAULT,
+        ),
+    }
 }
 
 /// `fib_rules_lookup`: walk the rules, look tables up, honour goto/nop/suppress.
@@ -429,7 +544,7 @@ fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Looku
                 return Ok(FibHit {
                     route,
                     table: rule.table,
-                    rule_priority: rule.priority,
+                    rule_priority: Some(rule.priority),
                     dev,
                     gateway,
                 });
@@ -518,7 +633,12 @@ pub fn inet_select_addr(
     None
 }
 
-fn resolve_v4(state: &HostState, flow: &Flow, dst: Ipv4Addr) -> Result<Decision, LookupError> {
+fn resolve_v4(
+    state: &HostState,
+    flow: &Flow,
+    dst: Ipv4Addr,
+    merged: bool,
+) -> Result<Decision, LookupError> {
     let output = flow.iif.is_none();
     let mut saddr: Option<Ipv4Addr> = match flow.src {
         Some(IpAddr::V4(s)) => Some(s),
@@ -584,7 +704,12 @@ fn resolve_v4(state: &HostState, flow: &Flow, dst: Ipv4Addr) -> Result<Decision,
         let s = saddr.unwrap_or(Ipv4Addr::LOCALHOST);
         return Ok(bare(RouteType::Local, Some("lo".into()), Some(s)));
     }
-    let hit = match fib_lookup(state, flow) {
+    let looked = if merged {
+        merged_lookup(state, flow)
+    } else {
+        fib_lookup(state, flow)
+    };
+    let hit = match looked {
         Ok(h) => h,
         Err(e) => {
             if let Some(o) = &flow.oif {
@@ -607,7 +732,7 @@ fn resolve_v4(state: &HostState, flow: &Flow, dst: Ipv4Addr) -> Result<Decision,
         return Ok(Decision {
             kind: RouteType::Local,
             table: Some(hit.table),
-            rule_priority: Some(hit.rule_priority),
+            rule_priority: hit.rule_priority,
             route: Some(route.clone()),
             dev: Some("lo".into()),
             prefsrc: Some(IpAddr::V4(src.unwrap_or(dst))),
@@ -631,7 +756,7 @@ fn resolve_v4(state: &HostState, flow: &Flow, dst: Ipv4Addr) -> Result<Decision,
     Ok(Decision {
         kind: route.kind,
         table: Some(hit.table),
-        rule_priority: Some(hit.rule_priority),
+        rule_priority: hit.rule_priority,
         route: Some(route.clone()),
         dev: hit.dev,
         prefsrc: src.map(IpAddr::V4),
@@ -712,7 +837,7 @@ fn resolve_v6(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
         return Ok(Decision {
             kind: RouteType::Local,
             table: Some(hit.table),
-            rule_priority: Some(hit.rule_priority),
+            rule_priority: hit.rule_priority,
             route: Some(route.clone()),
             dev: Some("lo".into()),
             prefsrc: Some(IpAddr::V6(given.or(route_src).unwrap_or(dst))),
@@ -726,7 +851,7 @@ fn resolve_v6(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
     Ok(Decision {
         kind: route.kind,
         table: Some(hit.table),
-        rule_priority: Some(hit.rule_priority),
+        rule_priority: hit.rule_priority,
         route: Some(route.clone()),
         dev: hit.dev,
         prefsrc: src.map(IpAddr::V6),
