@@ -325,3 +325,21 @@ fn ipv6_lookups() {
     let d = fib::lookup(&b.0, ip("fe80::99"), None, None, Some("ens2")).unwrap();
     assert_eq!(d.prefsrc, Some(ip("fe80::2")));
 }
+
+#[test]
+fn destination_classes_and_loopback_sources() {
+    let mut b = four_nics_one_subnet();
+    b.route("default via 198.18.0.1 dev ens1");
+    let d = get(&b, "239.1.1.1", None);
+    assert_eq!(d.kind, RouteType::Multicast);
+    assert_eq!(d.dev.as_deref(), Some("ens1"));
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("0.1.2.3"))),
+        Err(LookupError::InvalidDestination)
+    );
+    // 127.0.0.1 is local, but may not leave by ens1.
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("8.8.8.8")).from(ip("127.0.0.1"))),
+        Err(LookupError::InvalidSource)
+    );
+}

@@ -143,6 +143,8 @@ pub enum LookupError {
     NoDevice,
     /// The source and destination families differ.
     FamilyMismatch,
+    /// The destination cannot be routed (`0.x.x.x`; `Invalid argument`).
+    InvalidDestination,
 }
 
 impl std::fmt::Display for LookupError {
@@ -155,6 +157,7 @@ impl std::fmt::Display for LookupError {
             LookupError::Prohibit => "prohibit route or rule",
             LookupError::NoDevice => "output device missing or down",
             LookupError::FamilyMismatch => "source and destination families differ",
+            LookupError::InvalidDestination => "destination address cannot be routed",
         })
     }
 }
@@ -753,8 +756,24 @@ fn resolve_v4(
             }),
         },
     };
+    // __mkroute_output: a loopback source may not leave by a real device, a zeronet
+    // destination is invalid, and the destination class decides the route type.
+    let dev_is_lo = hit.dev.as_deref() == Some("lo");
+    if src.map(|s| s.is_loopback()).unwrap_or(false) && !dev_is_lo {
+        return Err(LookupError::InvalidSource);
+    }
+    if is_zeronet(dst) {
+        return Err(LookupError::InvalidDestination);
+    }
+    let kind = if is_lbcast(dst) {
+        RouteType::Broadcast
+    } else if dst.is_multicast() {
+        RouteType::Multicast
+    } else {
+        route.kind
+    };
     Ok(Decision {
-        kind: route.kind,
+        kind,
         table: Some(hit.table),
         rule_priority: hit.rule_priority,
         route: Some(route.clone()),
