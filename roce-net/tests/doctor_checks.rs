@@ -372,6 +372,27 @@ fn distinct_peers_are_not_a_conflict() {
 }
 
 #[test]
+fn shared_gateway_mac_is_not_a_conflict() {
+    let mut b = base();
+    // Rail gateways with one anycast MAC, used by routes in the per-NIC tables.
+    for n in 0..4 {
+        let gw = format!("198.18.0.{}", 1 + n);
+        b.route(&format!(
+            "table {} 10.0.0.0/8 via {gw} dev ens{}",
+            1001 + n,
+            n + 1
+        ));
+        b.neigh(
+            &format!("ens{}", n + 1),
+            &gw,
+            Some("00:00:5e:00:01:01"),
+            NeighState::Reachable,
+        );
+    }
+    assert!(doctor::run(&b.0).is_empty());
+}
+
+#[test]
 fn neighbor_failed() {
     let mut b = base();
     b.neigh("ens2", "198.18.0.30", None, NeighState::Failed);
