@@ -673,6 +673,28 @@ fn multiple_default_routes() {
 }
 
 #[test]
+fn snapshot_partial() {
+    let mut b = base();
+    b.0.warnings.push(roce_net::model::Warning {
+        source: "/proc/sys/net/ipv4/conf/ens2/rp_filter".into(),
+        message: "permission denied".into(),
+    });
+    let s = fixture("snapshot-partial.bad.json", b);
+    let f = doctor::run(&s);
+    assert_eq!(ids(&f), BTreeSet::from(["snapshot-partial"]));
+    let x = one(&f, "snapshot-partial");
+    assert_eq!(x.severity, Severity::Info);
+    assert_eq!(
+        x.evidence["warnings"],
+        json!(["/proc/sys/net/ipv4/conf/ens2/rp_filter: permission denied"])
+    );
+    assert_eq!(
+        x.remediation.commands,
+        vec!["cat /proc/sys/net/ipv4/conf/ens2/rp_filter"]
+    );
+}
+
+#[test]
 fn every_check_has_a_bad_fixture_and_findings_are_sorted_and_serialisable() {
     let mut all_ids = BTreeSet::new();
     for id in doctor::CHECK_IDS {
