@@ -149,6 +149,10 @@ fn rule_actions_goto_nop_and_rejects() {
     assert_eq!(r("198.51.100.1"), Err(LookupError::Prohibit));
     assert_eq!(r("198.51.101.1"), Err(LookupError::Unreachable));
     assert_eq!(r("198.51.102.1"), Err(LookupError::Blackhole));
+    // A backwards goto (refused by the kernel) cannot loop.
+    b.rule("pref 6 to 203.0.1.0/24 goto 3");
+    b.rule("pref 3 to 203.0.1.0/24 goto 6");
+    assert_eq!(get(&b, "203.0.1.5", None).table, Some(200));
     // A goto to a missing priority is ignored.
     b.rule("pref 5 to 203.0.1.0/24 goto 7");
     assert_eq!(get(&b, "203.0.1.5", None).table, Some(200));

@@ -516,7 +516,9 @@ fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Looku
         }
         match rule.action {
             RuleAction::Goto => {
-                if let Some(target) = rule.goto {
+                // The kernel only accepts forward gotos; ignoring any other keeps a
+                // malformed snapshot from looping.
+                if let Some(target) = rule.goto.filter(|t| *t > rule.priority) {
                     if let Some(t) = rules.iter().position(|r| r.priority == target) {
                         // The kernel re-evaluates the target rule itself next.
                         i = t;
