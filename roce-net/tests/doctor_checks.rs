@@ -372,6 +372,27 @@ fn distinct_peers_are_not_a_conflict() {
 }
 
 #[test]
+fn shared_gateway_mac_is_not_a_conflict() {
+    let mut b = base();
+    // Rail gateways with one anycast MAC, used by routes in the per-NIC tables.
+    for n in 0..4 {
+        let gw = format!("198.18.0.{}", 1 + n);
+        b.route(&format!(
+            "table {} 10.0.0.0/8 via {gw} dev ens{}",
+            1001 + n,
+            n + 1
+        ));
+        b.neigh(
+            &format!("ens{}", n + 1),
+            &gw,
+            Some("00:00:5e:00:01:01"),
+            NeighState::Reachable,
+        );
+    }
+    assert!(doctor::run(&b.0).is_empty());
+}
+
+#[test]
 fn neighbor_failed() {
     let mut b = base();
     b.neigh("ens2", "198.18.0.30", None, NeighState::Failed);
@@ -649,6 +670,28 @@ fn multiple_default_routes() {
     let mut b = base();
     b.route("default via 198.19.0.2 dev eno1 metric 100");
     assert!(doctor::run(&b.0).is_empty());
+}
+
+#[test]
+fn snapshot_partial() {
+    let mut b = base();
+    b.0.warnings.push(roce_net::model::Warning {
+        source: "/proc/sys/net/ipv4/conf/ens2/rp_filter".into(),
+        message: "permission denied".into(),
+    });
+    let s = fixture("snapshot-partial.bad.json", b);
+    let f = doctor::run(&s);
+    assert_eq!(ids(&f), BTreeSet::from(["snapshot-partial"]));
+    let x = one(&f, "snapshot-partial");
+    assert_eq!(x.severity, Severity::Info);
+    assert_eq!(
+        x.evidence["warnings"],
+        json!(["/proc/sys/net/ipv4/conf/ens2/rp_filter: permission denied"])
+    );
+    assert_eq!(
+        x.remediation.commands,
+        vec!["cat /proc/sys/net/ipv4/conf/ens2/rp_filter"]
+    );
 }
 
 #[test]
