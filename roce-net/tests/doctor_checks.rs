@@ -176,7 +176,7 @@ fn source_rule_missing() {
     );
     assert_eq!(
         x.remediation.policy.as_deref(),
-        Some("routing.source_rules: true")
+        Some("routing.enabled: true")
     );
 }
 
@@ -441,7 +441,7 @@ fn mtu_mismatch() {
         x.remediation.commands,
         vec!["ip link set dev ens2 mtu 9000"]
     );
-    assert_eq!(x.remediation.policy.as_deref(), Some("mtu: 9000"));
+    assert_eq!(x.remediation.policy, None, "MTUs are not a policy setting");
 }
 
 #[test]
@@ -752,4 +752,41 @@ fn scope_without_rdma_and_without_shared_subnets_is_empty() {
     let mut b = lab();
     b.iface_mut("veth2").master = Some("br0".into());
     assert!(doctor::nics_in_scope(&b.0).is_empty());
+}
+
+/// Every policy setting a finding recommends is one the policy loader accepts, so
+/// the advice can be pasted into a policy file.
+#[test]
+fn remediation_policy_settings_are_valid_policy() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/doctor");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let st = roce_net::HostState::load(&p).unwrap();
+        for f in doctor::run(&st) {
+            let Some(setting) = f.remediation.policy.as_deref() else {
+                continue;
+            };
+            let (path, value) = setting
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("{setting}"));
+            let mut yaml = String::new();
+            let parts: Vec<&str> = path.split('.').collect();
+            for (depth, part) in parts.iter().enumerate() {
+                yaml.push_str(&"  ".repeat(depth));
+                yaml.push_str(part);
+                yaml.push(':');
+                yaml.push(if depth + 1 == parts.len() { ' ' } else { '\n' });
+            }
+            yaml.push_str(value);
+            roce_net::policy::Policy::from_yaml(&yaml).unwrap_or_else(|e| {
+                panic!("{} recommends {setting:?}, not a valid policy: {e}", f.id)
+            });
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "only {seen} policy settings seen");
 }
