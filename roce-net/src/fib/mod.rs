@@ -16,7 +16,8 @@
 //! 3. In the rule's table the longest matching prefix wins; among routes of that prefix
 //!    the lowest TOS-compatible metric first. `throw` continues with the next rule,
 //!    `blackhole`/`unreachable`/`prohibit` routes end the lookup. Routes over
-//!    administratively down devices and, when an `oif` is given, next hops over another
+//!    administratively down devices (except host-scope `local` routes, which the
+//!    kernel keeps alive) and, when an `oif` is given, next hops over another
 //!    device are skipped, falling back to shorter prefixes as the kernel's trie does.
 //!    `suppress_prefixlength N` rejects a result of prefix length `<= N` and continues.
 //! 4. The source is the given one, else the route's `src`, else the kernel's
@@ -443,7 +444,11 @@ fn tables_lookup<'a>(state: &'a HostState, tables: &[u32], flow: &Flow) -> Table
                 .collect()
         };
         for (dev, gw) in hops {
-            if !dev_alive(state, dev.as_deref()) {
+            // A device going down kills the next hops over it, except those of
+            // host-scope routes (the `local` routes of its addresses, whose next hop
+            // has scope `nowhere`): the kernel keeps them, so a down device's
+            // addresses stay local (`fib_sync_down_dev`).
+            if r.scope != Scope::Host && !dev_alive(state, dev.as_deref()) {
                 continue;
             }
             if let Some(o) = &flow.oif {

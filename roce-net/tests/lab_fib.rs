@@ -1,0 +1,353 @@
+//! The offline FIB lookup (`roce_net::fib::resolve` over a snapshot) against the
+//! kernel's own answer (`RTM_GETROUTE` with `RTM_F_LOOKUP_TABLE`), on well over a
+//! thousand pseudo-random (destination, source) pairs in a namespace with several
+//! devices, subnets, tables (including ids above 255), and policy rules of every
+//! kind: from/to prefixes, `not`, fwmark (never matching an unmarked flow, or
+//! matching it through a zero mark), `iif lo`, `oif`, `tos`, goto/nop,
+//! blackhole/unreachable/prohibit actions and `suppress_prefixlength`; plus throw,
+//! unreachable, prohibit and blackhole routes, gateways, metrics, TOS routes,
+//! route `src`, a secondary address and a device that is down. The devices are
+//! veth pairs inside the namespace (the far ends `x<N>` carry no address).
+
+mod lab_support;
+
+use lab_support::{can_run, ip_batch};
+use roce_net::fib::{self, Decision, Flow, LookupError};
+use roce_net::lab::Lab;
+use roce_net::model::{Family, RouteDecision};
+use roce_net::{Host, HostState};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// Deterministic xorshift64* generator: the same queries on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+const SETUP: &str = "\
+link add d0 type veth peer name x0
+link add d1 type veth peer name x1
+link add d2 type veth peer name x2
+link add d3 type veth peer name x3
+link add d4 type veth peer name x4
+link add d5 type veth peer name x5
+link set x0 up
+link set x1 up
+link set x2 up
+link set x3 up
+link set x4 up
+link set d0 up
+link set d1 up
+link set d2 up
+link set d3 up
+link set d4 up
+addr add 198.18.0.1/24 dev d0
+addr add 198.18.0.2/24 dev d0
+addr add 198.18.5.1/24 dev d0
+addr add 198.18.0.11/24 dev d1
+addr add 198.18.1.1/24 dev d2
+addr add 198.18.2.1/25 dev d3
+addr add 198.18.3.1/24 dev d4
+addr add 198.19.0.1/16 dev d4
+addr add 198.18.9.1/24 dev d5
+route add default via 198.18.1.254 metric 100
+route add default via 198.18.0.254 dev d0 metric 50
+route add 198.18.64.0/18 via 198.18.1.2
+route add 198.18.64.0/20 via 198.18.0.3 dev d1
+route add unreachable 198.18.80.0/20
+route add prohibit 198.18.96.0/20
+route add blackhole 198.18.112.0/20
+route add 198.18.70.0/24 via 198.18.3.2 metric 10
+route add 198.18.70.0/24 dev d3 metric 5
+route add unreachable 198.18.71.0/24 metric 5
+route add 198.18.71.0/24 via 198.18.1.3 metric 1
+route add unreachable 198.18.72.0/24 metric 1
+route add 198.18.72.0/24 via 198.18.1.3 metric 10
+route add 198.19.128.0/17 via 198.19.0.254 src 198.18.3.1
+route add 198.18.90.0/24 via 198.18.5.254
+route add 198.18.100.0/24 tos 0x10 via 198.18.1.4
+route add 198.18.100.0/24 via 198.18.2.2
+route add throw 198.18.240.0/20
+route add 198.18.33.0/24 dev d2 scope link
+route add 198.18.240.0/24 via 198.18.1.9 table default
+route add 198.18.0.0/24 dev d1 src 198.18.0.11 table 100
+route add default via 198.18.0.254 dev d1 table 100
+route add throw 198.18.128.0/17 table 100
+route add throw 198.18.64.0/20 table 100
+route add throw 198.18.64.0/18 table 1000
+route add unreachable 198.18.32.0/19 table 1000
+route add 198.19.0.0/16 dev d4 table 1000
+route add 198.18.16.0/20 via 198.18.2.126 table 1000
+route add prohibit 198.18.20.0/22 table 1000
+route add default via 198.18.3.254 table 70000
+route add prohibit 198.18.168.0/21 table 70000
+route add 198.18.176.0/20 dev d2 table 70000
+route add throw 198.18.184.0/21 table 70000
+route add 198.18.128.0/18 via 198.18.1.5 table 200
+route add blackhole 198.18.150.0/24 table 200
+route add 198.18.0.0/15 via 198.18.0.254 dev d1 table 200 metric 7
+route add unreachable default table 300
+rule add pref 10 fwmark 0x1 lookup 70000
+rule add pref 11 to 198.18.128.0/19 fwmark 0x0/0x2 lookup 200
+rule add pref 12 fwmark 0x4/0x4 lookup 300
+rule add pref 15 iif lo to 198.18.160.0/19 lookup 70000
+rule add pref 16 oif d2 lookup 70000
+rule add pref 18 tos 0x10 lookup 70000
+rule add pref 20 from 198.18.0.11 lookup 100
+rule add pref 25 from 198.18.0.0/24 goto 40
+rule add pref 30 to 198.18.64.0/18 lookup 1000
+rule add pref 35 nop
+rule add pref 40 not from 198.18.1.0/24 lookup 1000
+rule add pref 40 to 198.18.4.0/24 lookup 100
+rule add pref 50 to 198.18.48.0/20 unreachable
+rule add pref 51 to 198.18.56.0/21 prohibit
+rule add pref 52 from 198.19.0.1 to 198.18.40.0/21 blackhole
+rule add pref 60 lookup main suppress_prefixlength 0
+rule add pref 70 to 198.18.128.0/18 lookup 200
+rule add pref 80 from 198.18.2.1 lookup 300
+rule add pref 90 lookup 400
+";
+
+fn in_lab_space(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => a.octets()[0] == 198 && (a.octets()[1] & 0xfe) == 18,
+        IpAddr::V6(_) => false,
+    }
+}
+
+/// A random host inside `net` (network and broadcast addresses included).
+fn host_in(rng: &mut Rng, net: ipnet::Ipv4Net) -> Ipv4Addr {
+    let base = u32::from(net.network());
+    let size = 1u64 << (32 - u32::from(net.prefix_len()));
+    Ipv4Addr::from(base + (rng.next() % size) as u32)
+}
+
+/// The query mix: local addresses, hosts on connected subnets, hosts in the
+/// prefixes routes and rules mention, and anything in 198.18.0.0/15; sources are
+/// none, a local address (the secondary one and the down device's included), or
+/// now and then an address the host does not own.
+fn queries(st: &HostState, n: usize) -> Vec<(IpAddr, Option<IpAddr>)> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let locals: Vec<IpAddr> = st
+        .addresses
+        .iter()
+        .map(|a| a.address)
+        .filter(|a| in_lab_space(*a))
+        .collect();
+    let subnets: Vec<ipnet::Ipv4Net> = st
+        .addresses
+        .iter()
+        .filter(|a| in_lab_space(a.address))
+        .filter_map(|a| match a.network() {
+            ipnet::IpNet::V4(n) => Some(n),
+            ipnet::IpNet::V6(_) => None,
+        })
+        .collect();
+    let mut mentioned: BTreeSet<ipnet::Ipv4Net> = BTreeSet::new();
+    for r in &st.routes {
+        if let ipnet::IpNet::V4(n) = r.dst {
+            if r.dst.prefix_len() > 0 && in_lab_space(r.dst.addr()) {
+                mentioned.insert(n);
+            }
+        }
+    }
+    for r in &st.rules {
+        for net in [r.dst, r.src].into_iter().flatten() {
+            if let ipnet::IpNet::V4(n) = net {
+                if net.prefix_len() > 0 {
+                    mentioned.insert(n);
+                }
+            }
+        }
+    }
+    let mentioned: Vec<ipnet::Ipv4Net> = mentioned.into_iter().collect();
+    let lab: ipnet::Ipv4Net = "198.18.0.0/15".parse().unwrap();
+    let foreign = IpAddr::V4(Ipv4Addr::new(198, 18, 77, 77));
+    (0..n)
+        .map(|_| {
+            let dst = match rng.below(100) {
+                0..=14 => *rng.pick(&locals),
+                15..=34 => {
+                    let net = *rng.pick(&subnets);
+                    IpAddr::V4(host_in(&mut rng, net))
+                }
+                35..=79 => {
+                    let net = *rng.pick(&mentioned);
+                    IpAddr::V4(host_in(&mut rng, net))
+                }
+                _ => IpAddr::V4(host_in(&mut rng, lab)),
+            };
+            let src = match rng.below(100) {
+                0..=34 => None,
+                35..=95 => Some(*rng.pick(&locals)),
+                _ => Some(foreign),
+            };
+            (dst, src)
+        })
+        .collect()
+}
+
+/// Whether an offline error is the same class of failure as the kernel's errno.
+fn same_failure(e: LookupError, errno: i32) -> bool {
+    match e {
+        LookupError::NoRoute => errno == libc::ENETUNREACH,
+        // Unreachable routes answer EHOSTUNREACH, unreachable rules ENETUNREACH.
+        LookupError::Unreachable => errno == libc::EHOSTUNREACH || errno == libc::ENETUNREACH,
+        LookupError::Prohibit => errno == libc::EACCES,
+        LookupError::Blackhole => errno == libc::EINVAL,
+        LookupError::InvalidSource => errno == libc::EINVAL || errno == libc::ENETUNREACH,
+        LookupError::NoDevice => errno == libc::ENODEV,
+        LookupError::FamilyMismatch => false,
+    }
+}
+
+fn describe_kernel(k: &Result<RouteDecision, Option<i32>>) -> String {
+    match k {
+        Ok(d) => format!(
+            "{:?} table {} dev {} src {} via {}",
+            d.kind,
+            d.table,
+            d.dev.as_deref().unwrap_or("-"),
+            d.prefsrc.map(|x| x.to_string()).unwrap_or("-".into()),
+            d.gateway.map(|x| x.to_string()).unwrap_or("-".into()),
+        ),
+        Err(Some(e)) => format!("error {}", std::io::Error::from_raw_os_error(*e)),
+        Err(None) => "error without errno".into(),
+    }
+}
+
+fn describe_fib(f: &Result<Decision, LookupError>) -> String {
+    match f {
+        Ok(d) => format!(
+            "{:?} table {} dev {} src {} via {} (rule {}, route {})",
+            d.kind,
+            d.table.map(|t| t.to_string()).unwrap_or("-".into()),
+            d.dev.as_deref().unwrap_or("-"),
+            d.prefsrc.map(|x| x.to_string()).unwrap_or("-".into()),
+            d.gateway.map(|x| x.to_string()).unwrap_or("-".into()),
+            d.rule_priority.map(|p| p.to_string()).unwrap_or("-".into()),
+            d.route
+                .as_ref()
+                .map(|r| format!(
+                    "{:?} {} table {} metric {:?}",
+                    r.kind, r.dst, r.table, r.metric
+                ))
+                .unwrap_or("-".into()),
+        ),
+        Err(e) => format!("error {e:?}"),
+    }
+}
+
+fn agree(k: &Result<RouteDecision, Option<i32>>, f: &Result<Decision, LookupError>) -> bool {
+    match (k, f) {
+        (Ok(k), Ok(f)) => {
+            k.kind == f.kind
+                && k.table == f.table.unwrap_or(0)
+                && k.dev == f.dev
+                && k.prefsrc == f.prefsrc
+                && k.gateway == f.gateway
+        }
+        (Err(Some(errno)), Err(e)) => same_failure(*e, *errno),
+        _ => false,
+    }
+}
+
+#[test]
+fn offline_fib_agrees_with_the_kernel_on_random_flows() {
+    let test = "offline_fib_agrees_with_the_kernel_on_random_flows";
+    if !can_run(test) {
+        return;
+    }
+    let mut lab = Lab::new("ld").unwrap();
+    let ns = lab.add_namespace("fib").unwrap();
+    ip_batch(&ns, SETUP);
+    let host = Host::netns(&ns).unwrap();
+    let st = host.snapshot().unwrap();
+    // The snapshot holds what the lookup needs: tables above 255 included.
+    let tables: BTreeSet<u32> = st.routes.iter().map(|r| r.table).collect();
+    for t in [100, 200, 300, 1000, 70000] {
+        assert!(tables.contains(&t), "table {t} missing from the snapshot");
+    }
+    assert!(st.rules.iter().filter(|r| r.family == Family::Inet).count() >= 22);
+
+    let qs = queries(&st, 1500);
+    let kernel: Vec<Result<RouteDecision, Option<i32>>> = host
+        .with_netlink(|nl| {
+            Ok(qs
+                .iter()
+                .map(|(dst, src)| nl.route_get(*dst, *src, None).map_err(|e| e.errno_value()))
+                .collect())
+        })
+        .unwrap();
+
+    let mut mismatches = Vec::new();
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for ((dst, src), k) in qs.iter().zip(&kernel) {
+        let mut flow = Flow::to(*dst);
+        flow.src = *src;
+        let f = fib::resolve(&st, &flow);
+        let key = match k {
+            Ok(d) => format!("{:?} table {}", d.kind, d.table),
+            Err(Some(e)) => format!("errno {e}"),
+            Err(None) => "error".into(),
+        };
+        *outcomes.entry(key).or_default() += 1;
+        if !agree(k, &f) {
+            mismatches.push(format!(
+                "{dst} from {}:\n    kernel {}\n    fib    {}",
+                src.map(|s| s.to_string()).unwrap_or("-".into()),
+                describe_kernel(k),
+                describe_fib(&f)
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} lookups disagree with the kernel; first ones:\n{}\noutcomes: {outcomes:#?}",
+        mismatches.len(),
+        qs.len(),
+        mismatches
+            .iter()
+            .take(15)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // The mix exercised every kind of answer the setup can give.
+    let seen = |k: &str| outcomes.keys().any(|o| o.starts_with(k));
+    for want in [
+        "Local table 255",
+        "Broadcast table 255",
+        "Unicast table 254",
+        "Unicast table 100",
+        "Unicast table 200",
+        "Unicast table 253",
+        "Unicast table 1000",
+        "Unicast table 70000",
+        "errno 13",  // EACCES: prohibit
+        "errno 22",  // EINVAL: blackhole
+        "errno 101", // ENETUNREACH: unreachable rule, no route
+        "errno 113", // EHOSTUNREACH: unreachable route
+    ] {
+        assert!(seen(want), "no lookup ended as {want}: {outcomes:#?}");
+    }
+    drop(lab);
+}
