@@ -9,12 +9,14 @@
 //! route `src`, a secondary address and a device that is down. The devices are
 //! veth pairs inside the namespace (the far ends `x<N>` carry no address).
 
+mod doctor_support;
 mod lab_support;
 
+use doctor_support::{ip, B};
 use lab_support::{can_run, ip_batch};
-use roce_net::fib::{self, Decision, Flow, LookupError};
+use roce_net::fib::{self, Decision, FibMode, Flow, LookupError};
 use roce_net::lab::Lab;
-use roce_net::model::{Family, RouteDecision};
+use roce_net::model::{Family, RouteDecision, RouteType};
 use roce_net::{Host, HostState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -139,12 +141,34 @@ fn host_in(rng: &mut Rng, net: ipnet::Ipv4Net) -> Ipv4Addr {
     Ipv4Addr::from(base + (rng.next() % size) as u32)
 }
 
+/// One `ip route get` query.
+#[derive(Debug, Clone)]
+struct Query {
+    dst: IpAddr,
+    src: Option<IpAddr>,
+    oif: Option<String>,
+}
+
+impl std::fmt::Display for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.dst)?;
+        if let Some(s) = self.src {
+            write!(f, " from {s}")?;
+        }
+        if let Some(o) = &self.oif {
+            write!(f, " oif {o}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The query mix: local addresses, hosts on connected subnets, hosts in the
 /// prefixes routes and rules mention, and anything in 198.18.0.0/15; sources are
 /// none, a local address (the secondary one and the down device's included), or
-/// now and then an address the host does not own.
-fn queries(st: &HostState, n: usize) -> Vec<(IpAddr, Option<IpAddr>)> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+/// now and then an address the host does not own. With `oifs`, most queries are
+/// bound to one of those devices.
+fn queries(st: &HostState, n: usize, seed: u64, oifs: &[&str]) -> Vec<Query> {
+    let mut rng = Rng(seed);
     let locals: Vec<IpAddr> = st
         .addresses
         .iter()
@@ -199,7 +223,12 @@ fn queries(st: &HostState, n: usize) -> Vec<(IpAddr, Option<IpAddr>)> {
                 35..=95 => Some(*rng.pick(&locals)),
                 _ => Some(foreign),
             };
-            (dst, src)
+            let oif = if oifs.is_empty() || rng.below(100) < 15 {
+                None
+            } else {
+                Some(rng.pick(oifs).to_string())
+            };
+            Query { dst, src, oif }
         })
         .collect()
 }
@@ -218,7 +247,9 @@ fn same_failure(e: LookupError, errno: i32) -> bool {
     }
 }
 
-fn describe_kernel(k: &Result<RouteDecision, Option<i32>>) -> String {
+type KernelAnswer = Result<RouteDecision, Option<i32>>;
+
+fn describe_kernel(k: &KernelAnswer) -> String {
     match k {
         Ok(d) => format!(
             "{:?} table {} dev {} src {} via {}",
@@ -255,7 +286,7 @@ fn describe_fib(f: &Result<Decision, LookupError>) -> String {
     }
 }
 
-fn agree(k: &Result<RouteDecision, Option<i32>>, f: &Result<Decision, LookupError>) -> bool {
+fn agree(k: &KernelAnswer, f: &Result<Decision, LookupError>) -> bool {
     match (k, f) {
         (Ok(k), Ok(f)) => {
             k.kind == f.kind
@@ -269,40 +300,33 @@ fn agree(k: &Result<RouteDecision, Option<i32>>, f: &Result<Decision, LookupErro
     }
 }
 
-#[test]
-fn offline_fib_agrees_with_the_kernel_on_random_flows() {
-    let test = "offline_fib_agrees_with_the_kernel_on_random_flows";
-    if !can_run(test) {
-        return;
-    }
-    let mut lab = Lab::new("ld").unwrap();
-    let ns = lab.add_namespace("fib").unwrap();
-    ip_batch(&ns, SETUP);
-    let host = Host::netns(&ns).unwrap();
-    let st = host.snapshot().unwrap();
-    // The snapshot holds what the lookup needs: tables above 255 included.
-    let tables: BTreeSet<u32> = st.routes.iter().map(|r| r.table).collect();
-    for t in [100, 200, 300, 1000, 70000] {
-        assert!(tables.contains(&t), "table {t} missing from the snapshot");
-    }
-    assert!(st.rules.iter().filter(|r| r.family == Family::Inet).count() >= 22);
-
-    let qs = queries(&st, 1500);
-    let kernel: Vec<Result<RouteDecision, Option<i32>>> = host
+/// Ask the kernel every query through one netlink socket, resolve each offline
+/// with `mode`, and return the outcome counts (by the kernel's answer). Panics
+/// listing the first disagreements.
+fn compare(host: &Host, st: &HostState, qs: &[Query], mode: FibMode) -> BTreeMap<String, usize> {
+    let kernel: Vec<KernelAnswer> = host
         .with_netlink(|nl| {
             Ok(qs
                 .iter()
-                .map(|(dst, src)| nl.route_get(*dst, *src, None).map_err(|e| e.errno_value()))
+                .map(|q| {
+                    nl.route_get(q.dst, q.src, q.oif.as_deref())
+                        .map_err(|e| e.errno_value())
+                })
                 .collect())
         })
         .unwrap();
-
     let mut mismatches = Vec::new();
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-    for ((dst, src), k) in qs.iter().zip(&kernel) {
-        let mut flow = Flow::to(*dst);
-        flow.src = *src;
-        let f = fib::resolve(&st, &flow);
+    for (q, k) in qs.iter().zip(&kernel) {
+        let flow = Flow {
+            dst: q.dst,
+            src: q.src,
+            iif: None,
+            oif: q.oif.clone(),
+            fwmark: 0,
+            tos: 0,
+        };
+        let f = fib::resolve_with(st, &flow, mode);
         let key = match k {
             Ok(d) => format!("{:?} table {}", d.kind, d.table),
             Err(Some(e)) => format!("errno {e}"),
@@ -311,8 +335,7 @@ fn offline_fib_agrees_with_the_kernel_on_random_flows() {
         *outcomes.entry(key).or_default() += 1;
         if !agree(k, &f) {
             mismatches.push(format!(
-                "{dst} from {}:\n    kernel {}\n    fib    {}",
-                src.map(|s| s.to_string()).unwrap_or("-".into()),
+                "{q}:\n    kernel {}\n    fib    {}",
                 describe_kernel(k),
                 describe_fib(&f)
             ));
@@ -330,24 +353,148 @@ fn offline_fib_agrees_with_the_kernel_on_random_flows() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+    outcomes
+}
 
-    // The mix exercised every kind of answer the setup can give.
-    let seen = |k: &str| outcomes.keys().any(|o| o.starts_with(k));
-    for want in [
-        "Local table 255",
-        "Broadcast table 255",
-        "Unicast table 254",
-        "Unicast table 100",
-        "Unicast table 200",
-        "Unicast table 253",
-        "Unicast table 1000",
-        "Unicast table 70000",
-        "errno 13",  // EACCES: prohibit
-        "errno 22",  // EINVAL: blackhole
-        "errno 101", // ENETUNREACH: unreachable rule, no route
-        "errno 113", // EHOSTUNREACH: unreachable route
-    ] {
-        assert!(seen(want), "no lookup ended as {want}: {outcomes:#?}");
+fn assert_seen(outcomes: &BTreeMap<String, usize>, wanted: &[&str]) {
+    for want in wanted {
+        assert!(
+            outcomes.keys().any(|o| o.starts_with(want)),
+            "no lookup ended as {want}: {outcomes:#?}"
+        );
     }
-    drop(lab);
+}
+
+/// The lab namespace with [`SETUP`]'s devices and routes, and its rules unless
+/// `rules` is false.
+fn build(lab: &mut Lab, role: &str, rules: bool) -> (Host, HostState) {
+    let ns = lab.add_namespace(role).unwrap();
+    let script: String = SETUP
+        .lines()
+        .filter(|l| rules || !l.starts_with("rule "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    ip_batch(&ns, &script);
+    let host = Host::netns(&ns).unwrap();
+    let st = host.snapshot().unwrap();
+    // The snapshot holds what the lookup needs: tables above 255 included.
+    let tables: BTreeSet<u32> = st.routes.iter().map(|r| r.table).collect();
+    for t in [100, 200, 300, 1000, 70000] {
+        assert!(tables.contains(&t), "table {t} missing from the snapshot");
+    }
+    let v4_rules = st.rules.iter().filter(|r| r.family == Family::Inet).count();
+    if rules {
+        assert!(v4_rules >= 22, "{v4_rules} IPv4 rules in the snapshot");
+    } else {
+        assert!(fib::has_only_default_rules(&st));
+    }
+    (host, st)
+}
+
+#[test]
+fn offline_fib_agrees_with_the_kernel_on_random_flows() {
+    let test = "offline_fib_agrees_with_the_kernel_on_random_flows";
+    if !can_run(test) {
+        return;
+    }
+    let mut lab = Lab::new("ld").unwrap();
+    let (host, st) = build(&mut lab, "fib", true);
+    let qs = queries(&st, 1500, 0x9e37_79b9_7f4a_7c15, &[]);
+    let outcomes = compare(&host, &st, &qs, FibMode::Auto);
+    // The mix exercised every kind of answer the setup can give.
+    assert_seen(
+        &outcomes,
+        &[
+            "Local table 255",
+            "Broadcast table 255",
+            "Unicast table 254",
+            "Unicast table 100",
+            "Unicast table 200",
+            "Unicast table 253",
+            "Unicast table 1000",
+            "Unicast table 70000",
+            "errno 13",  // EACCES: prohibit
+            "errno 22",  // EINVAL: blackhole
+            "errno 101", // ENETUNREACH: unreachable rule, no route
+            "errno 113", // EHOSTUNREACH: unreachable route
+        ],
+    );
+}
+
+#[test]
+fn offline_fib_agrees_with_the_kernel_without_custom_rules() {
+    let test = "offline_fib_agrees_with_the_kernel_without_custom_rules";
+    if !can_run(test) {
+        return;
+    }
+    // A namespace that never had a rule: the kernel's merged local/main lookup.
+    let mut lab = Lab::new("ld").unwrap();
+    let (host, st) = build(&mut lab, "merged", false);
+    let qs = queries(&st, 1000, 0x1234_5678_9abc_def1, &[]);
+    let outcomes = compare(&host, &st, &qs, FibMode::Auto);
+    // Local destinations are reported as table main; main's throw falls back
+    // to the default table.
+    assert_seen(
+        &outcomes,
+        &[
+            "Local table 254",
+            "Broadcast table 254",
+            "Unicast table 254",
+            "Unicast table 253",
+            "errno 13",
+            "errno 22",
+            "errno 113",
+        ],
+    );
+    assert!(!outcomes.keys().any(|o| o.ends_with("table 255")));
+}
+
+#[test]
+fn offline_fib_agrees_with_the_kernel_for_bound_sockets() {
+    let test = "offline_fib_agrees_with_the_kernel_for_bound_sockets";
+    if !can_run(test) {
+        return;
+    }
+    let mut lab = Lab::new("ld").unwrap();
+    let (host, st) = build(&mut lab, "oif", true);
+    let qs = queries(
+        &st,
+        1500,
+        0x0bad_cafe_f00d_0001,
+        &["d0", "d1", "d2", "d3", "d4", "d5", "x0"],
+    );
+    let outcomes = compare(&host, &st, &qs, FibMode::Auto);
+    assert_seen(&outcomes, &["Unicast table 70000", "Unicast table 0"]);
+}
+
+/// The kernel keeps the `local` route of a down device's address (its next hop
+/// has scope `nowhere`, so `fib_sync_down_dev` leaves it alive): the address
+/// stays local. Offline, on a hand-built snapshot, as the lab above saw it.
+#[test]
+fn a_down_devices_address_stays_local() {
+    let mut b = B::new("h");
+    b.nic("eth0", 2, "02:00:00:00:00:01", 1500);
+    b.nic("eth1", 3, "02:00:00:00:00:02", 1500);
+    b.addr("eth0", "198.18.0.1/24");
+    b.addr("eth1", "198.18.9.1/24");
+    b.route("default via 198.18.0.254 dev eth0");
+    b.rule("pref 100 from 198.18.0.0/24 lookup 100");
+    b.iface_mut("eth1").admin_up = false;
+    // Down: only the local route is left.
+    b.0.routes
+        .retain(|r| r.dev.as_deref() != Some("eth1") || r.kind == RouteType::Local);
+    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.9.1"))).unwrap();
+    assert_eq!(d.kind, RouteType::Local);
+    assert_eq!((d.table, d.dev.as_deref()), (Some(255), Some("lo")));
+    assert_eq!(d.prefsrc, Some(ip("198.18.9.1")));
+    // Its subnet is gone: the default route answers, from eth0's address.
+    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.9.2"))).unwrap();
+    assert_eq!(
+        (d.kind, d.dev.as_deref()),
+        (RouteType::Unicast, Some("eth0"))
+    );
+    assert_eq!(d.prefsrc, Some(ip("198.18.0.1")));
+    // And it is still a valid source.
+    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.0.9")).from(ip("198.18.9.1"))).unwrap();
+    assert_eq!(d.prefsrc, Some(ip("198.18.9.1")));
 }

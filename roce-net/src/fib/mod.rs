@@ -24,8 +24,9 @@
 //!    `inet_select_addr(dev, gateway, route scope)`.
 //!
 //! While a namespace has never had a custom IPv4 rule, the kernel skips the rules
-//! and does one longest-prefix match over the merged local/main trie, then the
-//! `default` table, reporting table `main` even for local destinations; see
+//! and does one longest-prefix match over the merged local/main trie, then (only
+//! when that found nothing or a `throw` route) the `default` table, reporting
+//! table `main` even for local destinations; see
 //! [`FibMode`] for how this is detected and overridden.
 //!
 //! If the snapshot has no rules of the lookup's family, the kernel's defaults are
@@ -198,7 +199,7 @@ pub enum FibMode {
     Auto,
     /// Walk the policy rules.
     Rules,
-    /// No custom rules: merged local/main lookup, then `default`.
+    /// No custom rules: merged local/main lookup, then `default` on a miss.
     Merged,
 }
 
@@ -475,8 +476,11 @@ struct FibHit<'a> {
     gateway: Option<IpAddr>,
 }
 
-/// The kernel's `fib_lookup` without custom rules: the merged local/main trie, then
-/// the default table (whose answer replaces any error from the first lookup).
+/// The kernel's `fib_lookup` without custom rules: the merged local/main trie, then,
+/// only when that found nothing (or hit a `throw` route), the default table. A
+/// `blackhole`/`unreachable`/`prohibit` route in local/main is final, as on current
+/// kernels (verified on 6.18: `if (err != -EAGAIN) goto out`); older kernels let
+/// the default table's answer replace such an error.
 fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, LookupError> {
     let hit = |r: TableResult<'a>, table: u32| match r {
         TableResult::Hit {
@@ -494,15 +498,12 @@ fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Lo
         TableResult::Again => Err(LookupError::NoRoute),
         TableResult::Reject(e) => Err(e),
     };
-    match hit(
-        tables_lookup(state, &[RT_TABLE_LOCAL, RT_TABLE_MAIN], flow),
-        RT_TABLE_MAIN,
-    ) {
-        Ok(h) => Ok(h),
-        Err(_) => hit(
+    match tables_lookup(state, &[RT_TABLE_LOCAL, RT_TABLE_MAIN], flow) {
+        TableResult::Again => hit(
             table_lookup(state, RT_TABLE_DEFAULT, flow),
             RT_TABLE_DEFAULT,
         ),
+        first => hit(first, RT_TABLE_MAIN),
     }
 }
 
