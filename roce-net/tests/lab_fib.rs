@@ -6,8 +6,12 @@
 //! matching it through a zero mark), `iif lo`, `oif`, `tos`, goto/nop,
 //! blackhole/unreachable/prohibit actions and `suppress_prefixlength`; plus throw,
 //! unreachable, prohibit and blackhole routes, gateways, metrics, TOS routes,
-//! route `src`, a secondary address and a device that is down. The devices are
-//! veth pairs inside the namespace (the far ends `x<N>` carry no address).
+//! route `src`, `onlink` gateways, a secondary address, loopback and foreign
+//! sources, and a device that is down. The devices are veth pairs inside the
+//! namespace (the far ends `x<N>` carry no address). The same comparison runs
+//! for sockets bound to a device (`oif`), for a namespace that never had a
+//! rule (the kernel's merged local/main lookup) and for one whose only custom
+//! rule was deleted again (the kernel keeps walking rules).
 
 mod doctor_support;
 mod lab_support;
@@ -88,6 +92,9 @@ route add 198.18.100.0/24 tos 0x10 via 198.18.1.4
 route add 198.18.100.0/24 via 198.18.2.2
 route add throw 198.18.240.0/20
 route add 198.18.33.0/24 dev d2 scope link
+route add 198.18.210.0/24 via 198.18.99.1 dev d2 onlink
+route add 198.18.220.0/24 dev d0 src 198.18.5.1
+route add 198.18.230.0/24 dev x0
 route add 198.18.240.0/24 via 198.18.1.9 table default
 route add 198.18.0.0/24 dev d1 src 198.18.0.11 table 100
 route add default via 198.18.0.254 dev d1 table 100
@@ -111,6 +118,7 @@ rule add pref 11 to 198.18.128.0/19 fwmark 0x0/0x2 lookup 200
 rule add pref 12 fwmark 0x4/0x4 lookup 300
 rule add pref 15 iif lo to 198.18.160.0/19 lookup 70000
 rule add pref 16 oif d2 lookup 70000
+rule add pref 17 iif d0 lookup 70000
 rule add pref 18 tos 0x10 lookup 70000
 rule add pref 20 from 198.18.0.11 lookup 100
 rule add pref 25 from 198.18.0.0/24 goto 40
@@ -219,9 +227,11 @@ fn queries(st: &HostState, n: usize, seed: u64, oifs: &[&str]) -> Vec<Query> {
                 _ => IpAddr::V4(host_in(&mut rng, lab)),
             };
             let src = match rng.below(100) {
-                0..=34 => None,
-                35..=95 => Some(*rng.pick(&locals)),
-                _ => Some(foreign),
+                0..=33 => None,
+                34..=94 => Some(*rng.pick(&locals)),
+                95..=97 => Some(foreign),
+                // lo's own address: only valid towards local destinations.
+                _ => Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             };
             let oif = if oifs.is_empty() || rng.below(100) < 15 {
                 None
@@ -497,4 +507,45 @@ fn a_down_devices_address_stays_local() {
     // And it is still a valid source.
     let d = fib::resolve(&b.0, &Flow::to(ip("198.18.0.9")).from(ip("198.18.9.1"))).unwrap();
     assert_eq!(d.prefsrc, Some(ip("198.18.9.1")));
+}
+
+#[test]
+fn after_a_rule_came_and_went_the_kernel_keeps_walking_rules() {
+    let test = "after_a_rule_came_and_went_the_kernel_keeps_walking_rules";
+    if !can_run(test) {
+        return;
+    }
+    let mut lab = Lab::new("ld").unwrap();
+    let (host, _) = build(&mut lab, "sticky", false);
+    let ns = lab.namespaces().last().unwrap().clone();
+    ip_batch(
+        &ns,
+        "rule add pref 100 fwmark 0x1 lookup 100\nrule del pref 100 fwmark 0x1 lookup 100\n",
+    );
+    let st = host.snapshot().unwrap();
+    // The snapshot looks untouched, but the kernel's custom-rules flag is sticky:
+    // FibMode::Rules is the right mode for this host (see FibMode's docs).
+    assert!(fib::has_only_default_rules(&st));
+    let qs = queries(&st, 500, 0x5eed_0000_0000_0003, &[]);
+    let outcomes = compare(&host, &st, &qs, FibMode::Rules);
+    assert_seen(&outcomes, &["Local table 255", "Unicast table 254"]);
+}
+
+/// A loopback source may only reach local destinations (`__mkroute_output`
+/// refuses it on any other device with `EINVAL`), as the lab above shows.
+#[test]
+fn loopback_source_only_reaches_local_destinations() {
+    let mut b = B::new("h");
+    b.nic("lo", 1, "00:00:00:00:00:00", 65536);
+    b.nic("eth0", 2, "02:00:00:00:00:01", 1500);
+    b.addr("lo", "127.0.0.1/8");
+    b.addr("eth0", "198.18.0.1/24");
+    let lo = ip("127.0.0.1");
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("198.18.0.9")).from(lo)),
+        Err(LookupError::InvalidSource)
+    );
+    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.0.1")).from(lo)).unwrap();
+    assert_eq!((d.kind, d.dev.as_deref()), (RouteType::Local, Some("lo")));
+    assert_eq!(d.prefsrc, Some(lo));
 }

@@ -21,7 +21,8 @@
 //!    device are skipped, falling back to shorter prefixes as the kernel's trie does.
 //!    `suppress_prefixlength N` rejects a result of prefix length `<= N` and continues.
 //! 4. The source is the given one, else the route's `src`, else the kernel's
-//!    `inet_select_addr(dev, gateway, route scope)`.
+//!    `inet_select_addr(dev, gateway, route scope)`. A loopback (`127/8`) source
+//!    may only go out through `lo` (else [`LookupError::InvalidSource`]).
 //!
 //! While a namespace has never had a custom IPv4 rule, the kernel skips the rules
 //! and does one longest-prefix match over the merged local/main trie, then (only
@@ -258,7 +259,9 @@ pub fn resolve_with(
         FibMode::Merged => true,
     };
     match flow.dst {
-        IpAddr::V4(d) => resolve_v4(state, flow, d, merged),
+        IpAddr::V4(d) => {
+            resolve_v4(state, flow, d, merged).and_then(|dec| loopback_source_check(flow, dec))
+        }
         IpAddr::V6(_) => resolve_v6(state, flow),
     }
 }
@@ -637,6 +640,20 @@ pub fn inet_select_addr(
         }
     }
     None
+}
+
+/// `__mkroute_output`: locally generated traffic with a loopback (`127/8`) source
+/// may only leave through the loopback device; otherwise the kernel answers
+/// `EINVAL` (reported as [`LookupError::InvalidSource`]).
+fn loopback_source_check(flow: &Flow, d: Decision) -> Result<Decision, LookupError> {
+    if flow.iif.is_none() {
+        if let Some(IpAddr::V4(s)) = d.prefsrc {
+            if s.is_loopback() && d.dev.as_deref() != Some("lo") {
+                return Err(LookupError::InvalidSource);
+            }
+        }
+    }
+    Ok(d)
 }
 
 fn resolve_v4(
