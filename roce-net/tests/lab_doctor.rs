@@ -378,3 +378,177 @@ fn strict_rp_filter_reported_and_its_remediation_makes_it_loose() {
         assert_eq!(all.max(own), 2, "{n}");
     }
 }
+
+/// Half-done source routing as hosts end up with it: a rule into an empty table
+/// (r1), a rule that runs after main's (r2), a table routing through the wrong
+/// NIC (r3). Each is diagnosed on the live kernel, and the findings' commands
+/// repair it.
+#[test]
+fn half_done_source_routing_diagnosed_and_repaired_live() {
+    let test = "half_done_source_routing_diagnosed_and_repaired_live";
+    let Some(lab) = lab(test) else {
+        return;
+    };
+    let ns = lab.host_ns().unwrap().to_string();
+    kernel_defaults(&ns);
+    ip(
+        &ns,
+        &[
+            "rule",
+            "add",
+            "from",
+            "198.18.0.12",
+            "lookup",
+            "1002",
+            "pref",
+            "1002",
+        ],
+    );
+    ip(
+        &ns,
+        &[
+            "rule",
+            "add",
+            "from",
+            "198.18.0.13",
+            "lookup",
+            "1003",
+            "pref",
+            "40000",
+        ],
+    );
+    ip(
+        &ns,
+        &[
+            "route",
+            "add",
+            "198.18.0.0/24",
+            "dev",
+            "r0",
+            "table",
+            "1003",
+        ],
+    );
+    ip(
+        &ns,
+        &[
+            "rule",
+            "add",
+            "from",
+            "198.18.0.14",
+            "lookup",
+            "1004",
+            "pref",
+            "1004",
+        ],
+    );
+    ip(
+        &ns,
+        &[
+            "route",
+            "add",
+            "198.18.0.0/24",
+            "dev",
+            "r0",
+            "table",
+            "1004",
+        ],
+    );
+    let host = lab.host().unwrap();
+    let findings = doctor::run(&host.snapshot().unwrap());
+    let all = listing(&findings);
+
+    // r1: the rule exists, its table is empty.
+    let sti = assert_per_nic(
+        &findings,
+        "source-table-incomplete",
+        &["r1".to_string(), "r3".to_string()],
+    );
+    assert_eq!(
+        sti["r1"].evidence["table"],
+        serde_json::json!(1002),
+        "{all}"
+    );
+    assert_eq!(sti["r1"].evidence["table_routes"], serde_json::json!(0));
+    assert_eq!(sti["r1"].severity, Severity::Error);
+    // r3: its table routes the subnet through r0.
+    assert_eq!(sti["r3"].evidence["table"], serde_json::json!(1004));
+    assert_eq!(
+        sti["r3"].evidence["subnet_routes"],
+        serde_json::json!(["198.18.0.0/24 dev r0 src -"])
+    );
+    // r2: the rule runs after main's, so it counts as missing, and the fix
+    // deletes it first.
+    let srm = assert_per_nic(
+        &findings,
+        "source-rule-missing",
+        &["r0".to_string(), "r2".to_string()],
+    );
+    assert_eq!(
+        srm["r2"].evidence["shadowed_rule"]["priority"],
+        serde_json::json!(40000)
+    );
+    assert_eq!(
+        srm["r2"].remediation.commands[0],
+        "ip rule del from 198.18.0.13/32 lookup 1003 pref 40000"
+    );
+    // All three still leave by r0, which the kernel confirms.
+    let asym = assert_per_nic(
+        &findings,
+        "asymmetric-egress",
+        &["r1".to_string(), "r2".to_string(), "r3".to_string()],
+    );
+    for (ifname, f) in &asym {
+        let src: IpAddr = f.evidence["source"].as_str().unwrap().parse().unwrap();
+        let peer: IpAddr = f.evidence["peer"].as_str().unwrap().parse().unwrap();
+        let k = host.route_get(peer, Some(src)).unwrap();
+        assert_eq!(k.dev.as_deref(), Some("r0"), "{ifname}");
+        assert_eq!(f.evidence["egress"], serde_json::json!("r0"), "{ifname}");
+        assert_eq!(f.evidence["table"], serde_json::json!(k.table), "{ifname}");
+    }
+
+    let mut cmds: Vec<String> = Vec::new();
+    for f in findings.iter().filter(|f| FIXED.contains(&f.id.as_str())) {
+        for c in &f.remediation.commands {
+            if !cmds.contains(c) {
+                cmds.push(c.clone());
+            }
+        }
+    }
+    for c in &cmds {
+        run_remediation(&ns, c);
+    }
+    let after = doctor::run(&host.snapshot().unwrap());
+    let ids_after: BTreeSet<&str> = after.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        ids_after,
+        BTreeSet::from(["no-rdma-devices"]),
+        "after running {cmds:#?}:\n{}",
+        listing(&after)
+    );
+    let peer_ip = lab.peer_nic().unwrap().address;
+    for n in lab.nics() {
+        let d = host.route_get(peer_ip, Some(n.address)).unwrap();
+        assert_eq!(
+            d.dev.as_deref(),
+            Some(n.name.as_str()),
+            "from {}",
+            n.address
+        );
+    }
+    // The existing tables were reused, the shadowed rule is gone.
+    assert_eq!(
+        host.route_get(peer_ip, Some(lab.nics()[1].address))
+            .unwrap()
+            .table,
+        1002
+    );
+    assert_eq!(
+        host.route_get(peer_ip, Some(lab.nics()[3].address))
+            .unwrap()
+            .table,
+        1004
+    );
+    let rules = ip(&ns, &["rule", "show"]);
+    assert!(!rules.contains("40000:"), "{rules}");
+}
