@@ -253,6 +253,8 @@ fn same_failure(e: LookupError, errno: i32) -> bool {
         LookupError::Blackhole => errno == libc::EINVAL,
         LookupError::InvalidSource => errno == libc::EINVAL || errno == libc::ENETUNREACH,
         LookupError::NoDevice => errno == libc::ENODEV,
+        // 0.0.0.0/8 and similar destinations: the kernel answers EINVAL.
+        LookupError::InvalidDestination => errno == libc::EINVAL,
         LookupError::FamilyMismatch => false,
     }
 }
