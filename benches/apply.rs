@@ -48,7 +48,8 @@ struct Opts {
     nics: Vec<usize>,
     runs_small: usize,
     runs_large: usize,
-    cli: bool,
+    /// Which of a, b, c, d to run.
+    methods: String,
 }
 
 fn parse_opts() -> Opts {
@@ -56,7 +57,7 @@ fn parse_opts() -> Opts {
         nics: vec![8, 256],
         runs_small: 5,
         runs_large: 3,
-        cli: true,
+        methods: "abcd".into(),
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -68,11 +69,7 @@ fn parse_opts() -> Opts {
             }
             ("--runs-small", Some(v)) => o.runs_small = v.parse().unwrap_or(o.runs_small),
             ("--runs-large", Some(v)) => o.runs_large = v.parse().unwrap_or(o.runs_large),
-            ("--no-cli", _) => {
-                o.cli = false;
-                i += 1;
-                continue;
-            }
+            ("--methods", Some(v)) => o.methods = v.clone(),
             _ => {
                 i += 1;
                 continue;
@@ -98,7 +95,10 @@ impl TmpDir {
     }
     /// Empty it (keep the directory).
     fn clear(&self) {
-        for e in std::fs::read_dir(&self.0).expect("listing temp dir").flatten() {
+        for e in std::fs::read_dir(&self.0)
+            .expect("listing temp dir")
+            .flatten()
+        {
             let p = e.path();
             if p.is_dir() {
                 std::fs::remove_dir_all(&p).expect("clearing temp dir");
@@ -217,7 +217,12 @@ impl Bench {
         let st = b.host().snapshot().expect("snapshot");
         b.desired = plan::desired_state(&st, &b.policy).expect("desired state");
         assert_eq!(b.desired.nics.len(), n, "the policy must manage every NIC");
-        let keys: Vec<String> = b.desired.sysctls.iter().map(|(s, _)| sysctl_key(s)).collect();
+        let keys: Vec<String> = b
+            .desired
+            .sysctls
+            .iter()
+            .map(|(s, _)| sysctl_key(s))
+            .collect();
         let out = Command::new("ip")
             .args(["netns", "exec", &b.ns, "sysctl", "-n"])
             .args(&keys)
@@ -338,9 +343,8 @@ impl Bench {
             let _ = writeln!(batch, "neigh flush dev {}", n.ifname);
         }
         std::fs::write(self.script("b.batch"), batch).expect("writing batch file");
-        let mut names = String::from(
-            "# Managed by roce-net: routing tables of its per-NIC source routing.\n",
-        );
+        let mut names =
+            String::from("# Managed by roce-net: routing tables of its per-NIC source routing.\n");
         for (id, name) in &d.table_names {
             let _ = writeln!(names, "{id}\t{name}");
         }
@@ -455,7 +459,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn bench(n: usize, runs: usize, with_cli: bool) -> Times {
+fn bench(n: usize, runs: usize, methods: &str) -> Times {
     let t = Instant::now();
     let b = Bench::build(n);
     println!(
@@ -479,42 +483,48 @@ fn bench(n: usize, runs: usize, with_cli: bool) -> Times {
     let cli = env!("CARGO_BIN_EXE_roce-net");
     for _ in 0..runs {
         // (c) roce-net in-process.
-        b.reset();
-        let host = b.host();
-        let opts = ApplyOptions {
-            state_dir: b.state.path().to_path_buf(),
-            ..Default::default()
-        };
-        let t0 = Instant::now();
-        let st = host.snapshot().expect("snapshot");
-        let p = plan::plan(&st, &b.policy).expect("plan");
-        let t1 = Instant::now();
-        let rep = apply::apply(&host, &p, &opts).expect("apply");
-        let t2 = Instant::now();
-        assert_eq!(rep.applied, b.plan_len);
-        times.c_plan.push(t1 - t0);
-        times.c_apply.push(t2 - t1);
-        times.c_total.push(t2 - t0);
-        check("roce-net", b.outcome("roce-net"));
+        if methods.contains('c') {
+            b.reset();
+            let host = b.host();
+            let opts = ApplyOptions {
+                state_dir: b.state.path().to_path_buf(),
+                ..Default::default()
+            };
+            let t0 = Instant::now();
+            let st = host.snapshot().expect("snapshot");
+            let p = plan::plan(&st, &b.policy).expect("plan");
+            let t1 = Instant::now();
+            let rep = apply::apply(&host, &p, &opts).expect("apply");
+            let t2 = Instant::now();
+            assert_eq!(rep.applied, b.plan_len);
+            times.c_plan.push(t1 - t0);
+            times.c_apply.push(t2 - t1);
+            times.c_total.push(t2 - t0);
+            check("roce-net", b.outcome("roce-net"));
+        }
 
         // (a) one process per step.
-        b.reset();
-        let script = b.script("a.sh");
-        times.a.push(run(Command::new("ip")
-            .args(["netns", "exec", &b.ns, "sh", "-e"])
-            .arg(&script)));
-        check("shell", b.outcome("shell"));
+        if methods.contains('a') {
+            b.reset();
+            let script = b.script("a.sh");
+            times.a.push(run(Command::new("ip")
+                .args(["netns", "exec", &b.ns, "sh", "-e"])
+                .arg(&script)));
+            check("shell", b.outcome("shell"));
+        }
 
         // (b) sysctl -p + ip -batch.
-        b.reset();
-        let script = b.script("b.sh");
-        times.b.push(run(Command::new("ip")
-            .args(["netns", "exec", &b.ns, "sh", "-e"])
-            .arg(&script)));
-        check("ip -batch", b.outcome("ip -batch"));
+        if methods.contains('b') {
+            b.reset();
+            let script = b.script("b.sh");
+            times.b.push(run(Command::new("ip")
+                .args(["netns", "exec", &b.ns, "sh", "-e"])
+                .arg(&script)));
+            check("ip -batch", b.outcome("ip -batch"));
+        }
 
         // (d) the CLI.
-        if with_cli {
+        if methods.contains('d') {
             b.reset();
             times.d.push(run(Command::new(cli)
                 .args(["--netns", &b.ns, "--etc-root"])
@@ -526,9 +536,9 @@ fn bench(n: usize, runs: usize, with_cli: bool) -> Times {
         }
 
         // The fixed cost `ip netns exec` adds to (a) and (b).
-        times.netns_exec.push(run(Command::new("ip").args([
-            "netns", "exec", &b.ns, "true",
-        ])));
+        times.netns_exec.push(run(
+            Command::new("ip").args(["netns", "exec", &b.ns, "true"])
+        ));
     }
     drop(b);
     times
@@ -544,7 +554,7 @@ fn main() {
     let mut rows = Vec::new();
     for &n in &o.nics {
         let runs = if n > 64 { o.runs_large } else { o.runs_small };
-        let t = bench(n, runs, o.cli);
+        let t = bench(n, runs, &o.methods);
         rows.push((n, runs, t));
     }
     println!();
@@ -583,7 +593,13 @@ fn main() {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        println!("N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}]",
-            all(&t.a), all(&t.b), all(&t.c_apply), all(&t.c_plan), all(&t.d));
+        println!(
+            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}]",
+            all(&t.a),
+            all(&t.b),
+            all(&t.c_apply),
+            all(&t.c_plan),
+            all(&t.d)
+        );
     }
 }
