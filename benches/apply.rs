@@ -2,7 +2,7 @@
 //! administrator would run, side by side in one run.
 //!
 //! Run as root: `cargo bench --bench apply` (optionally `-- --nics 8,256
-//! --runs-small 5 --runs-large 3`). For each NIC count it builds one throwaway
+//! --runs-small 5 --runs-large 3 --methods abcd --keep-journal`). For each NIC count it builds one throwaway
 //! lab (`rnt-ba-<pid>-<n>-{sw,host,peer}`, removed at the end): a host
 //! namespace whose NICs `r0..` all sit in 198.18.0.0/22 (198.18.0.10, .11, ...)
 //! and a peer (198.18.3.254/22) on the same bridge. Before every timed run the
@@ -21,6 +21,11 @@
 //!   "plan"), then `apply::apply` (lock, drift check by a fresh snapshot,
 //!   journal, every change, verify by a third snapshot and a re-plan);
 //! * (d) the CLI end to end: `roce-net --netns NS ... apply --yes` as a child.
+//!
+//! Locks and journals go to a directory on tmpfs (`/dev/shm`), as
+//! `/run/roce-net` is; the etc root and the scripts to the temporary directory.
+//! By default every run starts without an earlier journal (a first apply);
+//! `--keep-journal` keeps the previous run's one (a host applied to again).
 //!
 //! Every method is checked to leave the same host: the same routes in the NIC
 //! tables, the same roce-net rules, the same sysctls and table names, no
@@ -50,6 +55,9 @@ struct Opts {
     runs_large: usize,
     /// Which of a, b, c, d to run.
     methods: String,
+    /// Keep the previous apply's journal between runs (the steady state of a
+    /// host applied to again) instead of starting from an empty state directory.
+    keep_journal: bool,
 }
 
 fn parse_opts() -> Opts {
@@ -58,6 +66,7 @@ fn parse_opts() -> Opts {
         runs_small: 5,
         runs_large: 3,
         methods: "abcd".into(),
+        keep_journal: false,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -70,6 +79,11 @@ fn parse_opts() -> Opts {
             ("--runs-small", Some(v)) => o.runs_small = v.parse().unwrap_or(o.runs_small),
             ("--runs-large", Some(v)) => o.runs_large = v.parse().unwrap_or(o.runs_large),
             ("--methods", Some(v)) => o.methods = v.clone(),
+            ("--keep-journal", _) => {
+                o.keep_journal = true;
+                i += 1;
+                continue;
+            }
             _ => {
                 i += 1;
                 continue;
@@ -130,6 +144,7 @@ struct Bench {
     original_sysctls: Vec<(String, String)>,
     /// How many changes the plan has on the unfixed, polluted host.
     plan_len: usize,
+    keep_journal: bool,
 }
 
 fn nic_ip(i: usize) -> Ipv4Addr {
@@ -180,7 +195,7 @@ fn sysctl_key(s: &Sysctl) -> String {
 }
 
 impl Bench {
-    fn build(n: usize) -> Bench {
+    fn build(n: usize, keep_journal: bool) -> Bench {
         let mut lab = Lab::new("ba").expect("lab");
         lab.add_switch("sw").expect("switch");
         let ns = lab.add_namespace("host").expect("host namespace");
@@ -212,6 +227,7 @@ impl Bench {
             desired: DesiredState::default(),
             original_sysctls: Vec::new(),
             plan_len: 0,
+            keep_journal,
         };
         b.settle();
         let st = b.host().snapshot().expect("snapshot");
@@ -383,7 +399,9 @@ impl Bench {
         }
         ip_batch(&self.ns, &pollute, false);
         self.etc.clear();
-        self.state.clear();
+        if !self.keep_journal {
+            self.state.clear();
+        }
         if self.plan_len > 0 {
             let st = self.host().snapshot().expect("snapshot");
             let p = plan::plan(&st, &self.policy).expect("plan");
@@ -459,9 +477,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn bench(n: usize, runs: usize, methods: &str) -> Times {
+fn bench(n: usize, runs: usize, methods: &str, keep_journal: bool) -> Times {
     let t = Instant::now();
-    let b = Bench::build(n);
+    let b = Bench::build(n, keep_journal);
     println!(
         "N={n}: lab {} built in {:.1} s; the unfixed host plans {} changes",
         b.lab.prefix(),
@@ -554,7 +572,7 @@ fn main() {
     let mut rows = Vec::new();
     for &n in &o.nics {
         let runs = if n > 64 { o.runs_large } else { o.runs_small };
-        let t = bench(n, runs, &o.methods);
+        let t = bench(n, runs, &o.methods, o.keep_journal);
         rows.push((n, runs, t));
     }
     println!();
