@@ -32,9 +32,7 @@ pub fn execute(t: &mut Target<'_>, change: &Change, tolerant: bool) -> Result<()
         }
     };
     match change {
-        Change::SetSysctl { sysctl, after, .. } => {
-            procfs::write_sysctl(t.proc_sys, sysctl, after).map(|_| ())
-        }
+        Change::SetSysctl { sysctl, after, .. } => procfs::set_sysctl(t.proc_sys, sysctl, after),
         Change::AddRoute { route } => ok_if(t.nl.route_add(route), libc::EEXIST),
         Change::DeleteRoute { route } => ok_if(t.nl.route_del(route), libc::ESRCH),
         Change::ReplaceRoute { after, .. } => t.nl.route_replace(after),
