@@ -1,0 +1,181 @@
+//! Rust values -> Python objects, through serde.
+//!
+//! Every result is serialised with `pythonize`, with one twist: a serde struct whose
+//! name is registered (from `roce_net._types`, at import) becomes an instance of the
+//! registered frozen dataclass instead of a dict. The instance is allocated with
+//! `object.__new__` and its slots are filled with `PyObject_GenericSetAttr`, which
+//! skips the frozen `__setattr__` and the Python-level `__init__`: that keeps a
+//! 100k-route snapshot fast. Lists become tuples (immutable, hashable).
+//!
+//! The registry is the single place that ties Rust struct names to Python classes,
+//! so binding a new part of the library is: add its dataclass in `_types.py`, list it
+//! in the registry there, and call [`to_py`] on the result.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyMapping, PyString, PyTuple};
+use pythonize::{PythonizeMappingType, PythonizeNamedMappingType, PythonizeTypes};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A registered dataclass: the class and the defaults of fields that have one.
+struct ClassInfo {
+    cls: Py<PyAny>,
+    defaults: Vec<(Py<PyString>, Py<PyAny>)>,
+}
+
+/// Classes by serde struct name, error classes by `ErrorKind::name()`.
+pub struct Registry {
+    classes: HashMap<String, ClassInfo>,
+    pub(crate) errors: HashMap<String, Py<PyAny>>,
+    pub(crate) base_error: Py<PyAny>,
+    object_new: Py<PyAny>,
+}
+
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// The registry, or an error saying the package was imported the wrong way.
+pub fn registry() -> PyResult<&'static Registry> {
+    REGISTRY.get().ok_or_else(|| {
+        PyRuntimeError::new_err(
+            "roce_net._roce_net was used before roce_net registered its types; import roce_net, not roce_net._roce_net",
+        )
+    })
+}
+
+/// `_register(classes, errors, base_error)`: called once by `roce_net._types`.
+///
+/// `classes` maps a serde struct name to `(cls, {field: default})`; `errors` maps an
+/// error kind name to an exception class.
+#[pyfunction]
+#[pyo3(name = "_register")]
+pub fn register(
+    py: Python<'_>,
+    classes: &Bound<'_, PyDict>,
+    errors: &Bound<'_, PyDict>,
+    base_error: Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let mut reg = Registry {
+        classes: HashMap::new(),
+        errors: HashMap::new(),
+        base_error: base_error.unbind(),
+        object_new: py
+            .import("builtins")?
+            .getattr("object")?
+            .getattr("__new__")?
+            .unbind(),
+    };
+    for (k, v) in classes.iter() {
+        let name: String = k.extract()?;
+        let (cls, defaults): (Bound<'_, PyAny>, Bound<'_, PyDict>) = v.extract()?;
+        let defaults = defaults
+            .iter()
+            .map(|(f, d)| Ok((f.cast_into::<PyString>()?.unbind(), d.unbind())))
+            .collect::<PyResult<Vec<_>>>()?;
+        reg.classes.insert(
+            name,
+            ClassInfo {
+                cls: cls.unbind(),
+                defaults,
+            },
+        );
+    }
+    for (k, v) in errors.iter() {
+        reg.errors.insert(k.extract()?, v.unbind());
+    }
+    // A second import (e.g. importlib.reload) keeps the first registry: the classes
+    // handed out already must stay the ones the registry builds.
+    let _ = REGISTRY.set(reg);
+    Ok(())
+}
+
+/// The pythonize type set: tuples for sequences, dataclasses for registered structs.
+pub struct Types;
+
+impl PythonizeTypes for Types {
+    type Map = PyDict;
+    type NamedMap = Named;
+    type List = PyTuple;
+}
+
+/// Builds either a registered dataclass instance or a plain dict.
+pub struct Named;
+
+/// The value being built for one serde struct.
+pub enum NamedBuilder<'py> {
+    /// An instance of a registered class, its slots being filled.
+    Instance(Bound<'py, PyAny>),
+    /// A plain dict (unregistered struct names, enum variant wrappers).
+    Dict(Bound<'py, PyDict>),
+}
+
+fn set_slot(
+    obj: &Bound<'_, PyAny>,
+    name: &Bound<'_, PyString>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    // SAFETY: all three are valid, owned references for the duration of the call;
+    // PyObject_GenericSetAttr only stores `value` (taking its own reference).
+    let rc =
+        unsafe { pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if rc != 0 {
+        let err = PyErr::take(obj.py())
+            .unwrap_or_else(|| PyRuntimeError::new_err("setting a dataclass slot failed"));
+        return Err(PyTypeError::new_err(format!(
+            "roce_net: {}.{} cannot be set ({err}); the Python types are out of step with the library",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default(),
+            name
+        )));
+    }
+    Ok(())
+}
+
+impl PythonizeNamedMappingType for Named {
+    type Builder<'py> = NamedBuilder<'py>;
+
+    fn builder<'py>(
+        py: Python<'py>,
+        len: usize,
+        name: &'static str,
+    ) -> PyResult<NamedBuilder<'py>> {
+        let reg = registry()?;
+        match reg.classes.get(name) {
+            Some(info) => {
+                let obj = reg.object_new.bind(py).call1((info.cls.bind(py),))?;
+                for (f, d) in &info.defaults {
+                    set_slot(&obj, f.bind(py), d.bind(py))?;
+                }
+                Ok(NamedBuilder::Instance(obj))
+            }
+            None => Ok(NamedBuilder::Dict(
+                <PyDict as PythonizeMappingType>::builder(py, Some(len))?,
+            )),
+        }
+    }
+
+    fn push_field<'py>(
+        builder: &mut NamedBuilder<'py>,
+        name: Bound<'py, PyString>,
+        value: Bound<'py, PyAny>,
+    ) -> PyResult<()> {
+        match builder {
+            NamedBuilder::Instance(obj) => set_slot(obj, &name, &value),
+            NamedBuilder::Dict(d) => d.set_item(name, value),
+        }
+    }
+
+    fn finish<'py>(builder: Self::Builder<'py>) -> PyResult<Bound<'py, PyMapping>> {
+        match builder {
+            // SAFETY: pythonize only turns the result back into `PyAny` (`into_any`);
+            // the `PyMapping` marker is never used to call mapping methods on it.
+            NamedBuilder::Instance(obj) => Ok(unsafe { obj.cast_into_unchecked::<PyMapping>() }),
+            NamedBuilder::Dict(d) => <PyDict as PythonizeMappingType>::finish(d),
+        }
+    }
+}
+
+/// A Rust value as typed Python objects.
+pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize_custom::<Types, T>(py, v)?)
+}

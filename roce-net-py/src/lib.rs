@@ -1,0 +1,29 @@
+//! The native half of the `roce_net` Python package (`roce_net._roce_net`).
+//!
+//! Thin: each function calls the library with the GIL released for I/O and turns
+//! results into the frozen dataclasses of `roce_net._types` (see [`convert`]) and
+//! errors into `roce_net.RoceNetError` subclasses (see [`errors`]).
+
+use pyo3::prelude::*;
+
+mod convert;
+mod errors;
+mod host;
+mod plan;
+mod state;
+
+/// The extension module.
+#[pymodule]
+fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SCHEMA_VERSION", roce_net::HostState::SCHEMA_VERSION)?;
+    m.add_function(wrap_pyfunction!(convert::register, m)?)?;
+    m.add_class::<state::NativeState>()?;
+    m.add_class::<plan::NativePlan>()?;
+    m.add_class::<host::Host>()?;
+    m.add_function(wrap_pyfunction!(state::from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(state::load_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(state::parse_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(state::save_snapshot, m)?)?;
+    Ok(())
+}
