@@ -95,3 +95,36 @@ def netlink_ready() -> None:
         roce_net.Host().snapshot()
     except roce_net.UnsupportedError as e:  # pragma: no cover - until netlink lands
         cannot_run(f"the library cannot snapshot yet: {e}")
+
+
+class SeedLab:
+    """The seed scenario: a host namespace with four NICs in one /24 and a peer,
+    all on one bridge that lives in a third (switch) namespace."""
+
+    SUBNET = "198.18.20"
+
+    def __init__(self, make: Callable[[], Netns], nics: int = 4) -> None:
+        self.switch = make()
+        self.host = make()
+        self.peer = make()
+        self.switch.run("link", "add", "br0", "type", "bridge")
+        self.switch.run("link", "set", "br0", "up")
+        self.nics = []
+        for i in range(nics):
+            self._wire(self.host, f"rn{i}", f"sw{i}", f"{self.SUBNET}.{11 + i}/24")
+            self.nics.append((f"rn{i}", f"{self.SUBNET}.{11 + i}"))
+        self._wire(self.peer, "p0", "swp", f"{self.SUBNET}.100/24")
+        self.peer_ip = f"{self.SUBNET}.100"
+
+    def _wire(self, ns: Netns, inside: str, outside: str, addr: str) -> None:
+        ip("link", "add", inside, "netns", ns.name, "type", "veth", "peer", "name", outside,
+           "netns", self.switch.name)
+        ns.run("addr", "add", addr, "dev", inside)
+        ns.run("link", "set", inside, "up")
+        self.switch.run("link", "set", outside, "master", "br0")
+        self.switch.run("link", "set", outside, "up")
+
+
+@pytest.fixture
+def seed_lab(make_netns) -> SeedLab:
+    return SeedLab(make_netns)
