@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod lab;
 pub mod model;
 pub mod netns;
 
@@ -18,5 +19,7 @@ pub use model::HostState;
 pub mod observe;
 pub mod persist;
 pub mod plan;
+pub mod policy;
+pub mod probe;
 
 pub use observe::Host;

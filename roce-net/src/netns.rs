@@ -118,3 +118,198 @@ pub fn validate_name(name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Make `/run/netns` exist and be a shared mount point, as `ip netns add` does, so
+/// namespace bind mounts made here propagate to other mount namespaces.
+fn prepare_run_dir() -> Result<()> {
+    let dir = Path::new(NETNS_RUN_DIR);
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(e, format!("creating {NETNS_RUN_DIR}")))?;
+    let cdir = c_path(dir)?;
+    let none = c"none";
+    // SAFETY: mount(2) with valid NUL-terminated strings; changes propagation only.
+    let rc = unsafe {
+        libc::mount(
+            none.as_ptr(),
+            cdir.as_ptr(),
+            none.as_ptr(),
+            libc::MS_SHARED | libc::MS_REC,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EINVAL) {
+        return Err(Error::io(
+            e,
+            format!("making {NETNS_RUN_DIR} a shared mount"),
+        ));
+    }
+    // Not a mount point yet: bind it onto itself, then make it shared.
+    // SAFETY: as above.
+    let rc = unsafe {
+        libc::mount(
+            cdir.as_ptr(),
+            cdir.as_ptr(),
+            none.as_ptr(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("bind-mounting {NETNS_RUN_DIR} onto itself"),
+        ));
+    }
+    // SAFETY: as above.
+    let rc = unsafe {
+        libc::mount(
+            none.as_ptr(),
+            cdir.as_ptr(),
+            none.as_ptr(),
+            libc::MS_SHARED | libc::MS_REC,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("making {NETNS_RUN_DIR} a shared mount"),
+        ));
+    }
+    Ok(())
+}
+
+fn c_path(p: &Path) -> Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("path {} contains a NUL byte", p.display()),
+        )
+    })
+}
+
+/// Create a named network namespace, compatible with `ip netns add NAME`: a new,
+/// empty namespace (only `lo`, down) bind-mounted on `/run/netns/NAME`.
+///
+/// The namespace is made on a short-lived thread that calls `unshare(CLONE_NEWNET)`,
+/// so neither the caller's thread nor the process changes namespace. Fails with
+/// `InvalidInput` if the name is already taken.
+pub fn create(name: &str) -> Result<()> {
+    validate_name(name)?;
+    prepare_run_dir()?;
+    let path = Path::new(NETNS_RUN_DIR).join(name);
+    let doing = format!("creating network namespace {name:?}");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{doing}: {} already exists; pick another name or `ip netns del {name}`",
+                    path.display()
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(Error::io(
+                e,
+                format!("{doing}: creating {}", path.display()),
+            ))
+        }
+    }
+    let target = c_path(&path)?;
+    let res = std::thread::scope(|s| {
+        s.spawn(|| -> Result<()> {
+            // SAFETY: unshare only affects this (short-lived) thread.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(Error::io(
+                    std::io::Error::last_os_error(),
+                    format!("{doing}: unshare(CLONE_NEWNET)"),
+                ));
+            }
+            let src = c"/proc/thread-self/ns/net";
+            let none = c"none";
+            // SAFETY: bind mount between two valid paths.
+            let rc = unsafe {
+                libc::mount(
+                    src.as_ptr(),
+                    target.as_ptr(),
+                    none.as_ptr(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                )
+            };
+            if rc != 0 {
+                return Err(Error::io(
+                    std::io::Error::last_os_error(),
+                    format!("{doing}: bind-mounting the namespace on {}", path.display()),
+                ));
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Io,
+                format!("{doing}: worker thread panicked"),
+            ))
+        })
+    });
+    if res.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+    res
+}
+
+/// Delete a named network namespace, like `ip netns del NAME`: unmount and remove
+/// `/run/netns/NAME`. The kernel frees the namespace once nothing else holds it.
+/// Fails with `NotFound` when it does not exist.
+pub fn delete(name: &str) -> Result<()> {
+    validate_name(name)?;
+    let path = Path::new(NETNS_RUN_DIR).join(name);
+    let doing = format!("deleting network namespace {name:?}");
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("{doing}: {} does not exist", path.display()),
+        ));
+    }
+    let cpath = c_path(&path)?;
+    // SAFETY: umount2 on a valid path; MNT_DETACH makes it lazy like iproute2.
+    let rc = unsafe { libc::umount2(cpath.as_ptr(), libc::MNT_DETACH) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        // EINVAL: not a mount point (half-created); still remove the file.
+        if e.raw_os_error() != Some(libc::EINVAL) {
+            return Err(Error::io(
+                e,
+                format!("{doing}: unmounting {}", path.display()),
+            ));
+        }
+    }
+    std::fs::remove_file(&path)
+        .map_err(|e| Error::io(e, format!("{doing}: removing {}", path.display())))
+}
+
+/// Names of the namespaces under `/run/netns` (like `ip netns list`), sorted.
+pub fn list() -> Result<Vec<String>> {
+    let rd = match std::fs::read_dir(NETNS_RUN_DIR) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(e, format!("listing {NETNS_RUN_DIR}"))),
+    };
+    let mut out: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    out.sort();
+    Ok(out)
+}

@@ -22,7 +22,8 @@ pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
 pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaDevice, RdmaPort};
 pub use route::{
-    NextHop, Route, RouteType, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    NextHop, Route, RouteDecision, RouteType, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;

@@ -119,3 +119,22 @@ pub struct Route {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub multipath: Vec<NextHop>,
 }
+
+/// The kernel's answer to `ip route get DST [from SRC] [oif DEV]`: which routing
+/// table matched (looked up with `RTM_F_LOOKUP_TABLE`, so policy rules are taken
+/// into account) and where a packet would leave.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RouteDecision {
+    /// The routing table whose route matched (full 32-bit `RTA_TABLE`).
+    pub table: u32,
+    /// Output device name.
+    pub dev: Option<String>,
+    /// Source address packets would carry: the route's preferred source (`src`
+    /// in `ip route get`), or the requested source (`from`) when one was given.
+    pub prefsrc: Option<IpAddr>,
+    /// Next-hop gateway (`via`), if not directly connected.
+    pub gateway: Option<IpAddr>,
+    /// Route type (`unicast`, `local`, `unreachable`, ...).
+    #[serde(rename = "type")]
+    pub kind: RouteType,
+}

@@ -88,6 +88,29 @@ impl Host {
         })
     }
 
+    /// Where a packet to `dst` (sourced from `src`) would go in this namespace,
+    /// as `ip route get DST from SRC` answers it: the table that matched (policy
+    /// rules included), the device, the source address and the gateway.
+    pub fn route_get(
+        &self,
+        dst: std::net::IpAddr,
+        src: Option<std::net::IpAddr>,
+    ) -> Result<crate::model::RouteDecision> {
+        self.with_netlink(|nl| nl.route_get(dst, src, None))
+    }
+
+    /// Send ARP requests for `target` out of `dev` inside this host's namespace and
+    /// report every distinct MAC that answers (see [`crate::probe::arp`]). More than
+    /// one MAC for one address is ARP flux as the wire sees it.
+    pub fn probe_arp(
+        &self,
+        dev: &str,
+        target: std::net::Ipv4Addr,
+        opts: crate::probe::ArpProbeOptions,
+    ) -> Result<crate::probe::ArpProbeResult> {
+        self.target.run(|| crate::probe::arp(dev, target, opts))
+    }
+
     /// Capture the whole snapshot.
     pub fn snapshot(&self) -> Result<HostState> {
         let mut state = self.target.run(|| {

@@ -1,5 +1,7 @@
+use super::render::{neigh_line, route_line, rule_line, sysctl_value};
 use crate::model::{Neighbor, Route, Rule, Sysctl};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One typed change to a host, with what it replaces, so it can be shown as a
 /// diff, applied, and inverted for rollback.
@@ -58,4 +60,171 @@ pub enum Change {
         /// The name previously registered for this id, if any.
         before: Option<String>,
     },
+    /// Re-add neighbour entries (the inverse of [`Change::FlushNeighbors`]; entries
+    /// come back as STALE, so the kernel re-confirms them before trusting them).
+    RestoreNeighbors {
+        /// Interface name.
+        ifname: String,
+        /// The entries to re-add.
+        entries: Vec<Neighbor>,
+    },
+    /// Remove a routing table name registration (the inverse of registering a name
+    /// that had none before).
+    UnregisterTableName {
+        /// Table id.
+        id: u32,
+        /// The name to remove.
+        name: String,
+    },
+}
+
+impl Change {
+    /// The change that undoes this one, for rollback. `None` when it cannot be
+    /// undone: a sysctl whose previous value could not be read.
+    pub fn inverse(&self) -> Option<Change> {
+        Some(match self {
+            Change::SetSysctl {
+                sysctl,
+                before,
+                after,
+            } => Change::SetSysctl {
+                sysctl: sysctl.clone(),
+                before: Some(after.clone()),
+                after: before.clone()?,
+            },
+            Change::AddRoute { route } => Change::DeleteRoute {
+                route: route.clone(),
+            },
+            Change::DeleteRoute { route } => Change::AddRoute {
+                route: route.clone(),
+            },
+            Change::ReplaceRoute { before, after } => Change::ReplaceRoute {
+                before: after.clone(),
+                after: before.clone(),
+            },
+            Change::AddRule { rule } => Change::DeleteRule { rule: rule.clone() },
+            Change::DeleteRule { rule } => Change::AddRule { rule: rule.clone() },
+            Change::FlushNeighbors { ifname, entries } => Change::RestoreNeighbors {
+                ifname: ifname.clone(),
+                entries: entries.clone(),
+            },
+            Change::RestoreNeighbors { ifname, entries } => Change::FlushNeighbors {
+                ifname: ifname.clone(),
+                entries: entries.clone(),
+            },
+            Change::RegisterTableName { id, name, before } => match before {
+                None => Change::UnregisterTableName {
+                    id: *id,
+                    name: name.clone(),
+                },
+                Some(old) => Change::RegisterTableName {
+                    id: *id,
+                    name: old.clone(),
+                    before: Some(name.clone()),
+                },
+            },
+            Change::UnregisterTableName { id, name } => Change::RegisterTableName {
+                id: *id,
+                name: name.clone(),
+                before: None,
+            },
+        })
+    }
+
+    /// One line saying what the change does, e.g.
+    /// `add route 198.18.0.0/24 dev r1 src 198.18.0.11 table 1001 proto 201`.
+    pub fn describe(&self) -> String {
+        match self {
+            Change::SetSysctl {
+                sysctl,
+                before,
+                after,
+            } => format!(
+                "set sysctl {sysctl} from {} to {}",
+                sysctl_value(before.as_deref()),
+                sysctl_value(Some(after))
+            ),
+            Change::AddRoute { route } => format!("add route {}", route_line(route, None)),
+            Change::DeleteRoute { route } => format!("delete route {}", route_line(route, None)),
+            Change::ReplaceRoute { before, after } => format!(
+                "replace route {} with {}",
+                route_line(before, None),
+                route_line(after, None)
+            ),
+            Change::AddRule { rule } => format!("add rule {}", rule_line(rule)),
+            Change::DeleteRule { rule } => format!("delete rule {}", rule_line(rule)),
+            Change::FlushNeighbors { ifname, entries } => format!(
+                "flush {} neighbour entr{} on {ifname}: {}",
+                entries.len(),
+                if entries.len() == 1 { "y" } else { "ies" },
+                neigh_list(entries)
+            ),
+            Change::RestoreNeighbors { ifname, entries } => format!(
+                "restore {} neighbour entr{} on {ifname} as STALE: {}",
+                entries.len(),
+                if entries.len() == 1 { "y" } else { "ies" },
+                neigh_list(entries)
+            ),
+            Change::RegisterTableName { id, name, before } => match before {
+                None => format!("register table name {name} for table {id}"),
+                Some(old) => format!("rename table {id} from {old} to {name}"),
+            },
+            Change::UnregisterTableName { id, name } => {
+                format!("unregister table name {name} of table {id}")
+            }
+        }
+    }
+
+    /// The change as diff lines (`+` add, `-` delete, `~` change), tables shown
+    /// with the given names.
+    pub(crate) fn diff_lines(&self, names: Option<&BTreeMap<u32, String>>) -> Vec<String> {
+        match self {
+            Change::SetSysctl {
+                sysctl,
+                before,
+                after,
+            } => vec![format!(
+                "~ sysctl {sysctl} {} -> {}",
+                sysctl_value(before.as_deref()),
+                sysctl_value(Some(after))
+            )],
+            Change::AddRoute { route } => vec![format!("+ route {}", route_line(route, names))],
+            Change::DeleteRoute { route } => {
+                vec![format!("- route {}", route_line(route, names))]
+            }
+            Change::ReplaceRoute { before, after } => vec![format!(
+                "~ route {} -> {}",
+                route_line(before, names),
+                route_line(after, names)
+            )],
+            Change::AddRule { rule } => vec![format!("+ rule {}", rule_line(rule))],
+            Change::DeleteRule { rule } => vec![format!("- rule {}", rule_line(rule))],
+            Change::FlushNeighbors { entries, .. } => entries
+                .iter()
+                .map(|n| format!("- neigh {}", neigh_line(n)))
+                .collect(),
+            Change::RestoreNeighbors { entries, .. } => entries
+                .iter()
+                .map(|n| format!("+ neigh {}", neigh_line(n)))
+                .collect(),
+            Change::RegisterTableName { id, name, before } => match before {
+                None => vec![format!("+ table-name {id} {name}")],
+                Some(old) => vec![format!("~ table-name {id} {old} -> {name}")],
+            },
+            Change::UnregisterTableName { id, name } => {
+                vec![format!("- table-name {id} {name}")]
+            }
+        }
+    }
+}
+
+fn neigh_list(entries: &[Neighbor]) -> String {
+    entries
+        .iter()
+        .map(|n| match &n.mac {
+            Some(m) => format!("{} ({m})", n.ip),
+            None => n.ip.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -1,9 +1,34 @@
-//! The pure planner: `(HostState, Policy) -> Plan` (placeholder types; the planner
-//! itself is filled in by the plan work).
+//! The pure planner: `(HostState, Policy) -> Plan`.
+//!
+//! [`plan`] validates the policy against the snapshot, computes the
+//! [`DesiredState`], and diffs it against the snapshot into ordered, typed
+//! [`Change`]s. It never touches a host, so a snapshot from one machine can be
+//! planned on another and the planner is tested with golden files.
+//!
+//! Order of changes (each step only depends on earlier ones):
+//! 1. table names are registered;
+//! 2. sysctls (ARP, `rp_filter`, tuning);
+//! 3. routes are added or replaced (subnet route first, so gateways resolve);
+//! 4. source rules are added (their tables are already populated);
+//! 5. stale rules roce-net owns are deleted, then stale owned routes (gateway
+//!    routes before direct ones);
+//! 6. neighbour entries are flushed, last, once ARP and routing are right.
+//!
+//! Ownership: a route or rule is roce-net's when its protocol number equals the
+//! policy's `protocol`. Objects with any other protocol are never changed; if one
+//! sits where the policy wants to put something, validation refuses the policy.
 
 mod change;
+mod fingerprint;
+mod neigh;
+mod planner;
+pub(crate) mod render;
 
 pub use change::Change;
+pub use fingerprint::fingerprint;
+pub use neigh::{is_static, polluted_neighbors, PollutedNeighbor, PollutionReason};
+pub use planner::{desired_state, plan};
+pub use render::{neigh_line, route_line, rule_line};
 
 use crate::model::{Route, Rule, Sysctl};
 use serde::{Deserialize, Serialize};
@@ -64,5 +89,46 @@ impl Plan {
     /// True when the host already complies.
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
+    }
+
+    /// A readable diff, one line per object: `+` added, `-` deleted, `~` changed
+    /// (`before -> after`), in `ip` vocabulary. Empty for an empty plan.
+    ///
+    /// ```text
+    /// ~ sysctl net.ipv4.conf.all.arp_ignore 0 -> 1
+    /// + route 198.18.0.0/24 dev r1 src 198.18.0.11 table roce_r1(1001) proto 201
+    /// + rule from 198.18.0.11 lookup 1001 pref 1001 proto 201
+    /// - neigh 198.18.0.100 dev r2 lladdr 02:00:00:00:01:02 STALE
+    /// ```
+    pub fn render_diff(&self) -> String {
+        let names = &self.desired.table_names;
+        let mut out = String::new();
+        for c in &self.changes {
+            for line in c.diff_lines(Some(names)) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// The plan as pretty JSON (the stable, documented plan format).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Read a plan written by [`Plan::to_json`].
+    pub fn from_json(text: &str) -> crate::Result<Plan> {
+        serde_json::from_str(text).map_err(|e| {
+            crate::Error::new(
+                crate::ErrorKind::Parse,
+                format!("plan is not a valid roce-net plan: {e}"),
+            )
+        })
+    }
+
+    /// One line per change ([`Change::describe`]).
+    pub fn describe(&self) -> Vec<String> {
+        self.changes.iter().map(Change::describe).collect()
     }
 }

@@ -1,15 +1,372 @@
-//! Sysctls from `/proc/sys` (placeholder: filled in by the procfs work).
-use crate::model::{SysctlView, Warning};
-use std::path::Path;
+//! Sysctls through `/proc/sys`, by (interface, key) (DESIGN decision 7).
+//!
+//! Files under `/proc/sys/net` belong to the network namespace of the thread that
+//! opens them, so run these functions inside `NetnsTarget::run` (as
+//! [`Host::snapshot`](crate::observe::Host::snapshot) does) to read a namespace.
+//! The root is a parameter so tests can use a plain directory tree.
+//!
+//! Interface names are only ever used as one path component (`conf/<name>/`): names
+//! with dots (`eth0.100`) work, and a dotted sysctl string is never split.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{
+    ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey, Warning,
+};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 /// The real `/proc/sys`.
 pub const PROC_SYS: &str = "/proc/sys";
 
-/// Read every sysctl roce-net cares about for the given interfaces.
+/// The `net/ipv4/conf` directory under a `/proc/sys` root.
+const CONF_DIR: &str = "net/ipv4/conf";
+
+fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
+    warnings.push(Warning {
+        source: path.display().to_string(),
+        message,
+    });
+}
+
+/// True when `name` can be used as a single directory name under `conf/`.
+fn valid_component(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
+}
+
+/// Read every sysctl roce-net cares about: `conf/all`, `conf/default` and
+/// `conf/<iface>` for each of `ifnames` (all [`ConfKey`]s), the effective values by
+/// the kernel's combine rule, and the host tuning keys.
+///
+/// Never fails as a whole: unreadable or malformed values are `None` plus a
+/// [`Warning`]. An interface without a `conf/<iface>` directory (no IPv4 on it, e.g.
+/// MTU below 68, or it vanished meanwhile) is left out without a warning. Host-wide
+/// tuning keys that the namespace does not show (`udp_mem` and
+/// `netdev_max_backlog` exist only in the initial namespace) are `None` without a
+/// warning.
 pub fn read_sysctls(
-    _proc_sys: &Path,
-    _ifnames: &[String],
-    _warnings: &mut Vec<Warning>,
+    proc_sys: &Path,
+    ifnames: &[String],
+    warnings: &mut Vec<Warning>,
 ) -> SysctlView {
-    SysctlView::default()
+    let conf = proc_sys.join(CONF_DIR);
+    let mut view = SysctlView {
+        all: read_conf_dir(&conf.join("all"), warnings).unwrap_or_default(),
+        default: read_conf_dir(&conf.join("default"), warnings).unwrap_or_default(),
+        ..SysctlView::default()
+    };
+    for name in ifnames {
+        if view.interfaces.contains_key(name) {
+            continue;
+        }
+        if !valid_component(name) {
+            warn(
+                warnings,
+                &conf,
+                format!("interface name {name:?} cannot be a sysctl directory; skipped"),
+            );
+            continue;
+        }
+        if let Some(configured) = read_conf_dir(&conf.join(name), warnings) {
+            let effective = ConfValues::effective(&view.all, &configured);
+            view.interfaces.insert(
+                name.clone(),
+                InterfaceConf {
+                    configured,
+                    effective,
+                },
+            );
+        }
+    }
+    view.tuning = read_tuning(proc_sys, warnings);
+    view
+}
+
+/// Every [`ConfKey`] in one `conf/<dir>`; `None` when the directory is missing (a
+/// missing `all`/`default` is warned about, a missing interface is not).
+fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            warn(warnings, dir, "not a directory".to_string());
+            return None;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let shared = matches!(
+                dir.file_name().and_then(|n| n.to_str()),
+                Some("all") | Some("default")
+            );
+            if shared {
+                warn(
+                    warnings,
+                    dir,
+                    "missing; is IPv4 enabled in this kernel?".to_string(),
+                );
+            }
+            return None;
+        }
+        Err(e) => {
+            warn(warnings, dir, format!("cannot read: {e}"));
+            return None;
+        }
+    }
+    let mut values = ConfValues::default();
+    for key in ConfKey::ALL {
+        let path = dir.join(key.file_name());
+        let v = match read_trimmed(&path) {
+            Ok(text) => match text.parse::<u32>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    warn(
+                        warnings,
+                        &path,
+                        format!("value {text:?} is not an unsigned number"),
+                    );
+                    None
+                }
+            },
+            Err(e) => {
+                warn(warnings, &path, format!("cannot read: {e}"));
+                None
+            }
+        };
+        values.set(key, v);
+    }
+    Some(values)
+}
+
+fn read_tuning(proc_sys: &Path, warnings: &mut Vec<Warning>) -> Tuning {
+    let mut t = Tuning::default();
+    for key in TuningKey::ALL {
+        let path = proc_sys.join(key.proc_path());
+        let text = match read_trimmed(&path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                warn(warnings, &path, format!("cannot read: {e}"));
+                continue;
+            }
+        };
+        let bad = |warnings: &mut Vec<Warning>| {
+            warn(
+                warnings,
+                &path,
+                format!("value {text:?} is not in the kernel's format"),
+            )
+        };
+        match key {
+            TuningKey::UdpMem => match parse_triple(&text) {
+                Some(v) => t.udp_mem = Some(v),
+                None => bad(warnings),
+            },
+            _ => match text.parse::<u64>() {
+                Ok(v) => match key {
+                    TuningKey::NetdevMaxBacklog => t.netdev_max_backlog = Some(v),
+                    TuningKey::RmemMax => t.rmem_max = Some(v),
+                    _ => t.wmem_max = Some(v),
+                },
+                Err(_) => bad(warnings),
+            },
+        }
+    }
+    t
+}
+
+/// `udp_mem`'s three numbers (the kernel separates them with tabs; any whitespace
+/// is accepted).
+fn parse_triple(s: &str) -> Option<[u64; 3]> {
+    let mut it = s.split_whitespace().map(|p| p.parse::<u64>());
+    let v = [it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?];
+    if it.next().is_some() {
+        return None;
+    }
+    Some(v)
+}
+
+fn read_trimmed(path: &Path) -> io::Result<String> {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string())
+}
+
+/// The file of a sysctl under `proc_sys`, refusing interface names that are not a
+/// single path component.
+fn sysctl_path(proc_sys: &Path, s: &Sysctl) -> Result<PathBuf> {
+    if let Sysctl::Conf {
+        target: ConfTarget::Interface(name),
+        ..
+    } = s
+    {
+        if !valid_component(name) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{name:?} is not a valid interface name for a sysctl"),
+            ));
+        }
+    }
+    Ok(proc_sys.join(s.proc_path()))
+}
+
+fn not_found_hint(s: &Sysctl) -> String {
+    match s {
+        Sysctl::Conf {
+            target: ConfTarget::Interface(name),
+            ..
+        } => format!(
+            "interface {name:?} has no IPv4 settings in this namespace; check the name with `ip link`"
+        ),
+        Sysctl::Conf { .. } => "IPv4 sysctls are missing; is IPv4 enabled?".to_string(),
+        Sysctl::Tuning(_) => {
+            "this host-wide sysctl is not visible here (some exist only in the initial \
+             network namespace)"
+                .to_string()
+        }
+    }
+}
+
+fn read_error(e: io::Error, s: &Sysctl, path: &Path) -> Error {
+    let not_found = e.kind() == io::ErrorKind::NotFound;
+    let err = Error::io(e, format!("reading sysctl {s} ({})", path.display()));
+    if not_found {
+        err.context(not_found_hint(s))
+    } else {
+        err
+    }
+}
+
+/// Read one sysctl's current text (whitespace-trimmed; `udp_mem` keeps the kernel's
+/// tab separators).
+pub fn read_sysctl(proc_sys: &Path, s: &Sysctl) -> Result<String> {
+    let path = sysctl_path(proc_sys, s)?;
+    read_trimmed(&path).map_err(|e| read_error(e, s, &path))
+}
+
+/// Check `value` for `s` and return the canonical text to write: a number inside
+/// [`ConfKey::valid_range`] for conf keys, a non-negative `int` for the byte and
+/// packet limits, three numbers for `udp_mem` (written tab-separated).
+pub fn validate_sysctl_value(s: &Sysctl, value: &str) -> Result<String> {
+    let v = value.trim();
+    let invalid = |why: String| {
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("invalid value {value:?} for {s}: {why}; nothing was written"),
+        ))
+    };
+    match s {
+        Sysctl::Conf { key, .. } => {
+            let range = key.valid_range();
+            match v.parse::<u32>() {
+                Ok(n) if range.contains(&n) => Ok(n.to_string()),
+                _ => invalid(format!(
+                    "{key} takes an integer from {} to {}",
+                    range.start(),
+                    range.end()
+                )),
+            }
+        }
+        Sysctl::Tuning(TuningKey::UdpMem) => match parse_triple(v) {
+            Some([a, b, c]) if a <= b && b <= c && c <= i64::MAX as u64 => {
+                Ok(format!("{a}\t{b}\t{c}"))
+            }
+            Some(_) => invalid("udp_mem's min, pressure and max must be non-decreasing".into()),
+            None => invalid("udp_mem takes three numbers (pages): min pressure max".into()),
+        },
+        Sysctl::Tuning(_) => match v.parse::<u64>() {
+            Ok(n) if n <= i32::MAX as u64 => Ok(n.to_string()),
+            _ => invalid(format!("takes an integer from 0 to {}", i32::MAX)),
+        },
+    }
+}
+
+/// The text as the kernel prints it, for comparing a read-back with what was written.
+fn normalize(s: &Sysctl, text: &str) -> String {
+    match s {
+        Sysctl::Tuning(TuningKey::UdpMem) => text.split_whitespace().collect::<Vec<_>>().join("\t"),
+        _ => text.trim().to_string(),
+    }
+}
+
+/// Write a sysctl: range-check `value` first (a bad value is `InvalidInput` and
+/// nothing is written), write it, read it back and compare (a mismatch is
+/// `Verify`). Returns the previous value, or `None` when it could not be read
+/// before writing.
+pub fn write_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<Option<String>> {
+    let canonical = validate_sysctl_value(s, value)?;
+    let path = sysctl_path(proc_sys, s)?;
+    let previous = match read_trimmed(&path) {
+        Ok(p) => Some(p),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(read_error(e, s, &path)),
+        Err(_) => None,
+    };
+    let doing = || format!("writing {canonical:?} to sysctl {s} ({})", path.display());
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| Error::io(e, doing()))?;
+    if let Err(e) = f.write_all(format!("{canonical}\n").as_bytes()) {
+        let refused = e.raw_os_error() == Some(libc::EINVAL);
+        let err = Error::io(e, doing());
+        return Err(if refused {
+            err.with_kind(ErrorKind::InvalidInput)
+                .context("the kernel refused the value")
+        } else {
+            err
+        });
+    }
+    drop(f);
+    let now = read_trimmed(&path).map_err(|e| read_error(e, s, &path))?;
+    if normalize(s, &now) != canonical {
+        return Err(Error::new(
+            ErrorKind::Verify,
+            format!(
+                "wrote {canonical:?} to sysctl {s} ({}) but it reads back {now:?}; \
+                 something else manages this value or the kernel adjusted it",
+                path.display()
+            ),
+        ));
+    }
+    Ok(previous)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triples() {
+        assert_eq!(parse_triple("1\t2\t3"), Some([1, 2, 3]));
+        assert_eq!(parse_triple("1 2  3\n"), Some([1, 2, 3]));
+        assert_eq!(parse_triple("1 2"), None);
+        assert_eq!(parse_triple("1 2 3 4"), None);
+        assert_eq!(parse_triple("1 x 3"), None);
+    }
+
+    #[test]
+    fn values_are_checked_before_writing() {
+        let ai = Sysctl::Conf {
+            target: ConfTarget::All,
+            key: ConfKey::ArpIgnore,
+        };
+        assert_eq!(validate_sysctl_value(&ai, " 8\n").unwrap(), "8");
+        let e = validate_sysctl_value(&ai, "9").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert!(e.message().contains("from 0 to 8"), "{e}");
+        assert!(validate_sysctl_value(&ai, "-1").is_err());
+        assert!(validate_sysctl_value(&ai, "one").is_err());
+        let rp = Sysctl::Conf {
+            target: ConfTarget::Interface("eth0.100".into()),
+            key: ConfKey::RpFilter,
+        };
+        assert!(validate_sysctl_value(&rp, "3").is_err());
+        let udp = Sysctl::Tuning(TuningKey::UdpMem);
+        assert_eq!(
+            validate_sysctl_value(&udp, "1 2 3").unwrap(),
+            "1\t2\t3".to_string()
+        );
+        assert!(validate_sysctl_value(&udp, "3 2 1").is_err());
+        let rmem = Sysctl::Tuning(TuningKey::RmemMax);
+        assert!(validate_sysctl_value(&rmem, "4294967296").is_err());
+        assert_eq!(
+            validate_sysctl_value(&rmem, "16777216").unwrap(),
+            "16777216"
+        );
+    }
 }

@@ -1,0 +1,278 @@
+//! Throwaway network-namespace topologies for demos, tests and benchmarks.
+//!
+//! A [`Lab`] owns the namespaces it creates and removes them when it is dropped,
+//! also while a panic unwinds (unless told to [`Lab::set_keep`] them, for the
+//! `roce-net lab --keep` demo). Everything is built through this library's own
+//! netlink layer and [`crate::netns::create`]; nothing touches the caller's
+//! namespace. Namespace names are `rnt-<tag>-<pid>-<n>-<role>`, unique per process
+//! and lab, so parallel tests never collide. Addresses come from 198.18.0.0/15.
+//!
+//! The switch is a bridge (`br0`) in its own namespace (`...-sw`); every
+//! [`Lab::connect`] adds a veth pair whose switch end (`s<N>`) is enslaved to it.
+//!
+//! ```no_run
+//! # fn main() -> roce_net::Result<()> {
+//! let lab = roce_net::lab::Lab::seed(4)?;          // the seed scenario
+//! let host = lab.host()?;                          // a Host in the host namespace
+//! let state = host.snapshot()?;
+//! assert_eq!(lab.nics().len(), 4);
+//! # let _ = state; Ok(()) }
+//! ```
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::netns::{self, NetnsTarget};
+use crate::observe::netlink::Netlink;
+use crate::observe::Host;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static LAB_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// The bridge acting as the switch, inside the switch namespace.
+pub const SWITCH_BRIDGE: &str = "br0";
+/// Host NIC addresses of the seed lab start at 198.18.0.`SEED_HOST_FIRST`.
+pub const SEED_HOST_FIRST: u8 = 11;
+/// The seed lab's peer address is 198.18.0.`SEED_PEER_HOST`.
+pub const SEED_PEER_HOST: u8 = 100;
+/// Most NICs [`Lab::seed`] accepts (addresses .11 to .74 stay below the peer's).
+pub const SEED_MAX_NICS: usize = 64;
+
+/// One lab interface: a veth end in a lab namespace, plugged into the switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabNic {
+    /// The namespace the interface lives in.
+    pub namespace: String,
+    /// Interface name inside that namespace (`r0`, `p0`, ...).
+    pub name: String,
+    /// Its address.
+    pub address: IpAddr,
+    /// Prefix length of the address.
+    pub prefix_len: u8,
+}
+
+/// A set of network namespaces removed on drop (see the module docs).
+#[derive(Debug)]
+pub struct Lab {
+    prefix: String,
+    namespaces: Vec<String>,
+    keep: bool,
+    switch: Option<String>,
+    ports: u32,
+    host: Option<String>,
+    peer: Option<String>,
+    nics: Vec<LabNic>,
+    peer_nic: Option<LabNic>,
+}
+
+/// Run `f` with a netlink socket inside the named namespace.
+fn in_ns<T: Send>(ns: &str, f: impl FnOnce(&mut Netlink) -> Result<T> + Send) -> Result<T> {
+    NetnsTarget::named(ns)?.run(|| {
+        let mut nl = Netlink::open()?;
+        f(&mut nl)
+    })
+}
+
+impl Lab {
+    /// An empty lab. `tag` (lowercase letters, digits and `-`, at most 16
+    /// characters) goes into every namespace name: `rnt-<tag>-<pid>-<n>-<role>`.
+    pub fn new(tag: &str) -> Result<Lab> {
+        if tag.is_empty()
+            || tag.len() > 16
+            || !tag
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("invalid lab tag {tag:?}: use 1-16 of a-z, 0-9 and '-'"),
+            ));
+        }
+        let n = LAB_COUNTER.fetch_add(1, Ordering::Relaxed);
+        Ok(Lab {
+            prefix: format!("rnt-{tag}-{}-{n}", std::process::id()),
+            namespaces: Vec::new(),
+            keep: false,
+            switch: None,
+            ports: 0,
+            host: None,
+            peer: None,
+            nics: Vec::new(),
+            peer_nic: None,
+        })
+    }
+
+    /// The seed scenario (DESIGN "Testing"), tagged `lab`: see [`Lab::seed_tagged`].
+    pub fn seed(nics: usize) -> Result<Lab> {
+        Lab::seed_tagged("lab", nics)
+    }
+
+    /// The seed scenario: a host namespace (`...-host`) with `nics` NICs `r0..`
+    /// addressed 198.18.0.11/24, .12/24, ... (all in one /24, so the kernel puts
+    /// one subnet route per NIC in table main: the asymmetric-routing setup), and
+    /// a peer namespace (`...-peer`) with `p0` = 198.18.0.100/24, all on one
+    /// bridge in `...-sw`. All links are up; sysctls are the kernel defaults
+    /// (`arp_ignore` 0 etc.), no fix applied.
+    pub fn seed_tagged(tag: &str, nics: usize) -> Result<Lab> {
+        if nics == 0 || nics > SEED_MAX_NICS {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("a seed lab has 1 to {SEED_MAX_NICS} NICs, not {nics}"),
+            ));
+        }
+        let mut lab = Lab::new(tag)?;
+        lab.add_switch("sw")?;
+        let host = lab.add_namespace("host")?;
+        let peer = lab.add_namespace("peer")?;
+        for i in 0..nics {
+            let ip = IpAddr::V4(Ipv4Addr::new(198, 18, 0, SEED_HOST_FIRST + i as u8));
+            let nic = lab.connect(&host, &format!("r{i}"), ip, 24)?;
+            lab.nics.push(nic);
+        }
+        let ip = IpAddr::V4(Ipv4Addr::new(198, 18, 0, SEED_PEER_HOST));
+        lab.peer_nic = Some(lab.connect(&peer, "p0", ip, 24)?);
+        lab.host = Some(host);
+        lab.peer = Some(peer);
+        Ok(lab)
+    }
+
+    /// The name prefix shared by this lab's namespaces.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Every namespace this lab created, in creation order.
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    /// The seed lab's host namespace.
+    pub fn host_ns(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// The seed lab's peer namespace.
+    pub fn peer_ns(&self) -> Option<&str> {
+        self.peer.as_deref()
+    }
+
+    /// The switch namespace (holding bridge [`SWITCH_BRIDGE`]), once added.
+    pub fn switch_ns(&self) -> Option<&str> {
+        self.switch.as_deref()
+    }
+
+    /// The seed lab's host NICs, `r0` first.
+    pub fn nics(&self) -> &[LabNic] {
+        &self.nics
+    }
+
+    /// The seed lab's peer NIC (`p0`).
+    pub fn peer_nic(&self) -> Option<&LabNic> {
+        self.peer_nic.as_ref()
+    }
+
+    /// A [`Host`] handle on the seed lab's host namespace.
+    pub fn host(&self) -> Result<Host> {
+        match &self.host {
+            Some(ns) => Host::netns(ns),
+            None => Err(Error::new(
+                ErrorKind::InvalidInput,
+                "this lab has no host namespace (build it with Lab::seed)",
+            )),
+        }
+    }
+
+    /// Keep the namespaces when the lab is dropped (for demos); `ip netns del`
+    /// or [`crate::netns::delete`] removes them later.
+    pub fn set_keep(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
+    /// Create a namespace `<prefix>-<role>` owned by this lab, with `lo` up.
+    pub fn add_namespace(&mut self, role: &str) -> Result<String> {
+        let name = format!("{}-{role}", self.prefix);
+        netns::create(&name).map_err(|e| e.context(format!("building lab {}", self.prefix)))?;
+        self.namespaces.push(name.clone());
+        in_ns(&name, |nl| nl.link_set_up("lo"))?;
+        Ok(name)
+    }
+
+    /// Create the switch: namespace `<prefix>-<role>` with bridge [`SWITCH_BRIDGE`] up.
+    pub fn add_switch(&mut self, role: &str) -> Result<String> {
+        if let Some(sw) = &self.switch {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("lab {} already has a switch ({sw})", self.prefix),
+            ));
+        }
+        let ns = self.add_namespace(role)?;
+        in_ns(&ns, |nl| {
+            nl.link_add_bridge(SWITCH_BRIDGE)?;
+            nl.link_set_up(SWITCH_BRIDGE)
+        })?;
+        self.switch = Some(ns.clone());
+        Ok(ns)
+    }
+
+    /// Plug namespace `ns` into the switch: a veth pair whose end `ifname` lives in
+    /// `ns` with address `ip/prefix_len`, and whose other end `s<N>` is a bridge
+    /// port. Both ends are brought up before the address is added.
+    pub fn connect(
+        &mut self,
+        ns: &str,
+        ifname: &str,
+        ip: IpAddr,
+        prefix_len: u8,
+    ) -> Result<LabNic> {
+        let Some(sw) = self.switch.clone() else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "lab {}: add a switch before connecting {ifname}",
+                    self.prefix
+                ),
+            ));
+        };
+        let target = NetnsTarget::named(ns)?;
+        let port = format!("s{}", self.ports);
+        self.ports += 1;
+        in_ns(&sw, |nl| {
+            nl.link_add_veth(&port, ifname, Some(&target))?;
+            nl.link_set_master(&port, SWITCH_BRIDGE)?;
+            nl.link_set_up(&port)
+        })?;
+        in_ns(ns, |nl| {
+            nl.link_set_up(ifname)?;
+            nl.addr_add(ifname, ip, prefix_len)
+        })?;
+        Ok(LabNic {
+            namespace: ns.to_string(),
+            name: ifname.to_string(),
+            address: ip,
+            prefix_len,
+        })
+    }
+
+    /// Remove every namespace now, reporting the first failure.
+    pub fn destroy(mut self) -> Result<()> {
+        self.keep = false;
+        let names = std::mem::take(&mut self.namespaces);
+        let mut first = None;
+        for ns in names.iter().rev() {
+            if let Err(e) = netns::delete(ns) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        for ns in self.namespaces.iter().rev() {
+            let _ = netns::delete(ns);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Addresses: `ip addr show` and `ip addr add`.
+
+use super::{IfNames, Netlink};
+use crate::error::Result;
+use crate::model::{Address, Interface, Scope};
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use netlink_packet_route::address::{
+    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope,
+};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use std::net::IpAddr;
+
+fn to_address(m: AddressMessage, names: &IfNames) -> Option<Address> {
+    let mut local = None;
+    let mut address = None;
+    let mut label = None;
+    let mut secondary = m.header.flags.contains(AddressHeaderFlags::Secondary);
+    for a in m.attributes {
+        match a {
+            AddressAttribute::Local(ip) => local = Some(ip),
+            AddressAttribute::Address(ip) => address = Some(ip),
+            AddressAttribute::Label(l) => label = Some(l),
+            AddressAttribute::Flags(f) => secondary |= f.contains(AddressFlags::Secondary),
+            _ => {}
+        }
+    }
+    // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer on
+    // point-to-point links and equal to it otherwise (IPv6 sends only IFA_ADDRESS).
+    let ip = local.or(address)?;
+    Some(Address {
+        ifname: names.name(m.header.index),
+        ifindex: m.header.index,
+        address: ip,
+        prefix_len: m.header.prefix_len,
+        scope: Scope::from_u8(u8::from(m.header.scope)),
+        label,
+        secondary,
+    })
+}
+
+impl Netlink {
+    /// Every IPv4 and IPv6 address (`ip addr show`). `ifs` (from [`Netlink::links`])
+    /// names the interfaces.
+    pub fn addresses(&mut self, ifs: &[Interface]) -> Result<Vec<Address>> {
+        let names = IfNames::new(ifs);
+        let mut out = Vec::new();
+        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+            let mut m = AddressMessage::default();
+            m.header.family = family;
+            let msg = RouteNetlinkMessage::GetAddress(m);
+            out.extend(self.dump_map(msg, "dumping addresses", |r| match r {
+                RouteNetlinkMessage::NewAddress(a) => to_address(a, &names),
+                _ => None,
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// Add an address (`ip addr add IP/PREFIX dev IFNAME`). For IPv4 the kernel
+    /// also installs the subnet route in table main.
+    pub fn addr_add(&mut self, ifname: &str, ip: IpAddr, prefix_len: u8) -> Result<()> {
+        let what = format!("adding address {ip}/{prefix_len} to {ifname}");
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        if prefix_len > max {
+            return Err(crate::Error::new(
+                crate::ErrorKind::InvalidInput,
+                format!("{what}: prefix length must be at most {max}"),
+            ));
+        }
+        let index = self.ifindex(ifname).map_err(|e| e.context(what.clone()))?;
+        let mut m = AddressMessage::default();
+        m.header.family = if ip.is_ipv4() {
+            AddressFamily::Inet
+        } else {
+            AddressFamily::Inet6
+        };
+        m.header.prefix_len = prefix_len;
+        m.header.index = index;
+        m.header.scope = AddressScope::Universe;
+        m.attributes.push(AddressAttribute::Local(ip));
+        m.attributes.push(AddressAttribute::Address(ip));
+        self.request(
+            RouteNetlinkMessage::NewAddress(m),
+            NLM_F_CREATE | NLM_F_EXCL,
+            &what,
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,291 @@
+//! Links: `ip link show` and the `ip link add/set/del` the lab and apply need.
+
+use super::{no_such_interface, Netlink};
+use crate::error::{ErrorKind, Result};
+use crate::model::{HwAddr, Interface, LinkStats, OperState};
+use crate::netns::NetnsTarget;
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use netlink_packet_route::link::{
+    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
+};
+use netlink_packet_route::RouteNetlinkMessage;
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+
+fn oper_state(s: State) -> OperState {
+    match s {
+        State::NotPresent => OperState::NotPresent,
+        State::Down => OperState::Down,
+        State::LowerLayerDown => OperState::LowerLayerDown,
+        State::Testing => OperState::Testing,
+        State::Dormant => OperState::Dormant,
+        State::Up => OperState::Up,
+        _ => OperState::Unknown,
+    }
+}
+
+/// Convert one link message; the master is returned as an index for a second pass.
+fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
+    let mut i = Interface {
+        index: m.header.index,
+        name: String::new(),
+        kind: None,
+        mac: None,
+        mtu: 0,
+        admin_up: m.header.flags.contains(LinkFlags::Up),
+        oper_state: OperState::Unknown,
+        carrier: None,
+        master: None,
+        stats: LinkStats::default(),
+    };
+    let mut master = None;
+    for a in m.attributes {
+        match a {
+            LinkAttribute::IfName(n) => i.name = n,
+            LinkAttribute::Address(b) if !b.is_empty() => i.mac = Some(HwAddr(b)),
+            LinkAttribute::Mtu(v) => i.mtu = v,
+            LinkAttribute::OperState(s) => i.oper_state = oper_state(s),
+            LinkAttribute::Carrier(c) => i.carrier = Some(c != 0),
+            LinkAttribute::Controller(idx) => master = Some(idx),
+            LinkAttribute::LinkInfo(infos) => {
+                for info in infos {
+                    if let LinkInfo::Kind(k) = info {
+                        i.kind = Some(k.to_string());
+                    }
+                }
+            }
+            LinkAttribute::Stats64(s) => {
+                i.stats = LinkStats {
+                    rx_packets: s.rx_packets,
+                    tx_packets: s.tx_packets,
+                    rx_bytes: s.rx_bytes,
+                    tx_bytes: s.tx_bytes,
+                    rx_errors: s.rx_errors,
+                    tx_errors: s.tx_errors,
+                    rx_dropped: s.rx_dropped,
+                    tx_dropped: s.tx_dropped,
+                }
+            }
+            _ => {}
+        }
+    }
+    (i, master)
+}
+
+fn link_msg(index: u32) -> LinkMessage {
+    let mut m = LinkMessage::default();
+    m.header.index = index;
+    m
+}
+
+impl Netlink {
+    /// Every link (`ip -s link show`): name, index, kind, MAC, MTU, admin and
+    /// operational state, carrier, master name and 64-bit counters.
+    pub fn links(&mut self) -> Result<Vec<Interface>> {
+        let msg = RouteNetlinkMessage::GetLink(LinkMessage::default());
+        let raw = self.dump_map(msg, "dumping links", |m| match m {
+            RouteNetlinkMessage::NewLink(l) => Some(to_interface(l)),
+            _ => None,
+        })?;
+        let names: HashMap<u32, String> =
+            raw.iter().map(|(i, _)| (i.index, i.name.clone())).collect();
+        let mut out: Vec<Interface> = raw
+            .into_iter()
+            .map(|(mut i, master)| {
+                i.master = master.map(|idx| names.get(&idx).cloned().unwrap_or(format!("if{idx}")));
+                i
+            })
+            .collect();
+        out.sort_by_key(|i| i.index);
+        Ok(out)
+    }
+
+    /// One link by name (`ip link show dev NAME`); `NotFound` when it is missing.
+    pub fn link(&mut self, name: &str) -> Result<Interface> {
+        let mut m = LinkMessage::default();
+        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        let replies = self
+            .request(
+                RouteNetlinkMessage::GetLink(m),
+                0,
+                &format!("looking up interface {name}"),
+            )
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => no_such_interface(name),
+                _ => e,
+            })?;
+        for r in replies {
+            if let RouteNetlinkMessage::NewLink(l) = r {
+                let (mut i, master) = to_interface(l);
+                if let Some(idx) = master {
+                    i.master = Some(self.link_name(idx)?);
+                }
+                return Ok(i);
+            }
+        }
+        Err(no_such_interface(name))
+    }
+
+    /// The index of a link by name; `NotFound` when it is missing.
+    pub fn ifindex(&mut self, name: &str) -> Result<u32> {
+        let mut m = LinkMessage::default();
+        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        // Ask for no stats to keep the reply small.
+        let replies = self
+            .request(
+                RouteNetlinkMessage::GetLink(m),
+                0,
+                &format!("looking up interface {name}"),
+            )
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => no_such_interface(name),
+                _ => e,
+            })?;
+        replies
+            .into_iter()
+            .find_map(|r| match r {
+                RouteNetlinkMessage::NewLink(l) => Some(l.header.index),
+                _ => None,
+            })
+            .ok_or_else(|| no_such_interface(name))
+    }
+
+    pub(super) fn link_name(&mut self, index: u32) -> Result<String> {
+        let replies = self.request(
+            RouteNetlinkMessage::GetLink(link_msg(index)),
+            0,
+            &format!("looking up interface index {index}"),
+        )?;
+        Ok(replies
+            .into_iter()
+            .find_map(|r| match r {
+                RouteNetlinkMessage::NewLink(l) => to_interface(l).0.name.into(),
+                _ => None,
+            })
+            .unwrap_or(format!("if{index}")))
+    }
+
+    /// Create a veth pair (`ip link add NAME type veth peer name PEER [netns NS]`).
+    /// With `peer_netns`, the peer end is created directly in that namespace.
+    pub fn link_add_veth(
+        &mut self,
+        name: &str,
+        peer: &str,
+        peer_netns: Option<&NetnsTarget>,
+    ) -> Result<()> {
+        let what = format!("adding veth pair {name} / {peer}");
+        let ns_file = match peer_netns.and_then(NetnsTarget::file) {
+            Some(p) => Some(std::fs::File::open(&p).map_err(|e| {
+                crate::Error::io(e, format!("{what}: opening namespace {}", p.display()))
+            })?),
+            None => None,
+        };
+        let mut peer_msg = LinkMessage::default();
+        peer_msg
+            .attributes
+            .push(LinkAttribute::IfName(peer.to_string()));
+        if let Some(f) = &ns_file {
+            peer_msg
+                .attributes
+                .push(LinkAttribute::NetNsFd(f.as_raw_fd()));
+        }
+        let mut m = LinkMessage::default();
+        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        m.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::Kind(InfoKind::Veth),
+            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer_msg))),
+        ]));
+        self.request(
+            RouteNetlinkMessage::NewLink(m),
+            NLM_F_CREATE | NLM_F_EXCL,
+            &what,
+        )?;
+        Ok(())
+    }
+
+    /// Create a bridge (`ip link add NAME type bridge`).
+    pub fn link_add_bridge(&mut self, name: &str) -> Result<()> {
+        let mut m = LinkMessage::default();
+        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        m.attributes
+            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+                InfoKind::Bridge,
+            )]));
+        self.request(
+            RouteNetlinkMessage::NewLink(m),
+            NLM_F_CREATE | NLM_F_EXCL,
+            &format!("adding bridge {name}"),
+        )?;
+        Ok(())
+    }
+
+    fn set_link(
+        &mut self,
+        name: &str,
+        what: String,
+        f: impl FnOnce(&mut LinkMessage),
+    ) -> Result<()> {
+        let index = self.ifindex(name).map_err(|e| e.context(what.clone()))?;
+        let mut m = link_msg(index);
+        f(&mut m);
+        self.request(RouteNetlinkMessage::SetLink(m), 0, &what)?;
+        Ok(())
+    }
+
+    /// Enslave a link to a bridge or bond (`ip link set NAME master MASTER`).
+    pub fn link_set_master(&mut self, name: &str, master: &str) -> Result<()> {
+        let what = format!("setting master of {name} to {master}");
+        let midx = self.ifindex(master).map_err(|e| e.context(what.clone()))?;
+        self.set_link(name, what, |m| {
+            m.attributes.push(LinkAttribute::Controller(midx))
+        })
+    }
+
+    /// Bring a link up (`ip link set NAME up`).
+    pub fn link_set_up(&mut self, name: &str) -> Result<()> {
+        self.set_link(name, format!("setting {name} up"), |m| {
+            m.header.flags = LinkFlags::Up;
+            m.header.change_mask = LinkFlags::Up;
+        })
+    }
+
+    /// Bring a link down (`ip link set NAME down`).
+    pub fn link_set_down(&mut self, name: &str) -> Result<()> {
+        self.set_link(name, format!("setting {name} down"), |m| {
+            m.header.flags = LinkFlags::empty();
+            m.header.change_mask = LinkFlags::Up;
+        })
+    }
+
+    /// Set a link's MTU (`ip link set NAME mtu MTU`).
+    pub fn link_set_mtu(&mut self, name: &str, mtu: u32) -> Result<()> {
+        self.set_link(name, format!("setting MTU of {name} to {mtu}"), |m| {
+            m.attributes.push(LinkAttribute::Mtu(mtu))
+        })
+    }
+
+    /// Move a link to another namespace (`ip link set NAME netns NS`).
+    pub fn link_set_netns(&mut self, name: &str, target: &NetnsTarget) -> Result<()> {
+        let what = format!("moving {name} to network namespace {target:?}");
+        let Some(path) = target.file() else {
+            return Err(crate::Error::new(
+                ErrorKind::InvalidInput,
+                format!("{what}: name the target namespace (not `Current`)"),
+            ));
+        };
+        let f = std::fs::File::open(&path)
+            .map_err(|e| crate::Error::io(e, format!("{what}: opening {}", path.display())))?;
+        let fd = f.as_raw_fd();
+        self.set_link(name, what, |m| {
+            m.attributes.push(LinkAttribute::NetNsFd(fd))
+        })
+    }
+
+    /// Delete a link (`ip link del NAME`); deleting one end of a veth removes both.
+    pub fn link_del(&mut self, name: &str) -> Result<()> {
+        let what = format!("deleting interface {name}");
+        let index = self.ifindex(name).map_err(|e| e.context(what.clone()))?;
+        self.request(RouteNetlinkMessage::DelLink(link_msg(index)), 0, &what)?;
+        Ok(())
+    }
+}

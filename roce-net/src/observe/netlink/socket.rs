@@ -1,0 +1,591 @@
+//! The blocking request/dump engine under [`super::Netlink`] (DESIGN decision 2).
+//!
+//! One rtnetlink socket, one outstanding request at a time. Every request carries a
+//! fresh sequence number and replies are matched on it (and on our port id), so a
+//! leftover from an earlier, abandoned exchange can never be taken for an answer.
+//! The socket asks for extended acks (`NETLINK_EXT_ACK`, the kernel's error text is
+//! kept in [`Error::extack`]), capped acks, and strict checking of dump requests
+//! (`NETLINK_GET_STRICT_CHK`). A dump whose messages carry `NLM_F_DUMP_INTR` (the
+//! table changed while it was being walked) is run again, at most
+//! [`MAX_DUMP_ATTEMPTS`] times.
+//!
+//! The netlink crate types stay inside this module tree: the public surface is
+//! [`super::Netlink`] with methods over `roce_net::model` types.
+
+use crate::error::{Error, ErrorKind, Result};
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, ParseableParametrized, NLM_F_ACK, NLM_F_DUMP,
+    NLM_F_DUMP_INTR, NLM_F_REQUEST,
+};
+use netlink_packet_route::RouteNetlinkMessage;
+use std::os::fd::AsRawFd;
+
+/// How many times a dump interrupted by a concurrent change is attempted.
+pub(crate) const MAX_DUMP_ATTEMPTS: usize = 5;
+/// `SO_RCVBUF` asked for (the kernel doubles it, capped by `rmem_max` unless root).
+const RCVBUF: usize = 1 << 20;
+/// Initial receive buffer; grown when a datagram is larger.
+const RECV_BUF: usize = 64 * 1024;
+/// Receive timeout: a kernel that does not answer in this time is reported.
+const RECV_TIMEOUT_SECS: i64 = 30;
+
+const NLMSG_HDRLEN: usize = 16;
+const NLMSG_NOOP: u16 = 1;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLMSG_OVERRUN: u16 = 4;
+const NLM_F_CAPPED: u16 = 0x100;
+const NLM_F_ACK_TLVS: u16 = 0x200;
+const NLMSGERR_ATTR_MSG: u16 = 1;
+
+/// Where datagrams go to and come from: the kernel, or a script in unit tests.
+pub(crate) trait Transport {
+    /// Send one request datagram.
+    fn send(&mut self, data: &[u8]) -> std::io::Result<()>;
+    /// Receive one datagram into `buf` (growing it as needed); returns its length.
+    fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize>;
+    /// Our port id, as the kernel addresses replies to us.
+    fn port(&self) -> u32;
+}
+
+/// A `NETLINK_ROUTE` socket in the namespace of the thread that opened it.
+pub(crate) struct KernelTransport {
+    sock: netlink_sys::Socket,
+    port: u32,
+}
+
+impl KernelTransport {
+    pub(crate) fn open() -> Result<KernelTransport> {
+        let doing = "opening a NETLINK_ROUTE socket";
+        let mut sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
+            .map_err(|e| Error::io(e, doing))?;
+        let addr = sock.bind_auto().map_err(|e| Error::io(e, doing))?;
+        // Best effort: an unprivileged caller is capped by rmem_max, which still works.
+        let _ = sock.set_rx_buf_sz(RCVBUF);
+        sock.set_ext_ack(true)
+            .map_err(|e| Error::io(e, "enabling NETLINK_EXT_ACK on the netlink socket"))?;
+        // Capped acks keep error replies small; older kernels lack it, which is fine.
+        let _ = sock.set_cap_ack(true);
+        sock.set_netlink_get_strict_chk(true).map_err(|e| {
+            Error::io(e, "enabling NETLINK_GET_STRICT_CHK on the netlink socket")
+                .context("this kernel is older than 4.20; roce-net needs strict netlink checking")
+        })?;
+        let tv = libc::timeval {
+            tv_sec: RECV_TIMEOUT_SECS,
+            tv_usec: 0,
+        };
+        // SAFETY: setsockopt with a valid fd and a correctly sized timeval.
+        let rc = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&tv as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::io(
+                std::io::Error::last_os_error(),
+                "setting a receive timeout on the netlink socket",
+            ));
+        }
+        Ok(KernelTransport {
+            port: addr.port_number(),
+            sock,
+        })
+    }
+}
+
+impl Transport for KernelTransport {
+    fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
+        let kernel = netlink_sys::SocketAddr::new(0, 0);
+        let n = self.sock.send_to(data, &kernel, 0)?;
+        if n != data.len() {
+            return Err(std::io::Error::other("short write on the netlink socket"));
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+        let fd = self.sock.as_raw_fd();
+        loop {
+            // Peek at the real size first so a datagram is never truncated.
+            // SAFETY: recv into a buffer we own, with its true length.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_PEEK | libc::MSG_TRUNC,
+                )
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            let n = n as usize;
+            if n > buf.len() {
+                buf.resize(n.next_power_of_two(), 0);
+            }
+            // SAFETY: as above.
+            let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if got < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            return Ok(got as usize);
+        }
+    }
+
+    fn port(&self) -> u32 {
+        self.port
+    }
+}
+
+/// The request/dump engine over a [`Transport`].
+pub(crate) struct Engine<T: Transport> {
+    transport: T,
+    seq: u32,
+    buf: Vec<u8>,
+    sendbuf: Vec<u8>,
+}
+
+/// What a reply datagram told us.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// More datagrams follow.
+    More,
+    /// The exchange is complete (ACK or `NLMSG_DONE`).
+    Finished,
+}
+
+impl<T: Transport> Engine<T> {
+    pub(crate) fn new(transport: T) -> Engine<T> {
+        Engine {
+            transport,
+            seq: 0,
+            buf: vec![0; RECV_BUF],
+            sendbuf: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, msg: RouteNetlinkMessage, flags: u16, what: &str) -> Result<u32> {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | flags;
+        header.sequence_number = self.seq;
+        let mut nl = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(msg));
+        nl.finalize();
+        self.sendbuf.clear();
+        self.sendbuf.resize(nl.buffer_len(), 0);
+        nl.serialize(&mut self.sendbuf);
+        self.transport
+            .send(&self.sendbuf)
+            .map_err(|e| Error::io(e, format!("{what}: sending the netlink request")))?;
+        Ok(self.seq)
+    }
+
+    /// Read datagrams until the exchange with sequence `seq` finishes, passing
+    /// every inner message to `sink`. Returns whether any message had
+    /// `NLM_F_DUMP_INTR`.
+    fn collect(
+        &mut self,
+        seq: u32,
+        what: &str,
+        sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
+    ) -> Result<bool> {
+        let mut interrupted = false;
+        loop {
+            let n = self.transport.recv(&mut self.buf).map_err(|e| {
+                let timeout = matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+                let err = Error::io(e, format!("{what}: reading the kernel's reply"));
+                if timeout {
+                    err.with_kind(ErrorKind::Timeout)
+                } else {
+                    err
+                }
+            })?;
+            let data = &self.buf[..n.min(self.buf.len())];
+            let port = self.transport.port();
+            if handle_datagram(data, seq, port, what, &mut interrupted, sink)? == Step::Finished {
+                return Ok(interrupted);
+            }
+        }
+    }
+
+    /// Send `msg` with `NLM_F_ACK` (plus `flags`, e.g. `NLM_F_CREATE`) and return
+    /// the messages the kernel sent before its ACK (e.g. the reply to a route get).
+    pub(crate) fn request(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+        what: &str,
+    ) -> Result<Vec<RouteNetlinkMessage>> {
+        let seq = self.send(msg, NLM_F_ACK | flags, what)?;
+        let mut out = Vec::new();
+        self.collect(seq, what, &mut |m| {
+            out.push(m);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Dump with `msg` and map every reply through `f` (`None` drops it). Retried
+    /// from scratch when the kernel flags the dump as interrupted.
+    pub(crate) fn dump_map<R>(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        what: &str,
+        mut f: impl FnMut(RouteNetlinkMessage) -> Option<R>,
+    ) -> Result<Vec<R>> {
+        for _attempt in 0..MAX_DUMP_ATTEMPTS {
+            let seq = self.send(msg.clone(), NLM_F_DUMP, what)?;
+            let mut out = Vec::new();
+            let interrupted = self.collect(seq, what, &mut |m| {
+                if let Some(r) = f(m) {
+                    out.push(r);
+                }
+                Ok(())
+            })?;
+            if !interrupted {
+                return Ok(out);
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Netlink,
+            format!(
+                "{what}: the kernel interrupted the dump {MAX_DUMP_ATTEMPTS} times in a row \
+                 (NLM_F_DUMP_INTR: the table kept changing while it was read); \
+                 retry when the host is quieter"
+            ),
+        ))
+    }
+
+    /// Dump with `msg` and return every reply.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn dump(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        what: &str,
+    ) -> Result<Vec<RouteNetlinkMessage>> {
+        self.dump_map(msg, what, Some)
+    }
+}
+
+fn read_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes([b[at], b[at + 1]])
+}
+fn read_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// Process one datagram (possibly several netlink messages) of the exchange `seq`.
+fn handle_datagram(
+    data: &[u8],
+    seq: u32,
+    port: u32,
+    what: &str,
+    interrupted: &mut bool,
+    sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
+) -> Result<Step> {
+    let mut off = 0;
+    while off + NLMSG_HDRLEN <= data.len() {
+        let len = read_u32(data, off) as usize;
+        if len < NLMSG_HDRLEN || off + len > data.len() {
+            return Err(Error::new(
+                ErrorKind::Parse,
+                format!("{what}: the kernel sent a malformed netlink message (length {len})"),
+            ));
+        }
+        let mtype = read_u16(data, off + 4);
+        let flags = read_u16(data, off + 6);
+        let mseq = read_u32(data, off + 8);
+        let mport = read_u32(data, off + 12);
+        let payload = &data[off + NLMSG_HDRLEN..off + len];
+        off += align4(len);
+        // Not ours (a leftover of an abandoned exchange, or a stray multicast).
+        if mseq != seq || (mport != port && mport != 0) {
+            continue;
+        }
+        if flags & NLM_F_DUMP_INTR != 0 {
+            *interrupted = true;
+        }
+        match mtype {
+            NLMSG_NOOP => {}
+            NLMSG_ERROR => {
+                let code = if payload.len() >= 4 {
+                    read_u32(payload, 0) as i32
+                } else {
+                    -libc::EPROTO
+                };
+                if code == 0 {
+                    return Ok(Step::Finished);
+                }
+                return Err(kernel_error(code, error_extack(payload, flags), what));
+            }
+            NLMSG_DONE => {
+                let code = if payload.len() >= 4 {
+                    read_u32(payload, 0) as i32
+                } else {
+                    0
+                };
+                if code < 0 {
+                    let extack = if flags & NLM_F_ACK_TLVS != 0 && payload.len() > 4 {
+                        tlv_message(&payload[4..])
+                    } else {
+                        None
+                    };
+                    return Err(kernel_error(code, extack, what));
+                }
+                return Ok(Step::Finished);
+            }
+            NLMSG_OVERRUN => {
+                return Err(Error::new(
+                    ErrorKind::Netlink,
+                    format!("{what}: the kernel reported a netlink overrun (data lost); retry"),
+                ))
+            }
+            _ => {
+                let msg = RouteNetlinkMessage::parse_with_param(payload, mtype).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Parse,
+                        format!("{what}: cannot decode netlink message type {mtype}: {e}"),
+                    )
+                })?;
+                sink(msg)?;
+            }
+        }
+    }
+    Ok(Step::More)
+}
+
+/// The extack text (`NLMSGERR_ATTR_MSG`) of an `NLMSG_ERROR` payload.
+fn error_extack(payload: &[u8], flags: u16) -> Option<String> {
+    if flags & NLM_F_ACK_TLVS == 0 || payload.len() < 4 + NLMSG_HDRLEN {
+        return None;
+    }
+    // After the error code comes the request: its header only when capped.
+    let orig_len = if flags & NLM_F_CAPPED != 0 {
+        NLMSG_HDRLEN
+    } else {
+        align4(read_u32(payload, 4) as usize)
+    };
+    let start = 4 + orig_len;
+    payload.get(start..).and_then(tlv_message)
+}
+
+/// Find `NLMSGERR_ATTR_MSG` in a run of netlink attributes.
+fn tlv_message(mut tlvs: &[u8]) -> Option<String> {
+    while tlvs.len() >= 4 {
+        let len = read_u16(tlvs, 0) as usize;
+        let kind = read_u16(tlvs, 2) & 0x3fff;
+        if len < 4 || len > tlvs.len() {
+            return None;
+        }
+        if kind == NLMSGERR_ATTR_MSG {
+            let body = &tlvs[4..len];
+            let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
+            let text = String::from_utf8_lossy(&body[..end]).trim().to_string();
+            return (!text.is_empty()).then_some(text);
+        }
+        tlvs = tlvs.get(align4(len)..)?;
+    }
+    None
+}
+
+/// The error for a negative errno from the kernel.
+fn kernel_error(code: i32, extack: Option<String>, what: &str) -> Error {
+    let errno = code.checked_neg().unwrap_or(libc::EPROTO);
+    let kind = match errno {
+        libc::EPERM | libc::EACCES => ErrorKind::Permission,
+        libc::ENOENT | libc::ENODEV | libc::ESRCH => ErrorKind::NotFound,
+        libc::EOPNOTSUPP => ErrorKind::Unsupported,
+        _ => ErrorKind::Netlink,
+    };
+    let mut err = Error::errno(errno, what).with_kind(kind);
+    if let Some(x) = extack {
+        err = err.with_extack(x);
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_route::route::RouteMessage;
+    use std::collections::VecDeque;
+
+    /// Replays scripted datagrams; a `None` entry means "the sequence number of
+    /// the last request", patched in when it is received.
+    struct Script {
+        replies: VecDeque<Vec<u8>>,
+        sent: usize,
+        last_seq: u32,
+    }
+
+    impl Transport for Script {
+        fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
+            self.sent += 1;
+            self.last_seq = read_u32(data, 8);
+            Ok(())
+        }
+        fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+            let mut d = self
+                .replies
+                .pop_front()
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::WouldBlock))?;
+            // Patch every message's sequence number to the current request's.
+            let mut off = 0;
+            while off + 16 <= d.len() {
+                let len = read_u32(&d, off) as usize;
+                d[off + 8..off + 12].copy_from_slice(&self.last_seq.to_ne_bytes());
+                off += align4(len.max(16));
+            }
+            buf[..d.len()].copy_from_slice(&d);
+            Ok(d.len())
+        }
+        fn port(&self) -> u32 {
+            77
+        }
+    }
+
+    fn nlmsg(mtype: u16, flags: u16, payload: &[u8]) -> Vec<u8> {
+        let len = 16 + payload.len();
+        let mut v = Vec::new();
+        v.extend_from_slice(&(len as u32).to_ne_bytes());
+        v.extend_from_slice(&mtype.to_ne_bytes());
+        v.extend_from_slice(&flags.to_ne_bytes());
+        v.extend_from_slice(&0u32.to_ne_bytes());
+        v.extend_from_slice(&77u32.to_ne_bytes());
+        v.extend_from_slice(payload);
+        while v.len() % 4 != 0 {
+            v.push(0);
+        }
+        v
+    }
+
+    fn route_msg(flags: u16) -> Vec<u8> {
+        // RTM_NEWROUTE (24), a bare rtmsg for AF_INET, table main.
+        let rtmsg = [2u8, 0, 0, 0, 254, 4, 0, 1, 0, 0, 0, 0];
+        nlmsg(24, flags | 2, &rtmsg)
+    }
+
+    fn engine(replies: Vec<Vec<u8>>) -> Engine<Script> {
+        Engine::new(Script {
+            replies: replies.into(),
+            sent: 0,
+            last_seq: 0,
+        })
+    }
+
+    fn get_routes() -> RouteNetlinkMessage {
+        RouteNetlinkMessage::GetRoute(RouteMessage::default())
+    }
+
+    #[test]
+    fn dump_collects_multi_message_datagrams() {
+        let mut d = route_msg(0);
+        d.extend(route_msg(0));
+        let mut e = engine(vec![d, [route_msg(0), nlmsg(3, 2, &[0; 4])].concat()]);
+        let got = e.dump(get_routes(), "dumping routes").unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(e.transport.sent, 1);
+    }
+
+    #[test]
+    fn interrupted_dump_is_retried() {
+        let intr = [route_msg(NLM_F_DUMP_INTR), nlmsg(3, 2, &[0; 4])].concat();
+        let clean = [route_msg(0), route_msg(0), nlmsg(3, 2, &[0; 4])].concat();
+        let mut e = engine(vec![intr, clean]);
+        let got = e.dump(get_routes(), "dumping routes").unwrap();
+        assert_eq!(e.transport.sent, 2, "the dump must be re-sent once");
+        assert_eq!(
+            got.len(),
+            2,
+            "results of the interrupted attempt are dropped"
+        );
+    }
+
+    #[test]
+    fn interrupted_flag_on_done_counts() {
+        let intr = [route_msg(0), nlmsg(3, 2 | NLM_F_DUMP_INTR, &[0; 4])].concat();
+        let clean = [route_msg(0), nlmsg(3, 2, &[0; 4])].concat();
+        let mut e = engine(vec![intr, clean]);
+        assert_eq!(e.dump(get_routes(), "x").unwrap().len(), 1);
+        assert_eq!(e.transport.sent, 2);
+    }
+
+    #[test]
+    fn always_interrupted_dump_gives_up() {
+        let intr = [route_msg(NLM_F_DUMP_INTR), nlmsg(3, 2, &[0; 4])].concat();
+        let mut e = engine(vec![intr; MAX_DUMP_ATTEMPTS + 2]);
+        let err = e.dump(get_routes(), "dumping routes").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Netlink);
+        assert!(err.to_string().contains("interrupted"), "{err}");
+        assert_eq!(e.transport.sent, MAX_DUMP_ATTEMPTS);
+    }
+
+    #[test]
+    fn foreign_sequence_numbers_are_skipped() {
+        // A message for another port is ignored; our ACK finishes the request.
+        let mut stray = route_msg(0);
+        stray[12..16].copy_from_slice(&5u32.to_ne_bytes());
+        let ack = nlmsg(2, NLM_F_CAPPED, &[0u8; 20]);
+        let mut e = engine(vec![[stray, ack].concat()]);
+        let got = e.request(get_routes(), 0, "x").unwrap();
+        assert!(got.is_empty());
+    }
+
+    #[test]
+    fn error_keeps_errno_and_extack() {
+        let mut p = Vec::new();
+        p.extend_from_slice(&(-libc::EEXIST).to_ne_bytes());
+        p.extend_from_slice(&[0u8; 16]); // capped original header
+        let text = b"Route already exists\0";
+        let alen = 4 + text.len();
+        p.extend_from_slice(&(alen as u16).to_ne_bytes());
+        p.extend_from_slice(&NLMSGERR_ATTR_MSG.to_ne_bytes());
+        p.extend_from_slice(text);
+        let mut e = engine(vec![nlmsg(2, NLM_F_CAPPED | NLM_F_ACK_TLVS, &p)]);
+        let err = e
+            .request(get_routes(), 0, "adding route 198.18.0.0/24 table 1000")
+            .unwrap_err();
+        assert_eq!(err.errno_value(), Some(libc::EEXIST));
+        assert_eq!(err.extack(), Some("Route already exists"));
+        assert_eq!(err.kind(), ErrorKind::Netlink);
+        assert!(err.to_string().starts_with("adding route 198.18.0.0/24"));
+    }
+
+    #[test]
+    fn done_with_error_fails_the_dump() {
+        let mut p = Vec::new();
+        p.extend_from_slice(&(-libc::EINVAL).to_ne_bytes());
+        let mut e = engine(vec![nlmsg(3, 2, &p)]);
+        let err = e.dump(get_routes(), "dumping routes").unwrap_err();
+        assert_eq!(err.errno_value(), Some(libc::EINVAL));
+    }
+
+    #[test]
+    fn truncated_message_is_an_error() {
+        let mut d = route_msg(0);
+        d[0..4].copy_from_slice(&4000u32.to_ne_bytes());
+        let mut e = engine(vec![d]);
+        assert_eq!(
+            e.dump(get_routes(), "x").unwrap_err().kind(),
+            ErrorKind::Parse
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! netplan: one YAML file that adds routes and routing-policy entries to the
+//! interfaces the existing netplan files define (netplan merges files by device ID).
+
+use super::common::{Layout, NicItems, HEADER};
+use super::{NetplanDevice, RenderOptions, RenderedFile, NETPLAN_PATH};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{Route, Rule, Scope};
+use crate::plan::DesiredState;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub(crate) fn render(
+    _d: &DesiredState,
+    layout: &Layout<'_>,
+    opts: &RenderOptions,
+) -> Result<Vec<RenderedFile>> {
+    // kind -> [(id, items)], both in a stable order.
+    let mut by_kind: BTreeMap<String, Vec<(String, &NicItems<'_>)>> = BTreeMap::new();
+    let mut assumed = Vec::new();
+    for item in &layout.nics {
+        if item.routes.is_empty() && item.rules.is_empty() {
+            continue;
+        }
+        let ifname = &item.nic.ifname;
+        let dev = match opts.netplan_devices.get(ifname) {
+            Some(dev) => dev.clone(),
+            None => {
+                let kind = if ifname.contains('.') {
+                    "vlans"
+                } else {
+                    "ethernets"
+                };
+                assumed.push(format!("{ifname} under {kind}"));
+                NetplanDevice {
+                    kind: kind.into(),
+                    id: ifname.clone(),
+                }
+            }
+        };
+        check_key(&dev.kind)?;
+        check_key(&dev.id)?;
+        by_kind.entry(dev.kind).or_default().push((dev.id, item));
+    }
+    let mut s = String::new();
+    s.push_str(HEADER);
+    s.push('\n');
+    s.push_str(
+        "# Adds per-NIC routes and policy rules to interfaces defined in the other files\n\
+         # of /etc/netplan (netplan merges definitions with the same ID). It deliberately\n\
+         # defines no addresses, DHCP or match: rules, so it changes nothing else.\n\
+         network:\n  version: 2\n",
+    );
+    for (kind, devs) in &by_kind {
+        let _ = writeln!(s, "  {kind}:");
+        for (id, item) in devs {
+            let _ = writeln!(s, "    \"{id}\":");
+            if !item.routes.is_empty() {
+                s.push_str("      routes:\n");
+                for r in &item.routes {
+                    route_entry(&mut s, r)?;
+                }
+            }
+            if !item.rules.is_empty() {
+                s.push_str("      routing-policy:\n");
+                for r in &item.rules {
+                    rule_entry(&mut s, r);
+                }
+            }
+        }
+    }
+    let mut note = String::from(
+        "run `netplan generate` to check, then `netplan apply`. netplan cannot set a route \
+         protocol: after a reboot the routes and rules carry the renderer's protocol \
+         (static) instead of roce-net's number. The file must stay mode 0600.",
+    );
+    if !assumed.is_empty() {
+        let _ = write!(
+            note,
+            " Assumed netplan IDs (must match the existing definitions, including the \
+             device type): {}.",
+            assumed.join(", ")
+        );
+    }
+    Ok(vec![
+        RenderedFile {
+            path: PathBuf::from(NETPLAN_PATH),
+            content: s,
+            mode: 0o600,
+            note: Some(note),
+        },
+        networkd_conf_for_netplan(),
+    ])
+}
+
+/// netplan's default renderer is systemd-networkd, which deletes foreign routes and
+/// rules; the same global drop-in as the networkd backend keeps roce-net's.
+fn networkd_conf_for_netplan() -> RenderedFile {
+    let mut f = super::networkd::networkd_conf();
+    f.note = Some(
+        "only read when netplan renders to systemd-networkd (its default); harmless with \
+         the NetworkManager renderer."
+            .into(),
+    );
+    f
+}
+
+fn check_key(s: &str) -> Result<()> {
+    let ok = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'@'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("netplan device section or ID {s:?} must use only A-Z a-z 0-9 . - _ @"),
+        ))
+    }
+}
+
+fn route_entry(s: &mut String, r: &Route) -> Result<()> {
+    let scope = match r.scope {
+        Scope::Universe => "global",
+        Scope::Link => "link",
+        Scope::Host => "host",
+        other => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "route {} table {} has scope {other}; netplan only knows global, link and host",
+                    r.dst, r.table
+                ),
+            ))
+        }
+    };
+    let _ = writeln!(s, "        - to: \"{}\"", r.dst);
+    if let Some(g) = r.gateway {
+        let _ = writeln!(s, "          via: \"{g}\"");
+    }
+    if let Some(p) = r.prefsrc {
+        let _ = writeln!(s, "          from: \"{p}\"");
+    }
+    let _ = writeln!(s, "          scope: {scope}");
+    let _ = writeln!(s, "          table: {}", r.table);
+    if let Some(m) = r.metric {
+        let _ = writeln!(s, "          metric: {m}");
+    }
+    Ok(())
+}
+
+fn rule_entry(s: &mut String, r: &Rule) {
+    let mut first = true;
+    let mut field = |s: &mut String, k: &str, v: String| {
+        let lead = if first { "        - " } else { "          " };
+        first = false;
+        let _ = writeln!(s, "{lead}{k}: {v}");
+    };
+    if let Some(n) = r.src {
+        field(s, "from", format!("\"{n}\""));
+    }
+    if let Some(n) = r.dst {
+        field(s, "to", format!("\"{n}\""));
+    }
+    field(s, "table", r.table.to_string());
+    field(s, "priority", r.priority.to_string());
+    if let Some(m) = r.fwmark {
+        field(s, "mark", m.to_string());
+    }
+    if r.tos != 0 {
+        field(s, "type-of-service", r.tos.to_string());
+    }
+}

@@ -1,0 +1,209 @@
+//! NetworkManager: a shell script of `nmcli connection modify` commands that adds
+//! roce-net's routes and rules to the existing connection profiles.
+//!
+//! Why a script and not a keyfile: a keyfile in `/etc/NetworkManager/system-connections/`
+//! is a whole connection profile, not a drop-in; writing one would replace (or
+//! duplicate) the profile that already configures the NIC's address. `nmcli
+//! connection modify +ipv4.routes ...` changes only the listed properties of the
+//! existing profile and lets NetworkManager persist it in whatever format it uses.
+
+use super::common::{sh_quote, Layout, HEADER};
+use super::{RenderOptions, RenderedFile, NM_SCRIPT_PATH};
+use crate::error::Result;
+use crate::model::{Family, Route, Rule, Scope};
+use crate::plan::DesiredState;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub(crate) fn render(
+    _d: &DesiredState,
+    layout: &Layout<'_>,
+    opts: &RenderOptions,
+) -> Result<Vec<RenderedFile>> {
+    let mut s = String::new();
+    s.push_str("#!/bin/sh\n");
+    s.push_str(HEADER);
+    s.push('\n');
+    s.push_str(SCRIPT_HEAD);
+    let mut assumed = Vec::new();
+    for item in &layout.nics {
+        if item.routes.is_empty() && item.rules.is_empty() {
+            continue;
+        }
+        let ifname = &item.nic.ifname;
+        let conn = match opts.nm_connections.get(ifname) {
+            Some(c) => c.clone(),
+            None => {
+                assumed.push(ifname.clone());
+                ifname.clone()
+            }
+        };
+        let q = sh_quote(&conn);
+        let _ = writeln!(
+            s,
+            "\n# {ifname}: table {} ({}), connection {q}",
+            item.nic.table, item.nic.table_name
+        );
+        let fam = if item.nic.address.is_ipv4() {
+            "ipv4"
+        } else {
+            "ipv6"
+        };
+        let _ = writeln!(s, "if check_profile {q} {fam}; then");
+        for r in &item.routes {
+            let _ = writeln!(
+                s,
+                "\tadd {q} {}.routes {}",
+                family_prefix(r.family),
+                sh_quote(&route_value(r))
+            );
+        }
+        for r in &item.rules {
+            let _ = writeln!(
+                s,
+                "\tadd {q} {}.routing-rules {}",
+                family_prefix(r.family),
+                sh_quote(&rule_value(r))
+            );
+        }
+        s.push_str("fi\n");
+    }
+    s.push_str(
+        "\n# The profiles are saved; NetworkManager applies them at the next activation.\n\
+         # roce-net has already configured the running kernel. To make NetworkManager\n\
+         # take them over now without taking the link down: nmcli device reapply <ifname>\n\
+         exit \"$rc\"\n",
+    );
+    let mut note = String::from(
+        "run this script once as root (it is idempotent). It leaves ipv4.route-table at its \
+         current value and warns when a profile sets it: with policy routing enabled \
+         NetworkManager removes routes it did not configure from every table on that device.",
+    );
+    if !assumed.is_empty() {
+        let _ = write!(
+            note,
+            " Assumed connection names equal to interface names for: {} (check with `nmcli -f \
+             GENERAL.CONNECTION device show <ifname>`).",
+            assumed.join(", ")
+        );
+    }
+    Ok(vec![RenderedFile {
+        path: PathBuf::from(NM_SCRIPT_PATH),
+        content: s,
+        mode: 0o700,
+        note: Some(note),
+    }])
+}
+
+const SCRIPT_HEAD: &str = r#"#
+# Adds roce-net's per-NIC routes and policy rules to the existing NetworkManager
+# connection profiles. Only the listed values are touched; addresses and every
+# other property stay as they are. Safe to run again: each value is removed first
+# (when present) and added once.
+#
+# Routing tables: NetworkManager only deletes routes it did not configure from
+# the main table as long as a profile's ipv4.route-table is 0 (the default). Once
+# a profile sets ipv4.route-table, NetworkManager fully syncs every table on that
+# device and removes foreign routes there. This script does not set route-table;
+# each route names its own table, so roce-net's tables stay outside NetworkManager's
+# sync and the routes roce-net applies at runtime are not removed.
+set -u
+rc=0
+
+# add CONNECTION PROPERTY VALUE
+add() {
+	nmcli connection modify "$1" -"$2" "$3" >/dev/null 2>&1 || true
+	if ! nmcli connection modify "$1" +"$2" "$3"; then
+		echo "roce-net: could not add $2 '$3' to connection '$1'" >&2
+		rc=1
+	fi
+}
+
+# check_profile CONNECTION FAMILY: the profile must exist; warn about route-table.
+check_profile() {
+	if ! t=$(nmcli -g "$2.route-table" connection show "$1" 2>/dev/null); then
+		echo "roce-net: NetworkManager has no connection '$1'; skipped (find it with: nmcli -f GENERAL.CONNECTION device show <ifname>)" >&2
+		rc=1
+		return 1
+	fi
+	if [ -n "$t" ] && [ "$t" != 0 ]; then
+		echo "roce-net: warning: connection '$1' sets $2.route-table=$t; NetworkManager then removes routes it did not configure from all tables on its device" >&2
+	fi
+	return 0
+}
+"#;
+
+fn family_prefix(f: Family) -> &'static str {
+    match f {
+        Family::Inet => "ipv4",
+        Family::Inet6 => "ipv6",
+    }
+}
+
+/// nmcli's route syntax: `ip[/prefix] [next-hop] [metric] [attribute=value]...`.
+fn route_value(r: &Route) -> String {
+    let mut s = r.dst.to_string();
+    if let Some(g) = r.gateway {
+        let _ = write!(s, " {g}");
+    }
+    if let Some(m) = r.metric {
+        let _ = write!(s, " {m}");
+    }
+    let _ = write!(s, " table={}", r.table);
+    if let Some(p) = r.prefsrc {
+        let _ = write!(s, " src={p}");
+    }
+    // NetworkManager's default scope is link without a gateway and global with
+    // one; only say so when the route differs (older NetworkManager lacks `scope`).
+    let default = if r.gateway.is_some() {
+        Scope::Universe
+    } else {
+        Scope::Link
+    };
+    if r.family == Family::Inet && r.scope != default {
+        let _ = write!(s, " scope={}", r.scope.as_u8());
+    }
+    if r.tos != 0 {
+        let _ = write!(s, " tos={}", r.tos);
+    }
+    s
+}
+
+/// nmcli's routing-rule syntax (ip-rule-like, `priority` first and mandatory).
+fn rule_value(r: &Rule) -> String {
+    let mut s = format!("priority {}", r.priority);
+    match (r.src, r.dst) {
+        (None, None) => s.push_str(match r.family {
+            Family::Inet => " from 0.0.0.0/0",
+            Family::Inet6 => " from ::/0",
+        }),
+        (src, dst) => {
+            if let Some(n) = src {
+                let _ = write!(s, " from {n}");
+            }
+            if let Some(n) = dst {
+                let _ = write!(s, " to {n}");
+            }
+        }
+    }
+    if let Some(i) = &r.iif {
+        let _ = write!(s, " iif {i}");
+    }
+    if let Some(o) = &r.oif {
+        let _ = write!(s, " oif {o}");
+    }
+    if let Some(m) = r.fwmark {
+        let _ = write!(s, " fwmark {m:#x}");
+        if let Some(k) = r.fwmask {
+            let _ = write!(s, "/{k:#x}");
+        }
+    }
+    if r.tos != 0 {
+        let _ = write!(s, " tos {}", r.tos);
+    }
+    let _ = write!(s, " table {}", r.table);
+    if let Some(p) = r.suppress_prefixlen {
+        let _ = write!(s, " suppress_prefixlength {p}");
+    }
+    s
+}

@@ -1,0 +1,427 @@
+//! Writing rendered files safely: relative to a root, component by component with
+//! `openat(O_NOFOLLOW)`, atomically (temp file + fsync + rename), keeping a backup,
+//! and never through a symlink.
+
+use super::diff::{diff_one, DiffStatus, FileDiff};
+use super::RenderedFile;
+use crate::error::{Error, ErrorKind, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Suffix of the file that keeps a file's previous content.
+pub const BACKUP_SUFFIX: &str = ".roce-net.bak";
+
+/// What [`write_files`] did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WriteReport {
+    /// True when nothing was changed on disk.
+    pub dry_run: bool,
+    /// Files written (would be written), as paths on disk (under the root).
+    pub written: Vec<PathBuf>,
+    /// Files whose content and mode already matched; not touched.
+    pub unchanged: Vec<PathBuf>,
+    /// Backups of previous contents (`<file>.roce-net.bak`) made (would be made).
+    pub backups: Vec<PathBuf>,
+    /// One diff per input file, in input order.
+    pub diffs: Vec<FileDiff>,
+}
+
+/// Write `files` under `root` (`/` on a real host; their absolute paths are taken
+/// relative to it).
+///
+/// All files are checked before anything is written: a symlink anywhere under
+/// `root` on a file's path, a non-regular file at the target, or a path that is
+/// not absolute and plain fails the whole call with nothing changed. Then each
+/// changed file is written to a temp file in its directory (`O_CREAT|O_EXCL|
+/// O_NOFOLLOW`), given its mode, fsynced, and renamed over the target; the
+/// previous content, if any, is kept as `<file>.roce-net.bak` (replacing an older
+/// backup). Missing parent directories are created (mode 0755). Files whose
+/// content and mode already match are not rewritten. With `dry_run`, nothing is
+/// written and the report lists what would be.
+pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result<WriteReport> {
+    let mut report = WriteReport {
+        dry_run,
+        ..WriteReport::default()
+    };
+    let mut todo = Vec::new();
+    for f in files {
+        let existing = inspect(root, &f.path)?;
+        let d = diff_one(f, &existing);
+        let on_disk = root.join(relative(&f.path)?);
+        match d.status {
+            DiffStatus::Unchanged => report.unchanged.push(on_disk),
+            _ => {
+                if existing.content.is_some() {
+                    report.backups.push(PathBuf::from(format!(
+                        "{}{BACKUP_SUFFIX}",
+                        on_disk.display()
+                    )));
+                }
+                report.written.push(on_disk);
+                todo.push((f, existing));
+            }
+        }
+        report.diffs.push(d);
+    }
+    if dry_run {
+        return Ok(report);
+    }
+    for (f, existing) in todo {
+        write_one(root, f, &existing)
+            .map_err(|e| e.context(format!("writing {}", f.path.display())))?;
+    }
+    Ok(report)
+}
+
+/// What is at a target path now.
+#[derive(Debug, Default)]
+pub(crate) struct Existing {
+    pub content: Option<Vec<u8>>,
+    pub mode: Option<u32>,
+}
+
+/// The path as components relative to the root; refuses anything but a plain
+/// absolute path.
+fn relative(p: &Path) -> Result<PathBuf> {
+    let bad = || {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is not a plain absolute file path (no `.`, `..` or trailing `/`)",
+                p.display()
+            ),
+        )
+    };
+    // Components() silently drops `.` and doubled slashes; check the raw bytes.
+    let raw = p.as_os_str().as_bytes();
+    if raw
+        .split(|&b| b == b'/')
+        .skip(1)
+        .any(|c| c.is_empty() || c == b"." || c == b"..")
+    {
+        return Err(bad());
+    }
+    let mut comps = p.components();
+    if comps.next() != Some(Component::RootDir) {
+        return Err(bad());
+    }
+    let mut rel = PathBuf::new();
+    for c in comps {
+        match c {
+            Component::Normal(n) => rel.push(n),
+            _ => return Err(bad()),
+        }
+    }
+    if rel.as_os_str().is_empty() {
+        return Err(bad());
+    }
+    Ok(rel)
+}
+
+fn cstr(s: &std::ffi::OsStr) -> Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("path component {s:?} contains a NUL byte"),
+        )
+    })
+}
+
+fn open_root(root: &Path) -> Result<OwnedFd> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(root)
+        .map_err(|e| Error::io(e, format!("opening root directory {}", root.display())))?;
+    Ok(OwnedFd::from(f))
+}
+
+fn symlink_refused(shown: &Path) -> Error {
+    Error::new(
+        ErrorKind::InvalidInput,
+        format!(
+            "refusing to write through {}: it is a symlink (roce-net never follows symlinks \
+             when persisting; replace it with a real file or directory, or remove it)",
+            shown.display()
+        ),
+    )
+}
+
+/// `fstatat(AT_SYMLINK_NOFOLLOW)`; `None` when absent.
+fn lstat_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<Option<libc::stat>> {
+    // SAFETY: `st` is a plain C struct fully written by a successful fstatat; the
+    // name is a valid NUL-terminated string and the fd is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        return Ok(Some(st));
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOENT) {
+        Ok(None)
+    } else {
+        Err(Error::io(e, format!("checking {}", shown.display())))
+    }
+}
+
+fn is_kind(st: &libc::stat, kind: libc::mode_t) -> bool {
+    st.st_mode & libc::S_IFMT == kind
+}
+
+/// Open a directory entry as a directory without following a symlink.
+fn open_dir_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<OwnedFd> {
+    // SAFETY: valid fd and NUL-terminated name; the returned fd is owned below.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) {
+            if let Ok(Some(st)) = lstat_at(dir, name, shown) {
+                if is_kind(&st, libc::S_IFLNK) {
+                    return Err(symlink_refused(shown));
+                }
+            }
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{} is not a directory", shown.display()),
+            ));
+        }
+        return Err(Error::io(
+            e,
+            format!("opening directory {}", shown.display()),
+        ));
+    }
+    // SAFETY: fd is a fresh, valid descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Walk to the parent directory of `path` under `root`. With `create`, missing
+/// directories are made; without, `Ok(None)` means a parent does not exist yet.
+fn walk_parent(root: &Path, path: &Path, create: bool) -> Result<Option<(OwnedFd, CString)>> {
+    let rel = relative(path)?;
+    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let (last, parents) = match comps.split_last() {
+        Some(x) => x,
+        None => return Err(Error::new(ErrorKind::InvalidInput, "empty path")),
+    };
+    let mut dir = open_root(root)?;
+    let mut shown = root.to_path_buf();
+    for c in parents {
+        shown.push(c);
+        let name = cstr(c)?;
+        match lstat_at(&dir, &name, &shown)? {
+            None if create => {
+                // SAFETY: valid fd and NUL-terminated name.
+                let rc = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) };
+                if rc != 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EEXIST) {
+                        return Err(Error::io(
+                            e,
+                            format!("creating directory {}", shown.display()),
+                        ));
+                    }
+                }
+            }
+            None => return Ok(None),
+            Some(st) if is_kind(&st, libc::S_IFLNK) => return Err(symlink_refused(&shown)),
+            Some(_) => {}
+        }
+        dir = open_dir_at(&dir, &name, &shown)?;
+    }
+    Ok(Some((dir, cstr(last)?)))
+}
+
+/// Read what is at `path` under `root` now, refusing symlinks on the way.
+pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
+    let shown = root.join(relative(path)?);
+    let Some((dir, name)) = walk_parent(root, path, false)? else {
+        return Ok(Existing::default());
+    };
+    let Some(st) = lstat_at(&dir, &name, &shown)? else {
+        return Ok(Existing::default());
+    };
+    if is_kind(&st, libc::S_IFLNK) {
+        return Err(symlink_refused(&shown));
+    }
+    if !is_kind(&st, libc::S_IFREG) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} exists and is not a regular file; remove it first",
+                shown.display()
+            ),
+        ));
+    }
+    // SAFETY: valid fd and NUL-terminated name; the fd is owned by the File.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("opening {}", shown.display()),
+        ));
+    }
+    // SAFETY: fd is a fresh, valid descriptor we own.
+    let mut f = unsafe { File::from_raw_fd(fd) };
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)
+        .map_err(|e| Error::io(e, format!("reading {}", shown.display())))?;
+    Ok(Existing {
+        content: Some(buf),
+        mode: Some(st.st_mode & 0o7777),
+    })
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Write `content` to a fresh temp file in `dir`, set `mode`, fsync, and rename it
+/// to `name`. The temp file is removed on failure.
+fn atomic_replace(
+    dir: &OwnedFd,
+    name: &CString,
+    content: &[u8],
+    mode: u32,
+    shown: &Path,
+) -> Result<()> {
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp_name = format!(
+        ".{}.roce-net-tmp.{}.{n}",
+        String::from_utf8_lossy(name.as_bytes()),
+        std::process::id()
+    );
+    let tmp = CString::new(tmp_name.clone()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} contains a NUL byte", shown.display()),
+        )
+    })?;
+    // SAFETY: valid fd and NUL-terminated name; the fd is owned by the File.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("creating temp file {tmp_name} next to {}", shown.display()),
+        ));
+    }
+    // SAFETY: fd is a fresh, valid descriptor we own.
+    let mut f = unsafe { File::from_raw_fd(fd) };
+    let result = (|| -> Result<()> {
+        f.write_all(content)
+            .map_err(|e| Error::io(e, format!("writing temp file for {}", shown.display())))?;
+        // SAFETY: valid fd.
+        if unsafe { libc::fchmod(f.as_raw_fd(), mode as libc::mode_t) } != 0 {
+            return Err(Error::io(
+                std::io::Error::last_os_error(),
+                format!("setting mode {mode:o} on {}", shown.display()),
+            ));
+        }
+        f.sync_all()
+            .map_err(|e| Error::io(e, format!("syncing {}", shown.display())))?;
+        // SAFETY: valid fds and NUL-terminated names.
+        let rc = unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                tmp.as_ptr(),
+                dir.as_raw_fd(),
+                name.as_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(Error::io(
+                std::io::Error::last_os_error(),
+                format!("renaming temp file over {}", shown.display()),
+            ));
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        // SAFETY: valid fd and NUL-terminated name; failure to unlink is ignored
+        // because the original error is the one to report.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+    }
+    result
+}
+
+fn write_one(root: &Path, f: &RenderedFile, before: &Existing) -> Result<()> {
+    let shown = root.join(relative(&f.path)?);
+    let Some((dir, name)) = walk_parent(root, &f.path, true)? else {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "could not create the parent directories of {}",
+                shown.display()
+            ),
+        ));
+    };
+    // Re-check the target right before replacing it (it may have changed since
+    // the first pass); rename replaces a symlink itself but we refuse anyway.
+    if let Some(st) = lstat_at(&dir, &name, &shown)? {
+        if is_kind(&st, libc::S_IFLNK) {
+            return Err(symlink_refused(&shown));
+        }
+    }
+    if let Some(old) = &before.content {
+        let bak_name = format!(
+            "{}{BACKUP_SUFFIX}",
+            String::from_utf8_lossy(name.as_bytes())
+        );
+        let bak = CString::new(bak_name)
+            .map_err(|_| Error::new(ErrorKind::InvalidInput, "backup name contains a NUL byte"))?;
+        let bak_shown = PathBuf::from(format!("{}{BACKUP_SUFFIX}", shown.display()));
+        if let Some(st) = lstat_at(&dir, &bak, &bak_shown)? {
+            if !is_kind(&st, libc::S_IFREG) {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "{} exists and is not a regular file; remove it so the backup can be kept",
+                        bak_shown.display()
+                    ),
+                ));
+            }
+        }
+        atomic_replace(&dir, &bak, old, before.mode.unwrap_or(0o600), &bak_shown)
+            .map_err(|e| e.context("keeping the previous content as a backup"))?;
+    }
+    atomic_replace(&dir, &name, f.content.as_bytes(), f.mode & 0o7777, &shown)?;
+    // Make the renames durable.
+    // SAFETY: valid fd.
+    if unsafe { libc::fsync(dir.as_raw_fd()) } != 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("syncing the directory of {}", shown.display()),
+        ));
+    }
+    Ok(())
+}

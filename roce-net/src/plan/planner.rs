@@ -1,0 +1,316 @@
+//! Desired state and diff.
+
+use super::neigh::{is_static, polluted_neighbors};
+use super::{fingerprint, Change, DesiredState, NicDesired, Plan};
+use crate::error::Result;
+use crate::model::{
+    ConfKey, ConfTarget, Family, HostState, Neighbor, Route, RouteType, Rule, RuleAction, Scope,
+    Sysctl, TuningKey,
+};
+use crate::policy::{ConfScope, FlushMode, Layout, Policy};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// The desired state a policy produces on a host (validates the policy first).
+/// This is what persistence renders, whole.
+pub fn desired_state(host: &HostState, policy: &Policy) -> Result<DesiredState> {
+    let layout = policy.layout(host)?;
+    Ok(build_desired(&layout, policy))
+}
+
+fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
+    let p = policy.protocol;
+    let mut d = DesiredState {
+        protocol: p,
+        ..DesiredState::default()
+    };
+    for nic in &layout.nics {
+        d.nics.push(NicDesired {
+            ifname: nic.ifname.clone(),
+            address: IpAddr::V4(nic.address),
+            prefix_len: nic.network.prefix_len(),
+            table: nic.table,
+            table_name: nic.table_name.clone(),
+            rule_priority: nic.priority,
+        });
+        if policy.register_table_names {
+            d.table_names.insert(nic.table, nic.table_name.clone());
+        }
+        if !policy.routing.enabled {
+            continue;
+        }
+        let src = Some(IpAddr::V4(nic.address));
+        let route = |dst: ipnet::IpNet, gateway: Option<IpAddr>, metric: Option<u32>| Route {
+            family: Family::Inet,
+            table: nic.table,
+            dst,
+            kind: RouteType::Unicast,
+            dev: Some(nic.ifname.clone()),
+            prefsrc: src,
+            gateway,
+            scope: if gateway.is_some() {
+                Scope::Universe
+            } else {
+                Scope::Link
+            },
+            protocol: p,
+            metric: metric.filter(|m| *m != 0),
+            tos: 0,
+            multipath: Vec::new(),
+        };
+        if policy.routing.subnet_route {
+            d.routes
+                .push(route(ipnet::IpNet::V4(nic.network), None, None));
+        }
+        for e in &nic.extra_routes {
+            d.routes.push(route(e.dst, e.via, e.metric));
+        }
+        if let Some(gw) = nic.gateway {
+            let any = ipnet::IpNet::V4(ipnet::Ipv4Net::default());
+            d.routes.push(route(any, Some(IpAddr::V4(gw)), None));
+        }
+        d.rules.push(Rule {
+            family: Family::Inet,
+            priority: nic.priority,
+            src: Some(ipnet::IpNet::V4(ipnet::Ipv4Net::from(nic.address))),
+            dst: None,
+            iif: None,
+            oif: None,
+            fwmark: None,
+            fwmask: None,
+            tos: 0,
+            invert: false,
+            table: nic.table,
+            action: RuleAction::ToTable,
+            goto: None,
+            suppress_prefixlen: None,
+            protocol: p,
+        });
+    }
+
+    // Sysctls: ARP keys, then rp_filter, then tuning.
+    let nic_targets: Vec<ConfTarget> = layout
+        .nics
+        .iter()
+        .map(|n| ConfTarget::Interface(n.ifname.clone()))
+        .collect();
+    let targets_for = |scopes: &[ConfScope]| -> Vec<ConfTarget> {
+        let mut t = Vec::new();
+        for want in [ConfScope::All, ConfScope::Default, ConfScope::Nics] {
+            if scopes.contains(&want) {
+                match want {
+                    ConfScope::All => t.push(ConfTarget::All),
+                    ConfScope::Default => t.push(ConfTarget::Default),
+                    ConfScope::Nics => t.extend(nic_targets.iter().cloned()),
+                }
+            }
+        }
+        t
+    };
+    for (key, value) in [
+        (ConfKey::ArpIgnore, policy.arp.arp_ignore),
+        (ConfKey::ArpAnnounce, policy.arp.arp_announce),
+    ] {
+        for target in targets_for(&policy.arp.scope) {
+            d.sysctls
+                .push((Sysctl::Conf { target, key }, value.to_string()));
+        }
+    }
+    if let Some(v) = policy.rp_filter.value() {
+        for target in targets_for(&[ConfScope::All, ConfScope::Nics]) {
+            d.sysctls.push((
+                Sysctl::Conf {
+                    target,
+                    key: ConfKey::RpFilter,
+                },
+                v.to_string(),
+            ));
+        }
+    }
+    let t = &policy.tuning;
+    for key in TuningKey::ALL {
+        let v = match key {
+            TuningKey::NetdevMaxBacklog => t.netdev_max_backlog.map(|v| v.to_string()),
+            TuningKey::RmemMax => t.rmem_max.map(|v| v.to_string()),
+            TuningKey::WmemMax => t.wmem_max.map(|v| v.to_string()),
+            TuningKey::UdpMem => t.udp_mem.map(|[a, b, c]| format!("{a}\t{b}\t{c}")),
+        };
+        if let Some(v) = v {
+            d.sysctls.push((Sysctl::Tuning(key), v));
+        }
+    }
+    d
+}
+
+/// Routes compare equal regardless of how a metric of 0 was reported.
+fn norm_route(r: &Route) -> Route {
+    let mut r = r.clone();
+    if r.metric == Some(0) {
+        r.metric = None;
+    }
+    r
+}
+
+/// The kernel's identity of an IPv4/IPv6 route within a table.
+fn route_key(r: &Route) -> (Family, u32, ipnet::IpNet, u8, u32) {
+    (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0))
+}
+
+/// Rules compare equal regardless of how absent marks and masks were reported.
+fn norm_rule(r: &Rule) -> Rule {
+    let mut r = r.clone();
+    if r.fwmark == Some(0) {
+        r.fwmark = None;
+    }
+    if r.fwmark.is_none() || r.fwmask == Some(u32::MAX) {
+        r.fwmask = None;
+    }
+    if r.suppress_prefixlen == Some(u32::MAX) {
+        r.suppress_prefixlen = None;
+    }
+    if r.action != RuleAction::Goto {
+        r.goto = None;
+    }
+    r
+}
+
+fn same_text(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
+}
+
+/// Plan the changes that bring `host` to what `policy` asks for. Pure: validates
+/// the policy against the snapshot first ([`Policy::validate`]), never touches
+/// the host. A compliant host gives an empty plan.
+pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
+    let layout = policy.layout(host)?;
+    let desired = build_desired(&layout, policy);
+    let p = policy.protocol;
+    let mut changes = Vec::new();
+
+    // 1. Table names.
+    for (id, name) in &desired.table_names {
+        let before = host.table_names.get(id);
+        if before != Some(name) {
+            changes.push(Change::RegisterTableName {
+                id: *id,
+                name: name.clone(),
+                before: before.cloned(),
+            });
+        }
+    }
+
+    // 2. Sysctls.
+    for (sysctl, after) in &desired.sysctls {
+        let before = host.sysctls.get_text(sysctl);
+        if before.as_deref().is_some_and(|b| same_text(b, after)) {
+            continue;
+        }
+        changes.push(Change::SetSysctl {
+            sysctl: sysctl.clone(),
+            before,
+            after: after.clone(),
+        });
+    }
+
+    // 3. Routes: keep what matches, replace owned routes with the same key, add.
+    let mut route_used = vec![false; host.routes.len()];
+    for want in &desired.routes {
+        let nw = norm_route(want);
+        if let Some(i) =
+            (0..host.routes.len()).find(|i| !route_used[*i] && norm_route(&host.routes[*i]) == nw)
+        {
+            route_used[i] = true;
+            continue;
+        }
+        let owned_same_key = (0..host.routes.len()).find(|i| {
+            !route_used[*i]
+                && host.routes[*i].protocol == p
+                && route_key(&host.routes[*i]) == route_key(want)
+        });
+        match owned_same_key {
+            Some(i) => {
+                route_used[i] = true;
+                changes.push(Change::ReplaceRoute {
+                    before: host.routes[i].clone(),
+                    after: want.clone(),
+                });
+            }
+            None => changes.push(Change::AddRoute {
+                route: want.clone(),
+            }),
+        }
+    }
+
+    // 4. Rules.
+    let mut rule_used = vec![false; host.rules.len()];
+    for want in &desired.rules {
+        let nw = norm_rule(want);
+        if let Some(i) =
+            (0..host.rules.len()).find(|i| !rule_used[*i] && norm_rule(&host.rules[*i]) == nw)
+        {
+            rule_used[i] = true;
+            continue;
+        }
+        changes.push(Change::AddRule { rule: want.clone() });
+    }
+
+    // 5. Stale owned objects: rules first, then routes (gateway routes first).
+    for (i, r) in host.rules.iter().enumerate() {
+        if !rule_used[i] && r.protocol == p {
+            changes.push(Change::DeleteRule { rule: r.clone() });
+        }
+    }
+    let stale: Vec<&Route> = host
+        .routes
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| !route_used[*i] && r.protocol == p)
+        .map(|(_, r)| r)
+        .collect();
+    let via = |r: &&Route| r.gateway.is_some() || !r.multipath.is_empty();
+    for r in stale
+        .iter()
+        .filter(|r| via(r))
+        .chain(stale.iter().filter(|r| !via(r)))
+    {
+        changes.push(Change::DeleteRoute {
+            route: (*r).clone(),
+        });
+    }
+
+    // 6. Neighbours, last.
+    let nic_names: Vec<String> = layout.nics.iter().map(|n| n.ifname.clone()).collect();
+    let flush: Vec<Neighbor> = match policy.neighbors.flush {
+        FlushMode::None => Vec::new(),
+        FlushMode::All => host
+            .neighbors
+            .iter()
+            .filter(|n| nic_names.contains(&n.ifname) && !is_static(n))
+            .cloned()
+            .collect(),
+        FlushMode::Polluted => polluted_neighbors(host, &nic_names)
+            .into_iter()
+            .map(|p| p.neighbor)
+            .collect(),
+    };
+    let mut by_if: BTreeMap<usize, Vec<Neighbor>> = BTreeMap::new();
+    for n in flush {
+        if let Some(pos) = nic_names.iter().position(|x| *x == n.ifname) {
+            by_if.entry(pos).or_default().push(n);
+        }
+    }
+    for (pos, entries) in by_if {
+        changes.push(Change::FlushNeighbors {
+            ifname: nic_names[pos].clone(),
+            entries,
+        });
+    }
+
+    Ok(Plan {
+        hostname: host.hostname.clone(),
+        netns: host.netns.clone(),
+        base_fingerprint: fingerprint(host),
+        changes,
+        desired,
+    })
+}

@@ -1,0 +1,473 @@
+//! Resolving a policy against a host: which NICs, their addresses, tables,
+//! priorities and gateways, with every host-dependent check.
+
+use super::de::{join_index, join_key};
+use super::glob::{glob_match, is_glob};
+use super::{natural_cmp, policy_err, ExtraRoute, Policy};
+use crate::error::Result;
+use crate::model::{HostState, Route, RuleAction, Scope};
+use ipnet::Ipv4Net;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// One managed NIC, fully resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NicLayout {
+    pub(crate) ifname: String,
+    pub(crate) address: Ipv4Addr,
+    pub(crate) network: Ipv4Net,
+    pub(crate) table: u32,
+    pub(crate) table_name: String,
+    pub(crate) priority: u32,
+    pub(crate) gateway: Option<Ipv4Addr>,
+    pub(crate) extra_routes: Vec<ExtraRoute>,
+}
+
+/// The resolved layout of a policy on a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) nics: Vec<NicLayout>,
+}
+
+/// The address roce-net uses for a NIC: its first primary global IPv4 address,
+/// else its first global IPv4 address.
+pub(crate) fn nic_ipv4(host: &HostState, ifname: &str) -> Option<(Ipv4Addr, u8)> {
+    let v4 = |a: &&crate::model::Address| a.address.is_ipv4() && a.scope == Scope::Universe;
+    let pick = host
+        .addresses_of(ifname)
+        .filter(v4)
+        .find(|a| !a.secondary)
+        .or_else(|| host.addresses_of(ifname).find(v4))?;
+    match pick.address {
+        IpAddr::V4(a) => Some((a, pick.prefix_len.min(32))),
+        IpAddr::V6(_) => None,
+    }
+}
+
+fn net_of(addr: Ipv4Addr, len: u8) -> Ipv4Net {
+    Ipv4Net::new(addr, len)
+        .map(|n| n.trunc())
+        .unwrap_or_else(|_| Ipv4Net::from(addr))
+}
+
+fn is_loopback(host: &HostState, name: &str) -> bool {
+    name == "lo"
+        || host
+            .addresses_of(name)
+            .any(|a| a.address.is_loopback() && a.scope == Scope::Host)
+}
+
+/// Automatic NIC selection.
+fn auto_candidates(host: &HostState) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for dev in &host.rdma {
+        let mut found = false;
+        for port in &dev.ports {
+            if let Some(n) = &port.netdev {
+                found = true;
+                if host.interface(n).is_some() && !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        }
+        if !found {
+            for n in &dev.netdevs {
+                if host.interface(n).is_some() && !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        }
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    // No RDMA netdevs: the NICs that share an IPv4 subnet with another NIC.
+    let nets: Vec<(String, Ipv4Net)> = host
+        .interfaces
+        .iter()
+        .filter(|i| !is_loopback(host, &i.name))
+        .filter_map(|i| nic_ipv4(host, &i.name).map(|(a, l)| (i.name.clone(), net_of(a, l))))
+        .collect();
+    nets.iter()
+        .filter(|(n, net)| nets.iter().any(|(m, other)| m != n && other == net))
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+fn list_names(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let v: Vec<String> = names.into_iter().map(|s| s.as_ref().to_string()).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Render a route for messages, `ip route` style.
+fn route_text(r: &Route) -> String {
+    crate::plan::render::route_line(r, None)
+}
+
+pub(crate) fn resolve(policy: &Policy, host: &HostState) -> Result<Layout> {
+    let all_ifs: Vec<&str> = host
+        .interfaces
+        .iter()
+        .map(|i| i.name.as_str())
+        .filter(|n| !is_loopback(host, n))
+        .collect();
+
+    // 1. Candidates, with whether each was named literally.
+    let mut cands: Vec<(String, Option<String>)> = Vec::new(); // (name, literal path)
+    match &policy.nics.include {
+        None => {
+            for n in auto_candidates(host) {
+                cands.push((n, None));
+            }
+        }
+        Some(list) => {
+            for (i, pat) in list.iter().enumerate() {
+                let path = join_index("nics.include", i);
+                if is_glob(pat) {
+                    for n in &all_ifs {
+                        if glob_match(pat, n) && !cands.iter().any(|(c, _)| c == n) {
+                            cands.push((n.to_string(), None));
+                        }
+                    }
+                } else {
+                    if host.interface(pat).is_none() {
+                        return Err(policy_err(
+                            &path,
+                            format!(
+                                "interface {pat} does not exist on this host (interfaces: {})",
+                                list_names(&all_ifs)
+                            ),
+                        ));
+                    }
+                    if let Some(c) = cands.iter_mut().find(|(c, _)| c == pat) {
+                        c.1 = Some(path);
+                    } else {
+                        cands.push((pat.clone(), Some(path)));
+                    }
+                }
+            }
+        }
+    }
+
+    // 2. Exclusions.
+    cands.retain(|(n, _)| !policy.nics.exclude.iter().any(|p| glob_match(p, n)));
+
+    // 3. Addresses.
+    let mut nics: Vec<(String, Ipv4Addr, u8)> = Vec::new();
+    for (name, literal) in &cands {
+        match nic_ipv4(host, name) {
+            Some((a, l)) => nics.push((name.clone(), a, l)),
+            None => {
+                if let Some(path) = literal {
+                    return Err(policy_err(
+                        path,
+                        format!(
+                            "interface {name} has no global IPv4 address; give it one or leave it out"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if nics.is_empty() {
+        let how = if policy.nics.is_auto() {
+            "automatic selection found none: no RDMA device has a netdev here and no two NICs \
+             share an IPv4 subnet; list them in nics.include"
+                .to_string()
+        } else {
+            "no selected interface has a global IPv4 address".to_string()
+        };
+        return Err(policy_err("nics", format!("no NIC to manage: {how}")));
+    }
+    nics.sort_by(|a, b| natural_cmp(&a.0, &b.0));
+    for (i, (n, a, _)) in nics.iter().enumerate() {
+        if let Some((m, _, _)) = nics[..i].iter().find(|(_, b, _)| b == a) {
+            return Err(policy_err(
+                "nics",
+                format!("{m} and {n} both have address {a}; one source rule cannot serve both"),
+            ));
+        }
+    }
+    let selected: Vec<&str> = nics.iter().map(|n| n.0.as_str()).collect();
+
+    // 4. Tables and priorities.
+    let r = &policy.routing;
+    for name in r.tables.keys() {
+        if !selected.contains(&name.as_str()) {
+            let path = join_key("routing.tables", name);
+            let why = if host.interface(name).is_none() {
+                format!("interface {name} does not exist on this host")
+            } else {
+                format!("{name} is not a managed NIC")
+            };
+            return Err(policy_err(
+                &path,
+                format!("{why} (managed: {})", list_names(&selected)),
+            ));
+        }
+    }
+    let mut out: Vec<NicLayout> = Vec::new();
+    let mut table_paths: Vec<String> = Vec::new();
+    for (i, (name, addr, len)) in nics.iter().enumerate() {
+        let n = i as u32 + 1;
+        let (table, tpath) = match r.tables.get(name) {
+            Some(t) => (*t, join_key("routing.tables", name)),
+            None => {
+                let t = r.table_base.checked_add(n).ok_or_else(|| {
+                    policy_err(
+                        "routing.table_base",
+                        format!("table_base {} + {n} (for {name}) overflows", r.table_base),
+                    )
+                })?;
+                (t, "routing.table_base".to_string())
+            }
+        };
+        if let Some(res) = reserved_table(table) {
+            return Err(policy_err(
+                &tpath,
+                format!(
+                    "table {table} (for {name}) is reserved ({res}); pick another id (ids above 255 are fine)"
+                ),
+            ));
+        }
+        if let Some(prev) = out.iter().find(|o| o.table == table) {
+            return Err(policy_err(
+                &tpath,
+                format!(
+                    "table {table} for {name} is also the table of {}; each NIC needs its own",
+                    prev.ifname
+                ),
+            ));
+        }
+        let priority = r.rule_priority_base + n;
+        if priority >= super::MAIN_RULE_PRIORITY {
+            return Err(policy_err(
+                "routing.rule_priority_base",
+                format!(
+                    "priority {priority} for {name} would come at or after the main table's rule \
+                     ({}) and never match; lower the base",
+                    super::MAIN_RULE_PRIORITY
+                ),
+            ));
+        }
+        out.push(NicLayout {
+            ifname: name.clone(),
+            address: *addr,
+            network: net_of(*addr, *len),
+            table,
+            table_name: format!("{}{name}", r.table_name_prefix),
+            priority,
+            gateway: None,
+            extra_routes: Vec::new(),
+        });
+        table_paths.push(tpath);
+    }
+
+    // 5. Foreign objects in our tables and at our priorities.
+    if r.enabled {
+        let p = policy.protocol;
+        for (nic, tpath) in out.iter().zip(&table_paths) {
+            if let Some(fr) = host
+                .routes
+                .iter()
+                .find(|rt| rt.table == nic.table && rt.protocol != p)
+            {
+                return Err(policy_err(
+                    tpath,
+                    format!(
+                        "table {} (for {}) already holds a route roce-net does not own \
+                         (protocol {} is not {p}): `{}`; choose another table or remove that route",
+                        nic.table,
+                        nic.ifname,
+                        fr.protocol,
+                        route_text(fr)
+                    ),
+                ));
+            }
+            if let Some(fr) = host.rules.iter().find(|ru| {
+                ru.table == nic.table && ru.action == RuleAction::ToTable && ru.protocol != p
+            }) {
+                return Err(policy_err(
+                    tpath,
+                    format!(
+                        "table {} (for {}) is already used by a rule roce-net does not own \
+                         (protocol {} is not {p}): `{}`; choose another table or remove that rule",
+                        nic.table,
+                        nic.ifname,
+                        fr.protocol,
+                        crate::plan::render::rule_line(fr)
+                    ),
+                ));
+            }
+            if let Some(fr) = host
+                .rules
+                .iter()
+                .find(|ru| ru.priority == nic.priority && ru.protocol != p)
+            {
+                return Err(policy_err(
+                    "routing.rule_priority_base",
+                    format!(
+                        "rule priority {} (for {}) is already used by a rule roce-net does not own \
+                         (protocol {} is not {p}): `{}`; choose another rule_priority_base or remove that rule",
+                        nic.priority,
+                        nic.ifname,
+                        fr.protocol,
+                        crate::plan::render::rule_line(fr)
+                    ),
+                ));
+            }
+        }
+    }
+
+    // 6. Table names.
+    if policy.register_table_names {
+        for nic in &out {
+            if let Some((id, _)) = host
+                .table_names
+                .iter()
+                .find(|(id, n)| **n == nic.table_name && **id != nic.table)
+            {
+                return Err(policy_err(
+                    "routing.table_name_prefix",
+                    format!(
+                        "table name {:?} (for table {}) is already registered for table {id}; \
+                         remove that entry from rt_tables(.d), change the prefix, or set \
+                         register_table_names: false",
+                        nic.table_name, nic.table
+                    ),
+                ));
+            }
+        }
+    }
+
+    // 7. Gateways.
+    for key in r.default_gateway.keys() {
+        let path = join_key("routing.default_gateway", key);
+        if !is_glob(key) && !selected.contains(&key.as_str()) {
+            let why = if host.interface(key).is_none() {
+                format!("interface {key} does not exist on this host")
+            } else {
+                format!("{key} is not a managed NIC")
+            };
+            return Err(policy_err(
+                &path,
+                format!("{why} (managed: {})", list_names(&selected)),
+            ));
+        }
+    }
+    for nic in out.iter_mut() {
+        let exact = r
+            .default_gateway
+            .get(&nic.ifname)
+            .map(|g| (nic.ifname.clone(), *g));
+        let chosen = match exact {
+            Some(x) => Some(x),
+            None => {
+                let globs: Vec<(&String, &IpAddr)> = r
+                    .default_gateway
+                    .iter()
+                    .filter(|(k, _)| is_glob(k) && glob_match(k, &nic.ifname))
+                    .collect();
+                if globs.len() > 1 {
+                    return Err(policy_err(
+                        &join_key("routing.default_gateway", globs[1].0),
+                        format!(
+                            "{} matches both {:?} and {:?}; name it exactly",
+                            nic.ifname, globs[0].0, globs[1].0
+                        ),
+                    ));
+                }
+                globs.first().map(|(k, g)| ((*k).clone(), **g))
+            }
+        };
+        if let Some((key, gw)) = chosen {
+            let path = join_key("routing.default_gateway", &key);
+            let gw4 = check_on_link(&path, nic, &gw)?;
+            nic.gateway = Some(gw4);
+        }
+    }
+
+    // 8. Extra routes.
+    for (i, e) in r.extra_routes.iter().enumerate() {
+        let path = join_index("routing.extra_routes", i);
+        let Some(nic) = out.iter_mut().find(|n| n.ifname == e.dev) else {
+            let why = if host.interface(&e.dev).is_none() {
+                format!("interface {} does not exist on this host", e.dev)
+            } else {
+                format!("{} is not a managed NIC", e.dev)
+            };
+            return Err(policy_err(
+                &format!("{path}.dev"),
+                format!("{why} (managed: {})", list_names(&selected)),
+            ));
+        };
+        if let Some(via) = &e.via {
+            check_on_link(&format!("{path}.via"), nic, via)?;
+        }
+        if e.metric.is_none() {
+            if e.dst.prefix_len() == 0 && nic.gateway.is_some() {
+                return Err(policy_err(
+                    &format!("{path}.dst"),
+                    format!(
+                        "a default route for {} is already given by routing.default_gateway",
+                        nic.ifname
+                    ),
+                ));
+            }
+            if r.subnet_route && e.dst == ipnet::IpNet::V4(nic.network) {
+                return Err(policy_err(
+                    &format!("{path}.dst"),
+                    format!(
+                        "{} is {}'s subnet route, which routing.subnet_route already adds",
+                        e.dst, nic.ifname
+                    ),
+                ));
+            }
+        }
+        nic.extra_routes.push(e.clone());
+    }
+
+    Ok(Layout { nics: out })
+}
+
+fn check_on_link(path: &str, nic: &NicLayout, gw: &IpAddr) -> Result<Ipv4Addr> {
+    let IpAddr::V4(g) = gw else {
+        return Err(policy_err(
+            path,
+            format!("{gw} is IPv6; roce-net manages IPv4 tables only"),
+        ));
+    };
+    if !nic.network.contains(g) {
+        return Err(policy_err(
+            path,
+            format!(
+                "gateway {g} is not in {}'s subnet {}; the kernel would refuse it",
+                nic.ifname, nic.network
+            ),
+        ));
+    }
+    if *g == nic.address || *g == nic.network.network() || *g == nic.network.broadcast() {
+        return Err(policy_err(
+            path,
+            format!(
+                "gateway {g} is {}'s own, network or broadcast address",
+                nic.ifname
+            ),
+        ));
+    }
+    Ok(*g)
+}
+
+/// The reserved table name, if the id is reserved.
+pub(crate) fn reserved_table(t: u32) -> Option<&'static str> {
+    match t {
+        crate::model::RT_TABLE_UNSPEC => Some("unspec"),
+        crate::model::RT_TABLE_DEFAULT => Some("default"),
+        crate::model::RT_TABLE_MAIN => Some("main"),
+        crate::model::RT_TABLE_LOCAL => Some("local"),
+        _ => None,
+    }
+}

@@ -1,0 +1,109 @@
+//! Shared helpers for the lab tests: root/CI gating and `ip -j` parsing.
+#![allow(dead_code)]
+
+use roce_net::lab::Lab;
+use std::process::Command;
+
+/// True when the tests must run (CI=true): a lab that cannot be built fails.
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
+}
+
+/// Whether this process can build labs; outside CI a missing privilege skips.
+pub fn can_run(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        return true;
+    }
+    if in_ci() {
+        panic!("{test}: needs root to create network namespaces, and CI=true");
+    }
+    eprintln!("{test}: skipped (needs root to create network namespaces)");
+    false
+}
+
+/// A seed lab, or None when lab tests cannot run here (see `can_run`).
+pub fn seed(test: &str, nics: usize) -> Option<Lab> {
+    if !can_run(test) {
+        return None;
+    }
+    Some(Lab::seed_tagged("nl", nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}")))
+}
+
+/// Run `ip -n NS ARGS...` and return stdout; panics on failure.
+pub fn ip(ns: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .arg("-n")
+        .arg(ns)
+        .args(args)
+        .output()
+        .expect("running ip");
+    assert!(
+        out.status.success(),
+        "ip -n {ns} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `ip -n NS -j ARGS...` parsed as JSON (an empty output is an empty array).
+pub fn ip_json(ns: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["-j"];
+    a.extend_from_slice(args);
+    let out = ip(ns, &a);
+    if out.trim().is_empty() {
+        return serde_json::Value::Array(Vec::new());
+    }
+    serde_json::from_str(&out).expect("ip -j prints JSON")
+}
+
+/// Run `ip -n NS -batch -` with `script` on stdin.
+pub fn ip_batch(ns: &str, script: &str) {
+    use std::io::Write;
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("running ip -batch");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writing batch");
+    assert!(
+        child.wait().expect("ip -batch").success(),
+        "ip -batch failed"
+    );
+}
+
+/// iproute2's table name to number.
+pub fn table_id(v: Option<&serde_json::Value>) -> u32 {
+    match v.and_then(|t| t.as_str()) {
+        None | Some("main") => 254,
+        Some("local") => 255,
+        Some("default") => 253,
+        Some(n) => n.parse().expect("numeric table"),
+    }
+}
+
+/// iproute2's protocol name to number (the ones the tests use).
+pub fn proto_id(v: Option<&serde_json::Value>) -> u8 {
+    match v.and_then(|t| t.as_str()) {
+        None | Some("boot") => 3,
+        Some("unspec") => 0,
+        Some("redirect") => 1,
+        Some("kernel") => 2,
+        Some("static") => 4,
+        Some("dhcp") => 16,
+        Some("ra") => 9,
+        Some(n) => n.parse().expect("numeric protocol"),
+    }
+}
+
+/// A string field, if present.
+pub fn s(v: &serde_json::Value, k: &str) -> Option<String> {
+    v.get(k).and_then(|x| x.as_str()).map(str::to_string)
+}

@@ -1,0 +1,567 @@
+//! Renderers: golden files per backend for a 4-NIC host (one NIC is a VLAN named
+//! with a dot, one table is 100000), plus targeted checks of each backend's syntax.
+//!
+//! Regenerate the golden files with `UPDATE_GOLDEN=1 cargo test -p roce-net --test persist_render`.
+
+use roce_net::model::{
+    protocol, ConfKey, ConfTarget, Family, Route, RouteType, Rule, RuleAction, Scope, Sysctl,
+    TuningKey,
+};
+use roce_net::persist::{self, Backend, NetplanDevice, RenderOptions, RenderedFile};
+use roce_net::plan::{DesiredState, NicDesired};
+use roce_net::ErrorKind;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+const NICS: [(&str, &str, u32); 4] = [
+    ("ens1f0np0", "198.18.0.10", 100000),
+    ("ens1f1np1", "198.18.0.11", 100001),
+    ("ens2f0np0", "198.18.0.12", 100002),
+    ("bond0.100", "198.18.0.13", 100003),
+];
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn subnet_route(ifname: &str, addr: &str, table: u32) -> Route {
+    Route {
+        family: Family::Inet,
+        table,
+        dst: "198.18.0.0/24".parse().unwrap(),
+        kind: RouteType::Unicast,
+        dev: Some(ifname.into()),
+        prefsrc: Some(ip(addr)),
+        gateway: None,
+        scope: Scope::Link,
+        protocol: protocol::ROCE_NET_DEFAULT,
+        metric: None,
+        tos: 0,
+        multipath: vec![],
+    }
+}
+
+fn source_rule(addr: &str, table: u32, priority: u32) -> Rule {
+    Rule {
+        family: Family::Inet,
+        priority,
+        src: Some(format!("{addr}/32").parse().unwrap()),
+        dst: None,
+        iif: None,
+        oif: None,
+        fwmark: None,
+        fwmask: None,
+        tos: 0,
+        invert: false,
+        table,
+        action: RuleAction::ToTable,
+        goto: None,
+        suppress_prefixlen: None,
+        protocol: protocol::ROCE_NET_DEFAULT,
+    }
+}
+
+fn conf(target: ConfTarget, key: ConfKey) -> Sysctl {
+    Sysctl::Conf { target, key }
+}
+
+/// The seed scenario: four NICs in one /24, one table and one rule per NIC,
+/// plus a gateway route on the first NIC to exercise `Gateway=`/`via`.
+fn desired() -> DesiredState {
+    let mut d = DesiredState {
+        protocol: protocol::ROCE_NET_DEFAULT,
+        ..DesiredState::default()
+    };
+    for (i, (ifname, addr, table)) in NICS.iter().enumerate() {
+        let prio = 1000 + i as u32;
+        let name = format!("rnet-{}", ifname.replace('.', "-"));
+        d.nics.push(NicDesired {
+            ifname: ifname.to_string(),
+            address: ip(addr),
+            prefix_len: 24,
+            table: *table,
+            table_name: name.clone(),
+            rule_priority: prio,
+        });
+        d.routes.push(subnet_route(ifname, addr, *table));
+        d.rules.push(source_rule(addr, *table, prio));
+        d.table_names.insert(*table, name);
+    }
+    let mut gw = subnet_route("ens1f0np0", "198.18.0.10", 100000);
+    gw.dst = "198.19.0.0/16".parse().unwrap();
+    gw.gateway = Some(ip("198.18.0.1"));
+    gw.scope = Scope::Universe;
+    gw.metric = Some(100);
+    d.routes.push(gw);
+    for key in [ConfKey::ArpIgnore, ConfKey::ArpAnnounce, ConfKey::RpFilter] {
+        let v = match key {
+            ConfKey::ArpIgnore => "1",
+            _ => "2",
+        };
+        d.sysctls.push((conf(ConfTarget::All, key), v.into()));
+        for (ifname, _, _) in NICS {
+            d.sysctls
+                .push((conf(ConfTarget::Interface(ifname.into()), key), v.into()));
+        }
+    }
+    d.sysctls.push((
+        Sysctl::Tuning(TuningKey::UdpMem),
+        "65536\t131072\t262144".into(),
+    ));
+    d
+}
+
+fn options() -> RenderOptions {
+    let mut o = RenderOptions::default();
+    o.networkd_files
+        .insert("ens1f0np0".into(), "25-rdma0.network".into());
+    o.networkd_files
+        .insert("ens1f1np1".into(), "25-rdma1.network".into());
+    o.nm_connections
+        .insert("ens1f0np0".into(), "RDMA port 0".into());
+    o.netplan_devices.insert(
+        "ens2f0np0".into(),
+        NetplanDevice {
+            kind: "ethernets".into(),
+            id: "rdma2".into(),
+        },
+    );
+    o
+}
+
+fn fixture_dir(b: Backend) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/persist")
+        .join(b.name())
+}
+
+/// A manifest of paths, modes and notes, so a change to any of them shows up.
+fn manifest(files: &[RenderedFile]) -> String {
+    let mut s = String::new();
+    for f in files {
+        s.push_str(&format!(
+            "{} {:o}\n  note: {}\n",
+            f.path.display(),
+            f.mode,
+            f.note.as_deref().unwrap_or("-")
+        ));
+    }
+    s
+}
+
+fn list_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                list_files(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+}
+
+#[test]
+fn golden_files_per_backend() {
+    let d = desired();
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for b in Backend::all() {
+        let files = persist::render(&d, b, &options()).unwrap();
+        let dir = fixture_dir(b);
+        let mut expected: Vec<(PathBuf, String)> = files
+            .iter()
+            .map(|f| {
+                (
+                    dir.join(f.path.strip_prefix("/").unwrap()),
+                    f.content.clone(),
+                )
+            })
+            .collect();
+        expected.push((dir.join("MANIFEST"), manifest(&files)));
+        if update {
+            let _ = std::fs::remove_dir_all(&dir);
+            for (p, c) in &expected {
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, c).unwrap();
+            }
+            continue;
+        }
+        for (p, c) in &expected {
+            let got = std::fs::read_to_string(p).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+                    p.display()
+                )
+            });
+            assert_eq!(
+                &got,
+                c,
+                "{b}: {} differs from the golden file (UPDATE_GOLDEN=1 to accept)",
+                p.display()
+            );
+        }
+        let mut on_disk = Vec::new();
+        list_files(&dir, &mut on_disk);
+        on_disk.sort();
+        let mut want: Vec<PathBuf> = expected.iter().map(|(p, _)| p.clone()).collect();
+        want.sort();
+        assert_eq!(on_disk, want, "{b}: stale or missing golden files");
+    }
+}
+
+fn find<'a>(files: &'a [RenderedFile], path: &str) -> &'a RenderedFile {
+    files
+        .iter()
+        .find(|f| f.path == Path::new(path))
+        .unwrap_or_else(|| {
+            panic!(
+                "{path} not rendered; got {:?}",
+                files.iter().map(|f| &f.path).collect::<Vec<_>>()
+            )
+        })
+}
+
+#[test]
+fn every_backend_has_sysctls_and_all_but_sysctl_d_have_names() {
+    let d = desired();
+    for b in Backend::all() {
+        let files = persist::render(&d, b, &options()).unwrap();
+        let s = find(&files, "/etc/sysctl.d/90-roce-net.conf");
+        // Dotted interface names are written with '/' so sysctl does not split them.
+        assert!(
+            s.content
+                .contains("\nnet.ipv4.conf.bond0/100.arp_ignore = 1\n"),
+            "{}",
+            s.content
+        );
+        assert!(!s.content.contains("bond0.100.arp"), "{}", s.content);
+        assert!(s
+            .content
+            .contains("\nnet.ipv4.udp_mem = 65536 131072 262144\n"));
+        if b == Backend::SysctlD {
+            assert_eq!(files.len(), 1);
+            continue;
+        }
+        let t = find(&files, "/etc/iproute2/rt_tables.d/roce-net.conf");
+        assert!(
+            t.content.contains("\n100000\trnet-ens1f0np0\n"),
+            "{}",
+            t.content
+        );
+        assert!(
+            t.content.contains("\n100003\trnet-bond0-100\n"),
+            "{}",
+            t.content
+        );
+        let p = find(&files, "/etc/iproute2/rt_protos.d/roce-net.conf");
+        assert!(p.content.contains("\n201\troce-net\n"), "{}", p.content);
+        if b == Backend::RtTablesD {
+            assert_eq!(files.len(), 3);
+        }
+        for f in &files {
+            assert!(f.path.is_absolute());
+        }
+    }
+}
+
+#[test]
+fn networkd_drop_ins_use_known_files_and_note_assumed_ones() {
+    let files = persist::render(&desired(), Backend::Networkd, &options()).unwrap();
+    let known = find(
+        &files,
+        "/etc/systemd/network/25-rdma0.network.d/90-roce-net.conf",
+    );
+    assert!(known.note.is_none());
+    let c = &known.content;
+    for line in [
+        "[Route]\nDestination=198.18.0.0/24\nTable=100000\nPreferredSource=198.18.0.10\nScope=link\nProtocol=201\n",
+        "[Route]\nDestination=198.19.0.0/16\nGateway=198.18.0.1\nTable=100000\nPreferredSource=198.18.0.10\nScope=global\nProtocol=201\nMetric=100\n",
+        "[RoutingPolicyRule]\nFrom=198.18.0.10/32\nTable=100000\nPriority=1000\n",
+    ] {
+        assert!(c.contains(line), "missing {line:?} in\n{c}");
+    }
+    let assumed = find(
+        &files,
+        "/etc/systemd/network/10-bond0.100.network.d/90-roce-net.conf",
+    );
+    assert!(assumed
+        .note
+        .as_deref()
+        .unwrap()
+        .contains("networkctl status bond0.100"));
+    let conf = find(&files, "/etc/systemd/networkd.conf.d/90-roce-net.conf");
+    assert!(conf
+        .content
+        .contains("[Network]\nManageForeignRoutingPolicyRules=no\nManageForeignRoutes=no\n"));
+    // 1 sysctl + 2 names + networkd.conf + 4 drop-ins.
+    assert_eq!(files.len(), 8);
+}
+
+#[test]
+fn netplan_yaml_parses_and_has_the_expected_structure() {
+    let files = persist::render(&desired(), Backend::Netplan, &options()).unwrap();
+    let f = find(&files, "/etc/netplan/90-roce-net.yaml");
+    assert_eq!(f.mode, 0o600);
+    let v: serde_yaml::Value = serde_yaml::from_str(&f.content).unwrap();
+    let net = &v["network"];
+    assert_eq!(net["version"], serde_yaml::Value::from(2));
+    // A dotted name defaults to a VLAN definition; an explicit ID is honoured.
+    let vlan = &net["vlans"]["bond0.100"];
+    assert_eq!(
+        vlan["routes"][0]["to"],
+        serde_yaml::Value::from("198.18.0.0/24")
+    );
+    assert_eq!(
+        vlan["routes"][0]["from"],
+        serde_yaml::Value::from("198.18.0.13")
+    );
+    assert_eq!(vlan["routes"][0]["scope"], serde_yaml::Value::from("link"));
+    assert_eq!(vlan["routes"][0]["table"], serde_yaml::Value::from(100003));
+    assert_eq!(
+        vlan["routing-policy"][0]["from"],
+        serde_yaml::Value::from("198.18.0.13/32")
+    );
+    assert_eq!(
+        vlan["routing-policy"][0]["priority"],
+        serde_yaml::Value::from(1003)
+    );
+    assert!(net["ethernets"]["rdma2"]["routes"].is_sequence());
+    assert!(net["ethernets"]["ens2f0np0"].is_null());
+    let e0 = &net["ethernets"]["ens1f0np0"];
+    assert_eq!(
+        e0["routes"][1]["via"],
+        serde_yaml::Value::from("198.18.0.1")
+    );
+    assert_eq!(e0["routes"][1]["metric"], serde_yaml::Value::from(100));
+    // No addresses or DHCP anywhere: this file must not redefine them.
+    let body: String = f
+        .content
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    assert!(!body.contains("addresses"), "{body}");
+    assert!(!body.contains("dhcp"), "{body}");
+}
+
+/// Run a rendered script with fake commands on PATH that log their arguments.
+fn run_with_fakes(script: &str, fakes: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    for f in fakes {
+        let p = dir.path().join(f);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\necho \"{f} $*\" >> '{}'\nexit 0\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let sp = dir.path().join("script");
+    std::fs::write(&sp, script).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg(&sp)
+        .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn networkmanager_script_modifies_existing_profiles_only() {
+    let files = persist::render(&desired(), Backend::NetworkManager, &options()).unwrap();
+    let f = find(&files, "/etc/roce-net/nm-apply.sh");
+    assert_eq!(f.mode, 0o700);
+    assert!(f
+        .content
+        .contains("add 'RDMA port 0' ipv4.routes '198.18.0.0/24 table=100000 src=198.18.0.10'\n"));
+    assert!(f.content.contains(
+        "add 'RDMA port 0' ipv4.routes '198.19.0.0/16 198.18.0.1 100 table=100000 src=198.18.0.10'\n"
+    ));
+    assert!(f.content.contains(
+        "add 'bond0.100' ipv4.routing-rules 'priority 1003 from 198.18.0.13/32 table 100003'\n"
+    ));
+    for l in f
+        .content
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+    {
+        assert!(
+            !(l.contains("route-table") && (l.contains("modify") || l.starts_with("\tadd"))),
+            "must not set ipv4.route-table: {l}"
+        );
+    }
+    assert!(f.note.as_deref().unwrap().contains("ens1f1np1"));
+    // Executed against a fake nmcli: every value is removed, then added, per profile.
+    let (rc, log, _) = run_with_fakes(&f.content, &["nmcli"], &[]);
+    assert_eq!(rc, 0);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines[0],
+        "nmcli -g ipv4.route-table connection show RDMA port 0"
+    );
+    assert_eq!(
+        lines[1],
+        "nmcli connection modify RDMA port 0 -ipv4.routes 198.18.0.0/24 table=100000 src=198.18.0.10"
+    );
+    assert_eq!(
+        lines[2],
+        "nmcli connection modify RDMA port 0 +ipv4.routes 198.18.0.0/24 table=100000 src=198.18.0.10"
+    );
+    let adds = lines.iter().filter(|l| l.contains(" +ipv4.")).count();
+    assert_eq!(adds, 9, "{log}");
+}
+
+#[test]
+fn ifupdown_hook_applies_only_its_interfaces() {
+    let files = persist::render(&desired(), Backend::Ifupdown, &options()).unwrap();
+    let up = find(&files, "/etc/network/if-up.d/roce-net");
+    let down = find(&files, "/etc/network/if-down.d/roce-net");
+    assert_eq!(up.mode, 0o755);
+    // Strip the PATH line so the fake `ip` is found.
+    let script = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("PATH="))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (rc, log, _) = run_with_fakes(
+        &script(&up.content),
+        &["ip"],
+        &[("IFACE", "bond0.100"), ("MODE", "start")],
+    );
+    assert_eq!(rc, 0);
+    assert_eq!(
+        log,
+        "ip -4 route replace 198.18.0.0/24 dev bond0.100 table 100003 proto 201 scope link src 198.18.0.13\n\
+         ip -4 rule del from 198.18.0.13/32 lookup 100003 pref 1003 protocol 201\n\
+         ip -4 rule add from 198.18.0.13/32 lookup 100003 pref 1003 protocol 201\n"
+    );
+    let (rc, log, _) = run_with_fakes(
+        &script(&up.content),
+        &["ip"],
+        &[("IFACE", "eth9"), ("MODE", "start")],
+    );
+    assert_eq!(
+        (rc, log.as_str()),
+        (0, ""),
+        "foreign interface must be ignored"
+    );
+    let (rc, log, _) = run_with_fakes(
+        &script(&down.content),
+        &["ip"],
+        &[("IFACE", "ens1f0np0"), ("MODE", "stop")],
+    );
+    assert_eq!(rc, 0);
+    assert!(
+        log.contains("ip -4 rule del from 198.18.0.10/32 lookup 100000 pref 1000 protocol 201\n")
+    );
+    assert!(log.contains("ip -4 route del 198.19.0.0/16 dev ens1f0np0 table 100000 via 198.18.0.1 proto 201 scope global src 198.18.0.10 metric 100\n"));
+    assert!(!log.contains(" add "));
+}
+
+#[test]
+fn unsafe_names_and_orphans_are_refused() {
+    let mut d = desired();
+    d.nics[0].ifname = "eth0;reboot".into();
+    let e = persist::render(&d, Backend::SysctlD, &options()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("eth0;reboot"), "{e}");
+
+    let mut d = desired();
+    d.routes[0].dev = Some("eth7".into());
+    let e = persist::render(&d, Backend::Networkd, &options()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("belongs to none of the NICs"), "{e}");
+    // Backends that render no routes do not care.
+    persist::render(&d, Backend::RtTablesD, &options()).unwrap();
+
+    let mut d = desired();
+    d.rules[0].action = RuleAction::Blackhole;
+    let e = persist::render(&d, Backend::Netplan, &options()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+
+    let mut o = options();
+    o.networkd_files
+        .insert("ens1f0np0".into(), "../../evil.network".into());
+    let e = persist::render(&desired(), Backend::Networkd, &o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn backend_names_round_trip() {
+    for b in Backend::all() {
+        assert_eq!(b.to_string().parse::<Backend>().unwrap(), b);
+        let json = serde_json::to_string(&b).unwrap();
+        assert_eq!(json, format!("\"{b}\""));
+    }
+    assert_eq!(
+        "NetworkManager".parse::<Backend>().unwrap(),
+        Backend::NetworkManager
+    );
+    assert_eq!(
+        "systemd-networkd".parse::<Backend>().unwrap(),
+        Backend::Networkd
+    );
+    let e = "wicked".parse::<Backend>().unwrap_err();
+    assert!(e.to_string().contains("networkmanager"), "{e}");
+}
+
+#[test]
+fn ipv6_nics_use_the_ipv6_commands_and_properties() {
+    let mut d = DesiredState {
+        protocol: 201,
+        ..DesiredState::default()
+    };
+    d.nics.push(NicDesired {
+        ifname: "eth1".into(),
+        address: ip("2001:db8::10"),
+        prefix_len: 64,
+        table: 100000,
+        table_name: "rnet-eth1".into(),
+        rule_priority: 1000,
+    });
+    let mut r = subnet_route("eth1", "2001:db8::10", 100000);
+    r.family = Family::Inet6;
+    r.dst = "2001:db8::/64".parse().unwrap();
+    r.scope = Scope::Universe;
+    d.routes.push(r);
+    let mut rule = source_rule("2001:db8::10", 100000, 1000);
+    rule.family = Family::Inet6;
+    rule.src = Some("2001:db8::10/128".parse().unwrap());
+    d.rules.push(rule);
+    let up = persist::render(&d, Backend::Ifupdown, &RenderOptions::default()).unwrap();
+    let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
+    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 table 100000 proto 201 scope global src 2001:db8::10 || rc=1\n"), "{hook}");
+    assert!(
+        hook.contains(
+            "\tip -6 rule add from 2001:db8::10/128 lookup 100000 pref 1000 protocol 201 || rc=1\n"
+        ),
+        "{hook}"
+    );
+    let nm = persist::render(&d, Backend::NetworkManager, &RenderOptions::default()).unwrap();
+    let script = &find(&nm, "/etc/roce-net/nm-apply.sh").content;
+    assert!(
+        script.contains("if check_profile 'eth1' ipv6; then"),
+        "{script}"
+    );
+    assert!(
+        script.contains("add 'eth1' ipv6.routes '2001:db8::/64 table=100000 src=2001:db8::10'"),
+        "{script}"
+    );
+    assert!(
+        script.contains(
+            "add 'eth1' ipv6.routing-rules 'priority 1000 from 2001:db8::10/128 table 100000'"
+        ),
+        "{script}"
+    );
+}

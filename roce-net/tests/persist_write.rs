@@ -1,0 +1,304 @@
+//! Safe writing (atomic, backups, no symlinks, dry run, unchanged files left alone)
+//! and backend detection, all inside temp directories.
+
+use roce_net::persist::{self, Backend, DiffStatus, RenderedFile};
+use roce_net::ErrorKind;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+fn file(path: &str, content: &str, mode: u32) -> RenderedFile {
+    RenderedFile {
+        path: PathBuf::from(path),
+        content: content.into(),
+        mode,
+        note: None,
+    }
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Every entry under `dir`, recursively, without following symlinks.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn writes_new_files_with_parents_and_mode_and_no_temp_leftovers() {
+    let root = tempfile::tempdir().unwrap();
+    let files = [
+        file("/etc/sysctl.d/90-roce-net.conf", "a = 1\n", 0o644),
+        file("/etc/netplan/90-roce-net.yaml", "network: {}\n", 0o600),
+    ];
+    let r = persist::write_files(&files, root.path(), false).unwrap();
+    let p1 = root.path().join("etc/sysctl.d/90-roce-net.conf");
+    let p2 = root.path().join("etc/netplan/90-roce-net.yaml");
+    assert_eq!(r.written, vec![p1.clone(), p2.clone()]);
+    assert!(r.unchanged.is_empty() && r.backups.is_empty());
+    assert_eq!(std::fs::read_to_string(&p1).unwrap(), "a = 1\n");
+    assert_eq!(mode_of(&p1), 0o644);
+    assert_eq!(mode_of(&p2), 0o600);
+    assert_eq!(r.diffs[0].status, DiffStatus::Create);
+    assert!(r.diffs[0].diff.contains("+a = 1\n"));
+    // Only the two files and their directories: no temp files left behind.
+    let names: Vec<String> = tree(root.path())
+        .iter()
+        .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "etc",
+            "etc/netplan",
+            "etc/netplan/90-roce-net.yaml",
+            "etc/sysctl.d",
+            "etc/sysctl.d/90-roce-net.conf"
+        ]
+    );
+}
+
+#[test]
+fn replaces_atomically_and_keeps_a_backup() {
+    let root = tempfile::tempdir().unwrap();
+    let p = root.path().join("etc/sysctl.d/90-roce-net.conf");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, "old = 1\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let old_ino = std::fs::metadata(&p).unwrap().ino();
+
+    let r = persist::write_files(
+        &[file("/etc/sysctl.d/90-roce-net.conf", "new = 2\n", 0o644)],
+        root.path(),
+        false,
+    )
+    .unwrap();
+    let bak = root
+        .path()
+        .join("etc/sysctl.d/90-roce-net.conf.roce-net.bak");
+    assert_eq!(r.written, vec![p.clone()]);
+    assert_eq!(r.backups, vec![bak.clone()]);
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "new = 2\n");
+    assert_eq!(mode_of(&p), 0o644);
+    // A rename, not an in-place rewrite: the file is a new inode.
+    assert_ne!(std::fs::metadata(&p).unwrap().ino(), old_ino);
+    assert_eq!(std::fs::read_to_string(&bak).unwrap(), "old = 1\n");
+    assert_eq!(mode_of(&bak), 0o640);
+    assert_eq!(r.diffs[0].status, DiffStatus::Modify);
+    assert!(
+        r.diffs[0].diff.contains("-old = 1\n+new = 2\n"),
+        "{}",
+        r.diffs[0].diff
+    );
+    assert_eq!(r.diffs[0].mode_before, Some(0o640));
+}
+
+#[test]
+fn unchanged_files_are_not_rewritten() {
+    let root = tempfile::tempdir().unwrap();
+    let files = [file(
+        "/etc/iproute2/rt_tables.d/roce-net.conf",
+        "100\tx\n",
+        0o644,
+    )];
+    persist::write_files(&files, root.path(), false).unwrap();
+    let p = root.path().join("etc/iproute2/rt_tables.d/roce-net.conf");
+    let before = std::fs::metadata(&p).unwrap();
+    let r = persist::write_files(&files, root.path(), false).unwrap();
+    assert!(r.written.is_empty(), "{r:?}");
+    assert_eq!(r.unchanged, vec![p.clone()]);
+    assert!(r.backups.is_empty());
+    assert_eq!(r.diffs[0].status, DiffStatus::Unchanged);
+    assert!(r.diffs[0].diff.is_empty());
+    let after = std::fs::metadata(&p).unwrap();
+    assert_eq!(before.ino(), after.ino());
+    assert_eq!(before.mtime_nsec(), after.mtime_nsec());
+    assert!(!root
+        .path()
+        .join("etc/iproute2/rt_tables.d/roce-net.conf.roce-net.bak")
+        .exists());
+
+    // Same content but another mode is a change.
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = persist::write_files(&files, root.path(), false).unwrap();
+    assert_eq!(r.written, vec![p.clone()]);
+    assert_eq!(mode_of(&p), 0o644);
+}
+
+#[test]
+fn dry_run_writes_nothing_and_reports_what_would_change() {
+    let root = tempfile::tempdir().unwrap();
+    let existing = root.path().join("etc/sysctl.d/90-roce-net.conf");
+    std::fs::create_dir_all(existing.parent().unwrap()).unwrap();
+    std::fs::write(&existing, "x = 0\n").unwrap();
+    let before = tree(root.path());
+    let files = [
+        file("/etc/sysctl.d/90-roce-net.conf", "x = 1\n", 0o644),
+        file("/etc/network/if-up.d/roce-net", "#!/bin/sh\n", 0o755),
+    ];
+    let r = persist::write_files(&files, root.path(), true).unwrap();
+    assert!(r.dry_run);
+    assert_eq!(r.written.len(), 2);
+    assert_eq!(r.backups.len(), 1);
+    assert_eq!(
+        tree(root.path()),
+        before,
+        "dry run must not create anything"
+    );
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "x = 0\n");
+    // diff_files agrees with the report.
+    let d = persist::diff_files(&files, root.path()).unwrap();
+    assert_eq!(d, r.diffs);
+    assert_eq!(d[1].status, DiffStatus::Create);
+    assert!(d[1]
+        .diff
+        .starts_with("--- /dev/null\n+++ /etc/network/if-up.d/roce-net\n"));
+}
+
+#[test]
+fn symlink_target_is_refused_and_nothing_is_written() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("shadow");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let dir = root.path().join("etc/sysctl.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("90-roce-net.conf")).unwrap();
+    let before = tree(root.path());
+
+    // The first file is fine, the second is a symlink: neither may be written.
+    let files = [
+        file("/etc/iproute2/rt_tables.d/roce-net.conf", "1\tx\n", 0o644),
+        file("/etc/sysctl.d/90-roce-net.conf", "evil\n", 0o644),
+    ];
+    let e = persist::write_files(&files, root.path(), false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("symlink"), "{e}");
+    assert!(e.to_string().contains("90-roce-net.conf"), "{e}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(tree(root.path()), before);
+    assert!(persist::diff_files(&files, root.path()).is_err());
+}
+
+#[test]
+fn symlinked_parent_directory_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join("etc/netplan")).unwrap();
+    let e = persist::write_files(
+        &[file(
+            "/etc/netplan/90-roce-net.yaml",
+            "network: {}\n",
+            0o600,
+        )],
+        root.path(),
+        false,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("symlink"), "{e}");
+    assert!(e.to_string().contains("etc/netplan"), "{e}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn non_plain_paths_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    for p in ["etc/x", "/etc/../x", "/etc/./x", "/", "/etc//x", "/etc/x/"] {
+        let e = persist::write_files(&[file(p, "x", 0o644)], root.path(), false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{p}: {e}");
+    }
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn rendered_backend_files_round_trip_through_the_writer() {
+    let root = tempfile::tempdir().unwrap();
+    let mut d = roce_net::plan::DesiredState {
+        protocol: 201,
+        ..Default::default()
+    };
+    d.table_names.insert(100000, "rnet-eth0".into());
+    let files = persist::render(&d, Backend::RtTablesD, &Default::default()).unwrap();
+    let r = persist::write_files(&files, root.path(), false).unwrap();
+    assert_eq!(r.written.len(), 3);
+    let again = persist::write_files(&files, root.path(), false).unwrap();
+    assert_eq!(again.unchanged.len(), 3);
+    assert!(
+        std::fs::read_to_string(root.path().join("etc/iproute2/rt_tables.d/roce-net.conf"))
+            .unwrap()
+            .contains("100000\trnet-eth0\n")
+    );
+}
+
+fn touch(p: &Path) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, "").unwrap();
+}
+
+#[test]
+fn detection_order() {
+    let t = tempfile::tempdir().unwrap();
+    let etc = t.path().join("etc");
+    let run = t.path().join("run");
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::create_dir_all(&run).unwrap();
+    assert_eq!(persist::detect(&etc, &run), Backend::SysctlD);
+
+    touch(&etc.join("network/interfaces"));
+    assert_eq!(persist::detect(&etc, &run), Backend::Ifupdown);
+
+    std::fs::create_dir_all(run.join("NetworkManager")).unwrap();
+    assert_eq!(persist::detect(&etc, &run), Backend::NetworkManager);
+
+    // An empty /run/systemd/netif (created by tmpfiles on many hosts) is not enough.
+    std::fs::create_dir_all(run.join("systemd/netif/links")).unwrap();
+    assert_eq!(persist::detect(&etc, &run), Backend::NetworkManager);
+    touch(&run.join("systemd/netif/state"));
+    assert_eq!(persist::detect(&etc, &run), Backend::Networkd);
+
+    // netplan.yaml files win: netplan generates the other backends' configuration.
+    std::fs::create_dir_all(etc.join("netplan")).unwrap();
+    touch(&etc.join("netplan/README"));
+    assert_eq!(persist::detect(&etc, &run), Backend::Networkd);
+    touch(&etc.join("netplan/50-cloud-init.yaml"));
+    let (b, why) = persist::detect_explained(&etc, &run);
+    assert_eq!(b, Backend::Netplan);
+    assert!(why.contains("50-cloud-init.yaml"), "{why}");
+}
+
+#[test]
+fn detection_of_enabled_but_not_running_services() {
+    let t = tempfile::tempdir().unwrap();
+    let etc = t.path().join("etc");
+    let run = t.path().join("run");
+    let wants = etc.join("systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    std::fs::create_dir_all(&run).unwrap();
+    // A dangling enablement symlink (copied tree) still counts.
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/NetworkManager.service",
+        wants.join("NetworkManager.service"),
+    )
+    .unwrap();
+    assert_eq!(persist::detect(&etc, &run), Backend::NetworkManager);
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/systemd-networkd.service",
+        wants.join("systemd-networkd.service"),
+    )
+    .unwrap();
+    assert_eq!(persist::detect(&etc, &run), Backend::Networkd);
+}

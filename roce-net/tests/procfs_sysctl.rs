@@ -1,0 +1,245 @@
+//! Sysctls through a `/proc/sys` root: fixture trees in a temp dir, and the real
+//! `/proc/sys` inside a namespace this test creates.
+mod sf_common;
+
+use roce_net::model::{ConfKey, ConfTarget, Sysctl, TuningKey};
+use roce_net::netns::NetnsTarget;
+use roce_net::observe::procfs::{read_sysctl, read_sysctls, write_sysctl, PROC_SYS};
+use roce_net::ErrorKind;
+use std::path::Path;
+
+/// A fake `/proc/sys` with conf/{all,default,<ifaces>} and the tuning files.
+fn tree(confs: &[(&str, [u32; 6])]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for (dir, vals) in confs {
+        let p = d.path().join("net/ipv4/conf").join(dir);
+        std::fs::create_dir_all(&p).unwrap();
+        for (k, v) in ConfKey::ALL.iter().zip(vals) {
+            std::fs::write(p.join(k.file_name()), format!("{v}\n")).unwrap();
+        }
+    }
+    std::fs::create_dir_all(d.path().join("net/core")).unwrap();
+    std::fs::write(d.path().join("net/core/netdev_max_backlog"), "1000\n").unwrap();
+    std::fs::write(d.path().join("net/core/rmem_max"), "212992\n").unwrap();
+    std::fs::write(d.path().join("net/core/wmem_max"), "212992\n").unwrap();
+    std::fs::write(
+        d.path().join("net/ipv4/udp_mem"),
+        "188124\t250835\t376248\n",
+    )
+    .unwrap();
+    d
+}
+
+// Order of ConfKey::ALL: arp_ignore, arp_announce, arp_filter, rp_filter, accept_local, arp_notify.
+#[test]
+fn reads_all_default_interfaces_and_effective_values() {
+    let d = tree(&[
+        ("all", [1, 2, 0, 2, 0, 0]),
+        ("default", [0, 0, 0, 1, 0, 0]),
+        ("eth0.100", [0, 0, 1, 1, 0, 1]),
+        ("ens1f0np0", [2, 1, 0, 0, 1, 0]),
+    ]);
+    let mut w = Vec::new();
+    let names: Vec<String> = ["eth0.100", "ens1f0np0", "gone0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let v = read_sysctls(d.path(), &names, &mut w);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(v.all.arp_ignore, Some(1));
+    assert_eq!(v.all.rp_filter, Some(2));
+    assert_eq!(v.default.rp_filter, Some(1));
+    // An interface without a conf directory is left out.
+    assert_eq!(v.interfaces.len(), 2);
+    let dotted = &v.interfaces["eth0.100"];
+    assert_eq!(dotted.configured.arp_ignore, Some(0));
+    assert_eq!(dotted.configured.arp_notify, Some(1));
+    // max(all, iface) for arp_ignore / arp_announce / rp_filter; OR for arp_filter.
+    assert_eq!(dotted.effective.arp_ignore, Some(1));
+    assert_eq!(dotted.effective.arp_announce, Some(2));
+    assert_eq!(dotted.effective.rp_filter, Some(2));
+    assert_eq!(dotted.effective.arp_filter, Some(1));
+    let e = &v.interfaces["ens1f0np0"];
+    assert_eq!(e.effective.arp_ignore, Some(2));
+    assert_eq!(e.effective.accept_local, Some(1));
+    assert_eq!(v.effective("ens1f0np0", ConfKey::ArpIgnore), Some(2));
+    assert_eq!(v.tuning.netdev_max_backlog, Some(1000));
+    assert_eq!(v.tuning.rmem_max, Some(212992));
+    assert_eq!(v.tuning.wmem_max, Some(212992));
+    assert_eq!(v.tuning.udp_mem, Some([188124, 250835, 376248]));
+}
+
+#[test]
+fn malformed_values_warn_and_keep_the_rest() {
+    let d = tree(&[
+        ("all", [1, 2, 0, 2, 0, 0]),
+        ("default", [0; 6]),
+        ("eth1", [0; 6]),
+    ]);
+    std::fs::write(d.path().join("net/ipv4/conf/eth1/rp_filter"), "loose\n").unwrap();
+    std::fs::remove_file(d.path().join("net/ipv4/conf/default/arp_notify")).unwrap();
+    std::fs::write(d.path().join("net/ipv4/udp_mem"), "1 2\n").unwrap();
+    std::fs::remove_file(d.path().join("net/core/netdev_max_backlog")).unwrap();
+    let mut w = Vec::new();
+    let v = read_sysctls(d.path(), &["eth1".to_string(), "../x".to_string()], &mut w);
+    let has = |suffix: &str| w.iter().any(|x| x.source.ends_with(suffix));
+    assert!(has("conf/eth1/rp_filter"), "{w:?}");
+    assert!(has("conf/default/arp_notify"), "{w:?}");
+    assert!(has("net/ipv4/udp_mem"), "{w:?}");
+    assert!(w.iter().any(|x| x.message.contains("\"../x\"")), "{w:?}");
+    assert_eq!(w.len(), 4, "{w:?}");
+    let e = &v.interfaces["eth1"];
+    assert_eq!(e.configured.rp_filter, None);
+    // Unknown interface value: the kernel would still apply `all`.
+    assert_eq!(e.effective.rp_filter, Some(2));
+    assert_eq!(e.configured.arp_ignore, Some(0));
+    assert_eq!(v.default.arp_notify, None);
+    assert_eq!(v.tuning.udp_mem, None);
+    // Missing host-wide key (as in a non-initial namespace): None, no warning.
+    assert_eq!(v.tuning.netdev_max_backlog, None);
+    assert_eq!(v.tuning.rmem_max, Some(212992));
+}
+
+#[test]
+fn write_checks_range_writes_and_reads_back() {
+    let d = tree(&[("all", [0; 6]), ("default", [0; 6]), ("eth0.100", [0; 6])]);
+    let rp = Sysctl::Conf {
+        target: ConfTarget::Interface("eth0.100".into()),
+        key: ConfKey::RpFilter,
+    };
+    assert_eq!(write_sysctl(d.path(), &rp, "2").unwrap(), Some("0".into()));
+    assert_eq!(read_sysctl(d.path(), &rp).unwrap(), "2");
+    let file = d.path().join("net/ipv4/conf/eth0.100/rp_filter");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "2\n");
+
+    // Out of range: refused before writing.
+    let e = write_sysctl(d.path(), &rp, "3").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("net.ipv4.conf.eth0/100.rp_filter"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "2\n");
+
+    let udp = Sysctl::Tuning(TuningKey::UdpMem);
+    let prev = write_sysctl(d.path(), &udp, "100 200 300").unwrap();
+    assert_eq!(prev.as_deref(), Some("188124\t250835\t376248"));
+    assert_eq!(read_sysctl(d.path(), &udp).unwrap(), "100\t200\t300");
+    assert_eq!(
+        write_sysctl(d.path(), &udp, "1 2").unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn write_to_missing_interface_or_bad_name_fails_clearly() {
+    let d = tree(&[("all", [0; 6]), ("default", [0; 6])]);
+    let s = Sysctl::Conf {
+        target: ConfTarget::Interface("nope0".into()),
+        key: ConfKey::ArpIgnore,
+    };
+    let e = write_sysctl(d.path(), &s, "1").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(
+        e.to_string().contains("\"nope0\" has no IPv4 settings"),
+        "{e}"
+    );
+    assert!(!d.path().join("net/ipv4/conf/nope0").exists());
+    let bad = Sysctl::Conf {
+        target: ConfTarget::Interface("../all".into()),
+        key: ConfKey::ArpIgnore,
+    };
+    assert_eq!(
+        read_sysctl(d.path(), &bad).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn read_back_mismatch_is_a_verify_error() {
+    // A sysctl file that swallows writes: /dev/null reads back empty.
+    let d = tree(&[("all", [0; 6]), ("default", [0; 6])]);
+    let f = d.path().join("net/ipv4/conf/all/arp_announce");
+    std::fs::remove_file(&f).unwrap();
+    std::os::unix::fs::symlink("/dev/null", &f).unwrap();
+    let s = Sysctl::Conf {
+        target: ConfTarget::All,
+        key: ConfKey::ArpAnnounce,
+    };
+    let e = write_sysctl(d.path(), &s, "2").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Verify);
+    assert!(e.message().contains("reads back \"\""), "{e}");
+}
+
+/// The real `/proc/sys` inside a namespace: values set there with `sysctl -w` are
+/// what the library reads, and what the library writes is what `sysctl` shows.
+#[test]
+fn reads_and_writes_per_namespace_values() {
+    if !sf_common::can_run_namespaces("reads_and_writes_per_namespace_values") {
+        return;
+    }
+    let ns = sf_common::Netns::new("sysctl");
+    ns.ip(&[
+        "link", "add", "d0.5", "type", "veth", "peer", "name", "d0.6",
+    ]);
+    let proc_sys = Path::new(PROC_SYS);
+    let all_ai = Sysctl::Conf {
+        target: ConfTarget::All,
+        key: ConfKey::ArpIgnore,
+    };
+    // A value that differs from this machine's own, so reading the wrong namespace shows.
+    let host = read_sysctl(proc_sys, &all_ai).unwrap();
+    let want = if host == "2" { "1" } else { "2" };
+    ns.exec(&[
+        "sysctl",
+        "-qw",
+        &format!("net.ipv4.conf.all.arp_ignore={want}"),
+    ]);
+
+    let target = NetnsTarget::named(&ns.name).unwrap();
+    let got = target.run(|| read_sysctl(proc_sys, &all_ai)).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(
+        read_sysctl(proc_sys, &all_ai).unwrap(),
+        host,
+        "host value must be untouched"
+    );
+
+    let (view, warnings) = target
+        .run(|| {
+            let mut w = Vec::new();
+            let v = read_sysctls(proc_sys, &["lo".into(), "d0.5".into()], &mut w);
+            Ok((v, w))
+        })
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(view.all.arp_ignore, Some(want.parse().unwrap()));
+    assert_eq!(
+        view.interfaces["d0.5"].effective.arp_ignore,
+        Some(want.parse().unwrap())
+    );
+
+    // Write through the library on the dotted interface; `sysctl` (which spells the
+    // dot as `/`) sees it.
+    let rp = Sysctl::Conf {
+        target: ConfTarget::Interface("d0.5".into()),
+        key: ConfKey::RpFilter,
+    };
+    let before = ns.exec(&["sysctl", "-n", "net.ipv4.conf.d0/5.rp_filter"]);
+    let new = if before == "2" { "1" } else { "2" };
+    let prev = target.run(|| write_sysctl(proc_sys, &rp, new)).unwrap();
+    assert_eq!(prev.as_deref(), Some(before.as_str()));
+    assert_eq!(
+        ns.exec(&["sysctl", "-n", "net.ipv4.conf.d0/5.rp_filter"]),
+        new
+    );
+    // Out-of-range values never reach the kernel (which would accept arp_ignore=9).
+    let e = target
+        .run(|| write_sysctl(proc_sys, &all_ai, "9"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        ns.exec(&["sysctl", "-n", "net.ipv4.conf.all.arp_ignore"]),
+        want
+    );
+}
