@@ -179,3 +179,16 @@ impl PythonizeNamedMappingType for Named {
 pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
     Ok(pythonize::pythonize_custom::<Types, T>(py, v)?)
 }
+
+/// Call a registered class by its Rust struct name with keyword arguments (for
+/// library types that are not serde data).
+pub fn construct<'py>(
+    py: Python<'py>,
+    name: &str,
+    kwargs: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let info = registry()?.classes.get(name).ok_or_else(|| {
+        PyRuntimeError::new_err(format!("roce_net: no Python class registered for {name}"))
+    })?;
+    info.cls.bind(py).call((), Some(kwargs))
+}

@@ -1,9 +1,24 @@
 //! `roce_net.Host`: a namespace-scoped handle; every I/O call releases the GIL.
 
-use crate::errors::IntoPyResult;
+use crate::convert::to_py;
+use crate::errors::{py_err, IntoPyResult};
 use crate::state::state_to_py;
 use pyo3::prelude::*;
+use roce_net::{Error, ErrorKind};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// An IP address from a str or an `ipaddress` object.
+fn ip_arg(what: &str, v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
+    let s = v.str()?.to_string();
+    s.trim().parse().map_err(|_| {
+        py_err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what} {s:?} is not an IP address"),
+        ))
+    })
+}
 
 /// A handle on one host's networking, scoped to a network namespace.
 #[pyclass(frozen, module = "roce_net")]
@@ -70,6 +85,61 @@ impl Host {
         let h = self.inner.clone();
         let st = py.detach(move || h.snapshot()).py()?;
         state_to_py(py, st)
+    }
+
+    /// Where a packet to `dst` (from `src`) would go, as `ip route get` answers it,
+    /// policy rules included: a RouteDecision (table, dev, prefsrc, gateway, type).
+    #[pyo3(signature = (dst, src=None))]
+    fn route_get<'py>(
+        &self,
+        py: Python<'py>,
+        dst: &Bound<'py, PyAny>,
+        src: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let dst = ip_arg("destination", dst)?;
+        let src = src.map(|s| ip_arg("source", s)).transpose()?;
+        let h = self.inner.clone();
+        let d = py.detach(move || h.route_get(dst, src)).py()?;
+        to_py(py, &d)
+    }
+
+    /// Send ARP requests for `target` out of `dev` and report every MAC that
+    /// answers (more than one: ARP flux). Needs CAP_NET_RAW.
+    #[pyo3(signature = (dev, target, *, count=3, timeout=2.0, source=None))]
+    fn probe_arp<'py>(
+        &self,
+        py: Python<'py>,
+        dev: String,
+        target: &Bound<'py, PyAny>,
+        count: u32,
+        timeout: f64,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v4 = |what: &str, v: &Bound<'py, PyAny>| -> PyResult<Ipv4Addr> {
+            match ip_arg(what, v)? {
+                IpAddr::V4(a) => Ok(a),
+                IpAddr::V6(a) => Err(py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("ARP probes IPv4 only; {what} {a} is IPv6"),
+                ))),
+            }
+        };
+        let target = v4("target", target)?;
+        let source = source.map(|s| v4("source", s)).transpose()?;
+        if !(timeout.is_finite() && timeout > 0.0 && timeout < 3600.0) {
+            return Err(py_err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("ARP probe timeout {timeout} s is not between 0 and 3600"),
+            )));
+        }
+        let opts = roce_net::probe::ArpProbeOptions {
+            count,
+            timeout: Duration::from_secs_f64(timeout),
+            source,
+        };
+        let h = self.inner.clone();
+        let r = py.detach(move || h.probe_arp(&dev, target, opts)).py()?;
+        to_py(py, &r)
     }
 
     fn __repr__(&self) -> String {

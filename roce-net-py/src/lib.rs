@@ -9,7 +9,10 @@ use pyo3::prelude::*;
 mod convert;
 mod errors;
 mod host;
+mod lab;
+mod persist;
 mod plan;
+mod policy;
 mod state;
 
 /// The extension module.
@@ -25,5 +28,13 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(state::load_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(state::parse_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(state::save_snapshot, m)?)?;
+    m.add_class::<policy::Policy>()?;
+    m.add_function(wrap_pyfunction!(policy::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::render_diff, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::describe, m)?)?;
+    m.add_function(wrap_pyfunction!(persist::render_persistence, m)?)?;
+    m.add_function(wrap_pyfunction!(persist::write_persistence, m)?)?;
+    m.add_function(wrap_pyfunction!(persist::persistence_backends, m)?)?;
+    m.add_class::<lab::Lab>()?;
     Ok(())
 }

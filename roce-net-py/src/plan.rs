@@ -34,7 +34,6 @@ pub fn plan_to_py(py: Python<'_>, plan: Plan) -> PyResult<Bound<'_, PyAny>> {
 }
 
 /// The Rust plan for a Python `Plan` (used by the apply binding).
-#[allow(dead_code)]
 pub fn native_plan(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Plan>> {
     if let Ok(n) = obj.cast::<NativePlan>() {
         return Ok(n.get().inner.clone());

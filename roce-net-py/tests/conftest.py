@@ -47,8 +47,11 @@ class Netns:
         ip("-n", name, "link", "set", "lo", "up")
 
     def add_nic(self, ifname: str, addr: str) -> None:
-        ip("-n", self.name, "link", "add", ifname, "type", "dummy")
+        """A veth pair inside the namespace (no dummy module needed); `ifname` gets
+        the address, its peer `<ifname>p` stays unaddressed."""
+        ip("-n", self.name, "link", "add", ifname, "type", "veth", "peer", "name", ifname + "p")
         ip("-n", self.name, "addr", "add", addr, "dev", ifname)
+        ip("-n", self.name, "link", "set", ifname + "p", "up")
         ip("-n", self.name, "link", "set", ifname, "up")
 
     def run(self, *args: str) -> str:
@@ -100,34 +103,17 @@ def netlink_ready() -> None:
         pytest.skip(f"the library cannot snapshot yet: {e}")
 
 
-class SeedLab:
-    """The seed scenario: a host namespace with four NICs in one /24 and a peer,
-    all on one bridge that lives in a third (switch) namespace."""
-
-    SUBNET = "198.18.20"
-
-    def __init__(self, make: Callable[[], Netns], nics: int = 4) -> None:
-        self.switch = make()
-        self.host = make()
-        self.peer = make()
-        self.switch.run("link", "add", "br0", "type", "bridge")
-        self.switch.run("link", "set", "br0", "up")
-        self.nics = []
-        for i in range(nics):
-            self._wire(self.host, f"rn{i}", f"sw{i}", f"{self.SUBNET}.{11 + i}/24")
-            self.nics.append((f"rn{i}", f"{self.SUBNET}.{11 + i}"))
-        self._wire(self.peer, "p0", "swp", f"{self.SUBNET}.100/24")
-        self.peer_ip = f"{self.SUBNET}.100"
-
-    def _wire(self, ns: Netns, inside: str, outside: str, addr: str) -> None:
-        ip("link", "add", inside, "netns", ns.name, "type", "veth", "peer", "name", outside,
-           "netns", self.switch.name)
-        ns.run("addr", "add", addr, "dev", inside)
-        ns.run("link", "set", inside, "up")
-        self.switch.run("link", "set", outside, "master", "br0")
-        self.switch.run("link", "set", outside, "up")
-
-
 @pytest.fixture
-def seed_lab(make_netns) -> SeedLab:
-    return SeedLab(make_netns)
+def seed_lab():
+    """The library's seed scenario (roce_net.Lab.seed, namespaces rnt-py-<pid>-*):
+    host namespace with r0..r3 at 198.18.0.11-14/24, a peer p0 at .100, one bridge."""
+    why = _can_make_netns()
+    if why:
+        cannot_run(why)
+    import roce_net
+
+    lab = roce_net.Lab.seed(4, tag="py")
+    try:
+        yield lab
+    finally:
+        lab.close()

@@ -102,14 +102,16 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, netlink_ready)
         missing.append("Host.apply")
     if missing:
         pytest.skip(f"roce_net does not bind {', '.join(missing)} yet")
-    ns = seed_lab.host.name
-    host = roce_net.Host(netns=ns)
+    ns = seed_lab.host_ns
+    host = seed_lab.host()
     before = host.snapshot()
 
     out = run_playbook(ns, "--check", "--diff")
     res = task_result(out, "Plan and apply the policy")
     assert res["changed"] is True and res["changes"], res
-    assert "lookup" in res["diff"]["after"], res["diff"]
+    assert "rule from 198.18.0.12 lookup" in res["diff"]["after"], res["diff"]
+    assert "net.ipv4.conf.r1.arp_ignore 0" in res["diff"]["before"], res["diff"]
+    assert "net.ipv4.conf.r1.arp_ignore 1" in res["diff"]["after"], res["diff"]
     facts = task_result(out, "Gather roce-net facts")
     assert facts["ansible_facts"]["roce_net_snapshot"]["netns"] == ns
     assert routing_view(host.snapshot()) == routing_view(before), "check mode changed the host"
@@ -117,8 +119,8 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, netlink_ready)
     out = run_playbook(ns)
     assert out["stats"]["localhost"]["changed"] >= 1
     after = host.snapshot()
-    for ifname, addr in seed_lab.nics:
-        assert any(r.src == f"{addr}/32" for r in after.rules), (ifname, after.rules)
+    for nic in seed_lab.nics:
+        assert any(r.src == f"{nic.address}/32" for r in after.rules), (nic, after.rules)
 
     out = run_playbook(ns)
     assert out["stats"]["localhost"]["changed"] == 0, out["stats"]

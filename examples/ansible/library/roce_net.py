@@ -58,12 +58,12 @@ applied:
   returned: when applied
   type: dict
 persisted:
-  description: Persistent files written (or that would be, in check mode).
+  description: The write report (written, unchanged, backups, per-file unified
+    diffs); in check mode what would be written.
   returned: when persist is set
-  type: list
+  type: dict
 """
 
-import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -77,81 +77,28 @@ else:
     IMPORT_ERROR = None
 
 
-def _sysctl_name(s):
-    if isinstance(s, dict) and "conf" in s:
-        t = s["conf"]["target"]
-        target = t["interface"].replace(".", "/") if isinstance(t, dict) else t
-        return "net.ipv4.conf.%s.%s" % (target, s["conf"]["key"])
-    if isinstance(s, dict) and "tuning" in s:
-        return "tuning.%s" % s["tuning"]
-    return str(s)
-
-
-def _route(r):
-    out = ["route", r.dst]
-    if r.gateway:
-        out += ["via", r.gateway]
-    if r.dev:
-        out += ["dev", r.dev]
-    out += ["table", str(r.table)]
-    if r.prefsrc:
-        out += ["src", r.prefsrc]
-    out += ["proto", str(r.protocol)]
-    if r.metric is not None:
-        out += ["metric", str(r.metric)]
-    return " ".join(out)
-
-
-def _rule(r):
-    out = ["rule", "pref", str(r.priority)]
-    if r.src:
-        out += ["from", r.src]
-    if r.dst:
-        out += ["to", r.dst]
-    if r.iif:
-        out += ["iif", r.iif]
-    if r.oif:
-        out += ["oif", r.oif]
-    out += ["lookup", str(r.table), "proto", str(r.protocol)]
-    return " ".join(out)
-
-
-def change_lines(c):
-    """(before lines, after lines) of one Change."""
-    if c.op == "set_sysctl":
-        name = _sysctl_name(c.sysctl)
-        before = [] if c.before is None else ["%s = %s" % (name, c.before)]
-        return before, ["%s = %s" % (name, c.after)]
-    if c.op == "add_route":
-        return [], [_route(c.route)]
-    if c.op == "delete_route":
-        return [_route(c.route)], []
-    if c.op == "replace_route":
-        return [_route(c.before)], [_route(c.after)]
-    if c.op == "add_rule":
-        return [], [_rule(c.rule)]
-    if c.op == "delete_rule":
-        return [_rule(c.rule)], []
-    if c.op == "flush_neighbors":
-        return ["neigh %s dev %s lladdr %s" % (n.ip, n.ifname, n.mac) for n in c.entries or ()], []
-    if c.op == "register_table_name":
-        before = [] if c.before is None else ["table %d %s" % (c.id, c.before)]
-        return before, ["table %d %s" % (c.id, c.name)]
-    d = c.to_dict()
-    return [], ["%s %s" % (c.op, d)]
-
-
-def describe(c):
-    before, after = change_lines(c)
-    return "%s: %s" % (c.op, "; ".join(["- " + b for b in before] + ["+ " + a for a in after]))
+def split_diff(text):
+    """The library's plan diff (``+`` add, ``-`` delete, ``~ old -> new``) as
+    (before lines, after lines) for Ansible's before/after diff."""
+    before, after = [], []
+    for line in text.splitlines():
+        mark, _, rest = line.partition(" ")
+        if mark == "+":
+            after.append(rest)
+        elif mark == "-":
+            before.append(rest)
+        elif mark == "~" and " -> " in rest:
+            old, new = rest.rsplit(" -> ", 1)
+            old_w, new_w = old.split(" "), new.split(" ")
+            before.append(old)
+            after.append(" ".join(old_w[: max(len(old_w) - len(new_w), 0)] + new_w))
+        elif line.strip():
+            after.append(line)
+    return before, after
 
 
 def plan_diff(plan):
-    before, after = [], []
-    for c in plan.changes:
-        b, a = change_lines(c)
-        before += b
-        after += a
+    before, after = split_diff(plan.render_diff())
     where = plan.netns or "current namespace"
     return dict(
         before_header="%s (%s): now" % (plan.hostname, where),
@@ -178,26 +125,11 @@ def load_policy(module):
     module.fail_json(msg="give policy or policy_file")
 
 
-def persist(module, plan, backend, root, check):
-    """Write the rendered persistent files; return [{path, changed}]."""
+def persist(plan, backend, root, check):
+    """Render and write (or, in check mode, only compare) the persistent files."""
     files = roce_net.render_persistence(plan, backend)
-    out = []
-    for f in files:
-        path = os.path.join(root, f.path.lstrip("/"))
-        try:
-            with open(path) as fh:
-                old = fh.read()
-        except OSError:
-            old = None
-        changed = old != f.content
-        if changed and not check:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = path + ".roce-net.tmp"
-            with open(tmp, "w") as fh:
-                fh.write(f.content)
-            os.replace(tmp, path)
-        out.append(dict(path=path, changed=changed))
-    return out
+    report = roce_net.write_persistence(files, root, dry_run=check)
+    return report.to_dict()
 
 
 def error_result(e, **extra):
@@ -234,8 +166,8 @@ def main():
     missing = [n for n in ("Policy", "plan") if not hasattr(roce_net, n)]
     if not module.check_mode and not hasattr(roce_net.Host, "apply"):
         missing.append("Host.apply")
-    if p["persist"] and not hasattr(roce_net, "render_persistence"):
-        missing.append("render_persistence")
+    if p["persist"] and not hasattr(roce_net, "write_persistence"):
+        missing.append("write_persistence")
     if missing:
         module.fail_json(
             msg="this roce_net (%s) lacks %s; install a newer wheel"
@@ -248,7 +180,7 @@ def main():
         state = host.snapshot()
         plan = roce_net.plan(state, policy)
         result["plan"] = plan.to_dict()
-        result["changes"] = [describe(c) for c in plan.changes]
+        result["changes"] = list(plan.describe())
         result["changed"] = not plan.is_empty()
         if module._diff:
             result["diff"] = plan_diff(plan)
@@ -257,9 +189,9 @@ def main():
             report = host.apply(plan, confirm_timeout=timeout)
             result["applied"] = report.to_dict() if hasattr(report, "to_dict") else report
         if p["persist"]:
-            written = persist(module, plan, p["persist"], p["persist_root"], module.check_mode)
-            result["persisted"] = written
-            result["changed"] = result["changed"] or any(w["changed"] for w in written)
+            report = persist(plan, p["persist"], p["persist_root"], module.check_mode)
+            result["persisted"] = report
+            result["changed"] = result["changed"] or bool(report["written"])
     except roce_net.RoceNetError as e:
         module.fail_json(**error_result(e, **result))
     module.exit_json(**result)

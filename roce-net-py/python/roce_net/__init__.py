@@ -52,8 +52,26 @@ from ._types import (
     SnapshotWarning,
     SysctlView,
     Tuning,
+    RouteDecision,
+    ArpReply,
+    ArpProbeResult,
+    RenderedFile,
+    FileDiff,
+    WriteReport,
+    LabNic,
 )
-from ._roce_net import Host, load_snapshot, parse_snapshot, save_snapshot
+from ._roce_net import (
+    Host,
+    Lab,
+    Policy,
+    load_snapshot,
+    parse_snapshot,
+    persistence_backends,
+    plan,
+    render_persistence,
+    save_snapshot,
+    write_persistence,
+)
 
 __version__: str = _roce_net.__version__
 SCHEMA_VERSION: int = _roce_net.SCHEMA_VERSION
@@ -66,6 +84,12 @@ __all__ = [
     "load_snapshot",
     "parse_snapshot",
     "save_snapshot",
+    "Policy",
+    "plan",
+    "render_persistence",
+    "write_persistence",
+    "persistence_backends",
+    "Lab",
     # result types
     "HostState",
     "SnapshotWarning",
@@ -88,6 +112,13 @@ __all__ = [
     "Plan",
     "DesiredState",
     "NicDesired",
+    "RouteDecision",
+    "ArpReply",
+    "ArpProbeResult",
+    "RenderedFile",
+    "FileDiff",
+    "WriteReport",
+    "LabNic",
     # errors
     "RoceNetError",
     "RoceNetPermissionError",

@@ -12,7 +12,10 @@ catch what they can handle::
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional, Sequence, Tuple, Type
+
+_FIELD_PATH = re.compile(r'[A-Za-z_][\w-]*(?:\.[\w*?-]+|\."[^"]*"|\[\d+\])*')
 
 __all__ = [
     "RoceNetError",
@@ -97,14 +100,11 @@ class PolicyError(RoceNetError, ValueError):
 
     @property
     def field(self) -> Optional[str]:
-        """The field path the library named, or None."""
-        for line in (self.message, *self.context):
-            if line.startswith("at "):
-                return line[3:].split(":", 1)[0].strip()
-            if ": " in line and not line.startswith(" "):
-                head = line.split(": ", 1)[0]
-                if head and " " not in head:
-                    return head
+        """The field path the library named (``routing.table_base``,
+        ``nics.include[0]``), or None when the error is about the whole document."""
+        head, sep, _ = self.message.partition(": ")
+        if sep and _FIELD_PATH.fullmatch(head):
+            return head
         return None
 
 

@@ -2,9 +2,19 @@
 # `python -m mypy.stubtest roce_net` (scripts/test-python.sh): keep in step.
 import os
 import pathlib
-from typing import Any, Dict, Optional, Type, Union, final
+import ipaddress
+from types import TracebackType
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Union, final
 
-from ._types import HostState, Plan
+from ._types import (
+    ArpProbeResult,
+    HostState,
+    LabNic,
+    Plan,
+    RenderedFile,
+    RouteDecision,
+    WriteReport,
+)
 
 __all__ = [
     "__version__",
@@ -17,12 +27,21 @@ __all__ = [
     "load_snapshot",
     "parse_snapshot",
     "save_snapshot",
+    "Policy",
+    "plan",
+    "_render_diff",
+    "_describe",
+    "render_persistence",
+    "write_persistence",
+    "persistence_backends",
+    "Lab",
 ]
 
 __version__: str
 SCHEMA_VERSION: int
 
 _Path = Union[str, os.PathLike[str]]
+_IP = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
 
 def _register(classes: Dict[str, Any], errors: Dict[str, Any], base_error: Type[BaseException]) -> None: ...
 def _from_json(type_name: str, text: str) -> Any: ...
@@ -69,3 +88,84 @@ class Host:
     def etc_root(self) -> pathlib.Path: ...
     def snapshot(self) -> HostState:
         """Capture links, addresses, neighbours, routes, rules, sysctls and RDMA devices."""
+    def route_get(self, dst: _IP, src: Optional[_IP] = None) -> RouteDecision:
+        """Where a packet to ``dst`` (from ``src``) goes, as ``ip route get`` answers it."""
+    def probe_arp(
+        self,
+        dev: str,
+        target: Union[str, ipaddress.IPv4Address],
+        *,
+        count: int = 3,
+        timeout: float = 2.0,
+        source: Optional[Union[str, ipaddress.IPv4Address]] = None,
+    ) -> ArpProbeResult:
+        """ARP-probe ``target`` out of ``dev``; every MAC that answers (needs CAP_NET_RAW)."""
+
+@final
+class Policy:
+    """A validated roce-net policy. Build with ``from_dict`` / ``from_yaml`` /
+    ``from_json`` / ``load``; errors raise PolicyError with the field path."""
+
+    def __new__(cls) -> Policy: ...
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy: ...
+    @classmethod
+    def from_yaml(cls, text: str) -> Policy: ...
+    @classmethod
+    def from_json(cls, text: str) -> Policy: ...
+    @classmethod
+    def load(cls, path: _Path) -> Policy: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def to_json(self) -> str: ...
+
+def plan(state: HostState, policy: Policy) -> Plan:
+    """The ordered changes that make ``state`` comply with ``policy`` (pure, no I/O)."""
+def _render_diff(plan: Plan) -> str: ...
+def _describe(plan: Plan) -> Tuple[str, ...]: ...
+def render_persistence(
+    plan: Plan,
+    backend: str,
+    *,
+    networkd_files: Optional[Mapping[str, str]] = None,
+    nm_connections: Optional[Mapping[str, str]] = None,
+    netplan_devices: Optional[Mapping[str, Tuple[str, str]]] = None,
+) -> Tuple[RenderedFile, ...]:
+    """Boot-persistent files for the plan's desired state (``persistence_backends()`` names)."""
+def write_persistence(
+    files: Iterable[RenderedFile], root: Optional[_Path] = None, dry_run: bool = False
+) -> WriteReport:
+    """Write rendered files under ``root`` (default ``/``) safely: all checked first,
+    atomic replace, backups kept; ``dry_run`` only reports."""
+def persistence_backends() -> List[str]: ...
+
+@final
+class Lab:
+    """Throwaway network namespaces (root only), removed on ``close()`` / ``with`` exit."""
+
+    @classmethod
+    def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
+        """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def namespaces(self) -> Tuple[str, ...]: ...
+    @property
+    def host_ns(self) -> Optional[str]: ...
+    @property
+    def peer_ns(self) -> Optional[str]: ...
+    @property
+    def switch_ns(self) -> Optional[str]: ...
+    @property
+    def nics(self) -> Tuple[LabNic, ...]: ...
+    @property
+    def peer_nic(self) -> Optional[LabNic]: ...
+    @property
+    def closed(self) -> bool: ...
+    def host(self) -> Host: ...
+    def peer(self) -> Host: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Lab: ...
+    def __exit__(
+        self,
+        *_exc: Union[Optional[Type[BaseException]], Optional[BaseException], Optional[TracebackType]],
+    ) -> bool: ...

@@ -43,6 +43,13 @@ __all__ = [
     "Plan",
     "DesiredState",
     "NicDesired",
+    "RouteDecision",
+    "ArpReply",
+    "ArpProbeResult",
+    "RenderedFile",
+    "FileDiff",
+    "WriteReport",
+    "LabNic",
 ]
 
 _T = TypeVar("_T", bound="_Record")
@@ -397,6 +404,8 @@ CHANGE_FIELDS: Dict[str, Tuple[str, ...]] = {
     "delete_rule": ("rule",),
     "flush_neighbors": ("ifname", "entries"),
     "register_table_name": ("id", "name", "before"),
+    "restore_neighbors": ("ifname", "entries"),
+    "unregister_table_name": ("id", "name"),
 }
 
 
@@ -446,12 +455,106 @@ class Plan(_Record):
         """True when the host already complies."""
         return not self.changes
 
+    def render_diff(self) -> str:
+        """A readable diff, one line per object (``+`` add, ``-`` delete, ``~`` change),
+        in ``ip`` vocabulary; empty for an empty plan."""
+        text: str = _roce_net._render_diff(self)
+        return text
+
+    def describe(self) -> Tuple[str, ...]:
+        """One line per change."""
+        lines: Tuple[str, ...] = _roce_net._describe(self)
+        return lines
+
     def to_dict(self) -> Dict[str, Any]:
         """Plain data, exactly the library's plan JSON schema."""
         if self._native is not None:
             d: Dict[str, Any] = json.loads(self._native.to_json())
             return d
         return _Record.to_dict(self)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RouteDecision(_Record):
+    """Where a packet would go (``ip route get``): the table that matched, policy
+    rules included."""
+
+    _RUST: ClassVar[str] = "RouteDecision"
+    table: int
+    dev: Optional[str]
+    prefsrc: Optional[str]
+    gateway: Optional[str]
+    type: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArpReply(_Record):
+    """One MAC address that answered an ARP probe."""
+
+    _RUST: ClassVar[str] = "ArpReply"
+    mac: str
+    sender_ip: str
+    count: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArpProbeResult(_Record):
+    """What an ARP probe saw: every distinct MAC that answered, in order."""
+
+    _RUST: ClassVar[str] = "ArpProbeResult"
+    requests_sent: int
+    replies: Tuple[ArpReply, ...]
+
+    @property
+    def is_flux(self) -> bool:
+        """True when more than one MAC answered for the address (ARP flux)."""
+        return len(self.replies) > 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenderedFile(_Record):
+    """One boot-persistent file to write (``path`` as on the target host)."""
+
+    _RUST: ClassVar[str] = "RenderedFile"
+    path: str
+    content: str
+    mode: int
+    note: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileDiff(_Record):
+    """How one persistent file would change (``status``: create, modify, unchanged)."""
+
+    _RUST: ClassVar[str] = "FileDiff"
+    path: str
+    status: str
+    mode_before: Optional[int]
+    mode_after: int
+    diff: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WriteReport(_Record):
+    """What ``write_persistence`` did (or would do, with ``dry_run``)."""
+
+    _RUST: ClassVar[str] = "WriteReport"
+    dry_run: bool
+    written: Tuple[str, ...]
+    unchanged: Tuple[str, ...]
+    backups: Tuple[str, ...]
+    diffs: Tuple[FileDiff, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LabNic(_Record):
+    """One lab interface: a veth end in a lab namespace, plugged into the switch."""
+
+    _RUST: ClassVar[str] = "LabNic"
+    namespace: str
+    name: str
+    address: str
+    prefix_len: int
 
 
 _ALL: Tuple[type, ...] = (
@@ -475,6 +578,13 @@ _ALL: Tuple[type, ...] = (
     DesiredState,
     Change,
     Plan,
+    RouteDecision,
+    ArpReply,
+    ArpProbeResult,
+    RenderedFile,
+    FileDiff,
+    WriteReport,
+    LabNic,
 )
 
 
