@@ -3,9 +3,11 @@
 use crate::render;
 use clap::{Parser, Subcommand};
 use roce_net::{Error, ErrorKind, Host, HostState};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Exit codes (documented in docs/cli.md).
 pub mod exit {
@@ -51,6 +53,12 @@ struct Cli {
     /// Read RDMA devices from DIR/class/infiniband instead of /sys.
     #[arg(long, global = true, value_name = "DIR")]
     sysfs_root: Option<PathBuf>,
+    /// Read and write iproute2's table names under DIR/iproute2 instead of /etc.
+    #[arg(long, global = true, value_name = "DIR")]
+    etc_root: Option<PathBuf>,
+    /// Where apply keeps its locks and journals.
+    #[arg(long, global = true, value_name = "DIR", default_value = roce_net::apply::DEFAULT_STATE_DIR)]
+    state_dir: PathBuf,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]
     json: bool,
@@ -78,6 +86,90 @@ enum Cmd {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
+    RouteGet {
+        /// Destination address.
+        dst: IpAddr,
+        /// Source address (`from`).
+        #[arg(long = "from", value_name = "SRC")]
+        src: Option<IpAddr>,
+    },
+    /// Send probes from this host and report what answers.
+    Probe {
+        #[command(subcommand)]
+        what: ProbeCmd,
+    },
+    /// Show the changes a policy needs on this host, as a reviewable diff.
+    Plan {
+        /// Policy file (YAML or JSON); the built-in default policy when omitted.
+        #[arg(short = 'f', long = "policy", value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Also write the plan as JSON to FILE (for `apply --plan FILE`).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Apply a policy as a transaction: verify, roll back on any failure.
+    Apply {
+        /// Policy file (YAML or JSON); the built-in default policy when omitted.
+        #[arg(
+            short = 'f',
+            long = "policy",
+            value_name = "FILE",
+            conflicts_with = "plan"
+        )]
+        policy: Option<PathBuf>,
+        /// Apply a plan saved with `plan -o FILE` (refused if the host drifted since).
+        #[arg(long, value_name = "FILE")]
+        plan: Option<PathBuf>,
+        /// Do not ask for confirmation.
+        #[arg(short, long)]
+        yes: bool,
+        /// Roll back on its own unless `roce-net confirm` arrives within SECS.
+        #[arg(long, value_name = "SECS")]
+        confirm_timeout: Option<u64>,
+    },
+    /// Keep an apply made with --confirm-timeout.
+    Confirm,
+    /// Undo the last apply from its journal (also after a crash or a killed apply).
+    Rollback,
+    /// Render the fix as boot-persistent configuration and write it.
+    Persist {
+        /// Policy file; the built-in default policy when omitted.
+        #[arg(short = 'f', long = "policy", value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// sysctl.d, rt_tables.d, networkd, netplan, networkmanager or ifupdown;
+        /// detected from the host when omitted.
+        #[arg(long, value_name = "BACKEND")]
+        backend: Option<String>,
+        /// Show what would be written, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write under DIR instead of / (for review or image building).
+        #[arg(long, value_name = "DIR", default_value = "/")]
+        root: PathBuf,
+    },
+    /// Internal: the confirm-timeout watchdog, started detached by `apply`.
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog,
+}
+
+#[derive(Subcommand, Debug)]
+enum ProbeCmd {
+    /// ARP requests from DEV for TARGET; every distinct MAC that answers.
+    Arp {
+        /// Device to send from.
+        #[arg(long)]
+        dev: String,
+        /// Address to resolve.
+        #[arg(long)]
+        target: Ipv4Addr,
+        /// Requests to send.
+        #[arg(long, default_value_t = 3)]
+        count: u32,
+        /// Seconds to listen for replies.
+        #[arg(long, default_value_t = 2.0)]
+        timeout: f64,
+    },
 }
 
 /// Entry point.
@@ -85,7 +177,11 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }
@@ -137,6 +233,9 @@ fn host(cli: &Cli) -> Result<Host, Error> {
     };
     if let Some(r) = &cli.sysfs_root {
         h = h.with_sysfs_root(r.clone());
+    }
+    if let Some(r) = &cli.etc_root {
+        h = h.with_etc_root(r.clone());
     }
     Ok(h)
 }
@@ -191,6 +290,252 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 None => out(&text),
             }
         }
+        Cmd::RouteGet { dst, src } => {
+            let d = host(&cli)?.route_get(*dst, *src)?;
+            if cli.json {
+                print_json(&d)?;
+            } else {
+                out(&render::route_decision(*dst, *src, &d));
+            }
+        }
+        Cmd::Probe {
+            what:
+                ProbeCmd::Arp {
+                    dev,
+                    target,
+                    count,
+                    timeout,
+                },
+        } => {
+            if !timeout.is_finite() || *timeout <= 0.0 || *timeout > 3600.0 {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "--timeout must be between 0 and 3600 seconds",
+                ));
+            }
+            let opts = roce_net::probe::ArpProbeOptions {
+                count: *count,
+                timeout: Duration::from_secs_f64(*timeout),
+                source: None,
+            };
+            let r = host(&cli)?.probe_arp(dev, *target, opts)?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                out(&render::arp_probe(dev, *target, &r));
+            }
+        }
+        Cmd::Plan { policy, output } => {
+            let policy = load_policy(policy)?;
+            let st = host(&cli)?.snapshot()?;
+            let p = roce_net::plan::plan(&st, &policy)?;
+            if let Some(o) = output {
+                std::fs::write(o, p.to_json() + "\n")
+                    .map_err(|e| Error::io(e, format!("writing plan to {}", o.display())))?;
+            }
+            if cli.json {
+                out(&p.to_json());
+            } else {
+                out(&render::plan(&p));
+            }
+        }
+        Cmd::Apply {
+            policy,
+            plan,
+            yes,
+            confirm_timeout,
+        } => return apply(&cli, policy, plan, *yes, *confirm_timeout),
+        Cmd::Confirm => {
+            roce_net::apply::confirm(&host(&cli)?, &apply_opts(&cli))?;
+            if cli.json {
+                print_json(&serde_json::json!({"confirmed": true}))?;
+            } else {
+                out("confirmed: the last apply is kept");
+            }
+        }
+        Cmd::Rollback => {
+            let r = roce_net::apply::rollback(&host(&cli)?, &apply_opts(&cli))?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                let mut s = format!("rolled back the last apply (it was {}):\n", r.was);
+                for u in &r.undone {
+                    s.push_str(&format!("  {u}\n"));
+                }
+                out(&s);
+            }
+        }
+        Cmd::Persist {
+            policy,
+            backend,
+            dry_run,
+            root,
+        } => {
+            let policy = load_policy(policy)?;
+            let h = host(&cli)?;
+            let st = h.snapshot()?;
+            let desired = roce_net::plan::desired_state(&st, &policy)?;
+            let (backend, why) = match backend
+                .as_deref()
+                .map(str::parse::<roce_net::persist::Backend>)
+            {
+                Some(Ok(b)) => (b, "given on the command line".to_string()),
+                Some(Err(e)) => return Err(e),
+                None => match policy.persistence.backend.backend() {
+                    Some(b) => (b, "set in the policy".to_string()),
+                    None => {
+                        roce_net::persist::detect_explained(&root.join("etc"), &root.join("run"))
+                    }
+                },
+            };
+            let files = roce_net::persist::render(&desired, backend, &Default::default())?;
+            let report = roce_net::persist::write_files(&files, root, *dry_run)?;
+            if cli.json {
+                print_json(
+                    &serde_json::json!({"backend": backend.name(), "reason": why, "files": files, "report": report}),
+                )?;
+            } else {
+                out(&render::persist(backend, &why, &files, &report));
+            }
+        }
+        Cmd::Watchdog => {
+            let outcome = roce_net::apply::watchdog(&host(&cli)?, &apply_opts(&cli))?;
+            if cli.json {
+                print_json(&outcome)?;
+            }
+        }
     }
     Ok(exit::OK)
+}
+
+fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::policy::Policy, Error> {
+    match path {
+        Some(p) => roce_net::policy::Policy::load(p),
+        None => Ok(roce_net::policy::Policy::default()),
+    }
+}
+
+fn apply_opts(cli: &Cli) -> roce_net::apply::ApplyOptions {
+    let mut o = roce_net::apply::ApplyOptions {
+        state_dir: cli.state_dir.clone(),
+        ..Default::default()
+    };
+    // Test hook for the killed-apply test: `INDEX:MILLIS` pauses after that change.
+    if let Ok(v) = std::env::var("ROCE_NET_TEST_PAUSE_AFTER") {
+        if let Some((i, ms)) = v.split_once(':') {
+            if let (Ok(i), Ok(ms)) = (i.parse(), ms.parse()) {
+                o.pause_after = Some((i, Duration::from_millis(ms)));
+            }
+        }
+    }
+    o
+}
+
+fn apply(
+    cli: &Cli,
+    policy: &Option<PathBuf>,
+    plan_file: &Option<PathBuf>,
+    yes: bool,
+    confirm_timeout: Option<u64>,
+) -> Result<u8, Error> {
+    let h = host(cli)?;
+    let plan = match plan_file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| Error::io(e, format!("reading plan {}", f.display())))?;
+            roce_net::plan::Plan::from_json(&text)
+                .map_err(|e| e.context(format!("in plan {}", f.display())))?
+        }
+        None => roce_net::plan::plan(&h.snapshot()?, &load_policy(policy)?)?,
+    };
+    if plan.is_empty() {
+        if cli.json {
+            print_json(&serde_json::json!({"applied": 0, "changes": []}))?;
+        } else {
+            out("nothing to do: the host already matches the policy");
+        }
+        return Ok(exit::OK);
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "apply needs confirmation: review `roce-net plan`, then run with --yes (standard input is not a terminal)",
+            ));
+        }
+        eprint!(
+            "{}\nApply these {} change(s)? [y/N] ",
+            render::plan(&plan),
+            plan.changes.len()
+        );
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("nothing changed");
+            return Ok(exit::DECLINED);
+        }
+    }
+    let mut opts = apply_opts(cli);
+    opts.confirm_timeout = confirm_timeout.map(Duration::from_secs);
+    let report = roce_net::apply::apply(&h, &plan, &opts)?;
+    if report.confirm_deadline.is_some() {
+        spawn_watchdog(cli)?;
+    }
+    if cli.json {
+        print_json(&report)?;
+    } else {
+        let mut s = format!("applied {} change(s), verified:\n", report.applied);
+        for c in &report.changes {
+            s.push_str(&format!("  {c}\n"));
+        }
+        if let Some(d) = report.confirm_deadline {
+            let left = d.saturating_sub(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|x| x.as_secs())
+                    .unwrap_or(0),
+            );
+            s.push_str(&format!(
+                "run `roce-net{} confirm` within {left}s to keep it; otherwise it is rolled back\n",
+                cli.netns
+                    .as_deref()
+                    .map(|n| format!(" --netns {n}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out(&s);
+    }
+    Ok(exit::OK)
+}
+
+/// Start the confirm-timeout watchdog as a detached process (its own session), so
+/// it survives the SSH session that ran `apply`.
+fn spawn_watchdog(cli: &Cli) -> Result<(), Error> {
+    use std::os::unix::process::CommandExt;
+    let exe =
+        std::env::current_exe().map_err(|e| Error::io(e, "finding the roce-net executable"))?;
+    let mut cmd = std::process::Command::new(exe);
+    if let Some(n) = &cli.netns {
+        cmd.arg("--netns").arg(n);
+    }
+    if let Some(r) = &cli.etc_root {
+        cmd.arg("--etc-root").arg(r);
+    }
+    cmd.arg("--state-dir").arg(&cli.state_dir).arg("__watchdog");
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe; called in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().map(|_| ()).map_err(|e| {
+        Error::io(
+            e,
+            "starting the confirm-timeout watchdog; run `roce-net rollback` by hand if needed",
+        )
+    })
 }

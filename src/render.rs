@@ -58,7 +58,9 @@ impl Table {
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
-    v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+    v.as_ref()
+        .map(|x| x.to_string())
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The GID as sysfs and show_gids print it: eight groups of four hex digits.
@@ -95,7 +97,11 @@ pub fn gid_rows(st: &HostState) -> Vec<GidRow> {
                     index: g.index,
                     gid: gid_text(g),
                     ipv4: g.ipv4.map(|a| a.to_string()),
-                    ver: g.gid_type.as_ref().map(|t| t.short().to_string()).unwrap_or_default(),
+                    ver: g
+                        .gid_type
+                        .as_ref()
+                        .map(|t| t.short().to_string())
+                        .unwrap_or_default(),
                     netdev: g.netdev.clone(),
                 });
             }
@@ -119,7 +125,15 @@ pub fn gids(st: &HostState) -> String {
         ]);
     }
     let mut s = t.render();
-    let _ = writeln!(s, "n_gids_found={}", st.rdma.iter().flat_map(|d| &d.ports).map(|p| p.gids.len()).sum::<usize>());
+    let _ = writeln!(
+        s,
+        "n_gids_found={}",
+        st.rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .map(|p| p.gids.len())
+            .sum::<usize>()
+    );
     s
 }
 
@@ -137,13 +151,19 @@ fn addrs_of(st: &HostState, ifname: &str) -> String {
 }
 
 fn proto_name(p: u8) -> String {
-    protocol::name(p).map(str::to_string).unwrap_or_else(|| p.to_string())
+    protocol::name(p)
+        .map(str::to_string)
+        .unwrap_or_else(|| p.to_string())
 }
 
 /// `roce-net show`.
 pub fn show(st: &HostState) -> String {
     let mut s = String::new();
-    let ns = st.netns.as_deref().map(|n| format!(" (netns {n})")).unwrap_or_default();
+    let ns = st
+        .netns
+        .as_deref()
+        .map(|n| format!(" (netns {n})"))
+        .unwrap_or_default();
     let _ = writeln!(s, "host {}{}", st.hostname, ns);
 
     // RDMA view, ibdev2netdev style.
@@ -151,14 +171,30 @@ pub fn show(st: &HostState) -> String {
     if st.rdma.is_empty() {
         s.push_str("  none (no /sys/class/infiniband)\n");
     } else {
-        let mut t = Table::new(&["DEVICE", "PORT", "STATE", "PHYS", "NETDEV", "MTU", "ACTIVE_MTU", "ADDRESS", "RoCEv2-IPv4-GID"]);
+        let mut t = Table::new(&[
+            "DEVICE",
+            "PORT",
+            "STATE",
+            "PHYS",
+            "NETDEV",
+            "MTU",
+            "ACTIVE_MTU",
+            "ADDRESS",
+            "RoCEv2-IPv4-GID",
+        ]);
         for d in &st.rdma {
             for p in &d.ports {
-                let mtu = p.netdev.as_deref().and_then(|n| st.interface(n)).map(|i| i.mtu.to_string());
+                let mtu = p
+                    .netdev
+                    .as_deref()
+                    .and_then(|n| st.interface(n))
+                    .map(|i| i.mtu.to_string());
                 let v2: Vec<String> = p
                     .gids
                     .iter()
-                    .filter(|g| g.ipv4.is_some() && g.gid_type == Some(roce_net::model::GidType::RoceV2))
+                    .filter(|g| {
+                        g.ipv4.is_some() && g.gid_type == Some(roce_net::model::GidType::RoceV2)
+                    })
                     .map(|g| g.index.to_string())
                     .collect();
                 t.row(vec![
@@ -169,8 +205,15 @@ pub fn show(st: &HostState) -> String {
                     opt(&p.netdev),
                     mtu.unwrap_or_else(|| "-".into()),
                     opt(&p.active_mtu),
-                    p.netdev.as_deref().map(|n| addrs_of(st, n)).unwrap_or_else(|| "-".into()),
-                    if v2.is_empty() { "-".into() } else { format!("index {}", v2.join(",")) },
+                    p.netdev
+                        .as_deref()
+                        .map(|n| addrs_of(st, n))
+                        .unwrap_or_else(|| "-".into()),
+                    if v2.is_empty() {
+                        "-".into()
+                    } else {
+                        format!("index {}", v2.join(","))
+                    },
                 ]);
             }
         }
@@ -178,7 +221,18 @@ pub fn show(st: &HostState) -> String {
     }
 
     s.push_str("\nInterfaces\n");
-    let mut t = Table::new(&["IFACE", "STATE", "MTU", "MAC", "ADDRESSES", "MASTER", "ARP_IGNORE", "ARP_ANNOUNCE", "RP_FILTER", "RX_DROP"]);
+    let mut t = Table::new(&[
+        "IFACE",
+        "STATE",
+        "MTU",
+        "MAC",
+        "ADDRESSES",
+        "MASTER",
+        "ARP_IGNORE",
+        "ARP_ANNOUNCE",
+        "RP_FILTER",
+        "RX_DROP",
+    ]);
     for i in &st.interfaces {
         let eff = |k| opt(&st.sysctls.effective(&i.name, k));
         t.row(vec![
@@ -198,7 +252,9 @@ pub fn show(st: &HostState) -> String {
     s.push_str("  (sysctl columns are effective values: the kernel's combination of conf/all and conf/<iface>)\n");
 
     s.push_str("\nPolicy rules\n");
-    let mut t = Table::new(&["PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO"]);
+    let mut t = Table::new(&[
+        "PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO",
+    ]);
     for r in &st.rules {
         let action = match r.action {
             RuleAction::ToTable => format!("lookup {}", st.table_name(r.table)),
@@ -207,7 +263,11 @@ pub fn show(st: &HostState) -> String {
         };
         t.row(vec![
             r.priority.to_string(),
-            format!("{}{}", if r.invert { "not " } else { "" }, r.src.map(|p| p.to_string()).unwrap_or_else(|| "all".into())),
+            format!(
+                "{}{}",
+                if r.invert { "not " } else { "" },
+                r.src.map(|p| p.to_string()).unwrap_or_else(|| "all".into())
+            ),
             r.dst.map(|p| p.to_string()).unwrap_or_else(|| "all".into()),
             opt(&r.iif),
             opt(&r.oif),
@@ -254,8 +314,17 @@ pub fn show(st: &HostState) -> String {
     s.push_str("\nNeighbours\n");
     let mut t = Table::new(&["IP", "DEV", "LLADDR", "STATE"]);
     for n in &st.neighbors {
-        let state: Vec<String> = n.state.iter().map(|x| format!("{x:?}").to_uppercase()).collect();
-        t.row(vec![n.ip.to_string(), n.ifname.clone(), opt(&n.mac), state.join(",")]);
+        let state: Vec<String> = n
+            .state
+            .iter()
+            .map(|x| format!("{x:?}").to_uppercase())
+            .collect();
+        t.row(vec![
+            n.ip.to_string(),
+            n.ifname.clone(),
+            opt(&n.mac),
+            state.join(","),
+        ]);
     }
     if t.is_empty() {
         s.push_str("  none\n");
@@ -266,6 +335,110 @@ pub fn show(st: &HostState) -> String {
         s.push_str("\nWarnings (the snapshot is partial here)\n");
         for w in &st.warnings {
             let _ = writeln!(s, "  {}: {}", w.source, w.message);
+        }
+    }
+    s
+}
+
+/// `roce-net route-get`.
+pub fn route_decision(
+    dst: std::net::IpAddr,
+    src: Option<std::net::IpAddr>,
+    d: &roce_net::model::RouteDecision,
+) -> String {
+    let mut s = format!("{:?} {dst}", d.kind).to_lowercase();
+    if let Some(g) = d.gateway {
+        let _ = write!(s, " via {g}");
+    }
+    if let Some(dev) = &d.dev {
+        let _ = write!(s, " dev {dev}");
+    }
+    if let Some(p) = d.prefsrc {
+        let _ = write!(s, " src {p}");
+    }
+    if let Some(f) = src {
+        let _ = write!(s, " from {f}");
+    }
+    let _ = write!(s, " table {}", d.table);
+    s
+}
+
+/// `roce-net probe arp`.
+pub fn arp_probe(
+    dev: &str,
+    target: std::net::Ipv4Addr,
+    r: &roce_net::probe::ArpProbeResult,
+) -> String {
+    let mut s = format!(
+        "ARP probe for {target} from {dev}: {} request(s), {} distinct MAC(s) answered\n",
+        r.requests_sent,
+        r.replies.len()
+    );
+    for rep in &r.replies {
+        let _ = writeln!(
+            s,
+            "  {}  ({} repl{})",
+            rep.mac,
+            rep.count,
+            if rep.count == 1 { "y" } else { "ies" }
+        );
+    }
+    if r.is_flux() {
+        s.push_str("ARP flux: several interfaces answer for one address; peers may learn the wrong MAC (fix: arp_ignore=1, arp_announce=2)\n");
+    }
+    s
+}
+
+/// `roce-net plan`.
+pub fn plan(p: &roce_net::plan::Plan) -> String {
+    if p.is_empty() {
+        return "no changes: the host already matches the policy\n".into();
+    }
+    let mut s = p.render_diff();
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "{} change(s); apply with `roce-net apply`",
+        p.changes.len()
+    );
+    s
+}
+
+/// `roce-net persist`.
+pub fn persist(
+    backend: roce_net::persist::Backend,
+    why: &str,
+    files: &[roce_net::persist::RenderedFile],
+    report: &roce_net::persist::WriteReport,
+) -> String {
+    let mut s = format!("backend {} ({why})\n", backend.name());
+    for d in &report.diffs {
+        let _ = writeln!(s, "{:?} {}", d.status, d.path.display());
+        if !d.diff.is_empty() {
+            s.push_str(&d.diff);
+            if !d.diff.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+    }
+    for f in files {
+        if let Some(n) = &f.note {
+            let _ = writeln!(s, "note: {}: {n}", f.path.display());
+        }
+    }
+    if report.dry_run {
+        s.push_str("dry run: nothing written\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "{} file(s) written, {} unchanged",
+            report.written.len(),
+            report.unchanged.len()
+        );
+        for b in &report.backups {
+            let _ = writeln!(s, "previous content kept in {}", b.display());
         }
     }
     s

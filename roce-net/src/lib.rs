@@ -9,17 +9,21 @@
 //! The library prints nothing and never exits the process.
 #![deny(missing_docs)]
 
+pub mod apply;
+pub mod doctor;
 pub mod error;
+pub mod fib;
+pub mod fleet;
 pub mod lab;
 pub mod model;
+pub mod nccl;
 pub mod netns;
-
-pub use error::{Error, ErrorKind, Result};
-pub use model::HostState;
 pub mod observe;
 pub mod persist;
 pub mod plan;
 pub mod policy;
 pub mod probe;
 
+pub use error::{Error, ErrorKind, Result};
+pub use model::HostState;
 pub use observe::Host;

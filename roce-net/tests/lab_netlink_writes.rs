@@ -115,6 +115,20 @@ fn routes_rules_and_errors() {
         .with_netlink(|nl| nl.route_get("198.18.0.100".parse().unwrap(), None, Some("r1")))
         .unwrap();
     assert_eq!(d.dev.as_deref(), Some("r1"));
+    // IPv6 lookups too.
+    host.with_netlink(|nl| nl.addr_add("r1", "2001:db8:1::12".parse().unwrap(), 64))
+        .unwrap();
+    let d = host
+        .route_get("2001:db8:1::99".parse().unwrap(), None)
+        .unwrap();
+    assert_eq!((d.table, d.dev.as_deref()), (254, Some("r1")));
+    let e = host
+        .route_get(
+            "2001:db8:1::99".parse().unwrap(),
+            Some("198.18.0.11".parse().unwrap()),
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
     let e = host.with_netlink(|nl| nl.ifindex("nope0")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
 }

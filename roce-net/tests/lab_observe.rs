@@ -287,37 +287,55 @@ fn snapshot_matches_iproute2() {
     let st = lab.host().unwrap().snapshot().unwrap();
     assert_eq!(st.netns.as_deref(), Some(ns));
 
-    // Links.
-    let ours: BTreeSet<String> = st
-        .interfaces
-        .iter()
-        .map(|i| {
-            format!(
-                "{} {} {} {:?} {:?}",
-                i.index,
-                i.name,
-                i.mtu,
-                i.mac.as_ref().map(|m| m.to_string()),
-                i.master
-            )
-        })
-        .collect();
-    let theirs: BTreeSet<String> = ip_json(ns, &["link", "show"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            format!(
-                "{} {} {} {:?} {:?}",
-                l["ifindex"],
-                s(l, "ifname").unwrap(),
-                l["mtu"],
-                s(l, "address"),
-                s(l, "master")
-            )
-        })
-        .collect();
-    assert_eq!(ours, theirs);
+    // Links, in the host namespace and in the switch (bridge ports have a master).
+    let sw = lab.switch_ns().unwrap();
+    for (name, links) in [
+        (ns, st.interfaces.clone()),
+        (sw, Host::netns(sw).unwrap().snapshot().unwrap().interfaces),
+    ] {
+        let ours: BTreeSet<String> = links
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} {} {:?} {:?} {} {}",
+                    i.index,
+                    i.name,
+                    i.mtu,
+                    i.mac.as_ref().map(|m| m.to_string()),
+                    i.master,
+                    i.admin_up,
+                    serde_json::to_value(i.oper_state)
+                        .unwrap()
+                        .as_str()
+                        .unwrap()
+                )
+            })
+            .collect();
+        let theirs: BTreeSet<String> = ip_json(name, &["link", "show"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} {} {} {:?} {:?} {} {}",
+                    l["ifindex"],
+                    s(l, "ifname").unwrap(),
+                    l["mtu"],
+                    s(l, "address"),
+                    s(l, "master"),
+                    l["flags"].as_array().unwrap().iter().any(|f| f == "UP"),
+                    s(l, "operstate").unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(ours, theirs, "links in {name}");
+        if name == sw {
+            assert_eq!(
+                ours.iter().filter(|l| l.contains("Some(\"br0\")")).count(),
+                5
+            );
+        }
+    }
     for nic in lab.nics() {
         let i = st.interface(&nic.name).unwrap();
         assert_eq!(i.kind.as_deref(), Some("veth"));
@@ -572,6 +590,66 @@ fn route_get_matches_iproute2() {
             compared += 1;
         }
     }
+    // IPv6: a source-based rule into table 1000.
+    ip(
+        ns,
+        &["addr", "add", "2001:db8::11/64", "dev", "r0", "nodad"],
+    );
+    ip(
+        ns,
+        &["addr", "add", "2001:db8:7::12/64", "dev", "r1", "nodad"],
+    );
+    ip(
+        ns,
+        &[
+            "-6",
+            "route",
+            "add",
+            "2001:db8:5::/64",
+            "dev",
+            "r1",
+            "table",
+            "1000",
+        ],
+    );
+    for (dst, src) in [
+        ("2001:db8:5::1", Some("2001:db8::11")),
+        ("2001:db8:5::1", None),
+        ("2001:db8::99", None),
+        ("2001:db8:7::99", Some("2001:db8::11")),
+        ("2001:db8:7::99", Some("2001:db8:7::12")),
+    ] {
+        let mut args = vec!["-j", "-6", "route", "get", dst];
+        if let Some(sv) = src {
+            args.extend(["from", sv]);
+        }
+        let out = std::process::Command::new("ip")
+            .arg("-n")
+            .arg(ns)
+            .args(&args)
+            .output()
+            .unwrap();
+        let ours = host.route_get(dst.parse().unwrap(), src.map(|x| x.parse().unwrap()));
+        let ctx = format!("route get {dst} from {src:?}");
+        if !out.status.success() {
+            ours.expect_err(&ctx);
+            compared += 1;
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let d = ours.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        assert_eq!(d.table, table_id(v[0].get("table")), "{ctx}");
+        assert_eq!(d.dev, s(&v[0], "dev"), "{ctx}");
+        tables.insert(d.table);
+        compared += 1;
+    }
+    let d = host
+        .route_get(
+            "2001:db8:5::1".parse().unwrap(),
+            Some("2001:db8::11".parse().unwrap()),
+        )
+        .unwrap();
+    assert_eq!((d.table, d.dev.as_deref()), (1000, Some("r1")));
     assert!(compared >= 50, "only {compared} pairs compared");
     // The policy really steered lookups into the per-NIC tables (> 255) and 100.
     for t in [100, 254, 255, 1000, 1001, 1002, 1003] {

@@ -475,3 +475,23 @@ fn partial_host_replaces_adds_and_deletes() {
     let names: Vec<&str> = p.desired.nics.iter().map(|n| n.ifname.as_str()).collect();
     assert_eq!(names, ["r1", "r2", "r3", "r4"]);
 }
+
+#[test]
+fn every_fixture_directory_is_a_case() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plan");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = CASES.iter().map(|(c, _)| c.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed);
+    for (case, ok) in CASES {
+        let d = dir(case);
+        assert_eq!(d.join("plan.json").exists(), *ok, "{case}");
+        assert_eq!(d.join("error.txt").exists(), !ok, "{case}");
+    }
+}

@@ -134,4 +134,9 @@ fn probe_errors_name_the_device() {
     let e = h.probe_arp("v0", t, opts()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     assert!(e.to_string().contains("no IPv4 address"), "{e}");
+    // An address but the link is down: the send fails and says so.
+    ns.ip(&["addr", "add", "198.18.9.1/24", "dev", "v0"]);
+    let e = h.probe_arp("v0", t, opts()).unwrap_err();
+    assert_eq!(e.errno_value(), Some(libc::ENETDOWN), "{e}");
+    assert!(e.to_string().contains("is v0 up?"), "{e}");
 }

@@ -57,7 +57,7 @@ pub fn execute(t: &mut Target<'_>, change: &Change, tolerant: bool) -> Result<()
             Ok(())
         }
         Change::RegisterTableName { id, name, .. } => set_table_name(t.etc_root, *id, Some(name)),
-        Change::UnregisterTableName { id, before, .. } => set_table_name(t.etc_root, *id, before.as_deref()),
+        Change::UnregisterTableName { id, .. } => set_table_name(t.etc_root, *id, None),
     }
 }
 
@@ -103,11 +103,15 @@ pub fn set_table_name(etc_root: &Path, id: u32, name: Option<&str>) -> Result<()
         };
     }
     if !old.contains("# Managed by roce-net") {
-        lines.insert(0, "# Managed by roce-net: routing tables of its per-NIC source routing.".into());
+        lines.insert(
+            0,
+            "# Managed by roce-net: routing tables of its per-NIC source routing.".into(),
+        );
     }
     let text = lines.join("\n") + "\n";
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(e, format!("creating {}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(e, format!("creating {}", dir.display())))?;
     }
     let tmp = path.with_extension("conf.roce-net-tmp");
     std::fs::write(&tmp, text)

@@ -102,7 +102,10 @@ impl Journal {
         serde_json::from_str(&text).map(Some).map_err(|e| {
             Error::new(
                 ErrorKind::Parse,
-                format!("journal {} is corrupt ({e}); inspect it and remove it by hand", path.display()),
+                format!(
+                    "journal {} is corrupt ({e}); inspect it and remove it by hand",
+                    path.display()
+                ),
             )
         })
     }

@@ -16,8 +16,12 @@ pub struct NsLock {
 impl NsLock {
     /// Take the lock without waiting; `ErrorKind::Locked` if another process holds it.
     pub fn acquire(state_dir: &Path, key: &str) -> Result<NsLock> {
-        std::fs::create_dir_all(state_dir)
-            .map_err(|e| Error::io(e, format!("creating state directory {}", state_dir.display())))?;
+        std::fs::create_dir_all(state_dir).map_err(|e| {
+            Error::io(
+                e,
+                format!("creating state directory {}", state_dir.display()),
+            )
+        })?;
         let path = state_dir.join(format!("{key}.lock"));
         let file = OpenOptions::new()
             .create(true)

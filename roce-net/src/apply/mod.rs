@@ -87,7 +87,10 @@ pub struct RollbackReport {
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// A stable key for the host's namespace: its nsfs inode, so one namespace has one
@@ -109,8 +112,17 @@ fn steps_for(plan: &Plan) -> Result<Vec<Step>> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let inverse = c.inverse().map_err(|e| {
-                e.context(format!("validating change {} of {} ({})", i + 1, plan.changes.len(), c.describe()))
+            let inverse = c.inverse().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "change {} of {} ({}) cannot be undone: its current value could not be read; \
+                         nothing was applied",
+                        i + 1,
+                        plan.changes.len(),
+                        c.describe()
+                    ),
+                )
             })?;
             Ok(Step {
                 change: c.clone(),
@@ -233,14 +245,22 @@ pub fn apply(host: &Host, plan: &Plan, opts: &ApplyOptions) -> Result<ApplyRepor
     })
 }
 
-fn run_forward(t: &mut Target<'_>, j: &mut Journal, state_dir: &Path, opts: &ApplyOptions) -> Result<()> {
+fn run_forward(
+    t: &mut Target<'_>,
+    j: &mut Journal,
+    state_dir: &Path,
+    opts: &ApplyOptions,
+) -> Result<()> {
     let n = j.steps.len();
     for i in 0..n {
         j.steps[i].status = StepStatus::Started;
         j.save(state_dir)?;
         let change = j.steps[i].change.clone();
         let res = if opts.fail_at == Some(i) {
-            Err(Error::new(ErrorKind::Netlink, "injected failure (test hook)"))
+            Err(Error::new(
+                ErrorKind::Netlink,
+                "injected failure (test hook)",
+            ))
         } else {
             execute(t, &change, false)
         };
@@ -257,7 +277,12 @@ fn run_forward(t: &mut Target<'_>, j: &mut Journal, state_dir: &Path, opts: &App
 }
 
 /// Undo every started step in reverse; return the error to report.
-fn undo_after_failure(t: &mut Target<'_>, j: &mut Journal, state_dir: &Path, cause: Error) -> Error {
+fn undo_after_failure(
+    t: &mut Target<'_>,
+    j: &mut Journal,
+    state_dir: &Path,
+    cause: Error,
+) -> Error {
     let undone = undo(t, j);
     let _ = j.save(state_dir);
     if j.errors.is_empty() {
@@ -271,7 +296,11 @@ fn undo_after_failure(t: &mut Target<'_>, j: &mut Journal, state_dir: &Path, cau
             format!(
                 "{cause}; rolled back {} change(s), the host is as before{}",
                 undone.len(),
-                if undone.is_empty() { String::new() } else { format!(": {}", undone.join("; ")) }
+                if undone.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", undone.join("; "))
+                }
             ),
         )
         .with_errno(cause.errno_value().unwrap_or(0))
@@ -303,7 +332,9 @@ fn undo(t: &mut Target<'_>, j: &mut Journal) -> Vec<String> {
                 step.status = StepStatus::Undone;
                 undone.push(step.inverse.describe());
             }
-            Err(e) => j.errors.push(format!("undoing {}: {e}", step.change.describe())),
+            Err(e) => j
+                .errors
+                .push(format!("undoing {}: {e}", step.change.describe())),
         }
     }
     j.state = if j.errors.is_empty() {
@@ -326,11 +357,17 @@ fn rollback_locked(host: &Host, opts: &ApplyOptions, key: &str) -> Result<Rollba
     let Some(mut j) = Journal::load(&opts.state_dir, key)? else {
         return Err(Error::new(
             ErrorKind::NotFound,
-            format!("no apply journal for this namespace in {}: nothing to roll back", opts.state_dir.display()),
+            format!(
+                "no apply journal for this namespace in {}: nothing to roll back",
+                opts.state_dir.display()
+            ),
         ));
     };
     if j.state == JournalState::RolledBack {
-        return Err(Error::new(ErrorKind::NotFound, "the last apply was already rolled back"));
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            "the last apply was already rolled back",
+        ));
     }
     let was = serde_json::to_value(&j.state)
         .ok()
@@ -380,7 +417,10 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
                     .unwrap_or_default()
             ),
         )),
-        None => Err(Error::new(ErrorKind::NotFound, "no apply journal for this namespace: nothing to confirm")),
+        None => Err(Error::new(
+            ErrorKind::NotFound,
+            "no apply journal for this namespace: nothing to confirm",
+        )),
     }
 }
 
@@ -411,7 +451,8 @@ pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
                     // Re-check under the lock: a confirm may have won the race.
                     match Journal::load(&opts.state_dir, &key)? {
                         Some(j) if matches!(j.state, JournalState::PendingConfirm { .. }) => {
-                            return rollback_locked(host, opts, &key).map(WatchdogOutcome::RolledBack)
+                            return rollback_locked(host, opts, &key)
+                                .map(WatchdogOutcome::RolledBack)
                         }
                         _ => return Ok(WatchdogOutcome::Confirmed),
                     }

@@ -83,6 +83,8 @@ pub struct Plan {
     pub changes: Vec<Change>,
     /// The whole desired state.
     pub desired: DesiredState,
+    /// The policy the plan was made from; apply re-plans with it to verify.
+    pub policy: crate::policy::Policy,
 }
 
 impl Plan {

@@ -33,11 +33,11 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
             table_name: nic.table_name.clone(),
             rule_priority: nic.priority,
         });
-        if policy.register_table_names {
-            d.table_names.insert(nic.table, nic.table_name.clone());
-        }
         if !policy.routing.enabled {
             continue;
+        }
+        if policy.register_table_names {
+            d.table_names.insert(nic.table, nic.table_name.clone());
         }
         let src = Some(IpAddr::V4(nic.address));
         let route = |dst: ipnet::IpNet, gateway: Option<IpAddr>, metric: Option<u32>| Route {
@@ -312,5 +312,6 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
         base_fingerprint: fingerprint(host),
         changes,
         desired,
+        policy: policy.clone(),
     })
 }

@@ -426,6 +426,11 @@ impl Policy {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
+    /// The policy as YAML (every field, defaults filled in).
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).unwrap_or_default()
+    }
+
     /// Checks that need no host: ranges, reserved numbers, syntax of names and
     /// addresses. Run by every loader; [`Policy::validate`] runs it again.
     pub fn check(&self) -> Result<()> {

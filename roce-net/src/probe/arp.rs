@@ -94,10 +94,8 @@ pub fn arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProb
     drop(ctl);
 
     let proto = (libc::ETH_P_ARP as u16).to_be();
-    let sock = socket(libc::AF_PACKET, libc::SOCK_DGRAM, i32::from(proto)).map_err(|e| {
-        Error::io(e, format!("opening an ARP packet socket on {dev}"))
-            .context("ARP probing needs CAP_NET_RAW")
-    })?;
+    let sock = socket(libc::AF_PACKET, libc::SOCK_DGRAM, i32::from(proto))
+        .map_err(|e| Error::io(e, format!("opening an ARP packet socket on {dev}")))?;
     let mut sll = sockaddr_ll(ifindex, proto);
     // SAFETY: sll is a valid sockaddr_ll and the length matches it.
     let rc = unsafe {
@@ -130,8 +128,10 @@ pub fn arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProb
         }
         if sent < opts.count && now >= start + interval * sent {
             send(&sock, &request, &sll).map_err(|e| {
-                Error::io(e, format!("sending an ARP request for {target} on {dev}"))
-                    .context("is the device up?")
+                Error::io(
+                    e,
+                    format!("sending an ARP request for {target} on {dev} (is {dev} up?)"),
+                )
             })?;
             sent += 1;
             continue;

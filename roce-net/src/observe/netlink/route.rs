@@ -145,7 +145,8 @@ impl Netlink {
 
     /// Ask the kernel where a packet to `dst` (from `src`, out of `oif`) would go
     /// (`ip route get DST from SRC oif DEV`). Policy rules apply; the reply names
-    /// the table that matched (`RTM_F_LOOKUP_TABLE`).
+    /// the table that matched (`RTM_F_LOOKUP_TABLE` for IPv4; IPv6 replies carry
+    /// the matched route's table by themselves).
     pub fn route_get(
         &mut self,
         dst: IpAddr,
@@ -175,7 +176,12 @@ impl Netlink {
             AddressFamily::Inet6
         };
         m.header.destination_prefix_length = full;
-        m.header.flags = RouteFlags::LookupTable;
+        // IPv4 reports the FIB table that matched only when asked; IPv6 always
+        // reports the matched route's table and (with strict checking) refuses
+        // the flag ("ipv6: Invalid flags for get route request").
+        if dst.is_ipv4() {
+            m.header.flags = RouteFlags::LookupTable;
+        }
         m.attributes
             .push(RouteAttribute::Destination(RouteAddress::from(dst)));
         if let Some(s) = src {

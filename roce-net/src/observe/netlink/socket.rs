@@ -588,4 +588,106 @@ mod tests {
             ErrorKind::Parse
         );
     }
+
+    #[test]
+    fn uncapped_error_skips_the_echoed_request() {
+        // Without NLM_F_CAPPED the kernel echoes the whole request before the TLVs.
+        let mut req = nlmsg(24, 5, &[2u8, 0, 0, 0, 254, 4, 0, 1, 0, 0, 0, 0]);
+        req[12..16].copy_from_slice(&0u32.to_ne_bytes());
+        let mut p = Vec::new();
+        p.extend_from_slice(&(-libc::EINVAL).to_ne_bytes());
+        p.extend_from_slice(&req);
+        let text = b"Invalid prefix for given prefix length\0";
+        p.extend_from_slice(&((4 + text.len()) as u16).to_ne_bytes());
+        p.extend_from_slice(&NLMSGERR_ATTR_MSG.to_ne_bytes());
+        p.extend_from_slice(text);
+        let mut e = engine(vec![nlmsg(2, NLM_F_ACK_TLVS, &p)]);
+        let err = e.request(get_routes(), 0, "adding route").unwrap_err();
+        assert_eq!(err.extack(), Some("Invalid prefix for given prefix length"));
+        assert_eq!(err.errno_value(), Some(libc::EINVAL));
+    }
+
+    /// The kernel transport, running `hook` once after the first datagram.
+    struct Churn<F: FnMut()> {
+        inner: KernelTransport,
+        hook: Option<F>,
+        sent: usize,
+    }
+
+    impl<F: FnMut()> Transport for Churn<F> {
+        fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
+            self.sent += 1;
+            self.inner.send(data)
+        }
+        fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+            let n = self.inner.recv(buf)?;
+            if let Some(mut h) = self.hook.take() {
+                h();
+            }
+            Ok(n)
+        }
+        fn port(&self) -> u32 {
+            self.inner.port()
+        }
+    }
+
+    /// On a real kernel: an address added while an address dump is between two
+    /// datagrams makes the kernel flag the rest `NLM_F_DUMP_INTR`; the dump is
+    /// run again and the result includes the new address.
+    #[test]
+    fn kernel_interrupted_dump_is_retried() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "kernel_interrupted_dump_is_retried needs root, and CI=true"
+            );
+            eprintln!("kernel_interrupted_dump_is_retried: skipped (needs root)");
+            return;
+        }
+        use netlink_packet_route::address::AddressMessage;
+        use netlink_packet_route::AddressFamily;
+        let mut lab = crate::lab::Lab::new("nl-intr").unwrap();
+        let ns = lab.add_namespace("x").unwrap();
+        let target = crate::netns::NetnsTarget::named(&ns).unwrap();
+        let (sent, got) = target
+            .run(|| {
+                let mut nl = super::super::Netlink::open()?;
+                nl.link_add_bridge("b0")?;
+                // 2000 addresses: the dump spans many datagrams, more than the kernel
+                // queues ahead of our reads.
+                for i in 0..2000u32 {
+                    let ip = std::net::Ipv4Addr::from(0xC612_0000 + i);
+                    nl.addr_add("b0", ip.into(), 32)?;
+                }
+                let late: std::net::IpAddr = "198.19.0.1".parse().unwrap();
+                let hook = || {
+                    // A second socket in the same namespace changes the table.
+                    let mut other = super::super::Netlink::open().unwrap();
+                    other.addr_add("b0", late, 32).unwrap();
+                };
+                let mut e = Engine::new(Churn {
+                    inner: KernelTransport::open()?,
+                    hook: Some(hook),
+                    sent: 0,
+                });
+                let mut m = AddressMessage::default();
+                m.header.family = AddressFamily::Inet;
+                let got = e.dump(RouteNetlinkMessage::GetAddress(m), "dumping addresses")?;
+                let has_late = got.iter().any(|r| {
+                    matches!(r, RouteNetlinkMessage::NewAddress(a)
+                        if a.attributes.iter().any(|x| matches!(x,
+                            netlink_packet_route::address::AddressAttribute::Local(ip) if *ip == late)))
+                });
+                assert!(has_late, "the retried dump must see the late address");
+                Ok((e.transport.sent, got.len()))
+            })
+            .unwrap();
+        assert_eq!(sent, 2, "the interrupted dump must be sent again once");
+        assert_eq!(
+            got, 2002,
+            "127.0.0.1 on lo (the lab brings it up) and 2001 on b0"
+        );
+        lab.destroy().unwrap();
+    }
 }

@@ -222,12 +222,18 @@ fn not_found_hint(s: &Sysctl) -> String {
 }
 
 fn read_error(e: io::Error, s: &Sysctl, path: &Path) -> Error {
-    let not_found = e.kind() == io::ErrorKind::NotFound;
-    let err = Error::io(e, format!("reading sysctl {s} ({})", path.display()));
-    if not_found {
-        err.context(not_found_hint(s))
+    let doing = format!("reading sysctl {s} ({})", path.display());
+    if e.kind() == io::ErrorKind::NotFound {
+        let err = Error::new(
+            ErrorKind::NotFound,
+            format!("{doing}: {e}; {}", not_found_hint(s)),
+        );
+        match e.raw_os_error() {
+            Some(n) => err.with_errno(n),
+            None => err,
+        }
     } else {
-        err
+        Error::io(e, doing)
     }
 }
 

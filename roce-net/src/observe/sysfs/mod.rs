@@ -301,7 +301,9 @@ fn netdev_by_dev_port(port: u32, ctx: &DeviceCtx<'_>) -> Option<String> {
 }
 
 /// Every counter file in a directory as u64. A missing directory is empty (not every
-/// driver has `hw_counters`); an unreadable or non-numeric file is a warning.
+/// driver has `hw_counters`); a counter the driver reports as unsupported
+/// (EOPNOTSUPP, ENOSYS) is left out; another unreadable or non-numeric file is a
+/// warning.
 fn read_counters(dir: &Path, warnings: &mut Vec<Warning>) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     let Some(names) = names_in(dir, warnings) else {
@@ -323,6 +325,12 @@ fn read_counters(dir: &Path, warnings: &mut Vec<Warning>) -> BTreeMap<String, u6
                     format!("counter value {s:?} is not an unsigned number; skipped"),
                 ),
             },
+            // The driver says it does not implement this counter: not a fault.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+                ) => {}
             Err(e) => warn(warnings, &path, format!("cannot read counter: {e}")),
         }
     }

@@ -1,0 +1,270 @@
+//! Snapshot benchmark: roce-net's netlink reads vs iproute2 on a large namespace.
+//!
+//! Run as root: `cargo bench --bench snapshot` (optionally `-- --routes N --neighs M
+//! --runs R`). It builds a throwaway namespace (`rnt-nl-bench-<pid>-...`, removed at
+//! the end) holding N routes (default 100 000, /32s spread over tables 100, 1000,
+//! 70000 and main, loaded with `ip -batch`) and M permanent neighbours (default
+//! 10 000), then times, side by side:
+//!
+//! * roce-net: the netlink part of `Host::snapshot` (links, addresses, neighbours,
+//!   routes in every table, rules), in-process and as a child process;
+//! * iproute2: `ip -j route show table all` + `ip -j neigh show`, as child processes.
+//!
+//! It prints medians, the ratio, and each side's peak RSS (`wait4` rusage maxrss of
+//! the child; VmHWM of the child for roce-net). Not a test: nothing is asserted.
+
+use roce_net::lab::Lab;
+use roce_net::Host;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Opts {
+    routes: usize,
+    neighs: usize,
+    runs: usize,
+}
+
+fn parse_opts() -> Opts {
+    let mut o = Opts {
+        routes: 100_000,
+        neighs: 10_000,
+        runs: 5,
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < args.len() {
+        let val = args.get(i + 1).and_then(|v| v.parse().ok());
+        match (args[i].as_str(), val) {
+            ("--routes", Some(v)) => o.routes = v,
+            ("--neighs", Some(v)) => o.neighs = v,
+            ("--runs", Some(v)) => o.runs = v,
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    o
+}
+
+/// The netlink part of `Host::snapshot`; returns (routes, neighbours) counted.
+fn netlink_snapshot(ns: &str) -> roce_net::Result<(usize, usize)> {
+    Host::netns(ns)?.with_netlink(|nl| {
+        let links = nl.links()?;
+        let _addrs = nl.addresses(&links)?;
+        let neighs = nl.neighbors(&links)?;
+        let routes = nl.routes(&links)?;
+        let _rules = nl.rules()?;
+        Ok((routes.len(), neighs.len()))
+    })
+}
+
+fn vm_hwm_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Run a command to completion; returns (wall time, maxrss in KiB, stdout bytes).
+fn run_child(cmd: &mut Command) -> (Duration, u64, usize) {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawning child");
+    let mut out = Vec::new();
+    if let Some(mut so) = child.stdout.take() {
+        std::io::Read::read_to_end(&mut so, &mut out).expect("reading child output");
+    }
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child with valid out-pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    let took = start.elapsed();
+    assert!(rc == pid && status == 0, "child {cmd:?} failed");
+    std::mem::forget(child); // already reaped by wait4
+    (took, ru.ru_maxrss as u64, out.len())
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn ip_batch(ns: &str, script: &str) {
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("running ip -batch");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writing the batch");
+    assert!(
+        child.wait().expect("ip -batch").success(),
+        "ip -batch failed"
+    );
+}
+
+fn populate(ns: &str, routes: usize, neighs: usize) {
+    // Permanent neighbours do not count against gc_thresh3 (kernel >= 4.20), so
+    // the (global, init-namespace) thresholds need no change.
+    let tables = ["100", "1000", "70000", "main"];
+    let mut script = String::with_capacity(routes * 48);
+    for i in 0..routes {
+        // /32s inside 198.18.0.0/15 (131 072 addresses), round-robin over tables.
+        let a = 0xC612_0000u32 + (i as u32 % 131_072);
+        let ip = std::net::Ipv4Addr::from(a);
+        let t = tables[i % tables.len()];
+        script.push_str(&format!("route add {ip}/32 dev v0 table {t}\n"));
+    }
+    ip_batch(ns, &script);
+    let mut script = String::with_capacity(neighs * 64);
+    for i in 0..neighs {
+        let ip = std::net::Ipv4Addr::from(0xC613_0000u32 + i as u32);
+        script.push_str(&format!(
+            "neigh add {ip} lladdr 02:00:00:{:02x}:{:02x}:{:02x} dev v0 nud permanent\n",
+            (i >> 16) & 0xff,
+            (i >> 8) & 0xff,
+            i & 0xff
+        ));
+    }
+    ip_batch(ns, &script);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // Measure mode (a small process, so its pre-exec image does not inflate the
+    // target's maxrss): run the rest of the command line, print its maxrss (KiB).
+    if args.get(1).map(String::as_str) == Some("--measure") {
+        let (_, rss, _) = run_child(Command::new(&args[2]).args(&args[3..]));
+        println!("{rss}");
+        return;
+    }
+    // Child mode: one netlink snapshot, then report counts and VmHWM.
+    if args.get(1).map(String::as_str) == Some("--child") {
+        let ns = args.get(2).expect("namespace");
+        let (r, n) = netlink_snapshot(ns).expect("snapshot");
+        println!("{r} {n} {}", vm_hwm_kb());
+        return;
+    }
+    let o = parse_opts();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("snapshot bench: needs root (creates a network namespace); skipped");
+        return;
+    }
+    let mut lab = Lab::new("nl-bench").expect("lab");
+    let ns = lab.add_namespace("big").expect("namespace");
+    Host::netns(&ns)
+        .expect("host")
+        .with_netlink(|nl| {
+            nl.link_add_veth("v0", "v1", None)?;
+            nl.link_set_up("v0")?;
+            nl.link_set_up("v1")?;
+            nl.addr_add(
+                "v0",
+                "198.19.255.1"
+                    .parse()
+                    .map_err(|_| roce_net::Error::new(roce_net::ErrorKind::InvalidInput, "ip"))?,
+                24,
+            )
+        })
+        .expect("devices");
+    let t = Instant::now();
+    populate(&ns, o.routes, o.neighs);
+    println!(
+        "namespace {ns}: {} routes + {} neighbours loaded with ip -batch in {:.1} s",
+        o.routes,
+        o.neighs,
+        t.elapsed().as_secs_f64()
+    );
+
+    let exe = std::env::current_exe().expect("current exe");
+    let mut lib_in = Vec::new();
+    let mut lib_child = Vec::new();
+    let mut ip_child = Vec::new();
+    let mut counts = (0, 0);
+    for _ in 0..o.runs {
+        let t = Instant::now();
+        counts = netlink_snapshot(&ns).expect("snapshot");
+        lib_in.push(t.elapsed());
+
+        let (d, _, _) = run_child(Command::new(&exe).args(["--child", &ns]));
+        lib_child.push(d);
+        let (d1, _, _) =
+            run_child(Command::new("ip").args(["-n", &ns, "-j", "route", "show", "table", "all"]));
+        let (d2, _, _) = run_child(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
+        ip_child.push(d1 + d2);
+    }
+    // Peak RSS, each through a small measuring process (see `--measure`).
+    let measure = |args: &[&str]| -> u64 {
+        let out = Command::new(&exe)
+            .arg("--measure")
+            .args(args)
+            .output()
+            .expect("measure");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    let exe_s = exe.to_string_lossy().into_owned();
+    let lib_rss = measure(&[&exe_s, "--child", &ns]);
+    let out = Command::new(&exe)
+        .args(["--child", &ns])
+        .output()
+        .expect("child");
+    let lib_hwm: u64 = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let ip_rss = measure(&["ip", "-n", &ns, "-j", "route", "show", "table", "all"])
+        .max(measure(&["ip", "-n", &ns, "-j", "neigh", "show"]));
+    drop(lab);
+
+    let (li, lc, ic) = (median(lib_in), median(lib_child), median(ip_child));
+    println!(
+        "routes read: {} (incl. local/IPv6), neighbours read: {}",
+        counts.0, counts.1
+    );
+    println!("runs: {} (medians)", o.runs);
+    println!("roce-net netlink snapshot, in-process : {:8.1} ms", ms(li));
+    println!(
+        "roce-net netlink snapshot, child proc : {:8.1} ms   peak RSS {:6.1} MiB (VmHWM {:.1} MiB)",
+        ms(lc),
+        lib_rss as f64 / 1024.0,
+        lib_hwm as f64 / 1024.0
+    );
+    println!(
+        "ip -j route show table all + neigh    : {:8.1} ms   peak RSS {:6.1} MiB",
+        ms(ic),
+        ip_rss as f64 / 1024.0
+    );
+    println!(
+        "ratio iproute2 / roce-net (child vs child): {:.2}x",
+        ms(ic) / ms(lc)
+    );
+    println!(
+        "ratio iproute2 / roce-net (in-process)    : {:.2}x",
+        ms(ic) / ms(li)
+    );
+}

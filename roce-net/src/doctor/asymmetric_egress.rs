@@ -1,0 +1,55 @@
+//! `asymmetric-egress`: traffic sourced from a NIC's address towards its own subnet
+//! leaves by another NIC (computed with the offline FIB lookup).
+
+use super::scope::representative_peer;
+use super::{Ctx, Finding, Severity, Subject};
+use crate::fib::{self, Flow};
+
+/// Check id.
+pub const ID: &str = "asymmetric-egress";
+
+pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for nic in &ctx.scope.nics {
+        for a in &nic.ipv4 {
+            let Some(peer) = representative_peer(ctx.state, &nic.ifname, a) else {
+                continue;
+            };
+            let Ok(d) = fib::resolve(ctx.state, &Flow::to(peer).from(a.address)) else {
+                continue;
+            };
+            if d.dev.as_deref() == Some(nic.ifname.as_str()) {
+                continue;
+            }
+            let egress = d.dev.clone().unwrap_or_else(|| "-".into());
+            out.push(
+                Finding::new(
+                    ID,
+                    Severity::Error,
+                    Subject::interface(&nic.ifname).with_address(a.address),
+                    format!(
+                        "traffic from {} to {peer} leaves by {egress}, not {}: \
+                         RoCE replies and ARP go out the wrong NIC",
+                        a.address, nic.ifname
+                    ),
+                )
+                .evidence("source", a.address)
+                .evidence("peer", peer)
+                .evidence("egress", &d.dev)
+                .evidence("table", d.table)
+                .evidence("rule_priority", d.rule_priority)
+                .evidence(
+                    "route",
+                    d.route
+                        .as_ref()
+                        .map(|r| format!("{} dev {}", r.dst, r.dev.as_deref().unwrap_or("-"))),
+                )
+                .fix(
+                    ctx.source_routing_commands(&nic.ifname, a),
+                    Some("routing.source_rules: true"),
+                ),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,557 @@
+//! Pure checks over a [`HostState`]: `doctor::run(&state) -> Vec<Finding>`.
+//!
+//! One check per file; each has a stable id (see [`CHECK_IDS`] and
+//! `docs/checks.md`). Every finding carries the values it saw (`evidence`), the
+//! exact commands that fix it and the roce-net policy setting that keeps it fixed.
+//! Findings come back sorted: most severe first, then by id and subject.
+
+mod arp_announce;
+mod arp_ignore;
+mod asymmetric_egress;
+mod duplicate_address;
+mod gid_index_inconsistent;
+mod gid_rocev2_missing;
+mod mtu_mismatch;
+mod multiple_default_routes;
+mod neighbor_conflict;
+mod neighbor_failed;
+mod netdev_backlog_low;
+mod no_rdma_devices;
+mod port_down;
+mod rdma_retransmits;
+mod rp_filter_strict;
+mod rx_drops;
+pub mod scope;
+mod source_rule_missing;
+mod source_table_incomplete;
+
+use crate::model::{
+    ConfKey, ConfTarget, HostState, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+pub use scope::{nic_scope, nics_in_scope, NicScope, PortRef, ScopeMode, ScopedNic};
+
+/// Every check id this module can report, in documentation order.
+pub const CHECK_IDS: &[&str] = &[
+    arp_ignore::ID,
+    arp_announce::ID,
+    rp_filter_strict::ID,
+    source_rule_missing::ID,
+    source_table_incomplete::ID,
+    asymmetric_egress::ID,
+    neighbor_conflict::ID,
+    neighbor_failed::ID,
+    duplicate_address::ID,
+    mtu_mismatch::ID,
+    gid_rocev2_missing::ID,
+    gid_index_inconsistent::ID,
+    port_down::ID,
+    netdev_backlog_low::ID,
+    rx_drops::ID,
+    rdma_retransmits::ID,
+    no_rdma_devices::ID,
+    multiple_default_routes::ID,
+];
+
+/// How bad a finding is. Ordered from least to most severe, so `max()` is the worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; nothing is broken.
+    Info,
+    /// Degrades performance or breaks some traffic patterns.
+    Warning,
+    /// Breaks RDMA traffic.
+    Error,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// What a finding is about. Unused fields are `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+pub struct Subject {
+    /// Host name (set by fleet findings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Interface (netdev) name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// RDMA device name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// RDMA port number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u32>,
+    /// IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Link-layer address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+impl Subject {
+    /// A subject naming an interface.
+    pub fn interface(name: &str) -> Subject {
+        Subject {
+            interface: Some(name.to_string()),
+            ..Default::default()
+        }
+    }
+
+    /// The same subject with an address.
+    pub fn with_address(mut self, a: impl ToString) -> Subject {
+        self.address = Some(a.to_string());
+        self
+    }
+
+    /// The same subject with an RDMA port.
+    pub fn with_port(mut self, device: &str, port: u32) -> Subject {
+        self.device = Some(device.to_string());
+        self.port = Some(port);
+        self
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(h) = &self.host {
+            parts.push(format!("host {h}"));
+        }
+        if let Some(i) = &self.interface {
+            parts.push(i.clone());
+        }
+        if let (Some(d), Some(p)) = (&self.device, self.port) {
+            parts.push(format!("{d}:{p}"));
+        } else if let Some(d) = &self.device {
+            parts.push(d.clone());
+        }
+        if let Some(a) = &self.address {
+            parts.push(a.clone());
+        }
+        if let Some(m) = &self.mac {
+            parts.push(m.clone());
+        }
+        if parts.is_empty() {
+            f.write_str("host")
+        } else {
+            f.write_str(&parts.join(" "))
+        }
+    }
+}
+
+/// How to fix a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Remediation {
+    /// Exact commands that fix it now (not persistent across reboots).
+    pub commands: Vec<String>,
+    /// The roce-net policy setting that fixes it for good, e.g. `arp.arp_ignore: 1`.
+    pub policy: Option<String>,
+}
+
+/// One problem found on a host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable check id (`arp-ignore`, `asymmetric-egress`, ...).
+    pub id: String,
+    /// Severity.
+    pub severity: Severity,
+    /// What it is about.
+    pub subject: Subject,
+    /// One sentence for people.
+    pub message: String,
+    /// The values seen, by name.
+    pub evidence: BTreeMap<String, serde_json::Value>,
+    /// The fix.
+    pub remediation: Remediation,
+}
+
+impl Finding {
+    /// A finding without evidence or remediation yet.
+    pub fn new(id: &str, severity: Severity, subject: Subject, message: String) -> Finding {
+        Finding {
+            id: id.to_string(),
+            severity,
+            subject,
+            message,
+            evidence: BTreeMap::new(),
+            remediation: Remediation::default(),
+        }
+    }
+
+    /// Add one piece of evidence.
+    pub fn evidence(mut self, key: &str, v: impl Serialize) -> Finding {
+        self.evidence.insert(
+            key.to_string(),
+            serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
+        );
+        self
+    }
+
+    /// Set the remediation.
+    pub fn fix(mut self, commands: Vec<String>, policy: Option<&str>) -> Finding {
+        self.remediation = Remediation {
+            commands,
+            policy: policy.map(str::to_string),
+        };
+        self
+    }
+}
+
+/// Thresholds and numbering used by the checks. `Default` holds the documented values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DoctorOptions {
+    /// `net.core.netdev_max_backlog` below this is reported (default 250000, the
+    /// value NIC vendors recommend for 100G+ ports; the kernel default is 1000).
+    pub min_netdev_max_backlog: u64,
+    /// A NIC's `rx_dropped` is reported from this many packets (default 1000) ...
+    pub rx_drops_min: u64,
+    /// ... when it is also at least this fraction of `rx_packets` (default 0.0001).
+    pub rx_drops_ratio: f64,
+    /// An RDMA retransmit/timeout counter is reported from this value (default 1).
+    pub rdma_retransmit_min: u64,
+    /// First routing table number proposed for per-NIC tables (NIC n gets base+n,
+    /// counting from 1; default 1000, so the first NIC gets table 1001).
+    pub table_base: u32,
+    /// First rule priority proposed for source rules (default 1000, first NIC 1001).
+    pub rule_priority_base: u32,
+    /// The MTU every NIC in scope should have; `None` compares NICs with each other.
+    pub expected_mtu: Option<u32>,
+}
+
+impl Default for DoctorOptions {
+    fn default() -> Self {
+        DoctorOptions {
+            min_netdev_max_backlog: 250_000,
+            rx_drops_min: 1000,
+            rx_drops_ratio: 0.0001,
+            rdma_retransmit_min: 1,
+            table_base: 1000,
+            rule_priority_base: 1000,
+            expected_mtu: None,
+        }
+    }
+}
+
+/// Counts of findings by severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// Errors.
+    pub error: usize,
+    /// Warnings.
+    pub warning: usize,
+    /// Infos.
+    pub info: usize,
+}
+
+/// Count findings by severity.
+pub fn summarize(findings: &[Finding]) -> Summary {
+    let mut s = Summary::default();
+    for f in findings {
+        match f.severity {
+            Severity::Error => s.error += 1,
+            Severity::Warning => s.warning += 1,
+            Severity::Info => s.info += 1,
+        }
+    }
+    s
+}
+
+/// The worst severity among findings (`None` when there are none).
+pub fn max_severity(findings: &[Finding]) -> Option<Severity> {
+    findings.iter().map(|f| f.severity).max()
+}
+
+/// Sort findings deterministically: most severe first, then id, subject, message.
+pub fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.id.cmp(&b.id))
+            .then_with(|| a.subject.cmp(&b.subject))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+}
+
+/// Run every check with the default options.
+pub fn run(state: &HostState) -> Vec<Finding> {
+    run_with(state, &DoctorOptions::default())
+}
+
+/// Run every check.
+pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
+    let ctx = Ctx::new(state, opts);
+    let checks: [fn(&Ctx) -> Vec<Finding>; 18] = [
+        arp_ignore::check,
+        arp_announce::check,
+        rp_filter_strict::check,
+        source_rule_missing::check,
+        source_table_incomplete::check,
+        asymmetric_egress::check,
+        neighbor_conflict::check,
+        neighbor_failed::check,
+        duplicate_address::check,
+        mtu_mismatch::check,
+        gid_rocev2_missing::check,
+        gid_index_inconsistent::check,
+        port_down::check,
+        netdev_backlog_low::check,
+        rx_drops::check,
+        rdma_retransmits::check,
+        no_rdma_devices::check,
+        multiple_default_routes::check,
+    ];
+    let mut out: Vec<Finding> = checks.iter().flat_map(|c| c(&ctx)).collect();
+    sort_findings(&mut out);
+    out
+}
+
+/// A source rule that sends a NIC address's traffic to a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRule {
+    /// Rule priority.
+    pub priority: u32,
+    /// Table looked up.
+    pub table: u32,
+    /// The `from` prefix.
+    pub from: ipnet::IpNet,
+    /// True when the rule runs after the `lookup main` rule, so main answers first.
+    pub shadowed_by_main: bool,
+}
+
+/// The priority of the first unconditional `lookup main` rule of the address's family.
+pub fn main_rule_priority(state: &HostState, addr: IpAddr) -> Option<u32> {
+    crate::fib::rules_in_order(state, crate::model::Family::of(&addr))
+        .into_iter()
+        .find(|r| {
+            r.action == RuleAction::ToTable
+                && r.table == RT_TABLE_MAIN
+                && !r.invert
+                && r.src.map(|n| n.prefix_len() == 0).unwrap_or(true)
+                && r.dst.map(|n| n.prefix_len() == 0).unwrap_or(true)
+                && r.iif.is_none()
+                && r.oif.is_none()
+                && r.fwmark.is_none()
+                && r.suppress_prefixlen.is_none()
+        })
+        .map(|r| r.priority)
+}
+
+/// The first rule (by priority) that sends traffic sourced from `addr` to a table
+/// other than main/local: a plain `from <prefix covering addr> lookup <table>` with
+/// no other selectors.
+pub fn source_rule_for(state: &HostState, addr: IpAddr) -> Option<SourceRule> {
+    let main = main_rule_priority(state, addr);
+    crate::fib::rules_in_order(state, crate::model::Family::of(&addr))
+        .into_iter()
+        .find(|r| {
+            r.action == RuleAction::ToTable
+                && r.table != RT_TABLE_MAIN
+                && r.table != RT_TABLE_LOCAL
+                && r.table != 0
+                && !r.invert
+                && r.src
+                    .map(|n| n.prefix_len() > 0 && n.contains(&addr))
+                    .unwrap_or(false)
+                && r.dst.map(|n| n.prefix_len() == 0).unwrap_or(true)
+                && r.iif.is_none()
+                && r.oif.is_none()
+                && r.fwmark.is_none()
+                && r.tos == 0
+        })
+        .and_then(|r| {
+            Some(SourceRule {
+                priority: r.priority,
+                table: r.table,
+                from: r.src?,
+                shadowed_by_main: main.map(|m| r.priority >= m).unwrap_or(false),
+            })
+        })
+}
+
+/// Shared, precomputed view for the checks.
+pub(crate) struct Ctx<'a> {
+    pub state: &'a HostState,
+    pub opts: &'a DoctorOptions,
+    pub scope: NicScope,
+    /// For each NIC in scope: the other NICs sharing one of its subnets.
+    pub peers: BTreeMap<String, Vec<String>>,
+    /// For each NIC in scope: (table, rule priority) to use in remediation commands.
+    pub proposed: BTreeMap<String, (u32, u32)>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(state: &'a HostState, opts: &'a DoctorOptions) -> Ctx<'a> {
+        let scope = nic_scope(state);
+        let peers = scope.subnet_peers();
+        let mut used_tables: BTreeSet<u32> = state.routes.iter().map(|r| r.table).collect();
+        used_tables.extend(state.rules.iter().map(|r| r.table));
+        let mut used_prios: BTreeSet<u32> = state.rules.iter().map(|r| r.priority).collect();
+        let mut proposed = BTreeMap::new();
+        // NICs that already have a working source rule keep its numbers.
+        for n in &scope.nics {
+            if let Some(a) = n.primary_ipv4() {
+                if let Some(r) = source_rule_for(state, a.address) {
+                    if !r.shadowed_by_main {
+                        proposed.insert(n.ifname.clone(), (r.table, r.priority));
+                    }
+                }
+            }
+        }
+        for (pos, n) in scope.nics.iter().enumerate() {
+            if proposed.contains_key(&n.ifname) {
+                continue;
+            }
+            let pos = u32::try_from(pos).unwrap_or(0) + 1;
+            // Reuse a table that already routes only through this NIC.
+            let own = used_tables.iter().copied().find(|t| {
+                *t != RT_TABLE_MAIN
+                    && *t != RT_TABLE_LOCAL
+                    && *t != crate::model::RT_TABLE_DEFAULT
+                    && !proposed.values().any(|(pt, _)| pt == t)
+                    && state.routes.iter().any(|r| r.table == *t)
+                    && state
+                        .routes
+                        .iter()
+                        .filter(|r| r.table == *t)
+                        .all(|r| r.dev.as_deref() == Some(n.ifname.as_str()))
+            });
+            let t = match own {
+                Some(t) => t,
+                None => {
+                    let mut t = opts.table_base.saturating_add(pos);
+                    while used_tables.contains(&t) || t == RT_TABLE_MAIN || t == RT_TABLE_LOCAL {
+                        t = t.saturating_add(1);
+                    }
+                    used_tables.insert(t);
+                    t
+                }
+            };
+            let mut p = opts.rule_priority_base.saturating_add(pos);
+            while used_prios.contains(&p) {
+                p = p.saturating_add(1);
+            }
+            used_prios.insert(p);
+            proposed.insert(n.ifname.clone(), (t, p));
+        }
+        Ctx {
+            state,
+            opts,
+            scope,
+            peers,
+            proposed,
+        }
+    }
+
+    /// True when the NIC shares a subnet with another NIC in scope (then ARP flux
+    /// and wrong-egress problems are certain, not just possible).
+    pub fn shares_subnet(&self, ifname: &str) -> bool {
+        self.peers
+            .get(ifname)
+            .map(|v| !v.is_empty())
+            .unwrap_or(false)
+    }
+
+    /// Error when the NIC shares a subnet, else Warning.
+    pub fn flux_severity(&self, ifname: &str) -> Severity {
+        if self.shares_subnet(ifname) {
+            Severity::Error
+        } else {
+            Severity::Warning
+        }
+    }
+
+    /// Commands that install the per-NIC table and source rule for one address.
+    pub fn source_routing_commands(
+        &self,
+        ifname: &str,
+        addr: &crate::model::Address,
+    ) -> Vec<String> {
+        let (table, prio) = self
+            .proposed
+            .get(ifname)
+            .copied()
+            .unwrap_or((self.opts.table_base + 1, self.opts.rule_priority_base + 1));
+        let mut out = vec![format!(
+            "ip route replace {} dev {} proto static scope link src {} table {}",
+            addr.network(),
+            ifname,
+            addr.address,
+            table
+        )];
+        let has_rule = source_rule_for(self.state, addr.address)
+            .map(|r| !r.shadowed_by_main && r.table == table)
+            .unwrap_or(false);
+        if !has_rule {
+            out.push(format!(
+                "ip rule add from {} lookup {} pref {}",
+                addr.address, table, prio
+            ));
+        }
+        out
+    }
+}
+
+/// `sysctl -w` commands that make the effective value of a max-combined
+/// `net.ipv4.conf` key equal `want` on `ifname`: lower `all` when it is above
+/// `want`, then set the interface value when the combination still differs.
+pub(crate) fn max_sysctl_fix(
+    state: &HostState,
+    ifname: &str,
+    key: ConfKey,
+    want: u32,
+) -> Vec<String> {
+    let all = state.sysctls.all.get(key).unwrap_or(0);
+    let iface = state
+        .sysctls
+        .interfaces
+        .get(ifname)
+        .and_then(|c| c.configured.get(key))
+        .unwrap_or(0);
+    let cmd = |t: ConfTarget| {
+        format!(
+            "sysctl -w {}={want}",
+            Sysctl::Conf { target: t, key }.display_name()
+        )
+    };
+    let mut out = Vec::new();
+    let mut new_all = all;
+    if all > want {
+        out.push(cmd(ConfTarget::All));
+        new_all = want;
+    }
+    if new_all.max(iface) != want {
+        out.push(cmd(ConfTarget::Interface(ifname.to_string())));
+    }
+    out
+}
+
+/// The configured `all` and interface values and the effective value of a key.
+pub(crate) fn sysctl_evidence(
+    f: Finding,
+    state: &HostState,
+    ifname: &str,
+    key: ConfKey,
+) -> Finding {
+    let iface = state
+        .sysctls
+        .interfaces
+        .get(ifname)
+        .and_then(|c| c.configured.get(key));
+    f.evidence("all", state.sysctls.all.get(key))
+        .evidence("interface", iface)
+        .evidence("effective", state.sysctls.effective(ifname, key))
+}

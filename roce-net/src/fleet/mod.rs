@@ -1,0 +1,284 @@
+//! Fleet report: per-host summaries of many snapshots and the findings that only
+//! show when hosts are compared (`fleet::report(&[HostState]) -> FleetReport`).
+//!
+//! Hosts are compared with the majority: for each property (GID index, MTUs, number
+//! of NICs in scope, subnets) the most common value wins (ties go to the smallest
+//! value), and every host that differs gets a finding naming the host.
+
+use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
+use crate::model::{HostState, Scope};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+/// Cross-host check ids.
+pub const FLEET_CHECK_IDS: &[&str] = &[
+    "fleet-gid-index-differs",
+    "fleet-mtu-differs",
+    "fleet-duplicate-address",
+    "fleet-nic-count-differs",
+    "fleet-subnet-layout-differs",
+];
+
+/// One host's summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostSummary {
+    /// Host name.
+    pub hostname: String,
+    /// NICs in scope (see [`doctor::scope`]).
+    pub nics: Vec<String>,
+    /// RDMA device names.
+    pub rdma_devices: Vec<String>,
+    /// The host's own doctor findings, counted by severity.
+    pub findings: Summary,
+    /// The worst of them.
+    pub max_severity: Option<Severity>,
+    /// The NCCL GID index recommended for the host (`None` when there is no single one).
+    pub gid_index: Option<u32>,
+    /// MTUs of the NICs in scope.
+    pub mtus: BTreeSet<u32>,
+    /// IPv4 subnets of the NICs in scope.
+    pub subnets: BTreeSet<ipnet::IpNet>,
+}
+
+/// Summaries and cross-host findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetReport {
+    /// One summary per snapshot, in input order.
+    pub hosts: Vec<HostSummary>,
+    /// Cross-host findings (`fleet-*` ids), sorted like doctor findings.
+    pub findings: Vec<Finding>,
+}
+
+/// Summarise one host.
+pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
+    let scope = doctor::nic_scope(state);
+    let findings = doctor::run_with(state, opts);
+    let gid_index = crate::nccl::recommend(state)
+        .get("NCCL_IB_GID_INDEX")
+        .and_then(|v| v.value.as_ref())
+        .and_then(|v| v.parse().ok());
+    HostSummary {
+        hostname: state.hostname.clone(),
+        nics: scope.names(),
+        rdma_devices: state.rdma.iter().map(|d| d.name.clone()).collect(),
+        findings: doctor::summarize(&findings),
+        max_severity: doctor::max_severity(&findings),
+        gid_index,
+        mtus: scope
+            .nics
+            .iter()
+            .filter_map(|n| state.interface(&n.ifname).map(|i| i.mtu))
+            .collect(),
+        subnets: scope
+            .nics
+            .iter()
+            .flat_map(|n| n.ipv4.iter().map(|a| a.network()))
+            .collect(),
+    }
+}
+
+/// The most common value (ties: the smallest).
+fn majority<T: Ord + Clone>(values: &[T]) -> Option<T> {
+    let mut count: BTreeMap<&T, usize> = BTreeMap::new();
+    for v in values {
+        *count.entry(v).or_default() += 1;
+    }
+    let best = count.values().copied().max()?;
+    count
+        .into_iter()
+        .find(|(_, c)| *c == best)
+        .map(|(v, _)| v.clone())
+}
+
+fn host_subject(h: &str) -> Subject {
+    Subject {
+        host: Some(h.to_string()),
+        ..Default::default()
+    }
+}
+
+/// Build the fleet report with the default doctor options.
+pub fn report(states: &[HostState]) -> FleetReport {
+    report_with(states, &DoctorOptions::default())
+}
+
+/// Build the fleet report.
+pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
+    let hosts: Vec<HostSummary> = states.iter().map(|s| summarize_host(s, opts)).collect();
+    let mut findings = Vec::new();
+    if hosts.len() >= 2 {
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-gid-index-differs",
+            Severity::Warning,
+            |h| h.gid_index.map(|i| i.to_string()),
+            "NCCL GID index",
+            "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset and set \
+             NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_ADDR_FAMILY=AF_INET, or align the GID tables",
+            |_, _| {
+                (
+                    vec![
+                        "unset NCCL_IB_GID_INDEX".to_string(),
+                        "export NCCL_IB_ROCE_VERSION_NUM=2".to_string(),
+                        "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
+                    ],
+                    Some("nccl.gid_index: auto".to_string()),
+                )
+            },
+        );
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-mtu-differs",
+            Severity::Warning,
+            |h| (!h.mtus.is_empty()).then(|| join(&h.mtus)),
+            "NIC MTUs",
+            "set the same MTU on every host (policy `mtu:`), or RDMA path MTU negotiation \
+             falls to the smaller one and large messages fail on mismatched links",
+            |h, common| match common.parse::<u32>() {
+                // A single majority MTU: set it on every NIC of the host.
+                Ok(m) => (
+                    h.nics
+                        .iter()
+                        .map(|n| format!("ip link set dev {n} mtu {m}"))
+                        .collect(),
+                    Some(format!("mtu: {m}")),
+                ),
+                Err(_) => (vec!["ip -br link".to_string()], None),
+            },
+        );
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-nic-count-differs",
+            Severity::Warning,
+            |h| Some(h.nics.len().to_string()),
+            "number of NICs in scope",
+            "a NIC is missing or down on this host: NCCL rings use fewer rails here",
+            |_, _| {
+                (
+                    vec!["rdma link show".to_string(), "ip -br link".to_string()],
+                    None,
+                )
+            },
+        );
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-subnet-layout-differs",
+            Severity::Warning,
+            |h| (!h.subnets.is_empty()).then(|| join(&h.subnets)),
+            "NIC subnets",
+            "the NICs of this host sit in other subnets than the rest of the fleet: peers on \
+             other rails are unreachable without routing",
+            |_, _| (vec!["ip -br -4 addr".to_string()], None),
+        );
+        duplicates(states, &mut findings);
+    }
+    doctor::sort_findings(&mut findings);
+    FleetReport { hosts, findings }
+}
+
+fn join<T: std::fmt::Display>(v: &BTreeSet<T>) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    hosts: &[HostSummary],
+    out: &mut Vec<Finding>,
+    id: &str,
+    sev: Severity,
+    key: impl Fn(&HostSummary) -> Option<String>,
+    what: &str,
+    why: &str,
+    fix: impl Fn(&HostSummary, &str) -> (Vec<String>, Option<String>),
+) {
+    let vals: Vec<(&HostSummary, String)> = hosts
+        .iter()
+        .filter_map(|h| key(h).map(|k| (h, k)))
+        .collect();
+    let only: Vec<String> = vals.iter().map(|(_, k)| k.clone()).collect();
+    let Some(common) = majority(&only) else {
+        return;
+    };
+    let all: BTreeMap<&str, &str> = vals
+        .iter()
+        .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+        .collect();
+    for (summary, k) in &vals {
+        if *k == common {
+            continue;
+        }
+        let h = &summary.hostname;
+        let (cmds, policy) = fix(summary, &common);
+        out.push(
+            Finding::new(
+                id,
+                sev,
+                host_subject(h),
+                format!("{h}: {what} {k}, most hosts have {common}: {why}"),
+            )
+            .evidence("value", k)
+            .evidence("majority", &common)
+            .evidence("hosts", &all)
+            .fix(cmds, policy.as_deref()),
+        );
+    }
+}
+
+fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
+    let mut by_ip: BTreeMap<IpAddr, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut dels: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
+    let mut owners: BTreeMap<IpAddr, BTreeSet<usize>> = BTreeMap::new();
+    for (i, s) in states.iter().enumerate() {
+        for a in &s.addresses {
+            if a.ifname == "lo" || a.scope != Scope::Universe {
+                continue;
+            }
+            by_ip
+                .entry(a.address)
+                .or_default()
+                .insert((s.hostname.clone(), a.ifname.clone()));
+            owners.entry(a.address).or_default().insert(i);
+            dels.entry(a.address).or_default().push(format!(
+                "ssh {} ip addr del {}/{} dev {}",
+                s.hostname, a.address, a.prefix_len, a.ifname
+            ));
+        }
+    }
+    for (ip, o) in owners {
+        if o.len() < 2 {
+            continue;
+        }
+        let holders: Vec<String> = by_ip
+            .get(&ip)
+            .map(|v| v.iter().map(|(h, d)| format!("{h}/{d}")).collect())
+            .unwrap_or_default();
+        out.push(
+            Finding::new(
+                "fleet-duplicate-address",
+                Severity::Error,
+                Subject::default().with_address(ip),
+                format!(
+                    "{ip} is configured on {} hosts ({}): peers reach whichever answered ARP last",
+                    o.len(),
+                    holders.join(", ")
+                ),
+            )
+            .evidence("holders", &holders)
+            .fix(
+                // Keep the first holder; remove it from the others.
+                dels.get(&ip)
+                    .map(|v| v.iter().skip(1).cloned().collect())
+                    .unwrap_or_default(),
+                None,
+            ),
+        );
+    }
+}

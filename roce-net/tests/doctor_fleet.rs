@@ -1,0 +1,151 @@
+//! Fleet report over three small hosts.
+
+mod doctor_support;
+
+use doctor_support::{healthy, B};
+use roce_net::doctor::Severity;
+use roce_net::fleet;
+use roce_net::model::GidType;
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// A host that differs from `healthy` in every fleet-compared way: three NICs in
+/// another subnet, MTU 4200, RoCE v2 GIDs at index 5, and gpu1's ens1 address on
+/// its management NIC.
+fn odd_host() -> B {
+    let mut b = B::new("gpu3");
+    b.nic("eno1", 2, "02:00:00:00:00:31", 1500);
+    b.addr("eno1", "198.18.0.11/24");
+    for n in 0..3u8 {
+        let name = format!("ens{}", n + 1);
+        b.nic(
+            &name,
+            u32::from(n) + 3,
+            &format!("02:00:00:00:31:{n:02x}"),
+            4200,
+        );
+        let a = format!("198.18.1.{}", 31 + n);
+        b.addr(&name, &format!("{a}/24"));
+        let t = 1001 + u32::from(n);
+        b.route(&format!(
+            "table {t} 198.18.1.0/24 dev {name} scope link src {a}"
+        ));
+        b.rule(&format!("pref {t} from {a} lookup {t}"));
+    }
+    for n in 0..3u8 {
+        let name = format!("ens{}", n + 1);
+        b.rdma(&format!("mlx5_{n}"), &name);
+        let v6: std::net::Ipv6Addr = "2001:db8::31".parse().unwrap();
+        let p = b.port_mut(&format!("mlx5_{n}"));
+        for g in p.gids.iter_mut().filter(|g| g.ipv4.is_some()) {
+            g.index += 2;
+        }
+        p.gids
+            .push(doctor_support::gid(2, v6, GidType::RoceV1, &name, None));
+        p.gids
+            .push(doctor_support::gid(3, v6, GidType::RoceV2, &name, None));
+    }
+    b.good_sysctls();
+    b
+}
+
+#[test]
+fn consistent_fleet_has_no_cross_host_findings() {
+    let hosts = [
+        healthy("gpu1", 11).0,
+        healthy("gpu2", 21).0,
+        healthy("gpu3", 31).0,
+    ];
+    let r = fleet::report(&hosts);
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert_eq!(r.hosts.len(), 3);
+    let h = &r.hosts[1];
+    assert_eq!(h.hostname, "gpu2");
+    assert_eq!(h.nics, vec!["ens1", "ens2", "ens3", "ens4"]);
+    assert_eq!(h.rdma_devices, vec!["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]);
+    assert_eq!(h.gid_index, Some(3));
+    assert_eq!(h.mtus, BTreeSet::from([9000]));
+    assert_eq!(
+        h.subnets,
+        BTreeSet::from(["198.18.0.0/24".parse().unwrap()])
+    );
+    assert_eq!(h.max_severity, None);
+}
+
+#[test]
+fn odd_host_is_named_in_every_fleet_finding() {
+    let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
+    let r = fleet::report(&hosts);
+    let ids: BTreeSet<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        fleet::FLEET_CHECK_IDS
+            .iter()
+            .copied()
+            .collect::<BTreeSet<_>>()
+    );
+    for f in &r.findings {
+        if f.id == "fleet-duplicate-address" {
+            assert_eq!(f.severity, Severity::Error);
+            assert_eq!(f.subject.address.as_deref(), Some("198.18.0.11"));
+            assert_eq!(f.evidence["holders"], json!(["gpu1/ens1", "gpu3/eno1"]));
+        } else {
+            assert_eq!(f.subject.host.as_deref(), Some("gpu3"), "{f:#?}");
+            assert_eq!(f.severity, Severity::Warning);
+        }
+    }
+    let by = |id: &str| r.findings.iter().find(|f| f.id == id).unwrap();
+    assert_eq!(by("fleet-gid-index-differs").evidence["value"], json!("5"));
+    assert_eq!(
+        by("fleet-gid-index-differs").evidence["majority"],
+        json!("3")
+    );
+    assert_eq!(by("fleet-mtu-differs").evidence["value"], json!("4200"));
+    assert_eq!(by("fleet-nic-count-differs").evidence["value"], json!("3"));
+    assert_eq!(
+        by("fleet-nic-count-differs").evidence["majority"],
+        json!("4")
+    );
+    assert_eq!(
+        by("fleet-subnet-layout-differs").evidence["value"],
+        json!("198.18.1.0/24")
+    );
+    let odd = &r.hosts[2];
+    assert_eq!(odd.gid_index, Some(5));
+    assert_eq!(odd.nics.len(), 3);
+    // Errors first.
+    assert_eq!(r.findings[0].id, "fleet-duplicate-address");
+}
+
+#[test]
+fn single_host_has_no_cross_host_findings() {
+    let r = fleet::report(&[odd_host().0]);
+    assert!(r.findings.is_empty());
+    assert_eq!(r.hosts.len(), 1);
+}
+
+#[test]
+fn fleet_findings_carry_fixes() {
+    let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
+    let r = fleet::report(&hosts);
+    let by = |id: &str| r.findings.iter().find(|f| f.id == id).unwrap();
+    assert_eq!(
+        by("fleet-mtu-differs").remediation.commands,
+        vec![
+            "ip link set dev ens1 mtu 9000",
+            "ip link set dev ens2 mtu 9000",
+            "ip link set dev ens3 mtu 9000"
+        ]
+    );
+    assert_eq!(
+        by("fleet-mtu-differs").remediation.policy.as_deref(),
+        Some("mtu: 9000")
+    );
+    assert_eq!(
+        by("fleet-duplicate-address").remediation.commands,
+        vec!["ssh gpu3 ip addr del 198.18.0.11/24 dev eno1"]
+    );
+    for f in &r.findings {
+        assert!(!f.remediation.commands.is_empty(), "{}", f.id);
+    }
+}

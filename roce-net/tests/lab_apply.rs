@@ -1,0 +1,361 @@
+//! The seed scenario end to end, and the transaction's safety: rollback at every
+//! step, confirm-timeout expiry, drift refusal and lock contention. Real kernels,
+//! real netlink, in throwaway namespaces.
+
+mod lab_support;
+
+use lab_support::{can_run, ip};
+use roce_net::apply::{self, ApplyOptions, NsLock, WatchdogOutcome};
+use roce_net::lab::Lab;
+use roce_net::plan::{self, Change};
+use roce_net::policy::Policy;
+use roce_net::probe::ArpProbeOptions;
+use roce_net::{ErrorKind, Host, HostState};
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::Command;
+use std::time::Duration;
+
+struct Env {
+    lab: Lab,
+    host: Host,
+    opts: ApplyOptions,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn env(test: &str, nics: usize) -> Option<Env> {
+    if !can_run(test) {
+        return None;
+    }
+    let lab = Lab::seed_tagged("ap", nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
+    let etc = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let host = lab.host().unwrap().with_etc_root(etc.path());
+    let opts = ApplyOptions {
+        state_dir: state.path().to_path_buf(),
+        ..Default::default()
+    };
+    Some(Env {
+        lab,
+        host,
+        opts,
+        _dirs: (etc, state),
+    })
+}
+
+/// Everything apply may change, in a form where "exactly as before" is `==`.
+/// Neighbours compare by (device, IP, MAC): a restored entry comes back STALE.
+fn comparable(st: &HostState) -> serde_json::Value {
+    let neigh: BTreeSet<(String, IpAddr, String)> = st
+        .neighbors
+        .iter()
+        // IPv6 multicast entries (MLD) come and go on their own.
+        .filter(|n| n.mac.is_some() && !n.ip.is_multicast())
+        .map(|n| {
+            (
+                n.ifname.clone(),
+                n.ip,
+                n.mac.as_ref().map(|m| m.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "fingerprint": plan::fingerprint(st),
+        "routes": st.routes,
+        "rules": st.rules,
+        "sysctls": st.sysctls,
+        "table_names": st.table_names,
+        "neighbors": neigh,
+    })
+}
+
+fn v4(ip: IpAddr) -> Ipv4Addr {
+    match ip {
+        IpAddr::V4(a) => a,
+        IpAddr::V6(_) => panic!("lab addresses are IPv4"),
+    }
+}
+
+fn peer_probe(e: &Env, target: IpAddr) -> BTreeSet<String> {
+    let peer = Host::netns(e.lab.peer_ns().unwrap()).unwrap();
+    let r = peer
+        .probe_arp(
+            "p0",
+            v4(target),
+            ArpProbeOptions {
+                count: 3,
+                timeout: Duration::from_millis(600),
+                source: None,
+            },
+        )
+        .unwrap();
+    r.replies.iter().map(|x| x.mac.to_string()).collect()
+}
+
+fn mac_of(st: &HostState, ifname: &str) -> String {
+    st.interface(ifname)
+        .and_then(|i| i.mac.as_ref())
+        .unwrap()
+        .to_string()
+}
+
+/// Polluted neighbour state: the peer's address learned with two different MACs
+/// on two NICs (one of them wrong), as ARP flux leaves it.
+fn pollute(e: &Env) {
+    let ns = e.lab.host_ns().unwrap();
+    ip(
+        ns,
+        &[
+            "neigh",
+            "replace",
+            "198.18.0.100",
+            "dev",
+            "r0",
+            "lladdr",
+            "02:00:5e:00:00:98",
+            "nud",
+            "stale",
+        ],
+    );
+    ip(
+        ns,
+        &[
+            "neigh",
+            "replace",
+            "198.18.0.100",
+            "dev",
+            "r1",
+            "lladdr",
+            "02:00:5e:00:00:99",
+            "nud",
+            "stale",
+        ],
+    );
+}
+
+#[test]
+fn seed_scenario_is_fixed_by_apply() {
+    let Some(e) = env("seed_scenario_is_fixed_by_apply", 4) else {
+        return;
+    };
+    let nic = |i: usize| e.lab.nics()[i].address;
+    let peer_ip = e.lab.peer_nic().unwrap().address;
+
+    // Before: ARP flux (four MACs answer for NIC 2's address) and asymmetric egress.
+    let before = e.host.snapshot().unwrap();
+    let macs = peer_probe(&e, nic(1));
+    assert_eq!(
+        macs.len(),
+        4,
+        "every NIC answers ARP for r1's address: {macs:?}"
+    );
+    let d = e.host.route_get(peer_ip, Some(nic(1))).unwrap();
+    assert_eq!(
+        d.dev.as_deref(),
+        Some("r0"),
+        "traffic from r1's address leaves by r0"
+    );
+
+    let policy = Policy::default();
+    let p = plan::plan(&before, &policy).unwrap();
+    assert!(!p.is_empty());
+    let report = apply::apply(&e.host, &p, &e.opts).unwrap();
+    assert_eq!(report.applied, p.changes.len());
+
+    // After: one MAC, each source leaves by its own NIC, traffic flows, plan empty.
+    let after = e.host.snapshot().unwrap();
+    let macs = peer_probe(&e, nic(1));
+    assert_eq!(
+        macs,
+        BTreeSet::from([mac_of(&after, "r1")]),
+        "only r1 answers for its address"
+    );
+    for (i, n) in e.lab.nics().iter().enumerate() {
+        let d = e.host.route_get(peer_ip, Some(n.address)).unwrap();
+        assert_eq!(
+            d.dev.as_deref(),
+            Some(n.name.as_str()),
+            "source {} leaves by its own NIC",
+            n.address
+        );
+        assert_eq!(d.table, 1001 + i as u32);
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                e.lab.host_ns().unwrap(),
+                "ping",
+                "-c",
+                "1",
+                "-W",
+                "2",
+                "-I",
+            ])
+            .arg(n.address.to_string())
+            .arg(peer_ip.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ping -I {} {peer_ip}: {}",
+            n.address,
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let again = plan::plan(&e.host.snapshot().unwrap(), &policy).unwrap();
+    assert!(
+        again.is_empty(),
+        "second plan is empty, got:\n{}",
+        again.render_diff()
+    );
+    // The kernel shows roce-net's objects with its protocol number.
+    assert!(
+        after
+            .rules
+            .iter()
+            .filter(|r| r.protocol == policy.protocol)
+            .count()
+            == 4
+    );
+}
+
+#[test]
+fn failure_at_every_step_restores_the_host() {
+    let Some(e) = env("failure_at_every_step_restores_the_host", 3) else {
+        return;
+    };
+    pollute(&e);
+    let before = e.host.snapshot().unwrap();
+    let want = comparable(&before);
+    let p = plan::plan(&before, &Policy::default()).unwrap();
+    assert!(
+        p.changes
+            .iter()
+            .any(|c| matches!(c, Change::FlushNeighbors { .. })),
+        "the plan flushes the polluted entry:\n{}",
+        p.render_diff()
+    );
+    for i in 0..p.changes.len() {
+        let opts = ApplyOptions {
+            fail_at: Some(i),
+            ..e.opts.clone()
+        };
+        let err = apply::apply(&e.host, &p, &opts).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::RolledBack, "step {i}: {err}");
+        assert!(
+            err.to_string().contains(&format!("change {} of", i + 1)),
+            "{err}"
+        );
+        let now = e.host.snapshot().unwrap();
+        assert_eq!(
+            comparable(&now),
+            want,
+            "host differs after a failure at step {i}"
+        );
+    }
+    // And the same plan still applies cleanly afterwards: nothing drifted.
+    apply::apply(&e.host, &p, &e.opts).unwrap();
+}
+
+#[test]
+fn confirm_timeout_expiry_restores_and_confirm_keeps() {
+    let Some(e) = env("confirm_timeout_expiry_restores_and_confirm_keeps", 2) else {
+        return;
+    };
+    let before = e.host.snapshot().unwrap();
+    let p = plan::plan(&before, &Policy::default()).unwrap();
+    let opts = ApplyOptions {
+        confirm_timeout: Some(Duration::from_secs(1)),
+        ..e.opts.clone()
+    };
+    let r = apply::apply(&e.host, &p, &opts).unwrap();
+    assert!(r.confirm_deadline.is_some());
+    // While it awaits confirmation, another apply is refused.
+    let err = apply::apply(&e.host, &p, &e.opts).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
+    match apply::watchdog(&e.host, &e.opts).unwrap() {
+        WatchdogOutcome::RolledBack(rep) => assert_eq!(rep.undone.len(), p.changes.len()),
+        other => panic!("expected a rollback, got {other:?}"),
+    }
+    assert_eq!(comparable(&e.host.snapshot().unwrap()), comparable(&before));
+
+    // Confirmed in time: kept.
+    let opts = ApplyOptions {
+        confirm_timeout: Some(Duration::from_secs(30)),
+        ..e.opts.clone()
+    };
+    apply::apply(&e.host, &p, &opts).unwrap();
+    apply::confirm(&e.host, &e.opts).unwrap();
+    assert_eq!(
+        apply::watchdog(&e.host, &e.opts).unwrap(),
+        WatchdogOutcome::Confirmed
+    );
+    assert!(plan::plan(&e.host.snapshot().unwrap(), &Policy::default())
+        .unwrap()
+        .is_empty());
+    // Nothing left to confirm.
+    assert_eq!(
+        apply::confirm(&e.host, &e.opts).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    // And rollback undoes the confirmed apply too.
+    apply::rollback(&e.host, &e.opts).unwrap();
+    assert_eq!(comparable(&e.host.snapshot().unwrap()), comparable(&before));
+    assert_eq!(
+        apply::rollback(&e.host, &e.opts).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn drifted_host_is_refused() {
+    let Some(e) = env("drifted_host_is_refused", 2) else {
+        return;
+    };
+    let p = plan::plan(&e.host.snapshot().unwrap(), &Policy::default()).unwrap();
+    ip(
+        e.lab.host_ns().unwrap(),
+        &[
+            "rule",
+            "add",
+            "from",
+            "198.18.1.1",
+            "lookup",
+            "50",
+            "pref",
+            "500",
+        ],
+    );
+    let drifted = e.host.snapshot().unwrap();
+    let err = apply::apply(&e.host, &p, &e.opts).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Drift, "{err}");
+    assert!(
+        err.to_string().contains("roce-net plan"),
+        "says what to do: {err}"
+    );
+    assert_eq!(
+        comparable(&e.host.snapshot().unwrap()),
+        comparable(&drifted),
+        "nothing changed"
+    );
+}
+
+#[test]
+fn concurrent_apply_is_refused_by_the_lock() {
+    let Some(e) = env("concurrent_apply_is_refused_by_the_lock", 2) else {
+        return;
+    };
+    let before = e.host.snapshot().unwrap();
+    let p = plan::plan(&before, &Policy::default()).unwrap();
+    let key = apply::namespace_key(&e.host).unwrap();
+    let held = NsLock::acquire(&e.opts.state_dir, &key).unwrap();
+    let err = apply::apply(&e.host, &p, &e.opts).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
+    assert_eq!(
+        comparable(&e.host.snapshot().unwrap()),
+        comparable(&before),
+        "nothing changed"
+    );
+    drop(held);
+    apply::apply(&e.host, &p, &e.opts).unwrap();
+}
