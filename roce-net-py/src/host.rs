@@ -2,8 +2,10 @@
 
 use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
+use crate::plan::native_plan;
 use crate::state::state_to_py;
 use pyo3::prelude::*;
+use roce_net::apply::ApplyOptions;
 use roce_net::{Error, ErrorKind};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -18,6 +20,14 @@ fn ip_arg(what: &str, v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
             format!("{what} {s:?} is not an IP address"),
         ))
     })
+}
+
+fn apply_options(state_dir: Option<PathBuf>) -> ApplyOptions {
+    let mut o = ApplyOptions::default();
+    if let Some(d) = state_dir {
+        o.state_dir = d;
+    }
+    o
 }
 
 /// A handle on one host's networking, scoped to a network namespace.
@@ -139,6 +149,87 @@ impl Host {
         };
         let h = self.inner.clone();
         let r = py.detach(move || h.probe_arp(&dev, target, opts)).py()?;
+        to_py(py, &r)
+    }
+
+    /// Apply a plan as a transaction: refuse on drift, journal every change with
+    /// its inverse, verify (a new plan must be empty), roll back on any failure.
+    /// With `confirm_timeout` (seconds) a detached watchdog rolls the change back
+    /// unless `confirm()` comes in time. Returns an ApplyReport.
+    #[pyo3(signature = (plan, *, confirm_timeout=None, state_dir=None, _fail_at=None))]
+    fn apply<'py>(
+        &self,
+        py: Python<'py>,
+        plan: &Bound<'py, PyAny>,
+        confirm_timeout: Option<f64>,
+        state_dir: Option<PathBuf>,
+        _fail_at: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = native_plan(plan)?;
+        let mut opts = apply_options(state_dir.clone());
+        if let Some(t) = confirm_timeout {
+            if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+                return Err(py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("confirm_timeout {t} s is not between 0 and 86400"),
+                )));
+            }
+            opts.confirm_timeout = Some(Duration::from_secs_f64(t));
+        }
+        opts.fail_at = _fail_at;
+        let h = self.inner.clone();
+        let o = opts.clone();
+        let report = py.detach(move || roce_net::apply::apply(&h, &p, &o)).py()?;
+        if report.confirm_deadline.is_some() {
+            // The watchdog runs in its own session so it outlives this process
+            // (and the SSH session that may die with a bad routing change).
+            py.import("roce_net._watchdog")?.call_method1(
+                "spawn",
+                (
+                    self.netns(),
+                    self.netns_path(),
+                    self.etc_root(),
+                    opts.state_dir,
+                ),
+            )?;
+        }
+        to_py(py, &report)
+    }
+
+    /// Confirm an apply made with `confirm_timeout`, so the watchdog keeps it.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn confirm(&self, py: Python<'_>, state_dir: Option<PathBuf>) -> PyResult<()> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        py.detach(move || roce_net::apply::confirm(&h, &o)).py()
+    }
+
+    /// Undo the last apply from its journal (also after a crash). NotFoundError
+    /// when there is nothing to roll back. Returns a RollbackReport.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn rollback<'py>(
+        &self,
+        py: Python<'py>,
+        state_dir: Option<PathBuf>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        let r = py.detach(move || roce_net::apply::rollback(&h, &o)).py()?;
+        to_py(py, &r)
+    }
+
+    /// Block until the pending apply's deadline; roll back unless confirmed. Run
+    /// by the detached watchdog process; returns "confirmed", "nothing_pending"
+    /// or the RollbackReport.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn _watchdog<'py>(
+        &self,
+        py: Python<'py>,
+        state_dir: Option<PathBuf>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        let r = py.detach(move || roce_net::apply::watchdog(&h, &o)).py()?;
         to_py(py, &r)
     }
 

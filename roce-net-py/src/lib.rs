@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod convert;
+mod doctor;
 mod errors;
 mod host;
 mod lab;
@@ -36,5 +37,8 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(persist::write_persistence, m)?)?;
     m.add_function(wrap_pyfunction!(persist::persistence_backends, m)?)?;
     m.add_class::<lab::Lab>()?;
+    m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::nccl_env, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::fleet_report, m)?)?;
     Ok(())
 }

@@ -138,6 +138,7 @@ def test_change_and_plan_types_round_trip():
             "table_names": {"1000": "rn_eth0"},
             "protocol": 201,
         },
+        "policy": roce_net.Policy().to_dict(),
     }
     plan = roce_net.Plan.from_dict(plan_doc)
     assert isinstance(plan, roce_net.Plan) and not plan.is_empty()
@@ -157,3 +158,15 @@ def test_save_and_load_snapshot(tmp_path):
     p = tmp_path / "out.json"
     roce_net.save_snapshot(st, p)
     assert roce_net.load_snapshot(str(p)) == st
+
+
+def test_every_registered_class_is_exported_and_parseable():
+    """Every dataclass the native module can build is public and has from_json."""
+    for cls in roce_net._types._ALL:
+        assert getattr(roce_net, cls.__name__) is cls, cls
+        assert cls.__name__ in roce_net.__all__
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    with pytest.raises(roce_net.ParseError):
+        roce_net.Finding.from_json("{}")
+    nic = roce_net.LabNic(namespace="a", name="r0", address="198.18.0.11", prefix_len=24)
+    assert roce_net.LabNic.from_dict(nic.to_dict()) == nic

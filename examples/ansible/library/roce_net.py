@@ -27,6 +27,13 @@ options:
   sysfs_root:
     description: Read RDMA devices from this sysfs root instead of C(/sys).
     type: path
+  etc_root:
+    description: Read and write routing table names under this directory instead
+      of C(/etc) (staging, tests).
+    type: path
+  state_dir:
+    description: Where apply keeps its lock and journal (default C(/run/roce-net)).
+    type: path
   confirm_timeout:
     description: Roll back on its own unless confirmed within this many seconds
       (use when the change could cut the SSH session). 0 = no confirmation.
@@ -149,6 +156,8 @@ def main():
             policy_file=dict(type="path"),
             netns=dict(type="str"),
             sysfs_root=dict(type="path"),
+            etc_root=dict(type="path"),
+            state_dir=dict(type="path"),
             confirm_timeout=dict(type="int", default=0),
             persist=dict(
                 type="str",
@@ -176,7 +185,7 @@ def main():
     result = dict(changed=False)
     try:
         policy = load_policy(module)
-        host = roce_net.Host(netns=p["netns"], sysfs_root=p["sysfs_root"])
+        host = roce_net.Host(netns=p["netns"], sysfs_root=p["sysfs_root"], etc_root=p["etc_root"])
         state = host.snapshot()
         plan = roce_net.plan(state, policy)
         result["plan"] = plan.to_dict()
@@ -186,7 +195,7 @@ def main():
             result["diff"] = plan_diff(plan)
         if not plan.is_empty() and not module.check_mode:
             timeout = p["confirm_timeout"] or None
-            report = host.apply(plan, confirm_timeout=timeout)
+            report = host.apply(plan, confirm_timeout=timeout, state_dir=p["state_dir"])
             result["applied"] = report.to_dict() if hasattr(report, "to_dict") else report
         if p["persist"]:
             report = persist(plan, p["persist"], p["persist_root"], module.check_mode)

@@ -22,6 +22,9 @@ options:
   sysfs_root:
     description: Read RDMA devices from this sysfs root instead of C(/sys).
     type: path
+  etc_root:
+    description: Read routing table names under this directory instead of C(/etc).
+    type: path
   snapshot:
     description: Include the whole snapshot in the facts (it can be large).
     type: bool
@@ -65,6 +68,7 @@ def main():
         argument_spec=dict(
             netns=dict(type="str"),
             sysfs_root=dict(type="path"),
+            etc_root=dict(type="path"),
             snapshot=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
@@ -73,7 +77,7 @@ def main():
         module.fail_json(msg=missing_required_lib("roce_net"), exception=IMPORT_ERROR)
     p = module.params
     try:
-        host = roce_net.Host(netns=p["netns"], sysfs_root=p["sysfs_root"])
+        host = roce_net.Host(netns=p["netns"], sysfs_root=p["sysfs_root"], etc_root=p["etc_root"])
         state = host.snapshot()
         facts = {}
         if p["snapshot"]:

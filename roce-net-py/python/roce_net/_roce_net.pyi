@@ -7,7 +7,12 @@ from types import TracebackType
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Union, final
 
 from ._types import (
+    ApplyReport,
     ArpProbeResult,
+    Finding,
+    FleetReport,
+    NcclAdvice,
+    RollbackReport,
     HostState,
     LabNic,
     Plan,
@@ -35,6 +40,9 @@ __all__ = [
     "write_persistence",
     "persistence_backends",
     "Lab",
+    "doctor",
+    "nccl_env",
+    "fleet_report",
 ]
 
 __version__: str
@@ -100,6 +108,20 @@ class Host:
         source: Optional[Union[str, ipaddress.IPv4Address]] = None,
     ) -> ArpProbeResult:
         """ARP-probe ``target`` out of ``dev``; every MAC that answers (needs CAP_NET_RAW)."""
+    def apply(
+        self,
+        plan: Plan,
+        *,
+        confirm_timeout: Optional[float] = None,
+        state_dir: Optional[_Path] = None,
+        _fail_at: Optional[int] = None,
+    ) -> ApplyReport:
+        """Apply a plan as a transaction (drift check, journal, verify, rollback on failure)."""
+    def confirm(self, *, state_dir: Optional[_Path] = None) -> None:
+        """Confirm an apply made with ``confirm_timeout``."""
+    def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
+        """Undo the last apply from its journal."""
+    def _watchdog(self, *, state_dir: Optional[_Path] = None) -> Any: ...
 
 @final
 class Policy:
@@ -169,3 +191,12 @@ class Lab:
         self,
         *_exc: Union[Optional[Type[BaseException]], Optional[BaseException], Optional[TracebackType]],
     ) -> bool: ...
+
+def doctor(state: HostState, options: Optional[Mapping[str, Any]] = None) -> Tuple[Finding, ...]:
+    """Every check over a snapshot (pure); ``options`` overrides DoctorOptions fields."""
+def nccl_env(state: HostState) -> NcclAdvice:
+    """NCCL environment derived from the GID tables, each value with its reason."""
+def fleet_report(
+    states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
+) -> FleetReport:
+    """Per-host summaries and cross-host findings over many snapshots."""

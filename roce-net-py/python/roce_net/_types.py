@@ -50,6 +50,16 @@ __all__ = [
     "FileDiff",
     "WriteReport",
     "LabNic",
+    "Subject",
+    "Remediation",
+    "Finding",
+    "FindingCounts",
+    "NcclVar",
+    "NcclAdvice",
+    "HostSummary",
+    "FleetReport",
+    "ApplyReport",
+    "RollbackReport",
 ]
 
 _T = TypeVar("_T", bound="_Record")
@@ -449,6 +459,8 @@ class Plan(_Record):
     base_fingerprint: str
     changes: Tuple[Change, ...]
     desired: DesiredState
+    #: The policy the plan was made from, as plain data (``Policy.from_dict`` rebuilds it).
+    policy: Dict[str, Any]
     _native: Optional[Any] = dataclasses.field(default=None, repr=False, compare=False)
 
     def is_empty(self) -> bool:
@@ -556,6 +568,133 @@ class LabNic(_Record):
     address: str
     prefix_len: int
 
+    @classmethod
+    def from_json(cls, text: str) -> "LabNic":
+        """Build from JSON text (plain fields; no library validation)."""
+        return cls(**json.loads(text))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Subject(_Record):
+    """What a finding is about; unused fields are None."""
+
+    _RUST: ClassVar[str] = "Subject"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset(
+        {"host", "interface", "device", "port", "address", "mac"}
+    )
+    host: Optional[str] = None
+    interface: Optional[str] = None
+    device: Optional[str] = None
+    port: Optional[int] = None
+    address: Optional[str] = None
+    mac: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Remediation(_Record):
+    """How to fix a finding: commands for now, the policy setting for good."""
+
+    _RUST: ClassVar[str] = "Remediation"
+    commands: Tuple[str, ...]
+    policy: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Finding(_Record):
+    """One problem found on a host (``severity``: ``error``, ``warning``, ``info``)."""
+
+    _RUST: ClassVar[str] = "Finding"
+    id: str
+    severity: str
+    subject: Subject
+    message: str
+    evidence: Dict[str, Any]
+    remediation: Remediation
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FindingCounts(_Record):
+    """Findings counted by severity."""
+
+    _RUST: ClassVar[str] = "Summary"
+    error: int
+    warning: int
+    info: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NcclVar(_Record):
+    """One NCCL variable: its value (None: leave it unset) and why."""
+
+    _RUST: ClassVar[str] = "NcclVar"
+    name: str
+    value: Optional[str]
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NcclAdvice(_Record):
+    """NCCL settings for one host, each with its reasoning."""
+
+    _RUST: ClassVar[str] = "NcclAdvice"
+    vars: Tuple[NcclVar, ...]
+    notes: Tuple[str, ...]
+
+    def env(self) -> Dict[str, str]:
+        """The variables that have a value, as a dict for ``os.environ.update``."""
+        return {v.name: v.value for v in self.vars if v.value is not None}
+
+    def get(self, name: str) -> Optional[NcclVar]:
+        """The recommendation for one variable, or None."""
+        for v in self.vars:
+            if v.name == name:
+                return v
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostSummary(_Record):
+    """One host in a fleet report."""
+
+    _RUST: ClassVar[str] = "HostSummary"
+    hostname: str
+    nics: Tuple[str, ...]
+    rdma_devices: Tuple[str, ...]
+    findings: FindingCounts
+    max_severity: Optional[str]
+    gid_index: Optional[int]
+    mtus: Tuple[int, ...]
+    subnets: Tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FleetReport(_Record):
+    """Per-host summaries and cross-host (``fleet-*``) findings."""
+
+    _RUST: ClassVar[str] = "FleetReport"
+    hosts: Tuple[HostSummary, ...]
+    findings: Tuple[Finding, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApplyReport(_Record):
+    """What an apply did; ``confirm_deadline`` (Unix seconds) when it awaits ``confirm()``."""
+
+    _RUST: ClassVar[str] = "ApplyReport"
+    applied: int
+    changes: Tuple[str, ...]
+    confirm_deadline: Optional[int]
+    journal: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RollbackReport(_Record):
+    """What a rollback undid, and the journal state it found."""
+
+    _RUST: ClassVar[str] = "RollbackReport"
+    undone: Tuple[str, ...]
+    was: str
+
 
 _ALL: Tuple[type, ...] = (
     LinkStats,
@@ -585,6 +724,16 @@ _ALL: Tuple[type, ...] = (
     FileDiff,
     WriteReport,
     LabNic,
+    Subject,
+    Remediation,
+    Finding,
+    FindingCounts,
+    NcclVar,
+    NcclAdvice,
+    HostSummary,
+    FleetReport,
+    ApplyReport,
+    RollbackReport,
 )
 
 
