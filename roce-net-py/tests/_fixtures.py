@@ -201,7 +201,7 @@ def state_doc(nics: int = 4, extra_routes: int = 0) -> Dict[str, Any]:
         routes.append(
             {
                 "family": "inet",
-                "table": 1000 + (k % 8),
+                "table": 500 + (k % 8),
                 "dst": f"198.19.{(k >> 8) & 255}.{k & 255}/32",
                 "type": "unicast",
                 "dev": f"eth{k % max(nics, 1)}",
