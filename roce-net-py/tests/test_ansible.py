@@ -38,7 +38,8 @@ def run_playbook(netns: str, tmp_path: Path, *extra: str) -> dict:
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(PLAYBOOK_DIR / "ansible.cfg"),
-        ANSIBLE_LOCAL_TEMP="/tmp/rnt-py-ansible-tmp",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
         ANSIBLE_NOCOLOR="1",
     )
     r = subprocess.run(

@@ -68,3 +68,43 @@ def test_every_kind_has_a_class():
         assert (e.kind, e.errno, e.extack, e.context, str(e)) == (kind, 1, "x", ("c",), "text")
     assert issubclass(roce_net.RoceNetPermissionError, PermissionError)
     assert issubclass(roce_net.RoceNetTimeoutError, TimeoutError)
+
+
+def test_kernel_errors_carry_errno(seed_lab, netlink_ready):
+    import errno as E
+
+    host = seed_lab.host()
+    with pytest.raises(roce_net.NetlinkError) as ei:
+        host.route_get("203.0.113.1")  # no default route in the lab
+    e = ei.value
+    assert e.kind == "netlink" and e.errno == E.ENETUNREACH
+    assert "203.0.113.1" in e.message
+
+
+def test_missing_privilege_is_permission_error(seed_lab, netlink_ready):
+    """Without CAP_SYS_ADMIN, entering the namespace fails with EPERM, mapped to
+    RoceNetPermissionError (also a PermissionError) and told what to do."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import cannot_run
+
+    if shutil.which("setpriv") is None:
+        cannot_run("needs setpriv (util-linux) to drop CAP_SYS_ADMIN")
+    code = (
+        "import roce_net, sys\n"
+        "try:\n"
+        f"    roce_net.Host(netns={seed_lab.host_ns!r}).snapshot()\n"
+        "except roce_net.RoceNetPermissionError as e:\n"
+        "    assert isinstance(e, PermissionError) and e.kind == 'permission' and e.errno == 1\n"
+        "    assert 'CAP_SYS_ADMIN' in str(e)\n"
+        "    print('ok')\n"
+    )
+    r = subprocess.run(
+        ["setpriv", "--bounding-set", "-sys_admin", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.stdout.strip() == "ok", r.stdout + r.stderr

@@ -272,7 +272,8 @@ class SysctlView(_Record):
     def effective(self, iface: str, key: str) -> Optional[int]:
         """The value the kernel acts on for ``key`` on ``iface`` (falls back to ``all``)."""
         c = self.interfaces.get(iface)
-        return getattr(c.effective if c is not None else self.all, key)
+        v: Optional[int] = getattr(c.effective if c is not None else self.all, key)
+        return v
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
