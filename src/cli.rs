@@ -148,6 +148,36 @@ enum Cmd {
         #[arg(long, value_name = "DIR", default_value = "/")]
         root: PathBuf,
     },
+    /// Diagnose the host (or a saved snapshot): findings with evidence and the fix.
+    Doctor {
+        /// Diagnose a saved snapshot instead of the live host.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+    },
+    /// NCCL environment matching this host's RDMA devices and GID tables.
+    NcclEnv {
+        /// Use a saved snapshot instead of the live host.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Print only `export NAME=value` lines (for `eval`).
+        #[arg(long)]
+        export: bool,
+    },
+    /// Findings that only show across hosts, from their saved snapshots.
+    Fleet {
+        /// Snapshot files (`roce-net snapshot -o FILE` on each host).
+        #[arg(required = true, value_name = "SNAPSHOT")]
+        snapshots: Vec<PathBuf>,
+    },
+    /// The demo: build a broken multi-NIC host in namespaces, diagnose, fix, show it fixed.
+    Lab {
+        /// Number of host NICs (2 to 64).
+        #[arg(long, default_value_t = 4)]
+        nics: usize,
+        /// Keep the lab's namespaces afterwards for exploration (remove with `ip netns del`).
+        #[arg(long)]
+        keep: bool,
+    },
     /// Internal: the confirm-timeout watchdog, started detached by `apply`.
     #[command(name = "__watchdog", hide = true)]
     Watchdog,
@@ -336,7 +366,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if cli.json {
                 out(&p.to_json());
             } else {
-                out(&render::plan(&p));
+                let mut text = render::plan(&p);
+                if !p.is_empty() {
+                    text.push_str("review, then apply with `roce-net apply` (same policy) or `roce-net apply --plan FILE`\n");
+                }
+                out(&text);
             }
         }
         Cmd::Apply {
@@ -398,6 +432,61 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(backend, &why, &files, &report));
             }
         }
+        Cmd::Doctor { from } => {
+            let st = state(&cli, from)?;
+            let findings = roce_net::doctor::run(&st);
+            if cli.json {
+                print_json(&serde_json::json!({
+                    "host": st.hostname,
+                    "summary": roce_net::doctor::summarize(&findings),
+                    "findings": findings,
+                }))?;
+            } else {
+                out(&render::doctor(&st, &findings));
+            }
+            return Ok(match roce_net::doctor::max_severity(&findings) {
+                Some(roce_net::doctor::Severity::Error) => exit::ERRORS,
+                Some(roce_net::doctor::Severity::Warning) => exit::WARNINGS,
+                _ => exit::OK,
+            });
+        }
+        Cmd::NcclEnv { from, export } => {
+            let st = state(&cli, from)?;
+            let advice = roce_net::nccl::recommend(&st);
+            if cli.json {
+                print_json(&advice)?;
+            } else if *export {
+                let lines: Vec<String> = advice
+                    .env_lines()
+                    .iter()
+                    .map(|l| match l.split_once('=') {
+                        Some((k, v)) => format!("export {k}='{}'", v.replace('\'', "'\\''")),
+                        None => l.clone(),
+                    })
+                    .collect();
+                out(&lines.join("\n"));
+            } else {
+                out(&render::nccl(&advice));
+            }
+        }
+        Cmd::Fleet { snapshots } => {
+            let states = snapshots
+                .iter()
+                .map(|p| HostState::load(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let report = roce_net::fleet::report(&states);
+            if cli.json {
+                print_json(&report)?;
+            } else {
+                out(&render::fleet(&report));
+            }
+            return Ok(match roce_net::doctor::max_severity(&report.findings) {
+                Some(roce_net::doctor::Severity::Error) => exit::ERRORS,
+                Some(roce_net::doctor::Severity::Warning) => exit::WARNINGS,
+                _ => exit::OK,
+            });
+        }
+        Cmd::Lab { nics, keep } => return crate::demo::run(*nics, *keep, cli.json),
         Cmd::Watchdog => {
             let outcome = roce_net::apply::watchdog(&host(&cli)?, &apply_opts(&cli))?;
             if cli.json {

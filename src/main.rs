@@ -2,6 +2,7 @@
 //! the library itself prints nothing.
 
 mod cli;
+mod demo;
 mod render;
 
 use std::process::ExitCode;

@@ -443,3 +443,120 @@ pub fn persist(
     }
     s
 }
+
+/// `roce-net doctor`: findings grouped by severity, most severe first.
+pub fn doctor(st: &HostState, findings: &[roce_net::doctor::Finding]) -> String {
+    use roce_net::doctor::Severity;
+    let sum = roce_net::doctor::summarize(findings);
+    let ns = st
+        .netns
+        .as_deref()
+        .map(|n| format!(" (netns {n})"))
+        .unwrap_or_default();
+    let mut s = format!(
+        "doctor: host {}{ns}: {} error(s), {} warning(s), {} info\n",
+        st.hostname, sum.error, sum.warning, sum.info
+    );
+    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+        let group: Vec<_> = findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "\n{}S", sev.to_string().to_uppercase());
+        for f in group {
+            let _ = writeln!(s, "  [{}] {}: {}", f.id, f.subject, f.message);
+            if !f.evidence.is_empty() {
+                let ev: Vec<String> = f
+                    .evidence
+                    .iter()
+                    .map(|(k, v)| match v {
+                        serde_json::Value::String(x) => format!("{k}={x}"),
+                        other => format!("{k}={other}"),
+                    })
+                    .collect();
+                let _ = writeln!(s, "      evidence: {}", ev.join(", "));
+            }
+            for c in &f.remediation.commands {
+                let _ = writeln!(s, "      fix: {c}");
+            }
+            if let Some(p) = &f.remediation.policy {
+                let _ = writeln!(s, "      policy: {p}");
+            }
+        }
+    }
+    if findings.is_empty() {
+        s.push_str("no findings: this host looks healthy for multi-NIC RoCE\n");
+    }
+    s
+}
+
+/// `roce-net nccl-env`.
+pub fn nccl(a: &roce_net::nccl::NcclAdvice) -> String {
+    let mut s = String::new();
+    for v in &a.vars {
+        match &v.value {
+            Some(x) => {
+                let _ = writeln!(s, "{}={x}", v.name);
+            }
+            None => {
+                let _ = writeln!(s, "# {} not set", v.name);
+            }
+        }
+        let _ = writeln!(s, "    # {}", v.reason);
+    }
+    for n in &a.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// `roce-net fleet`.
+pub fn fleet(r: &roce_net::fleet::FleetReport) -> String {
+    let mut t = Table::new(&[
+        "HOST",
+        "NICS",
+        "RDMA",
+        "GID_INDEX",
+        "MTU",
+        "SUBNETS",
+        "ERRORS",
+        "WARNINGS",
+    ]);
+    for h in &r.hosts {
+        t.row(vec![
+            h.hostname.clone(),
+            h.nics.len().to_string(),
+            h.rdma_devices.len().to_string(),
+            opt(&h.gid_index),
+            h.mtus
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            h.subnets
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            h.findings.error.to_string(),
+            h.findings.warning.to_string(),
+        ]);
+    }
+    let mut s = t.render();
+    if r.findings.is_empty() {
+        s.push_str("\nno cross-host findings\n");
+    } else {
+        s.push_str("\nCross-host findings\n");
+        for f in &r.findings {
+            let _ = writeln!(
+                s,
+                "  {} [{}] {}: {}",
+                f.severity, f.id, f.subject, f.message
+            );
+            for c in &f.remediation.commands {
+                let _ = writeln!(s, "      fix: {c}");
+            }
+        }
+    }
+    s
+}

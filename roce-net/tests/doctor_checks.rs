@@ -176,7 +176,7 @@ fn source_rule_missing() {
     );
     assert_eq!(
         x.remediation.policy.as_deref(),
-        Some("routing.source_rules: true")
+        Some("routing.enabled: true")
     );
 }
 
@@ -372,6 +372,27 @@ fn distinct_peers_are_not_a_conflict() {
 }
 
 #[test]
+fn shared_gateway_mac_is_not_a_conflict() {
+    let mut b = base();
+    // Rail gateways with one anycast MAC, used by routes in the per-NIC tables.
+    for n in 0..4 {
+        let gw = format!("198.18.0.{}", 1 + n);
+        b.route(&format!(
+            "table {} 10.0.0.0/8 via {gw} dev ens{}",
+            1001 + n,
+            n + 1
+        ));
+        b.neigh(
+            &format!("ens{}", n + 1),
+            &gw,
+            Some("00:00:5e:00:01:01"),
+            NeighState::Reachable,
+        );
+    }
+    assert!(doctor::run(&b.0).is_empty());
+}
+
+#[test]
 fn neighbor_failed() {
     let mut b = base();
     b.neigh("ens2", "198.18.0.30", None, NeighState::Failed);
@@ -420,7 +441,7 @@ fn mtu_mismatch() {
         x.remediation.commands,
         vec!["ip link set dev ens2 mtu 9000"]
     );
-    assert_eq!(x.remediation.policy.as_deref(), Some("mtu: 9000"));
+    assert_eq!(x.remediation.policy, None, "MTUs are not a policy setting");
 }
 
 #[test]
@@ -652,6 +673,28 @@ fn multiple_default_routes() {
 }
 
 #[test]
+fn snapshot_partial() {
+    let mut b = base();
+    b.0.warnings.push(roce_net::model::Warning {
+        source: "/proc/sys/net/ipv4/conf/ens2/rp_filter".into(),
+        message: "permission denied".into(),
+    });
+    let s = fixture("snapshot-partial.bad.json", b);
+    let f = doctor::run(&s);
+    assert_eq!(ids(&f), BTreeSet::from(["snapshot-partial"]));
+    let x = one(&f, "snapshot-partial");
+    assert_eq!(x.severity, Severity::Info);
+    assert_eq!(
+        x.evidence["warnings"],
+        json!(["/proc/sys/net/ipv4/conf/ens2/rp_filter: permission denied"])
+    );
+    assert_eq!(
+        x.remediation.commands,
+        vec!["cat /proc/sys/net/ipv4/conf/ens2/rp_filter"]
+    );
+}
+
+#[test]
 fn every_check_has_a_bad_fixture_and_findings_are_sorted_and_serialisable() {
     let mut all_ids = BTreeSet::new();
     for id in doctor::CHECK_IDS {
@@ -709,4 +752,41 @@ fn scope_without_rdma_and_without_shared_subnets_is_empty() {
     let mut b = lab();
     b.iface_mut("veth2").master = Some("br0".into());
     assert!(doctor::nics_in_scope(&b.0).is_empty());
+}
+
+/// Every policy setting a finding recommends is one the policy loader accepts, so
+/// the advice can be pasted into a policy file.
+#[test]
+fn remediation_policy_settings_are_valid_policy() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/doctor");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let st = roce_net::HostState::load(&p).unwrap();
+        for f in doctor::run(&st) {
+            let Some(setting) = f.remediation.policy.as_deref() else {
+                continue;
+            };
+            let (path, value) = setting
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("{setting}"));
+            let mut yaml = String::new();
+            let parts: Vec<&str> = path.split('.').collect();
+            for (depth, part) in parts.iter().enumerate() {
+                yaml.push_str(&"  ".repeat(depth));
+                yaml.push_str(part);
+                yaml.push(':');
+                yaml.push(if depth + 1 == parts.len() { ' ' } else { '\n' });
+            }
+            yaml.push_str(value);
+            roce_net::policy::Policy::from_yaml(&yaml).unwrap_or_else(|e| {
+                panic!("{} recommends {setting:?}, not a valid policy: {e}", f.id)
+            });
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "only {seen} policy settings seen");
 }

@@ -149,6 +149,10 @@ fn rule_actions_goto_nop_and_rejects() {
     assert_eq!(r("198.51.100.1"), Err(LookupError::Prohibit));
     assert_eq!(r("198.51.101.1"), Err(LookupError::Unreachable));
     assert_eq!(r("198.51.102.1"), Err(LookupError::Blackhole));
+    // A backwards goto (refused by the kernel) cannot loop.
+    b.rule("pref 6 to 203.0.1.0/24 goto 3");
+    b.rule("pref 3 to 203.0.1.0/24 goto 6");
+    assert_eq!(get(&b, "203.0.1.5", None).table, Some(200));
     // A goto to a missing priority is ignored.
     b.rule("pref 5 to 203.0.1.0/24 goto 7");
     assert_eq!(get(&b, "203.0.1.5", None).table, Some(200));
@@ -324,4 +328,53 @@ fn ipv6_lookups() {
     // Link-local destination: the link-local source of the outgoing device.
     let d = fib::lookup(&b.0, ip("fe80::99"), None, None, Some("ens2")).unwrap();
     assert_eq!(d.prefsrc, Some(ip("fe80::2")));
+}
+
+#[test]
+fn ipv6_source_selection_rules() {
+    let mut b = B::new("h");
+    b.nic("ens1", 2, "02:00:00:00:00:01", 9000);
+    b.nic("ens2", 3, "02:00:00:00:00:02", 9000);
+    b.addr("ens1", "fd00:1::1/64");
+    b.addr("ens2", "2001:db8:2::1/64");
+    b.route("-6 default via fd00:1::ff dev ens1 metric 1024");
+    // Rule 5 before rule 6: the outgoing device's ULA beats ens2's global address.
+    let d = get(&b, "2001:db8:9::9", None);
+    assert_eq!(d.dev.as_deref(), Some("ens1"));
+    assert_eq!(d.prefsrc, Some(ip("fd00:1::1")));
+    // Rule 6 before rule 8: on one device, the matching label (::/0, label 1) beats
+    // a longer common prefix with another label (6to4, 2002::/16).
+    b.addr("ens1", "2002:db8::1/64");
+    b.addr("ens1", "2400::1/64");
+    let d = get(&b, "2001:db8:9::9", None);
+    assert_eq!(d.prefsrc, Some(ip("2400::1")));
+    // Link-local destination: only the outgoing device's addresses count, so ens1's
+    // link-local address (a better scope match) is not taken for ens2.
+    b.addr("ens1", "fe80::1/64");
+    assert_eq!(
+        fib::ipv6_select_addr(&b.0, Some("ens2"), "fe80::9".parse().unwrap()),
+        Some("2001:db8:2::1".parse().unwrap())
+    );
+    assert_eq!(
+        fib::ipv6_select_addr(&b.0, Some("ens1"), "fe80::9".parse().unwrap()),
+        Some("fe80::1".parse().unwrap())
+    );
+}
+
+#[test]
+fn destination_classes_and_loopback_sources() {
+    let mut b = four_nics_one_subnet();
+    b.route("default via 198.18.0.1 dev ens1");
+    let d = get(&b, "239.1.1.1", None);
+    assert_eq!(d.kind, RouteType::Multicast);
+    assert_eq!(d.dev.as_deref(), Some("ens1"));
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("0.1.2.3"))),
+        Err(LookupError::InvalidDestination)
+    );
+    // 127.0.0.1 is local, but may not leave by ens1.
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("8.8.8.8")).from(ip("127.0.0.1"))),
+        Err(LookupError::InvalidSource)
+    );
 }

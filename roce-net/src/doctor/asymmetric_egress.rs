@@ -46,7 +46,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 )
                 .fix(
                     ctx.source_routing_commands(&nic.ifname, a),
-                    Some("routing.source_rules: true"),
+                    Some("routing.enabled: true"),
                 ),
             );
         }

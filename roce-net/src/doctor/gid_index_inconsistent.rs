@@ -52,7 +52,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
                     "unset NCCL_IB_GID_INDEX".to_string(),
                 ],
-                Some("nccl.gid_index: auto"),
+                None,
             ),
         );
     }

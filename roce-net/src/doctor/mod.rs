@@ -22,6 +22,7 @@ mod rdma_retransmits;
 mod rp_filter_strict;
 mod rx_drops;
 pub mod scope;
+mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
 
@@ -54,6 +55,7 @@ pub const CHECK_IDS: &[&str] = &[
     rdma_retransmits::ID,
     no_rdma_devices::ID,
     multiple_default_routes::ID,
+    snapshot_partial::ID,
 ];
 
 /// How bad a finding is. Ordered from least to most severe, so `max()` is the worst.
@@ -294,7 +296,7 @@ pub fn run(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 18] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 19] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
@@ -313,6 +315,7 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         rdma_retransmits::check,
         no_rdma_devices::check,
         multiple_default_routes::check,
+        snapshot_partial::check,
     ];
     let mut out: Vec<Finding> = checks.iter().flat_map(|c| c(&ctx)).collect();
     sort_findings(&mut out);

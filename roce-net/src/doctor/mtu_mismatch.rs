@@ -53,10 +53,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 crate::model::active_mtu_for_netdev_mtu(*mtu),
             )
             .evidence("mtus", &mtus)
-            .fix(
-                vec![format!("ip link set dev {name} mtu {expected}")],
-                Some(&format!("mtu: {expected}")),
-            ),
+            .fix(vec![format!("ip link set dev {name} mtu {expected}")], None),
         );
     }
     out

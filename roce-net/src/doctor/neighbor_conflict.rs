@@ -1,7 +1,8 @@
 //! `neighbor-conflict`: neighbour entries on the NICs in scope that cannot all be
 //! right: one IP resolved to different MACs on different NICs, one MAC learned for
 //! different IPs on different NICs (a peer's address resolved to the MAC of another
-//! rail), or a peer resolved to the MAC of one of this host's own NICs.
+//! rail; gateways and routers are exempt, as routed fabrics often share one anycast
+//! gateway MAC), or a peer resolved to the MAC of one of this host's own NICs.
 
 use super::{Ctx, Finding, Severity, Subject};
 use crate::model::Neighbor;
@@ -77,9 +78,20 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         );
     }
 
-    // 2. One MAC, several IPs, on more than one NIC.
+    // 2. One MAC, several IPs, on more than one NIC. Gateways are left out: routed
+    // fabrics often give every rail's gateway the same (anycast) MAC.
+    let gateways: BTreeSet<IpAddr> = ctx
+        .state
+        .routes
+        .iter()
+        .flat_map(|r| {
+            r.gateway
+                .into_iter()
+                .chain(r.multipath.iter().filter_map(|h| h.gateway))
+        })
+        .collect();
     let mut by_mac: BTreeMap<String, Vec<&Neighbor>> = BTreeMap::new();
-    for n in &ns {
+    for n in ns.iter().filter(|n| !n.router && !gateways.contains(&n.ip)) {
         if let Some(m) = &n.mac {
             by_mac.entry(m.to_string()).or_default().push(n);
         }

@@ -40,7 +40,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("failed", &failed)
             .fix(
                 vec![format!("ip neigh flush dev {} nud failed", nic.ifname)],
-                Some("neighbors.flush: failed"),
+                Some("neighbors.flush: polluted"),
             ),
         );
     }

@@ -1,8 +1,10 @@
 //! Which NICs the checks (and the planner's `nics: auto`) look at.
 //!
-//! On a host with RDMA devices the NICs in scope are the netdevs backing RDMA ports
-//! (present in the snapshot). On a host without RDMA devices (a lab), they are the
-//! interfaces that share an IPv4 subnet with another interface: interfaces are
+//! When some RDMA port's netdev is present in the snapshot, the NICs in scope are
+//! the netdevs backing RDMA ports ([`ScopeMode::Rdma`]). Otherwise (no RDMA devices,
+//! as in a lab, or RDMA netdevs living in another namespace) they are the
+//! interfaces that share an IPv4 subnet with another interface
+//! ([`ScopeMode::SharedSubnet`]): interfaces are
 //! grouped by the networks of their global IPv4 addresses, `lo` and enslaved ports
 //! (bridge or bond members) are left out, and every group of two or more interfaces
 //! is in scope, because that is where ARP flux and asymmetric routing happen.

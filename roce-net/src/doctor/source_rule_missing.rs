@@ -52,7 +52,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("proposed_table", table)
                 .evidence("proposed_priority", prio)
                 .evidence("shares_subnet_with", ctx.peers.get(&nic.ifname))
-                .fix(cmds, Some("routing.source_rules: true")),
+                .fix(cmds, Some("routing.enabled: true")),
             );
         }
     }

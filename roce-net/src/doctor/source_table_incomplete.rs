@@ -94,7 +94,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                         a.address,
                         rule.table
                     )],
-                    Some("routing.source_rules: true"),
+                    Some("routing.enabled: true"),
                 ),
             );
         }

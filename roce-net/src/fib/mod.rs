@@ -34,7 +34,7 @@
 //! Known approximations (documented, not guessed silently): multipath routes report
 //! their first live next hop (the kernel hashes the flow), several equal-metric
 //! default routes report the first one (the kernel also weighs neighbour state),
-//! IPv6 source selection implements RFC 6724 rules 1, 2, 5 and 8 only, IPv6
+//! IPv6 source selection implements RFC 6724 rules 1, 2, 5, 6 and 8 only, IPv6
 //! source-specific routes and rule selectors roce-net does not model (uid range,
 //! ports, `l3mdev`) are ignored, and lookups with an `iif` skip the kernel's
 //! reverse-path validation.
@@ -143,6 +143,8 @@ pub enum LookupError {
     NoDevice,
     /// The source and destination families differ.
     FamilyMismatch,
+    /// The destination cannot be routed (`0.x.x.x`; `Invalid argument`).
+    InvalidDestination,
 }
 
 impl std::fmt::Display for LookupError {
@@ -155,6 +157,7 @@ impl std::fmt::Display for LookupError {
             LookupError::Prohibit => "prohibit route or rule",
             LookupError::NoDevice => "output device missing or down",
             LookupError::FamilyMismatch => "source and destination families differ",
+            LookupError::InvalidDestination => "destination address cannot be routed",
         })
     }
 }
@@ -513,7 +516,9 @@ fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Looku
         }
         match rule.action {
             RuleAction::Goto => {
-                if let Some(target) = rule.goto {
+                // The kernel only accepts forward gotos; ignoring any other keeps a
+                // malformed snapshot from looping.
+                if let Some(target) = rule.goto.filter(|t| *t > rule.priority) {
                     if let Some(t) = rules.iter().position(|r| r.priority == target) {
                         // The kernel re-evaluates the target rule itself next.
                         i = t;
@@ -753,8 +758,24 @@ fn resolve_v4(
             }),
         },
     };
+    // __mkroute_output: a loopback source may not leave by a real device, a zeronet
+    // destination is invalid, and the destination class decides the route type.
+    let dev_is_lo = hit.dev.as_deref() == Some("lo");
+    if src.map(|s| s.is_loopback()).unwrap_or(false) && !dev_is_lo {
+        return Err(LookupError::InvalidSource);
+    }
+    if is_zeronet(dst) {
+        return Err(LookupError::InvalidDestination);
+    }
+    let kind = if is_lbcast(dst) {
+        RouteType::Broadcast
+    } else if dst.is_multicast() {
+        RouteType::Multicast
+    } else {
+        route.kind
+    };
     Ok(Decision {
-        kind: route.kind,
+        kind,
         table: Some(hit.table),
         rule_priority: hit.rule_priority,
         route: Some(route.clone()),
@@ -769,6 +790,9 @@ fn v6_scope(a: &Ipv6Addr) -> u8 {
     let s = a.segments();
     if a.is_loopback() {
         0x1
+    } else if s[0] & 0xff00 == 0xff00 {
+        // Multicast: the scope is in the address.
+        (s[0] & 0x000f) as u8
     } else if s[0] & 0xffc0 == 0xfe80 {
         0x2
     } else if s[0] & 0xffc0 == 0xfec0 {
@@ -778,37 +802,85 @@ fn v6_scope(a: &Ipv6Addr) -> u8 {
     }
 }
 
+/// RFC 6724 policy-table label of an address (the kernel's default `ip addrlabel`
+/// table); only equality of labels matters.
+fn v6_label(a: &Ipv6Addr) -> u8 {
+    let x = u128::from_be_bytes(a.octets());
+    let in_pfx = |p: u128, len: u32| {
+        let mask = if len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - len)
+        };
+        x & mask == p & mask
+    };
+    const TABLE: [(u128, u32, u8); 10] = [
+        (1, 128, 0),                                        // ::1/128
+        (0x0000_0000_0000_0000_0000_ffff_0000_0000, 96, 4), // ::ffff:0:0/96
+        (0x2002 << 112, 16, 2),                             // 6to4
+        (0x2001_0000 << 96, 32, 5),                         // Teredo
+        (0x2001_0010 << 96, 28, 7),                         // ORCHID
+        (0x2001_0020 << 96, 28, 8),                         // ORCHIDv2
+        (0xfc00 << 112, 7, 13),                             // ULA
+        (0, 96, 3),                                         // IPv4-compatible
+        (0xfec0 << 112, 10, 11),                            // site-local
+        (0x3ffe << 112, 16, 12),                            // 6bone
+    ];
+    // Longest matching prefix wins.
+    TABLE
+        .iter()
+        .filter(|(p, l, _)| in_pfx(*p, *l))
+        .max_by_key(|(_, l, _)| *l)
+        .map(|(_, _, lab)| *lab)
+        .unwrap_or(1)
+}
+
 fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> u32 {
     let x = u128::from_be_bytes(a.octets()) ^ u128::from_be_bytes(b.octets());
     x.leading_zeros()
 }
 
-/// IPv6 source selection (RFC 6724 rules 1, 2, 5 and 8, as the kernel's
-/// `ipv6_dev_get_saddr` applies them): same address, then appropriate scope,
-/// then the outgoing interface, then the longest common prefix.
+/// IPv6 source selection as the kernel's `ipv6_dev_get_saddr` applies RFC 6724:
+/// rule 1 (same address), 2 (appropriate scope), 5 (outgoing interface),
+/// 6 (matching label) and 8 (longest matching prefix, up to the candidate's prefix
+/// length). For link-local or multicast destinations only the outgoing device's
+/// addresses are candidates; otherwise every device's, in interface-index order,
+/// the first best candidate winning. Rules needing address flags (deprecated, home,
+/// temporary) are not applied.
 pub fn ipv6_select_addr(state: &HostState, dev: Option<&str>, dst: Ipv6Addr) -> Option<Ipv6Addr> {
     let dscope = v6_scope(&dst);
-    let mut best: Option<((bool, i32, bool, u32), Ipv6Addr)> = None;
-    for a in &state.addresses {
-        let IpAddr::V6(cand) = a.address else {
-            continue;
-        };
-        let cscope = v6_scope(&cand);
-        // Link-local candidates only on the outgoing link.
-        if cscope <= 0x2 && dev != Some(a.ifname.as_str()) && cand != dst {
+    let oif_only = dst.segments()[0] & 0xff00 == 0xff00 || dscope <= 0x2;
+    let dlabel = v6_label(&dst);
+    // (same address, scope score, outgoing device, label match, common prefix)
+    type Score = (bool, i32, bool, bool, u32);
+    let mut best: Option<(Score, Ipv6Addr)> = None;
+    for i in ifindex_order(state) {
+        if oif_only && dev != Some(i.name.as_str()) {
             continue;
         }
-        let same = cand == dst;
-        // Rule 2: prefer the smallest scope that is >= the destination's.
-        let scope_score = if cscope >= dscope {
-            -(i32::from(cscope))
-        } else {
-            -1000 + i32::from(cscope)
-        };
-        let oif = dev == Some(a.ifname.as_str());
-        let key = (same, scope_score, oif, common_prefix(&cand, &dst));
-        if best.as_ref().map(|(k, _)| key > *k).unwrap_or(true) {
-            best = Some((key, cand));
+        for a in state.addresses_of(&i.name) {
+            let IpAddr::V6(cand) = a.address else {
+                continue;
+            };
+            if cand.is_unspecified() {
+                continue;
+            }
+            let cscope = v6_scope(&cand);
+            let same = cand == dst;
+            // Rule 2: prefer the smallest scope that is >= the destination's, else
+            // the largest one.
+            let scope_score = if cscope >= dscope {
+                -(i32::from(cscope))
+            } else {
+                -1000 + i32::from(cscope)
+            };
+            let oif = dev == Some(i.name.as_str());
+            let label = v6_label(&cand) == dlabel;
+            let prefix = common_prefix(&cand, &dst).min(u32::from(a.prefix_len));
+            let key = (same, scope_score, oif, label, prefix);
+            if best.as_ref().map(|(k, _)| key > *k).unwrap_or(true) {
+                best = Some((key, cand));
+            }
         }
     }
     best.map(|(_, a)| a)

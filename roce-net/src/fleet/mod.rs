@@ -124,7 +124,7 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
                         "export NCCL_IB_ROCE_VERSION_NUM=2".to_string(),
                         "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
                     ],
-                    Some("nccl.gid_index: auto".to_string()),
+                    None,
                 )
             },
         );

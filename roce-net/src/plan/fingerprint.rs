@@ -29,8 +29,16 @@ fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+/// Routes the kernel (protocol `kernel`) or router advertisements (`ra`, 9)
+/// install for IPv6 addresses.
+fn is_volatile_ipv6(r: &crate::model::Route) -> bool {
+    r.family == crate::model::Family::Inet6
+        && (r.protocol == crate::model::protocol::KERNEL || r.protocol == 9)
+}
+
 /// The fingerprint of the state a plan depends on: interfaces (name, index, MAC,
-/// MTU, admin state), addresses, routes, rules, configured sysctls (not effective
+/// MTU, admin state), IPv4 addresses, routes (less the IPv6 ones the kernel and
+/// router advertisements manage), rules, configured sysctls (not effective
 /// values) and table names. Counters, neighbours, RDMA data, warnings, the host
 /// name and the capture time are left out, as is the order of lists.
 ///
@@ -61,8 +69,26 @@ pub fn fingerprint(host: &HostState) -> String {
             })
             .collect(),
     );
-    section("addresses", host.addresses.iter().map(json).collect());
-    section("routes", host.routes.iter().map(json).collect());
+    // The planner manages IPv4. IPv6 addresses and the routes the kernel or router
+    // advertisements derive from them come and go on their own (link-local
+    // addresses after DAD, SLAAC privacy addresses), so they are left out: a plan
+    // made a moment before a link-local address appears is still valid.
+    section(
+        "addresses",
+        host.addresses
+            .iter()
+            .filter(|a| a.address.is_ipv4())
+            .map(json)
+            .collect(),
+    );
+    section(
+        "routes",
+        host.routes
+            .iter()
+            .filter(|r| !is_volatile_ipv6(r))
+            .map(json)
+            .collect(),
+    );
     section("rules", host.rules.iter().map(json).collect());
     let s = &host.sysctls;
     let mut sys = vec![
@@ -110,5 +136,53 @@ mod tests {
         assert_eq!(fingerprint(&a), fingerprint(&b));
         b.table_names.insert(1001, "roce_r1".into());
         assert_ne!(fingerprint(&a), fingerprint(&b));
+    }
+}
+
+#[cfg(test)]
+mod volatile_tests {
+    use super::fingerprint;
+    use crate::model::{Address, Family, HostState, Route, RouteType, Scope};
+
+    fn addr(ip: &str) -> Address {
+        Address {
+            ifname: "r0".into(),
+            ifindex: 2,
+            address: ip.parse().unwrap(),
+            prefix_len: 64,
+            scope: Scope::Link,
+            label: None,
+            secondary: false,
+        }
+    }
+
+    #[test]
+    fn ipv6_autoconf_does_not_count_as_drift_but_ipv4_does() {
+        let base = HostState::empty("h");
+        let fp = fingerprint(&base);
+        let mut v6 = base.clone();
+        v6.addresses.push(addr("fe80::1"));
+        v6.routes.push(Route {
+            family: Family::Inet6,
+            table: 254,
+            dst: "fe80::/64".parse().unwrap(),
+            kind: RouteType::Unicast,
+            dev: Some("r0".into()),
+            prefsrc: None,
+            gateway: None,
+            scope: Scope::Universe,
+            protocol: crate::model::protocol::KERNEL,
+            metric: Some(256),
+            tos: 0,
+            multipath: Vec::new(),
+        });
+        assert_eq!(fingerprint(&v6), fp);
+        let mut v4 = base.clone();
+        v4.addresses.push(addr("198.18.0.11"));
+        assert_ne!(fingerprint(&v4), fp);
+        // An IPv6 route someone else installed by hand is not volatile.
+        let mut owned = v6.clone();
+        owned.routes[0].protocol = 201;
+        assert_ne!(fingerprint(&owned), fp);
     }
 }

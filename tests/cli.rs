@@ -1,0 +1,505 @@
+//! The command-line tool end to end: offline verbs on fixtures, bad input, exit
+//! codes, the lab demo, a killed apply restored by `rollback`, and read-only
+//! verbs run without privileges.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_roce-net"))
+}
+
+fn fixture(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("roce-net/tests/fixtures")
+        .join(p)
+}
+
+fn run(args: &[&str]) -> Output {
+    bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running roce-net")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Lab tests need root; under CI=true they must fail rather than skip.
+fn can_run_lab(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test}: needs root to create network namespaces, and CI=true");
+    }
+    eprintln!("{test}: skipped (needs root)");
+    false
+}
+
+#[test]
+fn doctor_offline_exit_codes_follow_severity() {
+    let healthy = fixture("doctor/healthy.json");
+    let o = run(&["doctor", "--from", healthy.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let bad = fixture("doctor/arp-ignore.bad.json");
+    let o = run(&["doctor", "--from", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "errors found: {}", text(&o));
+    assert!(text(&o).contains("[arp-ignore]"), "{}", text(&o));
+    assert!(
+        text(&o).contains("fix: "),
+        "remediation shown: {}",
+        text(&o)
+    );
+    let o = run(&["--json", "doctor", "--from", bad.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["id"] == "arp-ignore"));
+    assert!(v["summary"]["error"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn bad_snapshot_files_give_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(fixture("doctor/healthy.json")).unwrap();
+    let truncated = dir.path().join("truncated.json");
+    std::fs::write(&truncated, &good[..good.len() / 2]).unwrap();
+    let o = run(&["doctor", "--from", truncated.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(65), "{}", text(&o));
+    assert!(text(&o).contains("truncated"), "{}", text(&o));
+
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["schema_version"] = serde_json::json!(99);
+    let wrong = dir.path().join("v99.json");
+    std::fs::write(&wrong, v.to_string()).unwrap();
+    let o = run(&["show", "--from", wrong.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(65), "{}", text(&o));
+    assert!(text(&o).contains("schema_version 99"), "{}", text(&o));
+
+    let o = run(&["doctor", "--from", "/nonexistent/snap.json"]);
+    assert_eq!(o.status.code(), Some(66), "{}", text(&o));
+    assert!(text(&o).contains("/nonexistent/snap.json"), "{}", text(&o));
+}
+
+#[test]
+fn missing_namespace_is_not_found() {
+    let o = run(&["--netns", "rnt-does-not-exist", "show"]);
+    assert_eq!(o.status.code(), Some(66), "{}", text(&o));
+    assert!(text(&o).contains("rnt-does-not-exist"), "{}", text(&o));
+    let o = run(&["--json", "--netns", "rnt-does-not-exist", "show"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert_eq!(v["error"]["kind"], "not_found");
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let o = run(&["no-such-verb"]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+    let o = run(&["route-get", "not-an-ip"]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+}
+
+#[test]
+fn gids_from_sysfs_fixture_match_show_gids_columns() {
+    let root = fixture("sysfs/connectx8");
+    let o = run(&["--sysfs-root", root.to_str().unwrap(), "--json", "gids"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 32, "8 NICs x GIDs 0-3");
+    let v2: Vec<_> = rows
+        .iter()
+        .filter(|r| r["ver"] == "v2" && !r["ipv4"].is_null())
+        .collect();
+    assert_eq!(v2.len(), 8, "one RoCE v2 IPv4 GID per NIC");
+    assert!(v2.iter().all(|r| r["index"] == 3));
+    let o = run(&["--sysfs-root", root.to_str().unwrap(), "gids"]);
+    let t = text(&o);
+    assert!(t.starts_with("DEV"), "{t}");
+    assert!(t.contains("n_gids_found=32"), "{t}");
+}
+
+#[test]
+fn nccl_env_from_fixture() {
+    let snap = fixture("doctor/healthy.json");
+    let o = run(&["--json", "nccl-env", "--from", snap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let vars = v["vars"].as_array().unwrap();
+    assert!(
+        vars.iter()
+            .any(|x| x["name"] == "NCCL_IB_HCA" && x["value"].is_string()),
+        "{v}"
+    );
+    let o = run(&["nccl-env", "--export", "--from", snap.to_str().unwrap()]);
+    let t = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        t.lines()
+            .all(|l| l.starts_with("export NCCL_") && l.contains("='")),
+        "{t}"
+    );
+}
+
+#[test]
+fn fleet_needs_snapshots_and_reports_hosts() {
+    let a = fixture("doctor/healthy.json");
+    let b = fixture("doctor/gid-index-inconsistent.bad.json");
+    let o = run(&["--json", "fleet", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["hosts"].as_array().unwrap().len(), 2, "{v}");
+    let o = run(&["fleet"]);
+    assert_eq!(o.status.code(), Some(64));
+}
+
+#[test]
+fn lab_demo_fixes_the_seed_host() {
+    if !can_run_lab("lab_demo_fixes_the_seed_host") {
+        return;
+    }
+    let o = run(&["--json", "lab", "--nics", "3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["fixed"], true);
+    assert_eq!(
+        v["before"]["arp_probe"]["replies"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        v["after"]["arp_probe"]["replies"].as_array().unwrap().len(),
+        1
+    );
+    let ids: Vec<&str> = v["before"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "arp-ignore",
+        "arp-announce",
+        "source-rule-missing",
+        "asymmetric-egress",
+    ] {
+        assert!(ids.contains(&id), "{id} before the fix: {ids:?}");
+    }
+    assert_eq!(v["second_plan_empty"], true);
+    // The lab's namespaces are gone.
+    for ns in v["namespaces"].as_array().unwrap() {
+        assert!(!Path::new("/run/netns").join(ns.as_str().unwrap()).exists());
+    }
+}
+
+/// A lab namespace made with `ip`, removed on drop.
+struct Ns(String);
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn ip(ns: &str, args: &str) {
+    let st = Command::new("ip")
+        .arg("-n")
+        .arg(ns)
+        .args(args.split_whitespace())
+        .status()
+        .unwrap();
+    assert!(st.success(), "ip -n {ns} {args}");
+}
+
+/// Two NICs in one /24 behind nothing: enough for a plan with several changes.
+fn small_lab(tag: &str) -> Ns {
+    let name = format!("rnt-cli-{}-{tag}", std::process::id());
+    assert!(Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap()
+        .success());
+    let ns = Ns(name);
+    for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
+        ip(&ns.0, &format!("link add r{i} type veth peer name x{i}"));
+        ip(&ns.0, &format!("addr add {a}/24 dev r{i}"));
+        ip(&ns.0, &format!("link set r{i} up"));
+        ip(&ns.0, &format!("link set x{i} up"));
+    }
+    ns
+}
+
+fn state_of(ns: &str, etc: &Path) -> serde_json::Value {
+    let o = run(&[
+        "--netns",
+        ns,
+        "--etc-root",
+        etc.to_str().unwrap(),
+        "snapshot",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // What apply may change; counters, time and neighbours (none here) excluded.
+    serde_json::json!({"routes": v["routes"].take(), "rules": v["rules"].take(), "sysctls": v["sysctls"].take(), "tables": v["table_names"].take()})
+}
+
+#[test]
+fn killed_apply_is_restored_by_rollback() {
+    if !can_run_lab("killed_apply_is_restored_by_rollback") {
+        return;
+    }
+    let ns = small_lab("kill");
+    let etc = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let before = state_of(&ns.0, etc.path());
+    let common = [
+        "--netns",
+        &ns.0,
+        "--etc-root",
+        etc.path().to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let mut child = bin()
+        .args(common)
+        .args(["apply", "--yes"])
+        .env("ROCE_NET_TEST_PAUSE_AFTER", "5:60000")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until six changes are journalled as done, then kill -9 mid-apply.
+    let t0 = Instant::now();
+    loop {
+        let j = std::fs::read_dir(state.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name().to_string_lossy().ends_with(".journal.json"));
+        if let Some(j) = j {
+            let text = std::fs::read_to_string(j.path()).unwrap_or_default();
+            if text.matches("\"done\"").count() >= 6 {
+                break;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "apply never reached step 6"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert_ne!(
+        state_of(&ns.0, etc.path()),
+        before,
+        "the killed apply changed the host half way"
+    );
+
+    // A new apply is refused until the crashed one is rolled back.
+    let o = bin()
+        .args(common)
+        .args(["apply", "--yes"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(75), "{}", text(&o));
+    assert!(text(&o).contains("roce-net rollback"), "{}", text(&o));
+
+    let o = bin().args(common).arg("rollback").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("it was applying"), "{}", text(&o));
+    assert_eq!(
+        state_of(&ns.0, etc.path()),
+        before,
+        "rollback restores the host exactly"
+    );
+}
+
+#[test]
+fn apply_without_yes_and_without_a_terminal_changes_nothing() {
+    if !can_run_lab("apply_without_yes_and_without_a_terminal_changes_nothing") {
+        return;
+    }
+    let ns = small_lab("noyes");
+    let etc = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let before = state_of(&ns.0, etc.path());
+    let o = bin()
+        .args([
+            "--netns",
+            &ns.0,
+            "--etc-root",
+            etc.path().to_str().unwrap(),
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "apply",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(65), "{}", text(&o));
+    assert!(text(&o).contains("--yes"), "{}", text(&o));
+    assert_eq!(state_of(&ns.0, etc.path()), before);
+
+    // A bad policy changes nothing either, and names the field.
+    let pol = etc.path().join("bad.yaml");
+    std::fs::write(&pol, "routing:\n  table_base: 254\n  bogus: 1\n").unwrap();
+    let o = bin()
+        .args([
+            "--netns",
+            &ns.0,
+            "--etc-root",
+            etc.path().to_str().unwrap(),
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "apply",
+            "--yes",
+            "-f",
+            pol.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(65), "{}", text(&o));
+    assert!(text(&o).contains("routing"), "{}", text(&o));
+    assert_eq!(state_of(&ns.0, etc.path()), before);
+}
+
+#[test]
+fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
+    if !can_run_lab("plan_then_apply_the_saved_plan_then_persist_dry_run") {
+        return;
+    }
+    let ns = small_lab("plan");
+    let etc = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let planf = state.path().join("plan.json");
+    let common = [
+        "--netns",
+        &ns.0,
+        "--etc-root",
+        etc.path().to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let o = bin()
+        .args(common)
+        .args(["plan", "-o", planf.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("+ rule from 198.18.2.12 lookup 1002"),
+        "{}",
+        text(&o)
+    );
+    let o = bin()
+        .args(common)
+        .args(["apply", "--yes", "--plan", planf.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    // Applying the same (now stale) plan again is refused as drift.
+    let o = bin()
+        .args(common)
+        .args(["apply", "--yes", "--plan", planf.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(73), "{}", text(&o));
+    let o = bin().args(common).args(["plan"]).output().unwrap();
+    assert!(text(&o).contains("no changes"), "{}", text(&o));
+    let o = bin()
+        .args(common)
+        .args([
+            "persist",
+            "--backend",
+            "networkd",
+            "--dry-run",
+            "--root",
+            root.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("dry run: nothing written"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(root.path()).unwrap().count(),
+        0,
+        "dry run wrote nothing"
+    );
+    let o = bin()
+        .args(common)
+        .args([
+            "persist",
+            "--backend",
+            "sysctl.d",
+            "--root",
+            root.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let written =
+        std::fs::read_to_string(root.path().join("etc/sysctl.d/90-roce-net.conf")).unwrap();
+    assert!(
+        written.contains("net.ipv4.conf.all.arp_ignore = 1"),
+        "{written}"
+    );
+}
+
+#[test]
+fn read_only_verbs_without_privileges() {
+    if !is_root() {
+        // Already unprivileged: the current namespace can be read.
+        let o = run(&["--json", "show"]);
+        assert!(o.status.success(), "{}", text(&o));
+        return;
+    }
+    let as_nobody = |args: &[&str]| -> Output {
+        let mut c = bin();
+        c.args(args).stdin(Stdio::null());
+        // SAFETY: setgid/setuid in the child before exec; async-signal-safe.
+        unsafe {
+            c.pre_exec(|| {
+                if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    };
+    // Reading the current namespace needs no privilege: a full result.
+    let o = as_nobody(&["--json", "snapshot"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!v["interfaces"].as_array().unwrap().is_empty());
+    // Entering another namespace does: a clear permission error, exit 77.
+    if !can_run_lab("read_only_verbs_without_privileges") {
+        return;
+    }
+    let ns = small_lab("nobody");
+    let o = as_nobody(&["--netns", &ns.0, "show"]);
+    assert_eq!(o.status.code(), Some(77), "{}", text(&o));
+    assert!(text(&o).contains("run as root"), "{}", text(&o));
+}
