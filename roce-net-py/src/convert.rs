@@ -1,8 +1,9 @@
 //! Rust values -> Python objects, through serde.
 //!
-//! Every result is serialised with `pythonize`, with one twist: a serde struct whose
-//! name is registered (from `roce_net._types`, at import) becomes an instance of the
-//! registered frozen dataclass instead of a dict. The instance is allocated with
+//! Every result is serialised by [`crate::ser`] (a serde serializer that builds
+//! Python objects), with one twist: a serde struct whose name is registered (from
+//! `roce_net._types`, at import) becomes an instance of the registered frozen
+//! dataclass instead of a dict. The instance is allocated with
 //! `object.__new__` and its slots are filled with `PyObject_GenericSetAttr`, which
 //! skips the frozen `__setattr__` and the Python-level `__init__`: that keeps a
 //! 100k-route snapshot fast. Lists become tuples (immutable, hashable).
@@ -13,8 +14,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyMapping, PyString, PyTuple};
-use pythonize::{PythonizeMappingType, PythonizeNamedMappingType, PythonizeTypes};
+use pyo3::types::{PyDict, PyString};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -90,27 +90,25 @@ pub fn register(
     Ok(())
 }
 
-/// The pythonize type set: tuples for sequences, dataclasses for registered structs.
-pub struct Types;
-
-impl PythonizeTypes for Types {
-    type Map = PyDict;
-    type NamedMap = Named;
-    type List = PyTuple;
+/// A fresh instance of the class registered for `struct_name` (its defaulted
+/// fields already set), or `None` when the name is not registered.
+pub fn new_instance<'py>(
+    py: Python<'py>,
+    struct_name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let reg = registry()?;
+    let Some(info) = reg.classes.get(struct_name) else {
+        return Ok(None);
+    };
+    let obj = reg.object_new.bind(py).call1((info.cls.bind(py),))?;
+    for (f, d) in &info.defaults {
+        set_slot(&obj, f.bind(py), d.bind(py))?;
+    }
+    Ok(Some(obj))
 }
 
-/// Builds either a registered dataclass instance or a plain dict.
-pub struct Named;
-
-/// The value being built for one serde struct.
-pub enum NamedBuilder<'py> {
-    /// An instance of a registered class, its slots being filled.
-    Instance(Bound<'py, PyAny>),
-    /// A plain dict (unregistered struct names, enum variant wrappers).
-    Dict(Bound<'py, PyDict>),
-}
-
-fn set_slot(
+/// Set one slot of a frozen dataclass instance, bypassing its `__setattr__`.
+pub fn set_slot(
     obj: &Bound<'_, PyAny>,
     name: &Bound<'_, PyString>,
     value: &Bound<'_, PyAny>,
@@ -131,53 +129,9 @@ fn set_slot(
     Ok(())
 }
 
-impl PythonizeNamedMappingType for Named {
-    type Builder<'py> = NamedBuilder<'py>;
-
-    fn builder<'py>(
-        py: Python<'py>,
-        len: usize,
-        name: &'static str,
-    ) -> PyResult<NamedBuilder<'py>> {
-        let reg = registry()?;
-        match reg.classes.get(name) {
-            Some(info) => {
-                let obj = reg.object_new.bind(py).call1((info.cls.bind(py),))?;
-                for (f, d) in &info.defaults {
-                    set_slot(&obj, f.bind(py), d.bind(py))?;
-                }
-                Ok(NamedBuilder::Instance(obj))
-            }
-            None => Ok(NamedBuilder::Dict(
-                <PyDict as PythonizeMappingType>::builder(py, Some(len))?,
-            )),
-        }
-    }
-
-    fn push_field<'py>(
-        builder: &mut NamedBuilder<'py>,
-        name: Bound<'py, PyString>,
-        value: Bound<'py, PyAny>,
-    ) -> PyResult<()> {
-        match builder {
-            NamedBuilder::Instance(obj) => set_slot(obj, &name, &value),
-            NamedBuilder::Dict(d) => d.set_item(name, value),
-        }
-    }
-
-    fn finish<'py>(builder: Self::Builder<'py>) -> PyResult<Bound<'py, PyMapping>> {
-        match builder {
-            // SAFETY: pythonize only turns the result back into `PyAny` (`into_any`);
-            // the `PyMapping` marker is never used to call mapping methods on it.
-            NamedBuilder::Instance(obj) => Ok(unsafe { obj.cast_into_unchecked::<PyMapping>() }),
-            NamedBuilder::Dict(d) => <PyDict as PythonizeMappingType>::finish(d),
-        }
-    }
-}
-
-/// A Rust value as typed Python objects.
+/// A Rust value as typed Python objects (dataclasses, tuples, dicts, str, int, ...).
 pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
-    Ok(pythonize::pythonize_custom::<Types, T>(py, v)?)
+    crate::ser::to_python(py, v)
 }
 
 /// Call a registered class by its Rust struct name with keyword arguments (for

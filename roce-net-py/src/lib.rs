@@ -14,6 +14,7 @@ mod lab;
 mod persist;
 mod plan;
 mod policy;
+mod ser;
 mod state;
 
 /// The extension module.
