@@ -90,20 +90,6 @@ def make_netns() -> Iterator[Callable[[], Netns]]:
 
 
 @pytest.fixture
-def netlink_ready() -> None:
-    """Skip while the library's netlink layer is not built into this wheel.
-
-    That is a missing feature, not a missing environment, so it skips even in CI.
-    """
-    import roce_net
-
-    try:
-        roce_net.Host().snapshot()
-    except roce_net.UnsupportedError as e:  # pragma: no cover - until netlink lands
-        pytest.skip(f"the library cannot snapshot yet: {e}")
-
-
-@pytest.fixture
 def seed_lab():
     """The library's seed scenario (roce_net.Lab.seed, namespaces rnt-py-<pid>-*):
     host namespace with r0..r3 at 198.18.0.11-14/24, a peer p0 at .100, one bridge."""

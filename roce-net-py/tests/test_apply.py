@@ -13,7 +13,7 @@ POLICY = {"version": 1, "arp": {"arp_ignore": 1, "arp_announce": 2}, "rp_filter"
 
 
 @pytest.fixture
-def env(seed_lab, netlink_ready, tmp_path):
+def env(seed_lab, tmp_path):
     host = roce_net.Host(netns=seed_lab.host_ns, etc_root=tmp_path / "etc")
     return seed_lab, host, tmp_path / "run"
 
@@ -84,6 +84,25 @@ def test_drifted_host_refuses_the_plan(env):
         host.apply(plan, state_dir=run)
     assert ei.value.kind == "drift"
     assert not _rules(host.snapshot())
+
+
+def test_concurrent_apply_is_locked(env):
+    """Another applier holding the namespace's lock makes apply fail with LockedError."""
+    import fcntl
+    import os
+
+    lab, host, run = env
+    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
+    run.mkdir(parents=True, exist_ok=True)
+    ino = os.stat(f"/run/netns/{lab.host_ns}").st_ino
+    with open(run / f"net-{ino}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(roce_net.LockedError) as ei:
+            host.apply(plan, state_dir=run)
+        assert ei.value.kind == "locked"
+    assert not _rules(host.snapshot())
+    host.apply(plan, state_dir=run)  # lock released: goes through
+    assert len(_rules(host.snapshot())) == len(lab.nics)
 
 
 def test_confirm_and_watchdog(env):

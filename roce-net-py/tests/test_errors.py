@@ -70,7 +70,7 @@ def test_every_kind_has_a_class():
     assert issubclass(roce_net.RoceNetTimeoutError, TimeoutError)
 
 
-def test_kernel_errors_carry_errno(seed_lab, netlink_ready):
+def test_kernel_errors_carry_errno(seed_lab):
     import errno as E
 
     host = seed_lab.host()
@@ -81,7 +81,7 @@ def test_kernel_errors_carry_errno(seed_lab, netlink_ready):
     assert "203.0.113.1" in e.message
 
 
-def test_missing_privilege_is_permission_error(seed_lab, netlink_ready):
+def test_missing_privilege_is_permission_error(seed_lab):
     """Without CAP_SYS_ADMIN, entering the namespace fails with EPERM, mapped to
     RoceNetPermissionError (also a PermissionError) and told what to do."""
     import shutil

@@ -100,7 +100,7 @@ def test_usable_inside_asyncio(tmp_path):
 # ---- lab namespaces (root) -------------------------------------------------
 
 
-def test_snapshot_of_a_lab_namespace(make_netns, netlink_ready):
+def test_snapshot_of_a_lab_namespace(make_netns):
     ns = make_netns()
     ns.add_nic("rn0", "198.18.10.11/24")
     ns.add_nic("rn1", "198.18.10.12/24")
@@ -119,7 +119,7 @@ def test_snapshot_of_a_lab_namespace(make_netns, netlink_ready):
     assert json.loads(st.to_json()) == st.to_dict()
 
 
-def test_two_threads_snapshot_two_namespaces(make_netns, netlink_ready):
+def test_two_threads_snapshot_two_namespaces(make_netns):
     a, b = make_netns(), make_netns()
     a.add_nic("rna", "198.18.11.1/24")
     b.add_nic("rnb", "198.18.12.1/24")
@@ -138,7 +138,7 @@ def test_two_threads_snapshot_two_namespaces(make_netns, netlink_ready):
         assert st.netns == b.name and st.interface("rnb") and not st.interface("rna")
 
 
-def test_snapshot_inside_asyncio(make_netns, netlink_ready):
+def test_snapshot_inside_asyncio(make_netns):
     ns = make_netns()
     ns.add_nic("rn0", "198.18.13.1/24")
     h = roce_net.Host(netns=ns.name)

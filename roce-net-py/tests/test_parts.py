@@ -172,7 +172,7 @@ def test_unknown_backend_is_invalid_input():
 # ---- lab, route get, ARP probe (root) ----------------------------------------------
 
 
-def test_seed_lab_shows_the_problem(seed_lab, netlink_ready):
+def test_seed_lab_shows_the_problem(seed_lab):
     """Before any fix: ARP flux seen by the peer, and a NIC-2-sourced packet leaves by NIC 1."""
     assert seed_lab.host_ns.startswith("rnt-py-")
     nics = seed_lab.nics
@@ -189,7 +189,7 @@ def test_seed_lab_shows_the_problem(seed_lab, netlink_ready):
     assert plan.netns == seed_lab.host_ns and not plan.is_empty()
 
 
-def test_lab_closes_and_removes_namespaces(netlink_ready):
+def test_lab_closes_and_removes_namespaces():
     import subprocess
 
     from conftest import _can_make_netns, cannot_run
