@@ -389,7 +389,7 @@ pub fn arp_probe(
     s
 }
 
-/// `roce-net plan`.
+/// `roce-net plan`: the diff and a count.
 pub fn plan(p: &roce_net::plan::Plan) -> String {
     if p.is_empty() {
         return "no changes: the host already matches the policy\n".into();
@@ -398,11 +398,7 @@ pub fn plan(p: &roce_net::plan::Plan) -> String {
     if !s.ends_with('\n') {
         s.push('\n');
     }
-    let _ = writeln!(
-        s,
-        "{} change(s); apply with `roce-net apply`",
-        p.changes.len()
-    );
+    let _ = writeln!(s, "{} change(s)", p.changes.len());
     s
 }
 

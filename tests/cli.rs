@@ -254,8 +254,16 @@ fn state_of(ns: &str, etc: &Path) -> serde_json::Value {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    // What apply may change; counters, time and neighbours (none here) excluded.
-    serde_json::json!({"routes": v["routes"].take(), "rules": v["rules"].take(), "sysctls": v["sysctls"].take(), "tables": v["table_names"].take()})
+    // What apply may change; counters, time and neighbours (none here) excluded,
+    // and so are the IPv6 link-local routes the kernel adds on its own after DAD.
+    let routes: Vec<serde_json::Value> = v["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !(r["family"] == "inet6" && r["protocol"] == 2))
+        .cloned()
+        .collect();
+    serde_json::json!({"routes": routes, "rules": v["rules"].take(), "sysctls": v["sysctls"].take(), "tables": v["table_names"].take()})
 }
 
 #[test]
@@ -502,4 +510,65 @@ fn read_only_verbs_without_privileges() {
     let o = as_nobody(&["--netns", &ns.0, "show"]);
     assert_eq!(o.status.code(), Some(77), "{}", text(&o));
     assert!(text(&o).contains("run as root"), "{}", text(&o));
+}
+
+#[test]
+fn confirm_timeout_watchdog_process_rolls_back_unless_confirmed() {
+    if !can_run_lab("confirm_timeout_watchdog_process_rolls_back_unless_confirmed") {
+        return;
+    }
+    let ns = small_lab("wd");
+    let etc = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let before = state_of(&ns.0, etc.path());
+    let common = [
+        "--netns",
+        &ns.0,
+        "--etc-root",
+        etc.path().to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+
+    // Not confirmed: the detached watchdog restores the host by itself.
+    let o = bin()
+        .args(common)
+        .args(["apply", "--yes", "--confirm-timeout", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("confirm"), "{}", text(&o));
+    let applied = state_of(&ns.0, etc.path());
+    assert_ne!(applied, before);
+    let t0 = Instant::now();
+    while state_of(&ns.0, etc.path()) != before {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the watchdog did not roll back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Confirmed in time: kept after the deadline.
+    let o = bin()
+        .args(common)
+        .args(["apply", "--yes", "--confirm-timeout", "2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let o = bin().args(common).arg("confirm").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(
+        state_of(&ns.0, etc.path()),
+        applied,
+        "a confirmed apply is kept"
+    );
+    let o = bin().args(common).arg("confirm").output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(66),
+        "nothing left to confirm: {}",
+        text(&o)
+    );
 }

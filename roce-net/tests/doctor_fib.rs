@@ -280,16 +280,32 @@ fn default_rules_assumed_when_snapshot_has_none() {
 }
 
 #[test]
-fn merged_mode_falls_back_to_default_table_and_replaces_errors() {
+fn merged_mode_falls_back_to_default_table_only_on_a_miss() {
     let mut b = four_nics_one_subnet();
     b.route("blackhole 10.0.0.0/8");
     b.route("table default 10.1.0.0/16 via 198.18.0.2 dev ens2");
-    // Without custom rules a main-table reject is replaced by the default table's answer.
-    let d = get(&b, "10.1.0.1", None);
-    assert_eq!((d.table, d.dev.as_deref()), (Some(253), Some("ens2")));
+    b.route("throw 10.4.0.0/16");
+    b.route("table default 10.4.0.0/16 via 198.18.0.3 dev ens3");
+    // Without custom rules a main-table reject is final (kernel 6.18, checked in
+    // tests/lab_fib.rs) ...
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("10.1.0.1"))),
+        Err(LookupError::Blackhole)
+    );
     assert_eq!(
         fib::resolve(&b.0, &Flow::to(ip("10.2.0.1"))),
-        Err(LookupError::NoRoute)
+        Err(LookupError::Blackhole)
+    );
+    // ... while a miss or a throw goes on to the default table.
+    b.route("unreachable 11.0.0.0/8");
+    let d = get(&b, "10.4.0.1", None);
+    assert_eq!((d.table, d.dev.as_deref()), (Some(253), Some("ens3")));
+    b.route("table default 12.0.0.0/8 via 198.18.0.2 dev ens2");
+    let d = get(&b, "12.0.0.1", None);
+    assert_eq!((d.table, d.dev.as_deref()), (Some(253), Some("ens2")));
+    assert_eq!(
+        fib::resolve(&b.0, &Flow::to(ip("11.0.0.1"))),
+        Err(LookupError::Unreachable)
     );
     // With any custom rule the rules are walked and the blackhole is final.
     b.rule("pref 100 fwmark 0x1 lookup 100");

@@ -23,6 +23,7 @@ const CASES: &[(&str, bool)] = &[
     ("foreign_table_collision", false),
     ("big_tables", true),
     ("nic_removed", true),
+    ("persisted_by_other_tool", true),
 ];
 
 fn dir(case: &str) -> PathBuf {
@@ -494,4 +495,13 @@ fn every_fixture_directory_is_a_case() {
         assert_eq!(d.join("plan.json").exists(), *ok, "{case}");
         assert_eq!(d.join("error.txt").exists(), !ok, "{case}");
     }
+}
+
+/// After a reboot, networkd / netplan / NetworkManager recreate roce-net's
+/// persisted routes and rules with their own protocol. The host still complies:
+/// the plan is empty and nothing is refused as a foreign collision.
+#[test]
+fn objects_recreated_by_another_tool_satisfy_the_policy() {
+    let p = run_case("persisted_by_other_tool").unwrap();
+    assert!(p.is_empty(), "{}", p.render_diff());
 }

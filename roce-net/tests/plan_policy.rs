@@ -334,8 +334,16 @@ fn foreign_table_and_priority_users_are_named() {
         "routing: {tables: {r3: 200}}\n",
         "routing.tables.r3: table 200 (for r3) is already used by a rule roce-net does not own (protocol 0 is not 201): `from all fwmark 0x1 lookup 200 pref 2000 proto 0`",
     );
-    // With another protocol, our own objects become foreign too.
+    // With another protocol, our own objects become foreign too: those identical
+    // to what the policy wants are adopted (as after a reboot recreated them),
     let owned = fixture_host("compliant");
+    let p = Policy::from_yaml("protocol: 202\n").unwrap();
+    assert!(roce_net::plan::plan(&owned, &p).unwrap().is_empty());
+    // anything else in our tables is refused.
+    let mut owned = owned;
+    for r in owned.routes.iter_mut().filter(|r| r.table == 1001) {
+        r.dst = "198.18.5.0/24".parse().unwrap();
+    }
     host_err(
         &owned,
         "protocol: 202\n",

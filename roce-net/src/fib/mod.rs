@@ -16,15 +16,18 @@
 //! 3. In the rule's table the longest matching prefix wins; among routes of that prefix
 //!    the lowest TOS-compatible metric first. `throw` continues with the next rule,
 //!    `blackhole`/`unreachable`/`prohibit` routes end the lookup. Routes over
-//!    administratively down devices and, when an `oif` is given, next hops over another
+//!    administratively down devices (except host-scope `local` routes, which the
+//!    kernel keeps alive) and, when an `oif` is given, next hops over another
 //!    device are skipped, falling back to shorter prefixes as the kernel's trie does.
 //!    `suppress_prefixlength N` rejects a result of prefix length `<= N` and continues.
 //! 4. The source is the given one, else the route's `src`, else the kernel's
-//!    `inet_select_addr(dev, gateway, route scope)`.
+//!    `inet_select_addr(dev, gateway, route scope)`. A loopback (`127/8`) source
+//!    may only go out through `lo` (else [`LookupError::InvalidSource`]).
 //!
 //! While a namespace has never had a custom IPv4 rule, the kernel skips the rules
-//! and does one longest-prefix match over the merged local/main trie, then the
-//! `default` table, reporting table `main` even for local destinations; see
+//! and does one longest-prefix match over the merged local/main trie, then (only
+//! when that found nothing or a `throw` route) the `default` table, reporting
+//! table `main` even for local destinations; see
 //! [`FibMode`] for how this is detected and overridden.
 //!
 //! If the snapshot has no rules of the lookup's family, the kernel's defaults are
@@ -200,7 +203,7 @@ pub enum FibMode {
     Auto,
     /// Walk the policy rules.
     Rules,
-    /// No custom rules: merged local/main lookup, then `default`.
+    /// No custom rules: merged local/main lookup, then `default` on a miss.
     Merged,
 }
 
@@ -259,7 +262,9 @@ pub fn resolve_with(
         FibMode::Merged => true,
     };
     match flow.dst {
-        IpAddr::V4(d) => resolve_v4(state, flow, d, merged),
+        IpAddr::V4(d) => {
+            resolve_v4(state, flow, d, merged).and_then(|dec| loopback_source_check(flow, dec))
+        }
         IpAddr::V6(_) => resolve_v6(state, flow),
     }
 }
@@ -446,7 +451,11 @@ fn tables_lookup<'a>(state: &'a HostState, tables: &[u32], flow: &Flow) -> Table
                 .collect()
         };
         for (dev, gw) in hops {
-            if !dev_alive(state, dev.as_deref()) {
+            // A device going down kills the next hops over it, except those of
+            // host-scope routes (the `local` routes of its addresses, whose next hop
+            // has scope `nowhere`): the kernel keeps them, so a down device's
+            // addresses stay local (`fib_sync_down_dev`).
+            if r.scope != Scope::Host && !dev_alive(state, dev.as_deref()) {
                 continue;
             }
             if let Some(o) = &flow.oif {
@@ -473,8 +482,11 @@ struct FibHit<'a> {
     gateway: Option<IpAddr>,
 }
 
-/// The kernel's `fib_lookup` without custom rules: the merged local/main trie, then
-/// the default table (whose answer replaces any error from the first lookup).
+/// The kernel's `fib_lookup` without custom rules: the merged local/main trie, then,
+/// only when that found nothing (or hit a `throw` route), the default table. A
+/// `blackhole`/`unreachable`/`prohibit` route in local/main is final, as on current
+/// kernels (verified on 6.18: `if (err != -EAGAIN) goto out`); older kernels let
+/// the default table's answer replace such an error.
 fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, LookupError> {
     let hit = |r: TableResult<'a>, table: u32| match r {
         TableResult::Hit {
@@ -492,15 +504,12 @@ fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Lo
         TableResult::Again => Err(LookupError::NoRoute),
         TableResult::Reject(e) => Err(e),
     };
-    match hit(
-        tables_lookup(state, &[RT_TABLE_LOCAL, RT_TABLE_MAIN], flow),
-        RT_TABLE_MAIN,
-    ) {
-        Ok(h) => Ok(h),
-        Err(_) => hit(
+    match tables_lookup(state, &[RT_TABLE_LOCAL, RT_TABLE_MAIN], flow) {
+        TableResult::Again => hit(
             table_lookup(state, RT_TABLE_DEFAULT, flow),
             RT_TABLE_DEFAULT,
         ),
+        first => hit(first, RT_TABLE_MAIN),
     }
 }
 
@@ -636,6 +645,20 @@ pub fn inet_select_addr(
         }
     }
     None
+}
+
+/// `__mkroute_output`: locally generated traffic with a loopback (`127/8`) source
+/// may only leave through the loopback device; otherwise the kernel answers
+/// `EINVAL` (reported as [`LookupError::InvalidSource`]).
+fn loopback_source_check(flow: &Flow, d: Decision) -> Result<Decision, LookupError> {
+    if flow.iif.is_none() {
+        if let Some(IpAddr::V4(s)) = d.prefsrc {
+            if s.is_loopback() && d.dev.as_deref() != Some("lo") {
+                return Err(LookupError::InvalidSource);
+            }
+        }
+    }
+    Ok(d)
 }
 
 fn resolve_v4(

@@ -222,6 +222,18 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
             route_used[i] = true;
             continue;
         }
+        // Recreated from persisted configuration by another tool, which cannot set
+        // our protocol: it satisfies the policy, and a foreign object stays as is.
+        if let Some(i) = (0..host.routes.len()).find(|i| {
+            !route_used[*i] && host.routes[*i].protocol != p && {
+                let mut h = norm_route(&host.routes[*i]);
+                h.protocol = nw.protocol;
+                h == nw
+            }
+        }) {
+            route_used[i] = true;
+            continue;
+        }
         let owned_same_key = (0..host.routes.len()).find(|i| {
             !route_used[*i]
                 && host.routes[*i].protocol == p
@@ -248,6 +260,17 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
         if let Some(i) =
             (0..host.rules.len()).find(|i| !rule_used[*i] && norm_rule(&host.rules[*i]) == nw)
         {
+            rule_used[i] = true;
+            continue;
+        }
+        // As for routes: the same rule recreated by another tool with its protocol.
+        if let Some(i) = (0..host.rules.len()).find(|i| {
+            !rule_used[*i] && host.rules[*i].protocol != p && {
+                let mut h = norm_rule(&host.rules[*i]);
+                h.protocol = nw.protocol;
+                h == nw
+            }
+        }) {
             rule_used[i] = true;
             continue;
         }

@@ -270,11 +270,9 @@ pub(crate) fn resolve(policy: &Policy, host: &HostState) -> Result<Layout> {
     if r.enabled {
         let p = policy.protocol;
         for (nic, tpath) in out.iter().zip(&table_paths) {
-            if let Some(fr) = host
-                .routes
-                .iter()
-                .find(|rt| rt.table == nic.table && rt.protocol != p)
-            {
+            if let Some(fr) = host.routes.iter().find(|rt| {
+                rt.table == nic.table && rt.protocol != p && !is_adoptable_route(rt, nic)
+            }) {
                 return Err(policy_err(
                     tpath,
                     format!(
@@ -288,7 +286,10 @@ pub(crate) fn resolve(policy: &Policy, host: &HostState) -> Result<Layout> {
                 ));
             }
             if let Some(fr) = host.rules.iter().find(|ru| {
-                ru.table == nic.table && ru.action == RuleAction::ToTable && ru.protocol != p
+                ru.table == nic.table
+                    && ru.action == RuleAction::ToTable
+                    && ru.protocol != p
+                    && !is_adoptable_rule(ru, nic)
             }) {
                 return Err(policy_err(
                     tpath,
@@ -302,11 +303,9 @@ pub(crate) fn resolve(policy: &Policy, host: &HostState) -> Result<Layout> {
                     ),
                 ));
             }
-            if let Some(fr) = host
-                .rules
-                .iter()
-                .find(|ru| ru.priority == nic.priority && ru.protocol != p)
-            {
+            if let Some(fr) = host.rules.iter().find(|ru| {
+                ru.priority == nic.priority && ru.protocol != p && !is_adoptable_rule(ru, nic)
+            }) {
                 return Err(policy_err(
                     "routing.rule_priority_base",
                     format!(
@@ -470,4 +469,33 @@ pub(crate) fn reserved_table(t: u32) -> Option<&'static str> {
         crate::model::RT_TABLE_LOCAL => Some("local"),
         _ => None,
     }
+}
+
+/// A foreign route that is exactly what roce-net would install in this NIC's
+/// table but for its protocol: what networkd, netplan, NetworkManager or a boot
+/// script recreates from roce-net's persisted configuration (they cannot set
+/// roce-net's protocol). It satisfies the policy and is left alone.
+pub(crate) fn is_adoptable_route(rt: &crate::model::Route, nic: &NicLayout) -> bool {
+    rt.table == nic.table
+        && rt.dev.as_deref() == Some(nic.ifname.as_str())
+        && ((rt.dst == ipnet::IpNet::V4(nic.network)
+            && rt.prefsrc == Some(std::net::IpAddr::V4(nic.address))
+            && rt.gateway.is_none())
+            || (rt.dst.prefix_len() == 0 && rt.gateway.is_some()))
+}
+
+/// A foreign rule that is exactly roce-net's `from <nic-ip> lookup <table>` at the
+/// NIC's priority but for its protocol (see [`is_adoptable_route`]).
+pub(crate) fn is_adoptable_rule(ru: &crate::model::Rule, nic: &NicLayout) -> bool {
+    ru.priority == nic.priority
+        && ru.table == nic.table
+        && ru.action == RuleAction::ToTable
+        && ru
+            .src
+            .is_some_and(|s| s.addr() == std::net::IpAddr::V4(nic.address) && s.prefix_len() == 32)
+        && ru.dst.is_none()
+        && ru.iif.is_none()
+        && ru.oif.is_none()
+        && ru.fwmark.unwrap_or(0) == 0
+        && !ru.invert
 }
