@@ -134,3 +134,48 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     out = run_playbook(ns, tmp_path)
     assert out["changed"] == 0, out["out"][-3000:]
     assert out["result"]["changed"] is False and out["result"]["changes"] == []
+
+
+def run_module(args: dict, tmp_path: Path) -> dict:
+    """Run library/roce_net.py as Ansible's wrapper does: as __main__, without its
+    own directory on sys.path (where the module file would shadow the package)."""
+    f = tmp_path / "args.json"
+    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    mod = str(PLAYBOOK_DIR / "library" / "roce_net.py")
+    r = subprocess.run(
+        [sys.executable, "-c",
+         "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+         mod, str(f)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert r.stdout, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
+    if importlib.util.find_spec("ansible") is None:
+        cannot_run("ansible-core is not installed")
+    ns = seed_lab.host_ns
+    common = {
+        "netns": ns,
+        "etc_root": str(tmp_path / "etc"),
+        "state_dir": str(tmp_path / "run"),
+    }
+    host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
+    out = run_module({**common, "policy": {"version": 1}, "confirm_timeout": 300}, tmp_path)
+    assert out["changed"] is True and out["applied"]["confirm_deadline"], out
+    out = run_module({**common, "state": "confirmed"}, tmp_path)
+    assert out["changed"] is True, out
+    out = run_module({**common, "state": "confirmed"}, tmp_path)
+    assert out["changed"] is False and "nothing awaits confirmation" in out["msg"], out
+    assert any(r.protocol == 201 for r in host.snapshot().rules)
+    out = run_module({**common, "state": "rolled_back"}, tmp_path)
+    assert out["changed"] is True and out["rolled_back"]["undone"], out
+    assert not any(r.protocol == 201 for r in host.snapshot().rules)
+    out = run_module({**common, "state": "rolled_back"}, tmp_path)
+    assert out["changed"] is False, out
+    out = run_module({**common}, tmp_path)
+    assert out.get("failed") and "policy" in out["msg"], out

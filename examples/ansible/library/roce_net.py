@@ -34,9 +34,20 @@ options:
   state_dir:
     description: Where apply keeps its lock and journal (default C(/run/roce-net)).
     type: path
+  state:
+    description:
+      - C(applied) plans and applies the policy.
+      - C(confirmed) confirms an apply made with I(confirm_timeout) (run it after
+        checking the node is still reachable); C(rolled_back) undoes the last
+        apply from its journal. Both report C(changed=false) when there is
+        nothing to confirm or undo.
+    type: str
+    choices: [applied, confirmed, rolled_back]
+    default: applied
   confirm_timeout:
     description: Roll back on its own unless confirmed within this many seconds
-      (use when the change could cut the SSH session). 0 = no confirmation.
+      (use when the change could cut the SSH session; confirm with
+      I(state=confirmed)). 0 = no confirmation.
     type: int
     default: 0
   persist:
@@ -48,7 +59,8 @@ options:
     type: path
     default: /
 requirements: [roce_net]
-mutually_exclusive: [[policy, policy_file]]
+notes:
+  - One of I(policy) / I(policy_file) is required with I(state=applied).
 """
 
 RETURN = r"""
@@ -149,6 +161,24 @@ def error_result(e, **extra):
     )
 
 
+def finish_pending(module, p):
+    """state=confirmed / rolled_back: settle the last apply of the namespace."""
+    host = roce_net.Host(netns=p["netns"], sysfs_root=p["sysfs_root"], etc_root=p["etc_root"])
+    try:
+        if module.check_mode:
+            module.exit_json(changed=True, msg="would %s the last apply" % p["state"])
+        if p["state"] == "confirmed":
+            host.confirm(state_dir=p["state_dir"])
+            module.exit_json(changed=True, msg="apply confirmed")
+        report = host.rollback(state_dir=p["state_dir"])
+        module.exit_json(changed=True, rolled_back=report.to_dict())
+    except roce_net.NotFoundError as e:
+        # Nothing pending / nothing to roll back: already in the requested state.
+        module.exit_json(changed=False, msg=str(e))
+    except roce_net.RoceNetError as e:
+        module.fail_json(**error_result(e))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -164,9 +194,10 @@ def main():
                 choices=["sysctl.d", "rt_tables.d", "networkd", "netplan", "networkmanager", "ifupdown"],
             ),
             persist_root=dict(type="path", default="/"),
+            state=dict(type="str", default="applied", choices=["applied", "confirmed", "rolled_back"]),
         ),
         mutually_exclusive=[["policy", "policy_file"]],
-        required_one_of=[["policy", "policy_file"]],
+        required_if=[["state", "applied", ["policy", "policy_file"], True]],
         supports_check_mode=True,
     )
     if roce_net is None:
@@ -183,6 +214,8 @@ def main():
             % (roce_net.__version__, ", ".join(missing))
         )
     result = dict(changed=False)
+    if p["state"] != "applied":
+        finish_pending(module, p)
     try:
         policy = load_policy(module)
         host = roce_net.Host(netns=p["netns"], sysfs_root=p["sysfs_root"], etc_root=p["etc_root"])
