@@ -170,3 +170,16 @@ def test_every_registered_class_is_exported_and_parseable():
         roce_net.Finding.from_json("{}")
     nic = roce_net.LabNic(namespace="a", name="r0", address="198.18.0.11", prefix_len=24)
     assert roce_net.LabNic.from_dict(nic.to_dict()) == nic
+
+
+def test_pickle_round_trip_keeps_native_original():
+    import pickle
+
+    st = roce_net.parse_snapshot(json.dumps(state_doc(2)))
+    again = pickle.loads(pickle.dumps(st))
+    assert again == st and again._native is not None
+    plan = roce_net.plan(st, roce_net.Policy.from_dict({"version": 1}))
+    p2 = pickle.loads(pickle.dumps(plan))
+    assert p2 == plan and p2._native is not None
+    r = st.routes[0]
+    assert pickle.loads(pickle.dumps(r)) == r

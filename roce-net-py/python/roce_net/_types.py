@@ -367,6 +367,11 @@ class HostState(_Record):
             return s
         return _Record.to_json(self, indent=indent)
 
+    def __reduce__(self) -> Tuple[Any, Tuple[str]]:
+        # Pickled as the library's JSON (the native original is not picklable);
+        # unpickling parses it back, native original included.
+        return (HostState.from_json, (self.to_json(),))
+
     def interface(self, name: str) -> Optional[Interface]:
         """The interface called ``name``, or None."""
         for i in self.interfaces:
@@ -467,6 +472,9 @@ class Plan(_Record):
     def is_empty(self) -> bool:
         """True when the host already complies."""
         return not self.changes
+
+    def __reduce__(self) -> Tuple[Any, Tuple[str]]:
+        return (Plan.from_json, (self.to_json(),))
 
     def render_diff(self) -> str:
         """A readable diff, one line per object (``+`` add, ``-`` delete, ``~`` change),
