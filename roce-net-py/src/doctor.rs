@@ -70,3 +70,48 @@ pub fn fleet_report<'py>(
     });
     to_py(py, &report)
 }
+
+/// `route_lookup(state, dst, src=None, *, iif=None, oif=None, fwmark=0)`: where
+/// the kernel would send the flow, computed offline from the snapshot (rules,
+/// longest-prefix match, source selection), like `ip route get` on that host.
+#[pyfunction]
+#[pyo3(signature = (state, dst, src=None, *, iif=None, oif=None, fwmark=0))]
+pub fn route_lookup<'py>(
+    py: Python<'py>,
+    state: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+    src: Option<&Bound<'py, PyAny>>,
+    iif: Option<String>,
+    oif: Option<String>,
+    fwmark: u32,
+) -> PyResult<Bound<'py, PyAny>> {
+    let st = native_state(state)?;
+    let dst = crate::host::ip_arg("destination", dst)?;
+    let src = src.map(|s| crate::host::ip_arg("source", s)).transpose()?;
+    let flow = roce_net::fib::Flow {
+        dst,
+        src,
+        iif,
+        oif,
+        fwmark,
+        tos: 0,
+    };
+    let res = roce_net::fib::resolve(&st, &flow);
+    match res {
+        Ok(d) => to_py(py, &d),
+        Err(e) => {
+            let from = src.map(|s| format!(" from {s}")).unwrap_or_default();
+            Err(py_err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no route to {dst}{from} on {}: {e} (offline lookup in the snapshot)",
+                    if st.hostname.is_empty() {
+                        "the host"
+                    } else {
+                        &st.hostname
+                    }
+                ),
+            )))
+        }
+    }
+}

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// An IP address from a str or an `ipaddress` object.
-fn ip_arg(what: &str, v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
+pub(crate) fn ip_arg(what: &str, v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
     let s = v.str()?.to_string();
     s.trim().parse().map_err(|_| {
         py_err(Error::new(

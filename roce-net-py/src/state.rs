@@ -155,6 +155,7 @@ pub fn from_json<'py>(
         "FleetReport" => typed::<roce_net::fleet::FleetReport>(py, type_name, &text),
         "ApplyReport" => typed::<roce_net::apply::ApplyReport>(py, type_name, &text),
         "RollbackReport" => typed::<roce_net::apply::RollbackReport>(py, type_name, &text),
+        "Decision" => typed::<roce_net::fib::Decision>(py, type_name, &text),
         other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "roce_net: no library type {other:?}"
         ))),

@@ -213,3 +213,22 @@ def test_route_get_bad_address():
         roce_net.Host().route_get("not-an-ip")
     with pytest.raises(roce_net.InvalidInputError):
         roce_net.Host().probe_arp("lo", "::1")
+
+
+def test_offline_route_lookup_matches_the_kernel(seed_lab):
+    """route_lookup on a snapshot predicts what route_get asks the kernel, before
+    and after the fix."""
+    host = seed_lab.host()
+    peer = seed_lab.peer_nic.address
+    st = host.snapshot()
+    for nic in seed_lab.nics:
+        off = roce_net.route_lookup(st, peer, nic.address)
+        live = host.route_get(peer, nic.address)
+        assert isinstance(off, roce_net.FibDecision)
+        assert (off.dev, off.table, off.kind) == (live.dev, live.table, live.type), nic
+    assert roce_net.route_lookup(st, peer).route.dst == "198.18.0.0/24"
+    with pytest.raises(roce_net.NotFoundError) as ei:
+        roce_net.route_lookup(st, "203.0.113.1")
+    assert "203.0.113.1" in ei.value.message
+    with pytest.raises(roce_net.InvalidInputError):
+        roce_net.route_lookup(st, "nope")

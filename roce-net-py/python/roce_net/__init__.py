@@ -69,9 +69,11 @@ from ._types import (
     FleetReport,
     ApplyReport,
     RollbackReport,
+    FibDecision,
 )
 from ._roce_net import (
     doctor,
+    route_lookup,
     fleet_report,
     nccl_env,
     Host,
@@ -106,6 +108,7 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "route_lookup",
     # result types
     "HostState",
     "SnapshotWarning",
@@ -145,6 +148,7 @@ __all__ = [
     "FleetReport",
     "ApplyReport",
     "RollbackReport",
+    "FibDecision",
     # errors
     "RoceNetError",
     "RoceNetPermissionError",

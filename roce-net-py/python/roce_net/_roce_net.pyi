@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Un
 
 from ._types import (
     ApplyReport,
+    FibDecision,
     ArpProbeResult,
     Finding,
     FleetReport,
@@ -43,6 +44,7 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "route_lookup",
 ]
 
 __version__: str
@@ -200,3 +202,14 @@ def fleet_report(
     states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
 ) -> FleetReport:
     """Per-host summaries and cross-host findings over many snapshots."""
+def route_lookup(
+    state: HostState,
+    dst: _IP,
+    src: Optional[_IP] = None,
+    *,
+    iif: Optional[str] = None,
+    oif: Optional[str] = None,
+    fwmark: int = 0,
+) -> FibDecision:
+    """Where the kernel would send the flow, computed offline from the snapshot
+    (like ``ip route get`` on that host). NotFoundError when it would fail."""

@@ -60,6 +60,7 @@ __all__ = [
     "FleetReport",
     "ApplyReport",
     "RollbackReport",
+    "FibDecision",
 ]
 
 _T = TypeVar("_T", bound="_Record")
@@ -705,6 +706,23 @@ class RollbackReport(_Record):
     was: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class FibDecision(_Record):
+    """The route the kernel would pick for a flow, computed offline from a snapshot
+    (``route_lookup``): ``kind`` is the route type, ``table`` / ``rule_priority``
+    say which lookup answered, ``route`` is the matching route."""
+
+    _RUST: ClassVar[str] = "Decision"
+    kind: str
+    table: Optional[int]
+    rule_priority: Optional[int]
+    route: Optional[Route]
+    dev: Optional[str]
+    prefsrc: Optional[str]
+    gateway: Optional[str]
+    multipath: bool
+
+
 _ALL: Tuple[type, ...] = (
     LinkStats,
     Interface,
@@ -743,6 +761,7 @@ _ALL: Tuple[type, ...] = (
     FleetReport,
     ApplyReport,
     RollbackReport,
+    FibDecision,
 )
 
 
