@@ -31,25 +31,41 @@ def test_io_releases_the_gil(tmp_path):
     """A snapshot blocked in the kernel must let other Python threads run.
 
     The namespace "file" is a FIFO: opening it (which the library does to enter the
-    namespace) blocks until a writer opens it. The writer is this very process's
-    main thread, in Python: if the GIL were held during the snapshot, the writer
-    could never run and the child would hang (the subprocess timeout turns that
-    deadlock into a failure; no timing is asserted).
+    namespace) blocks until a writer opens it. The child process waits, running
+    Python code, until one of its threads is blocked in that open (seen in
+    /proc/self/task/*/wchan), and only then opens the writer end. If the snapshot
+    held the GIL while blocked, the waiting loop could never run again and the
+    child would hang; the subprocess timeout turns that deadlock into a failure
+    (no timing is asserted).
     """
     fifo = tmp_path / "ns-fifo"
     os.mkfifo(fifo)
     script = textwrap.dedent(
         f"""
-        import os, threading, roce_net
+        import glob, os, threading, time, roce_net
         errors = []
         def snap():
             try:
                 roce_net.Host(netns_path={str(fifo)!r}).snapshot()
             except roce_net.RoceNetError as e:
                 errors.append(e)
+        def blocked_in_fifo_open():
+            for w in glob.glob("/proc/self/task/*/wchan"):
+                try:
+                    if open(w).read().strip() in ("wait_for_partner", "fifo_open"):
+                        return True
+                except OSError:
+                    pass
+            return False
         t = threading.Thread(target=snap)
         t.start()
-        fd = os.open({str(fifo)!r}, os.O_WRONLY)  # needs the GIL while snap() blocks
+        for _ in range(100000):          # Python code: needs the GIL
+            if blocked_in_fifo_open():
+                break
+            time.sleep(0.001)
+        else:
+            raise SystemExit("the snapshot never blocked in the FIFO open")
+        fd = os.open({str(fifo)!r}, os.O_WRONLY)
         os.close(fd)
         t.join()
         # setns() on a FIFO fails: the error names the file.
@@ -60,7 +76,7 @@ def test_io_releases_the_gil(tmp_path):
     r = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "ok"
 
 
