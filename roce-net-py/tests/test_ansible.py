@@ -64,7 +64,8 @@ def run_playbook(netns: str, tmp_path: Path, *extra: str) -> dict:
         text=True,
         timeout=600,
     )
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    fatal = [line for line in r.stdout.splitlines() if line.startswith("fatal:")]
+    assert r.returncode == 0, "\n".join(x[:2000] for x in fatal) + r.stdout[-2000:] + r.stderr[-2000:]
     m = re.search(r"^localhost\s*:.*?changed=(\d+)", r.stdout, re.M)
     assert m, r.stdout[-4000:]
     return {"changed": int(m.group(1)), "result": json.loads(result_file.read_text()), "out": r.stdout}
@@ -112,18 +113,24 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
     before = host.snapshot()
 
-    out = run_playbook(ns, tmp_path, "--check", "--diff")
+    (tmp_path / "root").mkdir()
+    persist = ("-e", "persist=networkd", "-e", f"persist_root={tmp_path / 'root'}")
+    out = run_playbook(ns, tmp_path, "--check", "--diff", *persist)
     res = out["result"]
     assert res["changed"] is True and res["changes"], res
     assert res["plan"]["netns"] == ns
     assert "+rule from 198.18.0.12 lookup" in out["out"]  # the diff is shown
+    assert "error arp-ignore:" in out["out"]  # findings are reported
+    assert res["persisted"]["dry_run"] is True and res["persisted"]["written"], res
+    assert not any((tmp_path / "root").rglob("*"))  # check mode wrote nothing
     assert "rule from 198.18.0.12 lookup" in res["diff"]["after"], res["diff"]
     assert "net.ipv4.conf.r1.arp_ignore 0" in res["diff"]["before"], res["diff"]
     assert "net.ipv4.conf.r1.arp_ignore 1" in res["diff"]["after"], res["diff"]
     assert routing_view(host.snapshot()) == routing_view(before), "check mode changed the host"
 
-    out = run_playbook(ns, tmp_path)
+    out = run_playbook(ns, tmp_path, *persist)
     assert out["changed"] >= 1 and out["result"]["applied"]["applied"] > 0
+    assert (tmp_path / "root/etc/sysctl.d/90-roce-net.conf").is_file()
     after = host.snapshot()
     for nic in seed_lab.nics:
         assert any(r.src == f"{nic.address}/32" for r in after.rules), (nic, after.rules)
@@ -131,8 +138,9 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert "roce_r1" in names
     assert list((tmp_path / "run").glob("*.journal.json"))
 
-    out = run_playbook(ns, tmp_path)
+    out = run_playbook(ns, tmp_path, *persist)
     assert out["changed"] == 0, out["out"][-3000:]
+    assert out["result"]["persisted"]["written"] == []
     assert out["result"]["changed"] is False and out["result"]["changes"] == []
 
 

@@ -55,7 +55,8 @@ options:
     type: str
     choices: [sysctl.d, rt_tables.d, networkd, netplan, networkmanager, ifupdown]
   persist_root:
-    description: Prefix for the persistent files' paths (for staging or tests).
+    description: Prefix for the persistent files' paths (for staging or tests);
+      the directory must exist.
     type: path
     default: /
 requirements: [roce_net]
