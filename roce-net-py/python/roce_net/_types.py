@@ -111,7 +111,8 @@ class _Record:
     def from_json(cls: Type[_T], text: str) -> _T:
         """Build from JSON text, validated by the library (raises ParseError)."""
         obj = _roce_net._from_json(cls._RUST, text)
-        assert isinstance(obj, cls)
+        if not isinstance(obj, cls):  # a registry mix-up, not bad input
+            raise TypeError(f"roce_net built {type(obj).__name__} for {cls.__name__}")
         return obj
 
 
