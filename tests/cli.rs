@@ -292,16 +292,17 @@ fn killed_apply_is_restored_by_rollback() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until six changes are journalled as done, then kill -9 mid-apply.
+    // Wait until six changes are journalled as done (the per-step log holds one
+    // `<index> <status>` line per transition), then kill -9 mid-apply.
     let t0 = Instant::now();
     loop {
-        let j = std::fs::read_dir(state.path())
+        let log = std::fs::read_dir(state.path())
             .unwrap()
             .filter_map(|e| e.ok())
-            .find(|e| e.file_name().to_string_lossy().ends_with(".journal.json"));
-        if let Some(j) = j {
-            let text = std::fs::read_to_string(j.path()).unwrap_or_default();
-            if text.matches("\"done\"").count() >= 6 {
+            .find(|e| e.file_name().to_string_lossy().ends_with(".journal.log"));
+        if let Some(log) = log {
+            let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+            if text.lines().filter(|l| l.ends_with(" done")).count() >= 6 {
                 break;
             }
         }

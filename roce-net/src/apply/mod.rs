@@ -19,13 +19,14 @@ mod journal;
 mod lock;
 
 pub use execute::{set_table_name, TABLE_NAMES_FILE};
+use journal::StepLog;
 pub use journal::{Journal, JournalState, Step, StepStatus};
 pub use lock::NsLock;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::observe::{procfs, Host};
 use crate::plan::{self, Change, Plan};
-use execute::{execute, Target};
+use execute::{check_table_name, execute, set_table_names, Target};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -187,6 +188,7 @@ pub fn apply(host: &Host, plan: &Plan, opts: &ApplyOptions) -> Result<ApplyRepor
         steps: steps_for(plan)?,
         errors: Vec::new(),
     };
+    let mut log = StepLog::create(&opts.state_dir, &key)?;
     journal.save(&opts.state_dir)?;
 
     let etc_root = host.etc_root().to_path_buf();
@@ -197,7 +199,7 @@ pub fn apply(host: &Host, plan: &Plan, opts: &ApplyOptions) -> Result<ApplyRepor
             proc_sys: Path::new(procfs::PROC_SYS),
             etc_root: &etc_root,
         };
-        run_forward(&mut t, &mut journal, &state_dir, opts)
+        run_forward(&mut t, &mut journal, &mut log, opts)
             .map_err(|e| undo_after_failure(&mut t, &mut journal, &state_dir, e))?;
         Ok(journal)
     });
@@ -248,13 +250,19 @@ pub fn apply(host: &Host, plan: &Plan, opts: &ApplyOptions) -> Result<ApplyRepor
 fn run_forward(
     t: &mut Target<'_>,
     j: &mut Journal,
-    state_dir: &Path,
+    log: &mut StepLog,
     opts: &ApplyOptions,
 ) -> Result<()> {
     let n = j.steps.len();
-    for i in 0..n {
-        j.steps[i].status = StepStatus::Started;
-        j.save(state_dir)?;
+    let mut i = 0;
+    while i < n {
+        let end = table_name_run(j, i, opts);
+        if end > i + 1 {
+            forward_table_names(t, j, log, i, end)?;
+            i = end;
+            continue;
+        }
+        log.set(j, i, StepStatus::Started)?;
         let change = j.steps[i].change.clone();
         let res = if opts.fail_at == Some(i) {
             Err(Error::new(
@@ -265,13 +273,76 @@ fn run_forward(
             execute(t, &change, false)
         };
         res.map_err(|e| e.context(format!("change {} of {n} ({})", i + 1, change.describe())))?;
-        j.steps[i].status = StepStatus::Done;
-        j.save(state_dir)?;
+        log.set(j, i, StepStatus::Done)?;
         if let Some((at, pause)) = opts.pause_after {
             if at == i {
                 std::thread::sleep(pause);
             }
         }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The table name of a step that registers or removes one, if it is valid.
+fn table_name_update(c: &Change) -> Option<(u32, Option<&str>)> {
+    match c {
+        Change::RegisterTableName { id, name, .. } => {
+            check_table_name(*id, name).ok()?;
+            Some((*id, Some(name.as_str())))
+        }
+        Change::UnregisterTableName { id, .. } => Some((*id, None)),
+        _ => None,
+    }
+}
+
+/// The end of the run of table-name steps starting at `i` that can be written
+/// together: valid names only, and the test hooks' steps keep their own turn.
+fn table_name_run(j: &Journal, i: usize, opts: &ApplyOptions) -> usize {
+    let mut end = i;
+    while end < j.steps.len() && table_name_update(&j.steps[end].change).is_some() {
+        if opts.fail_at == Some(end) {
+            break;
+        }
+        end += 1;
+        if opts.pause_after.is_some_and(|(at, _)| at + 1 == end) {
+            break;
+        }
+    }
+    end
+}
+
+/// Steps `i..end`, all table-name updates, with one write of the names file:
+/// each is journalled as started before the write and done after it, exactly as
+/// one by one. A failed write counts as the failure of step `i` (the write is
+/// atomic, so none of them took effect).
+fn forward_table_names(
+    t: &mut Target<'_>,
+    j: &mut Journal,
+    log: &mut StepLog,
+    i: usize,
+    end: usize,
+) -> Result<()> {
+    let n = j.steps.len();
+    for k in i..end {
+        log.set(j, k, StepStatus::Started)?;
+    }
+    let updates: Vec<(u32, Option<&str>)> = j.steps[i..end]
+        .iter()
+        .filter_map(|s| table_name_update(&s.change))
+        .collect();
+    if let Err(e) = set_table_names(t.etc_root, &updates) {
+        for k in i + 1..end {
+            j.steps[k].status = StepStatus::Pending;
+        }
+        return Err(e.context(format!(
+            "change {} of {n} ({})",
+            i + 1,
+            j.steps[i].change.describe()
+        )));
+    }
+    for k in i..end {
+        log.set(j, k, StepStatus::Done)?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use crate::model::{
     Sysctl, TuningKey,
 };
 use crate::policy::{ConfScope, FlushMode, Layout, Policy};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 /// The desired state a policy produces on a host (validates the policy first).
@@ -151,8 +151,12 @@ fn norm_route(r: &Route) -> Route {
     r
 }
 
+/// The kernel's identity of an IPv4/IPv6 route: family, table, destination, TOS
+/// and metric.
+type RouteKey = (Family, u32, ipnet::IpNet, u8, u32);
+
 /// The kernel's identity of an IPv4/IPv6 route within a table.
-fn route_key(r: &Route) -> (Family, u32, ipnet::IpNet, u8, u32) {
+fn route_key(r: &Route) -> RouteKey {
     (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0))
 }
 
@@ -213,20 +217,34 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
     }
 
     // 3. Routes: keep what matches, replace owned routes with the same key, add.
+    // Host routes are bucketed by kernel key (equal normalised routes have equal
+    // keys), each bucket in snapshot order, so every lookup below finds the same
+    // first unused route a scan of the whole table would.
+    let host_routes: Vec<Route> = host.routes.iter().map(norm_route).collect();
+    let mut routes_by_key: HashMap<RouteKey, Vec<usize>> = HashMap::new();
+    for (i, r) in host.routes.iter().enumerate() {
+        routes_by_key.entry(route_key(r)).or_default().push(i);
+    }
     let mut route_used = vec![false; host.routes.len()];
     for want in &desired.routes {
         let nw = norm_route(want);
-        if let Some(i) =
-            (0..host.routes.len()).find(|i| !route_used[*i] && norm_route(&host.routes[*i]) == nw)
+        let bucket = routes_by_key
+            .get(&route_key(want))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if let Some(&i) = bucket
+            .iter()
+            .find(|i| !route_used[**i] && host_routes[**i] == nw)
         {
             route_used[i] = true;
             continue;
         }
         // Recreated from persisted configuration by another tool, which cannot set
         // our protocol: it satisfies the policy, and a foreign object stays as is.
-        if let Some(i) = (0..host.routes.len()).find(|i| {
-            !route_used[*i] && host.routes[*i].protocol != p && {
-                let mut h = norm_route(&host.routes[*i]);
+        // (The key has no protocol, so such a route is in the same bucket.)
+        if let Some(&i) = bucket.iter().find(|i| {
+            !route_used[**i] && host.routes[**i].protocol != p && {
+                let mut h = host_routes[**i].clone();
                 h.protocol = nw.protocol;
                 h == nw
             }
@@ -234,11 +252,10 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
             route_used[i] = true;
             continue;
         }
-        let owned_same_key = (0..host.routes.len()).find(|i| {
-            !route_used[*i]
-                && host.routes[*i].protocol == p
-                && route_key(&host.routes[*i]) == route_key(want)
-        });
+        let owned_same_key = bucket
+            .iter()
+            .copied()
+            .find(|i| !route_used[*i] && host.routes[*i].protocol == p);
         match owned_same_key {
             Some(i) => {
                 route_used[i] = true;
@@ -253,20 +270,33 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
         }
     }
 
-    // 4. Rules.
+    // 4. Rules (bucketed the same way; normalising keeps family, priority, table).
+    let host_rules: Vec<Rule> = host.rules.iter().map(norm_rule).collect();
+    let mut rules_by_key: HashMap<(Family, u32, u32), Vec<usize>> = HashMap::new();
+    for (i, r) in host.rules.iter().enumerate() {
+        rules_by_key
+            .entry((r.family, r.priority, r.table))
+            .or_default()
+            .push(i);
+    }
     let mut rule_used = vec![false; host.rules.len()];
     for want in &desired.rules {
         let nw = norm_rule(want);
-        if let Some(i) =
-            (0..host.rules.len()).find(|i| !rule_used[*i] && norm_rule(&host.rules[*i]) == nw)
+        let bucket = rules_by_key
+            .get(&(want.family, want.priority, want.table))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if let Some(&i) = bucket
+            .iter()
+            .find(|i| !rule_used[**i] && host_rules[**i] == nw)
         {
             rule_used[i] = true;
             continue;
         }
         // As for routes: the same rule recreated by another tool with its protocol.
-        if let Some(i) = (0..host.rules.len()).find(|i| {
-            !rule_used[*i] && host.rules[*i].protocol != p && {
-                let mut h = norm_rule(&host.rules[*i]);
+        if let Some(&i) = bucket.iter().find(|i| {
+            !rule_used[**i] && host.rules[**i].protocol != p && {
+                let mut h = host_rules[**i].clone();
                 h.protocol = nw.protocol;
                 h == nw
             }

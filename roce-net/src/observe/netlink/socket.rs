@@ -149,6 +149,13 @@ impl Transport for KernelTransport {
     }
 }
 
+impl Engine<KernelTransport> {
+    /// The netlink socket's descriptor, for the device ioctls of its namespace.
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.transport.sock.as_raw_fd()
+    }
+}
+
 /// The request/dump engine over a [`Transport`].
 pub(crate) struct Engine<T: Transport> {
     transport: T,

@@ -83,10 +83,14 @@ pub fn read_sysctls(
 
 /// Every [`ConfKey`] in one `conf/<dir>`; `None` when the directory is missing (a
 /// missing `all`/`default` is warned about, a missing interface is not).
+///
+/// The directory is opened once and its files with `openat(2)`: a snapshot reads
+/// six files for each of hundreds of interfaces, and resolving every full
+/// `/proc/sys/net/ipv4/conf/<iface>/<key>` path again was most of that cost.
 fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> {
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
+    let fd = match open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
             warn(warnings, dir, "not a directory".to_string());
             return None;
         }
@@ -108,30 +112,90 @@ fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> 
             warn(warnings, dir, format!("cannot read: {e}"));
             return None;
         }
-    }
+    };
     let mut values = ConfValues::default();
     for key in ConfKey::ALL {
-        let path = dir.join(key.file_name());
-        let v = match read_trimmed(&path) {
+        let v = match read_small_at(&fd, key.file_name()) {
             Ok(text) => match text.parse::<u32>() {
                 Ok(v) => Some(v),
                 Err(_) => {
                     warn(
                         warnings,
-                        &path,
+                        &dir.join(key.file_name()),
                         format!("value {text:?} is not an unsigned number"),
                     );
                     None
                 }
             },
             Err(e) => {
-                warn(warnings, &path, format!("cannot read: {e}"));
+                warn(
+                    warnings,
+                    &dir.join(key.file_name()),
+                    format!("cannot read: {e}"),
+                );
                 None
             }
         };
         values.set(key, v);
     }
     Some(values)
+}
+
+/// Open a directory for `openat(2)`.
+fn open_dir(dir: &Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a valid NUL-terminated path; the fd is owned by the OwnedFd below.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a freshly opened descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Read a small file (a sysctl value) relative to a directory fd, trimmed.
+fn read_small_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<String> {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a freshly opened descriptor nobody else owns.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut buf = [0u8; 128];
+    let mut n = 0;
+    loop {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+        if n == buf.len() {
+            // Longer than any value here: fall back to reading it whole.
+            let mut rest = Vec::new();
+            f.read_to_end(&mut rest)?;
+            let mut all = buf.to_vec();
+            all.extend_from_slice(&rest);
+            return Ok(String::from_utf8_lossy(&all).trim().to_string());
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf[..n]).trim().to_string())
 }
 
 fn read_tuning(proc_sys: &Path, warnings: &mut Vec<Warning>) -> Tuning {
@@ -301,12 +365,33 @@ pub fn write_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<Option<S
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(read_error(e, s, &path)),
         Err(_) => None,
     };
+    write_checked(s, &path, &canonical)?;
+    Ok(previous)
+}
+
+/// [`write_sysctl`] without reading the previous value first, for callers that
+/// already know it (apply journals it from the plan): range-checked, written and
+/// read back through one file descriptor.
+pub fn set_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<()> {
+    let canonical = validate_sysctl_value(s, value)?;
+    let path = sysctl_path(proc_sys, s)?;
+    write_checked(s, &path, &canonical)
+}
+
+/// Write `canonical` to the sysctl file at `path`, then read it back on the same
+/// descriptor and compare.
+fn write_checked(s: &Sysctl, path: &Path, canonical: &str) -> Result<()> {
+    use std::io::{Read, Seek};
     let doing = || format!("writing {canonical:?} to sysctl {s} ({})", path.display());
     let mut f = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .truncate(true)
-        .open(&path)
-        .map_err(|e| Error::io(e, doing()))?;
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => read_error(e, s, path),
+            _ => Error::io(e, doing()),
+        })?;
     if let Err(e) = f.write_all(format!("{canonical}\n").as_bytes()) {
         let refused = e.raw_os_error() == Some(libc::EINVAL);
         let err = Error::io(e, doing());
@@ -317,9 +402,12 @@ pub fn write_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<Option<S
             err
         });
     }
-    drop(f);
-    let now = read_trimmed(&path).map_err(|e| read_error(e, s, &path))?;
-    if normalize(s, &now) != canonical {
+    let mut now = String::new();
+    f.rewind()
+        .and_then(|_| f.read_to_string(&mut now))
+        .map_err(|e| read_error(e, s, path))?;
+    let now = now.trim();
+    if normalize(s, now) != canonical {
         return Err(Error::new(
             ErrorKind::Verify,
             format!(
@@ -329,7 +417,7 @@ pub fn write_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<Option<S
             ),
         ));
     }
-    Ok(previous)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,623 @@
+//! Apply benchmark: roce-net's transactional apply vs the shell procedures an
+//! administrator would run, side by side in one run.
+//!
+//! Run as root: `cargo bench --bench apply` (optionally `-- --nics 8,256
+//! --runs-small 5 --runs-large 3 --methods abcd --keep-journal`). For each NIC count it builds one throwaway
+//! lab (`rnt-ba-<pid>-<n>-{sw,host,peer}`, removed at the end): a host
+//! namespace whose NICs `r0..` all sit in 198.18.0.0/22 (198.18.0.10, .11, ...)
+//! and a peer (198.18.3.254/22) on the same bridge. Before every timed run the
+//! host is reset to the unfixed state (no tables, rules or table names, the
+//! original sysctl values) and polluted: each NIC holds a STALE entry for the
+//! peer's address with a MAC of its own, as ARP flux leaves it. Then one of
+//! these brings it to the fixed state (methods interleaved, round after round):
+//!
+//! * (a) shell, one process per step: `ip netns exec NS sh -e script`, the
+//!   script running `sysctl -w` once per sysctl, `ip route add`, `ip rule add`
+//!   and `ip neigh flush` once per NIC (table names appended by `echo`, a shell
+//!   builtin);
+//! * (b) batched shell: `ip netns exec NS sh -e -c '...'` running one
+//!   `sysctl -p FILE` and one `ip -batch FILE` (routes, rules, neighbour flushes);
+//! * (c) roce-net in-process: `Host::snapshot` + `plan::plan` (timed apart as
+//!   "plan"), then `apply::apply` (lock, drift check by a fresh snapshot,
+//!   journal, every change, verify by a third snapshot and a re-plan);
+//! * (d) the CLI end to end: `roce-net --netns NS ... apply --yes` as a child.
+//!
+//! Locks and journals go to a directory on tmpfs (`/dev/shm`), as
+//! `/run/roce-net` is; the etc root and the scripts to the temporary directory.
+//! By default every run starts without an earlier journal (a first apply);
+//! `--keep-journal` keeps the previous run's one (a host applied to again).
+//!
+//! Every method is checked to leave the same host: the same routes in the NIC
+//! tables, the same roce-net rules, the same sysctls and table names, no
+//! neighbour left on the NICs, and an empty roce-net plan. Medians and ratios are
+//! printed. Not a test: nothing about time is asserted.
+
+use roce_net::apply::{self, ApplyOptions};
+use roce_net::lab::Lab;
+use roce_net::model::{HostState, Sysctl};
+use roce_net::plan::{self, DesiredState};
+use roce_net::policy::Policy;
+use roce_net::Host;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The peer's address; host NICs are 198.18.0.10 + i, all in 198.18.0.0/22.
+const PEER: Ipv4Addr = Ipv4Addr::new(198, 18, 3, 254);
+const PREFIX: u8 = 22;
+
+struct Opts {
+    nics: Vec<usize>,
+    runs_small: usize,
+    runs_large: usize,
+    /// Which of a, b, c, d to run.
+    methods: String,
+    /// Keep the previous apply's journal between runs (the steady state of a
+    /// host applied to again) instead of starting from an empty state directory.
+    keep_journal: bool,
+}
+
+fn parse_opts() -> Opts {
+    let mut o = Opts {
+        nics: vec![8, 256],
+        runs_small: 5,
+        runs_large: 3,
+        methods: "abcd".into(),
+        keep_journal: false,
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < args.len() {
+        let val = args.get(i + 1);
+        match (args[i].as_str(), val) {
+            ("--nics", Some(v)) => {
+                o.nics = v.split(',').filter_map(|x| x.parse().ok()).collect();
+            }
+            ("--runs-small", Some(v)) => o.runs_small = v.parse().unwrap_or(o.runs_small),
+            ("--runs-large", Some(v)) => o.runs_large = v.parse().unwrap_or(o.runs_large),
+            ("--methods", Some(v)) => o.methods = v.clone(),
+            ("--keep-journal", _) => {
+                o.keep_journal = true;
+                i += 1;
+                continue;
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    o
+}
+
+/// A directory removed on drop.
+struct TmpDir(PathBuf);
+
+impl TmpDir {
+    fn new(base: &Path, what: &str) -> TmpDir {
+        let p = base.join(format!("rnt-ba-{}-{what}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("creating a temporary directory");
+        TmpDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+    /// Empty it (keep the directory).
+    fn clear(&self) {
+        for e in std::fs::read_dir(&self.0)
+            .expect("listing temp dir")
+            .flatten()
+        {
+            let p = e.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).expect("clearing temp dir");
+            } else {
+                std::fs::remove_file(&p).expect("clearing temp dir");
+            }
+        }
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One lab with N host NICs, the scripts for the shell methods, and what the
+/// reset needs.
+struct Bench {
+    lab: Lab,
+    ns: String,
+    nics: Vec<(String, Ipv4Addr)>,
+    etc: TmpDir,
+    state: TmpDir,
+    scripts: TmpDir,
+    policy: Policy,
+    desired: DesiredState,
+    /// Every sysctl the fix writes, with its value before the fix.
+    original_sysctls: Vec<(String, String)>,
+    /// How many changes the plan has on the unfixed, polluted host.
+    plan_len: usize,
+    keep_journal: bool,
+}
+
+fn nic_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 0, 10)) + i as u32)
+}
+
+fn ip_batch(ns: &str, script: &str, force: bool) {
+    let mut args = vec!["-n", ns];
+    if force {
+        args.push("-force");
+    }
+    args.extend(["-batch", "-"]);
+    let mut child = Command::new("ip")
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("running ip -batch");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writing the batch");
+    let ok = child.wait().expect("ip -batch").success();
+    assert!(ok || force, "ip -batch failed:\n{script}");
+}
+
+fn run(cmd: &mut Command) -> Duration {
+    let t = Instant::now();
+    let out = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("spawning child");
+    let took = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+fn sysctl_key(s: &Sysctl) -> String {
+    s.to_string()
+}
+
+impl Bench {
+    fn build(n: usize, keep_journal: bool) -> Bench {
+        let mut lab = Lab::new("ba").expect("lab");
+        lab.add_switch("sw").expect("switch");
+        let ns = lab.add_namespace("host").expect("host namespace");
+        let peer = lab.add_namespace("peer").expect("peer namespace");
+        let mut nics = Vec::new();
+        for i in 0..n {
+            let name = format!("r{i}");
+            let ip = nic_ip(i);
+            lab.connect(&ns, &name, IpAddr::V4(ip), PREFIX)
+                .expect("connecting a host NIC");
+            nics.push((name, ip));
+        }
+        lab.connect(&peer, "p0", IpAddr::V4(PEER), PREFIX)
+            .expect("connecting the peer");
+        let tmp = std::env::temp_dir();
+        // Locks and journals on tmpfs, as /run/roce-net is.
+        let state = TmpDir::new(Path::new("/dev/shm"), &format!("{n}-state"));
+        let etc = TmpDir::new(&tmp, &format!("{n}-etc"));
+        let scripts = TmpDir::new(&tmp, &format!("{n}-scripts"));
+        let policy = Policy::default();
+        let mut b = Bench {
+            lab,
+            ns,
+            nics,
+            etc,
+            state,
+            scripts,
+            policy,
+            desired: DesiredState::default(),
+            original_sysctls: Vec::new(),
+            plan_len: 0,
+            keep_journal,
+        };
+        b.settle();
+        let st = b.host().snapshot().expect("snapshot");
+        b.desired = plan::desired_state(&st, &b.policy).expect("desired state");
+        assert_eq!(b.desired.nics.len(), n, "the policy must manage every NIC");
+        let keys: Vec<String> = b
+            .desired
+            .sysctls
+            .iter()
+            .map(|(s, _)| sysctl_key(s))
+            .collect();
+        let out = Command::new("ip")
+            .args(["netns", "exec", &b.ns, "sysctl", "-n"])
+            .args(&keys)
+            .output()
+            .expect("reading sysctls");
+        let vals: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(vals.len(), keys.len(), "one value per sysctl");
+        b.original_sysctls = keys.into_iter().zip(vals).collect();
+        b.write_scripts();
+        b.reset();
+        let st = b.host().snapshot().expect("snapshot");
+        b.plan_len = plan::plan(&st, &b.policy).expect("plan").changes.len();
+        b
+    }
+
+    /// Wait until IPv6 duplicate address detection on the new links is over (it
+    /// adds local routes a second or two after the links come up), so the host
+    /// does not drift between a plan and its apply: the fingerprint must stay the
+    /// same for a second.
+    fn settle(&self) {
+        let t = Instant::now();
+        let mut last = String::new();
+        loop {
+            let fp = plan::fingerprint(&self.host().snapshot().expect("snapshot"));
+            if fp == last {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the lab did not settle in 30 s"
+            );
+            last = fp;
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    fn host(&self) -> Host {
+        Host::netns(&self.ns)
+            .expect("host")
+            .with_etc_root(self.etc.path())
+    }
+
+    fn table_names_file(&self) -> PathBuf {
+        self.etc.path().join(apply::TABLE_NAMES_FILE)
+    }
+
+    fn script(&self, name: &str) -> PathBuf {
+        self.scripts.path().join(name)
+    }
+
+    /// (a) one process per step; (b) the sysctl file and the ip batch file.
+    fn write_scripts(&self) {
+        let d = &self.desired;
+        let names_file = self.table_names_file();
+        let names_dir = names_file.parent().expect("parent").display().to_string();
+        let names_file = names_file.display().to_string();
+        let route = |r: &roce_net::model::Route| {
+            format!(
+                "route add {} dev {} src {} table {} proto {}",
+                r.dst,
+                r.dev.as_deref().expect("dev"),
+                r.prefsrc.expect("src"),
+                r.table,
+                r.protocol
+            )
+        };
+        let rule = |r: &roce_net::model::Rule| {
+            format!(
+                "rule add from {} lookup {} pref {} proto {}",
+                r.src.expect("src").addr(),
+                r.table,
+                r.priority,
+                r.protocol
+            )
+        };
+
+        // (a)
+        let mut a = String::new();
+        let _ = writeln!(a, "mkdir -p {names_dir}");
+        let _ = writeln!(
+            a,
+            "echo '# Managed by roce-net: routing tables of its per-NIC source routing.' > {names_file}"
+        );
+        for (id, name) in &d.table_names {
+            let _ = writeln!(a, "echo '{id}\t{name}' >> {names_file}");
+        }
+        for (s, v) in &d.sysctls {
+            let _ = writeln!(a, "sysctl -q -w {}={v}", sysctl_key(s));
+        }
+        for r in &d.routes {
+            let _ = writeln!(a, "ip {}", route(r));
+        }
+        for r in &d.rules {
+            let _ = writeln!(a, "ip {}", rule(r));
+        }
+        for n in &d.nics {
+            let _ = writeln!(a, "ip neigh flush dev {}", n.ifname);
+        }
+        std::fs::write(self.script("a.sh"), a).expect("writing script a");
+
+        // (b)
+        let mut conf = String::new();
+        for (s, v) in &d.sysctls {
+            let _ = writeln!(conf, "{} = {v}", sysctl_key(s));
+        }
+        std::fs::write(self.script("b.sysctl.conf"), conf).expect("writing sysctl file");
+        let mut batch = String::new();
+        for r in &d.routes {
+            let _ = writeln!(batch, "{}", route(r));
+        }
+        for r in &d.rules {
+            let _ = writeln!(batch, "{}", rule(r));
+        }
+        for n in &d.nics {
+            let _ = writeln!(batch, "neigh flush dev {}", n.ifname);
+        }
+        std::fs::write(self.script("b.batch"), batch).expect("writing batch file");
+        let mut names =
+            String::from("# Managed by roce-net: routing tables of its per-NIC source routing.\n");
+        for (id, name) in &d.table_names {
+            let _ = writeln!(names, "{id}\t{name}");
+        }
+        std::fs::write(self.script("b.names"), names).expect("writing names file");
+        let b = format!(
+            "mkdir -p {names_dir}\ncp {} {names_file}\nsysctl -q -p {}\nip -batch {}\n",
+            self.script("b.names").display(),
+            self.script("b.sysctl.conf").display(),
+            self.script("b.batch").display()
+        );
+        std::fs::write(self.script("b.sh"), b).expect("writing script b");
+    }
+
+    /// Back to the unfixed, polluted host (not timed).
+    fn reset(&self) {
+        let mut undo = String::new();
+        for n in &self.desired.nics {
+            let _ = writeln!(undo, "rule del pref {}", n.rule_priority);
+            let _ = writeln!(undo, "route flush table {}", n.table);
+        }
+        ip_batch(&self.ns, &undo, true);
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns, "sysctl", "-q", "-w"]);
+        for (k, v) in &self.original_sysctls {
+            cmd.arg(format!("{k}={v}"));
+        }
+        run(&mut cmd);
+        let mut pollute = String::new();
+        for (i, (name, _)) in self.nics.iter().enumerate() {
+            let _ = writeln!(
+                pollute,
+                "neigh replace {PEER} dev {name} lladdr 02:00:5e:00:{:02x}:{:02x} nud stale",
+                i >> 8,
+                i & 0xff
+            );
+        }
+        ip_batch(&self.ns, &pollute, false);
+        self.etc.clear();
+        if !self.keep_journal {
+            self.state.clear();
+        }
+        if self.plan_len > 0 {
+            let st = self.host().snapshot().expect("snapshot");
+            let p = plan::plan(&st, &self.policy).expect("plan");
+            assert_eq!(
+                p.changes.len(),
+                self.plan_len,
+                "the reset must restore the unfixed state"
+            );
+        }
+    }
+
+    /// What the fix leaves, comparable across methods; panics unless the fix is
+    /// complete (an empty roce-net plan, no neighbour left on the NICs).
+    fn outcome(&self, method: &str) -> String {
+        let st: HostState = self.host().snapshot().expect("snapshot");
+        let p = plan::plan(&st, &self.policy).expect("plan");
+        assert!(
+            p.is_empty(),
+            "{method}: the host is not fixed, roce-net still plans:\n{}",
+            p.render_diff()
+        );
+        let nic = |n: &str| self.nics.iter().any(|(x, _)| x == n);
+        let left = st
+            .neighbors
+            .iter()
+            .filter(|x| nic(&x.ifname) && x.ip.is_ipv4())
+            .count();
+        assert_eq!(left, 0, "{method}: IPv4 neighbours left on the NICs");
+        let mut routes: Vec<String> = st
+            .routes
+            .iter()
+            .filter(|r| r.table > 1000 && r.table < 2000)
+            .map(|r| plan::route_line(r, None))
+            .collect();
+        routes.sort();
+        let mut rules: Vec<String> = st.rules.iter().map(plan::rule_line).collect();
+        rules.sort();
+        let sysctls: Vec<String> = self
+            .desired
+            .sysctls
+            .iter()
+            .map(|(s, _)| format!("{s}={:?}", st.sysctls.get_text(s)))
+            .collect();
+        format!(
+            "{}\n{}\n{}\n{:?}",
+            routes.join("\n"),
+            rules.join("\n"),
+            sysctls.join("\n"),
+            st.table_names
+        )
+    }
+}
+
+#[derive(Default)]
+struct Times {
+    a: Vec<Duration>,
+    b: Vec<Duration>,
+    c_plan: Vec<Duration>,
+    c_apply: Vec<Duration>,
+    c_total: Vec<Duration>,
+    d: Vec<Duration>,
+    netns_exec: Vec<Duration>,
+    changes: usize,
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn bench(n: usize, runs: usize, methods: &str, keep_journal: bool) -> Times {
+    let t = Instant::now();
+    let b = Bench::build(n, keep_journal);
+    println!(
+        "N={n}: lab {} built in {:.1} s; the unfixed host plans {} changes",
+        b.lab.prefix(),
+        t.elapsed().as_secs_f64(),
+        b.plan_len
+    );
+    let mut times = Times {
+        changes: b.plan_len,
+        ..Times::default()
+    };
+    let mut reference: Option<String> = None;
+    let mut check = |method: &str, out: String| match &reference {
+        None => reference = Some(out),
+        Some(r) => assert!(
+            *r == out,
+            "{method} left a different host:\n{out}\n--- expected ---\n{r}"
+        ),
+    };
+    let cli = env!("CARGO_BIN_EXE_roce-net");
+    for _ in 0..runs {
+        // (c) roce-net in-process.
+        if methods.contains('c') {
+            b.reset();
+            let host = b.host();
+            let opts = ApplyOptions {
+                state_dir: b.state.path().to_path_buf(),
+                ..Default::default()
+            };
+            let t0 = Instant::now();
+            let st = host.snapshot().expect("snapshot");
+            let p = plan::plan(&st, &b.policy).expect("plan");
+            let t1 = Instant::now();
+            let rep = apply::apply(&host, &p, &opts).expect("apply");
+            let t2 = Instant::now();
+            assert_eq!(rep.applied, b.plan_len);
+            times.c_plan.push(t1 - t0);
+            times.c_apply.push(t2 - t1);
+            times.c_total.push(t2 - t0);
+            check("roce-net", b.outcome("roce-net"));
+        }
+
+        // (a) one process per step.
+        if methods.contains('a') {
+            b.reset();
+            let script = b.script("a.sh");
+            times.a.push(run(Command::new("ip")
+                .args(["netns", "exec", &b.ns, "sh", "-e"])
+                .arg(&script)));
+            check("shell", b.outcome("shell"));
+        }
+
+        // (b) sysctl -p + ip -batch.
+        if methods.contains('b') {
+            b.reset();
+            let script = b.script("b.sh");
+            times.b.push(run(Command::new("ip")
+                .args(["netns", "exec", &b.ns, "sh", "-e"])
+                .arg(&script)));
+            check("ip -batch", b.outcome("ip -batch"));
+        }
+
+        // (d) the CLI.
+        if methods.contains('d') {
+            b.reset();
+            times.d.push(run(Command::new(cli)
+                .args(["--netns", &b.ns, "--etc-root"])
+                .arg(b.etc.path())
+                .arg("--state-dir")
+                .arg(b.state.path())
+                .args(["apply", "--yes"])));
+            check("roce-net CLI", b.outcome("roce-net CLI"));
+        }
+
+        // The fixed cost `ip netns exec` adds to (a) and (b).
+        times.netns_exec.push(run(
+            Command::new("ip").args(["netns", "exec", &b.ns, "true"])
+        ));
+    }
+    drop(b);
+    times
+}
+
+fn main() {
+    let o = parse_opts();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("apply bench: needs root (creates network namespaces); skipped");
+        return;
+    }
+    let mut rows = Vec::new();
+    for &n in &o.nics {
+        let runs = if n > 64 { o.runs_large } else { o.runs_small };
+        let t = bench(n, runs, &o.methods, o.keep_journal);
+        rows.push((n, runs, t));
+    }
+    println!();
+    println!(
+        "| NICs | changes | runs | (a) shell, 1 process/step | (b) sysctl -p + ip -batch | (c) roce-net apply | (c) snapshot + plan | (c) plan + apply | (d) CLI apply --yes | a/c | b/c | a/(plan+apply) | b/(plan+apply) | `ip netns exec true` |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (n, runs, t) in &rows {
+        let (a, b) = (median(&t.a), median(&t.b));
+        let (cp, ca, ct) = (median(&t.c_plan), median(&t.c_apply), median(&t.c_total));
+        let d = if t.d.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.1} ms", ms(median(&t.d)))
+        };
+        println!(
+            "| {n} | {} | {runs} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {d} | {:.1}x | {:.2}x | {:.1}x | {:.2}x | {:.1} ms |",
+            t.changes,
+            ms(a),
+            ms(b),
+            ms(ca),
+            ms(cp),
+            ms(ct),
+            ms(a) / ms(ca),
+            ms(b) / ms(ca),
+            ms(a) / ms(ct),
+            ms(b) / ms(ct),
+            ms(median(&t.netns_exec)),
+        );
+    }
+    println!();
+    for (n, _, t) in &rows {
+        let all = |v: &[Duration]| {
+            v.iter()
+                .map(|d| format!("{:.1}", ms(*d)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!(
+            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}]",
+            all(&t.a),
+            all(&t.b),
+            all(&t.c_apply),
+            all(&t.c_plan),
+            all(&t.d)
+        );
+    }
+}
