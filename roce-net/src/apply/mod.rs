@@ -262,26 +262,28 @@ fn run_forward(
             i = end;
             continue;
         }
-        log.set(j, i, StepStatus::Started)?;
-        let change = j.steps[i].change.clone();
+        log.set(j, i, StepStatus::Started);
+        log.flush()?;
+        let change = &j.steps[i].change;
         let res = if opts.fail_at == Some(i) {
             Err(Error::new(
                 ErrorKind::Netlink,
                 "injected failure (test hook)",
             ))
         } else {
-            execute(t, &change, false)
+            execute(t, change, false)
         };
         res.map_err(|e| e.context(format!("change {} of {n} ({})", i + 1, change.describe())))?;
-        log.set(j, i, StepStatus::Done)?;
+        log.set(j, i, StepStatus::Done);
         if let Some((at, pause)) = opts.pause_after {
             if at == i {
+                log.flush()?;
                 std::thread::sleep(pause);
             }
         }
         i += 1;
     }
-    Ok(())
+    log.flush()
 }
 
 /// The table name of a step that registers or removes one, if it is valid.
@@ -325,8 +327,9 @@ fn forward_table_names(
 ) -> Result<()> {
     let n = j.steps.len();
     for k in i..end {
-        log.set(j, k, StepStatus::Started)?;
+        log.set(j, k, StepStatus::Started);
     }
+    log.flush()?;
     let updates: Vec<(u32, Option<&str>)> = j.steps[i..end]
         .iter()
         .filter_map(|s| table_name_update(&s.change))
@@ -342,7 +345,7 @@ fn forward_table_names(
         )));
     }
     for k in i..end {
-        log.set(j, k, StepStatus::Done)?;
+        log.set(j, k, StepStatus::Done);
     }
     Ok(())
 }

@@ -117,13 +117,35 @@ impl Host {
             let mut nl = netlink::Netlink::open()?;
             let mut st = HostState::empty(&hostname());
             st.interfaces = nl.links()?;
-            st.addresses = nl.addresses(&st.interfaces)?;
-            st.neighbors = nl.neighbors(&st.interfaces)?;
-            st.routes = nl.routes(&st.interfaces)?;
-            st.rules = nl.rules()?;
             let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
-            st.sysctls =
-                procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut st.warnings);
+            // /proc/sys reads (six files per interface) overlap with the netlink
+            // dumps on a second thread; threads spawned here inherit this thread's
+            // network namespace, so both see the same one.
+            std::thread::scope(|scope| {
+                let sysctls = scope.spawn(|| {
+                    let mut w = Vec::new();
+                    let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
+                    (v, w)
+                });
+                let dumps = (|| -> Result<()> {
+                    st.addresses = nl.addresses(&st.interfaces)?;
+                    st.neighbors = nl.neighbors(&st.interfaces)?;
+                    st.routes = nl.routes(&st.interfaces)?;
+                    st.rules = nl.rules()?;
+                    Ok(())
+                })();
+                match sysctls.join() {
+                    Ok((v, mut w)) => {
+                        st.sysctls = v;
+                        st.warnings.append(&mut w);
+                    }
+                    Err(_) => st.warnings.push(crate::model::Warning {
+                        source: procfs::PROC_SYS.to_string(),
+                        message: "reading sysctls failed unexpectedly".to_string(),
+                    }),
+                }
+                dumps
+            })?;
             Ok(st)
         })?;
         state.netns = self.target.name().map(str::to_string);

@@ -1,0 +1,43 @@
+//! Using roce-net as a library: snapshot a host (or a named network namespace),
+//! diagnose it, and show what the default policy would change. Changes nothing.
+//!
+//! ```sh
+//! cargo run --example diagnose                 # this host
+//! cargo run --example diagnose -- rnt-lab-ns   # a namespace (needs root)
+//! ```
+
+use roce_net::{doctor, nccl, plan, policy::Policy, Host};
+
+fn main() -> Result<(), roce_net::Error> {
+    let host = match std::env::args().nth(1) {
+        Some(ns) => Host::netns(&ns)?,
+        None => Host::current(),
+    };
+    let state = host.snapshot()?;
+    println!(
+        "{}: {} interfaces, {} routes, {} rules, {} RDMA devices",
+        state.hostname,
+        state.interfaces.len(),
+        state.routes.len(),
+        state.rules.len(),
+        state.rdma.len()
+    );
+
+    let findings = doctor::run(&state);
+    for f in &findings {
+        let sev = f.severity.to_string();
+        println!("{sev:<8} {:<22} {}: {}", f.id, f.subject, f.message);
+    }
+
+    match plan::plan(&state, &Policy::default()) {
+        Ok(p) if p.is_empty() => println!("the host already matches the default policy"),
+        Ok(p) => print!("the default policy would change:\n{}", p.render_diff()),
+        // E.g. no NICs in scope: the error says what to put in the policy.
+        Err(e) => println!("no plan: {e}"),
+    }
+
+    for line in nccl::recommend(&state).env_lines() {
+        println!("{line}");
+    }
+    Ok(())
+}
