@@ -1,0 +1,215 @@
+# Hand-written stub of the native module. Checked against the built module by
+# `python -m mypy.stubtest roce_net` (scripts/test-python.sh): keep in step.
+import os
+import pathlib
+import ipaddress
+from types import TracebackType
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Union, final
+
+from ._types import (
+    ApplyReport,
+    FibDecision,
+    ArpProbeResult,
+    Finding,
+    FleetReport,
+    NcclAdvice,
+    RollbackReport,
+    HostState,
+    LabNic,
+    Plan,
+    RenderedFile,
+    RouteDecision,
+    WriteReport,
+)
+
+__all__ = [
+    "__version__",
+    "SCHEMA_VERSION",
+    "_register",
+    "NativeState",
+    "NativePlan",
+    "Host",
+    "_from_json",
+    "load_snapshot",
+    "parse_snapshot",
+    "save_snapshot",
+    "Policy",
+    "plan",
+    "_render_diff",
+    "_describe",
+    "render_persistence",
+    "write_persistence",
+    "persistence_backends",
+    "Lab",
+    "doctor",
+    "nccl_env",
+    "fleet_report",
+    "route_lookup",
+]
+
+__version__: str
+SCHEMA_VERSION: int
+
+_Path = Union[str, os.PathLike[str]]
+_IP = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
+
+def _register(classes: Dict[str, Any], errors: Dict[str, Any], base_error: Type[BaseException]) -> None: ...
+def _from_json(type_name: str, text: str) -> Any: ...
+def load_snapshot(path: _Path) -> HostState:
+    """Read a snapshot JSON file (``roce-net snapshot --json``). Raises ParseError / NotFoundError."""
+def save_snapshot(state: HostState, path: _Path) -> None:
+    """Write a snapshot as the library's JSON (readable by ``load_snapshot`` and the CLI)."""
+def parse_snapshot(text: str) -> HostState:
+    """Parse snapshot JSON text. Raises ParseError."""
+
+@final
+class NativeState:
+    def to_json(self, pretty: bool = True) -> str: ...
+
+@final
+class NativePlan:
+    def to_json(self) -> str: ...
+
+@final
+class Host:
+    """A handle on one host's networking, scoped to a network namespace.
+
+    ``Host()`` is the caller's namespace; ``Host(netns="name")`` a named one
+    (``/run/netns/name``, NotFoundError if missing); ``netns_path=`` any namespace
+    file. ``sysfs_root`` / ``etc_root`` redirect where RDMA devices and routing
+    table names are read from (fixtures, containers).
+    """
+
+    def __new__(
+        cls,
+        netns: Optional[str] = None,
+        sysfs_root: Optional[_Path] = None,
+        *,
+        netns_path: Optional[_Path] = None,
+        etc_root: Optional[_Path] = None,
+    ) -> Host: ...
+    @property
+    def netns(self) -> Optional[str]: ...
+    @property
+    def netns_path(self) -> Optional[pathlib.Path]: ...
+    @property
+    def sysfs_root(self) -> pathlib.Path: ...
+    @property
+    def etc_root(self) -> pathlib.Path: ...
+    def snapshot(self) -> HostState:
+        """Capture links, addresses, neighbours, routes, rules, sysctls and RDMA devices."""
+    def route_get(self, dst: _IP, src: Optional[_IP] = None) -> RouteDecision:
+        """Where a packet to ``dst`` (from ``src``) goes, as ``ip route get`` answers it."""
+    def probe_arp(
+        self,
+        dev: str,
+        target: Union[str, ipaddress.IPv4Address],
+        *,
+        count: int = 3,
+        timeout: float = 2.0,
+        source: Optional[Union[str, ipaddress.IPv4Address]] = None,
+    ) -> ArpProbeResult:
+        """ARP-probe ``target`` out of ``dev``; every MAC that answers (needs CAP_NET_RAW)."""
+    def apply(
+        self,
+        plan: Plan,
+        *,
+        confirm_timeout: Optional[float] = None,
+        state_dir: Optional[_Path] = None,
+        _fail_at: Optional[int] = None,
+    ) -> ApplyReport:
+        """Apply a plan as a transaction (drift check, journal, verify, rollback on failure)."""
+    def confirm(self, *, state_dir: Optional[_Path] = None) -> None:
+        """Confirm an apply made with ``confirm_timeout``."""
+    def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
+        """Undo the last apply from its journal."""
+    def _watchdog(self, *, state_dir: Optional[_Path] = None) -> Any: ...
+
+@final
+class Policy:
+    """A validated roce-net policy. Build with ``from_dict`` / ``from_yaml`` /
+    ``from_json`` / ``load``; errors raise PolicyError with the field path."""
+
+    def __new__(cls) -> Policy: ...
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy: ...
+    @classmethod
+    def from_yaml(cls, text: str) -> Policy: ...
+    @classmethod
+    def from_json(cls, text: str) -> Policy: ...
+    @classmethod
+    def load(cls, path: _Path) -> Policy: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def to_json(self) -> str: ...
+
+def plan(state: HostState, policy: Policy) -> Plan:
+    """The ordered changes that make ``state`` comply with ``policy`` (pure, no I/O)."""
+def _render_diff(plan: Plan) -> str: ...
+def _describe(plan: Plan) -> Tuple[str, ...]: ...
+def render_persistence(
+    plan: Plan,
+    backend: str,
+    *,
+    networkd_files: Optional[Mapping[str, str]] = None,
+    nm_connections: Optional[Mapping[str, str]] = None,
+    netplan_devices: Optional[Mapping[str, Tuple[str, str]]] = None,
+) -> Tuple[RenderedFile, ...]:
+    """Boot-persistent files for the plan's desired state (``persistence_backends()`` names)."""
+def write_persistence(
+    files: Iterable[RenderedFile], root: Optional[_Path] = None, dry_run: bool = False
+) -> WriteReport:
+    """Write rendered files under ``root`` (default ``/``) safely: all checked first,
+    atomic replace, backups kept; ``dry_run`` only reports."""
+def persistence_backends() -> List[str]: ...
+
+@final
+class Lab:
+    """Throwaway network namespaces (root only), removed on ``close()`` / ``with`` exit."""
+
+    @classmethod
+    def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
+        """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def namespaces(self) -> Tuple[str, ...]: ...
+    @property
+    def host_ns(self) -> Optional[str]: ...
+    @property
+    def peer_ns(self) -> Optional[str]: ...
+    @property
+    def switch_ns(self) -> Optional[str]: ...
+    @property
+    def nics(self) -> Tuple[LabNic, ...]: ...
+    @property
+    def peer_nic(self) -> Optional[LabNic]: ...
+    @property
+    def closed(self) -> bool: ...
+    def host(self) -> Host: ...
+    def peer(self) -> Host: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Lab: ...
+    def __exit__(
+        self,
+        *_exc: Union[Optional[Type[BaseException]], Optional[BaseException], Optional[TracebackType]],
+    ) -> bool: ...
+
+def doctor(state: HostState, options: Optional[Mapping[str, Any]] = None) -> Tuple[Finding, ...]:
+    """Every check over a snapshot (pure); ``options`` overrides DoctorOptions fields."""
+def nccl_env(state: HostState) -> NcclAdvice:
+    """NCCL environment derived from the GID tables, each value with its reason."""
+def fleet_report(
+    states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
+) -> FleetReport:
+    """Per-host summaries and cross-host findings over many snapshots."""
+def route_lookup(
+    state: HostState,
+    dst: _IP,
+    src: Optional[_IP] = None,
+    *,
+    iif: Optional[str] = None,
+    oif: Optional[str] = None,
+    fwmark: int = 0,
+) -> FibDecision:
+    """Where the kernel would send the flow, computed offline from the snapshot
+    (like ``ip route get`` on that host). NotFoundError when it would fail."""

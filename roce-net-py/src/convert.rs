@@ -1,0 +1,148 @@
+//! Rust values -> Python objects, through serde.
+//!
+//! Every result is serialised by [`crate::ser`] (a serde serializer that builds
+//! Python objects), with one twist: a serde struct whose name is registered (from
+//! `roce_net._types`, at import) becomes an instance of the registered frozen
+//! dataclass instead of a dict. The instance is allocated with
+//! `object.__new__` and its slots are filled with `PyObject_GenericSetAttr`, which
+//! skips the frozen `__setattr__` and the Python-level `__init__`: that keeps a
+//! 100k-route snapshot fast. Lists become tuples (immutable, hashable).
+//!
+//! The registry is the single place that ties Rust struct names to Python classes,
+//! so binding a new part of the library is: add its dataclass in `_types.py`, list it
+//! in the registry there, and call [`to_py`] on the result.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A registered dataclass: the class and the defaults of fields that have one.
+struct ClassInfo {
+    cls: Py<PyAny>,
+    defaults: Vec<(Py<PyString>, Py<PyAny>)>,
+}
+
+/// Classes by serde struct name, error classes by `ErrorKind::name()`.
+pub struct Registry {
+    classes: HashMap<String, ClassInfo>,
+    pub(crate) errors: HashMap<String, Py<PyAny>>,
+    pub(crate) base_error: Py<PyAny>,
+    object_new: Py<PyAny>,
+}
+
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// The registry, or an error saying the package was imported the wrong way.
+pub fn registry() -> PyResult<&'static Registry> {
+    REGISTRY.get().ok_or_else(|| {
+        PyRuntimeError::new_err(
+            "roce_net._roce_net was used before roce_net registered its types; import roce_net, not roce_net._roce_net",
+        )
+    })
+}
+
+/// `_register(classes, errors, base_error)`: called once by `roce_net._types`.
+///
+/// `classes` maps a serde struct name to `(cls, {field: default})`; `errors` maps an
+/// error kind name to an exception class.
+#[pyfunction]
+#[pyo3(name = "_register")]
+pub fn register(
+    py: Python<'_>,
+    classes: &Bound<'_, PyDict>,
+    errors: &Bound<'_, PyDict>,
+    base_error: Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let mut reg = Registry {
+        classes: HashMap::new(),
+        errors: HashMap::new(),
+        base_error: base_error.unbind(),
+        object_new: py
+            .import("builtins")?
+            .getattr("object")?
+            .getattr("__new__")?
+            .unbind(),
+    };
+    for (k, v) in classes.iter() {
+        let name: String = k.extract()?;
+        let (cls, defaults): (Bound<'_, PyAny>, Bound<'_, PyDict>) = v.extract()?;
+        let defaults = defaults
+            .iter()
+            .map(|(f, d)| Ok((f.cast_into::<PyString>()?.unbind(), d.unbind())))
+            .collect::<PyResult<Vec<_>>>()?;
+        reg.classes.insert(
+            name,
+            ClassInfo {
+                cls: cls.unbind(),
+                defaults,
+            },
+        );
+    }
+    for (k, v) in errors.iter() {
+        reg.errors.insert(k.extract()?, v.unbind());
+    }
+    // A second import (e.g. importlib.reload) keeps the first registry: the classes
+    // handed out already must stay the ones the registry builds.
+    let _ = REGISTRY.set(reg);
+    Ok(())
+}
+
+/// A fresh instance of the class registered for `struct_name` (its defaulted
+/// fields already set), or `None` when the name is not registered.
+pub fn new_instance<'py>(
+    py: Python<'py>,
+    struct_name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let reg = registry()?;
+    let Some(info) = reg.classes.get(struct_name) else {
+        return Ok(None);
+    };
+    let obj = reg.object_new.bind(py).call1((info.cls.bind(py),))?;
+    for (f, d) in &info.defaults {
+        set_slot(&obj, f.bind(py), d.bind(py))?;
+    }
+    Ok(Some(obj))
+}
+
+/// Set one slot of a frozen dataclass instance, bypassing its `__setattr__`.
+pub fn set_slot(
+    obj: &Bound<'_, PyAny>,
+    name: &Bound<'_, PyString>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    // SAFETY: all three are valid, owned references for the duration of the call;
+    // PyObject_GenericSetAttr only stores `value` (taking its own reference).
+    let rc =
+        unsafe { pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if rc != 0 {
+        let err = PyErr::take(obj.py())
+            .unwrap_or_else(|| PyRuntimeError::new_err("setting a dataclass slot failed"));
+        return Err(PyTypeError::new_err(format!(
+            "roce_net: {}.{} cannot be set ({err}); the Python types are out of step with the library",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default(),
+            name
+        )));
+    }
+    Ok(())
+}
+
+/// A Rust value as typed Python objects (dataclasses, tuples, dicts, str, int, ...).
+pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+    crate::ser::to_python(py, v)
+}
+
+/// Call a registered class by its Rust struct name with keyword arguments (for
+/// library types that are not serde data).
+pub fn construct<'py>(
+    py: Python<'py>,
+    name: &str,
+    kwargs: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let info = registry()?.classes.get(name).ok_or_else(|| {
+        PyRuntimeError::new_err(format!("roce_net: no Python class registered for {name}"))
+    })?;
+    info.cls.bind(py).call((), Some(kwargs))
+}

@@ -1,0 +1,117 @@
+//! Pure analyses over snapshots: `doctor`, `nccl_env`, `fleet_report`.
+
+use crate::convert::to_py;
+use crate::errors::py_err;
+use crate::state::native_state;
+use pyo3::prelude::*;
+use roce_net::doctor::DoctorOptions;
+use roce_net::{Error, ErrorKind, HostState};
+use std::sync::Arc;
+
+fn options(opts: Option<&Bound<'_, PyAny>>) -> PyResult<DoctorOptions> {
+    match opts {
+        None => Ok(DoctorOptions::default()),
+        Some(o) => {
+            let v: serde_json::Value = pythonize::depythonize(o).map_err(|e| {
+                py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("doctor options: {e}"),
+                ))
+            })?;
+            serde_json::from_value(v).map_err(|e| {
+                py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("doctor options: {e}"),
+                ))
+            })
+        }
+    }
+}
+
+/// `doctor(state, options=None)`: every check over the snapshot, as a tuple of
+/// Findings (sorted: errors first). `options` overrides DoctorOptions fields.
+#[pyfunction]
+#[pyo3(signature = (state, options=None))]
+pub fn doctor<'py>(
+    py: Python<'py>,
+    state: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let st = native_state(state)?;
+    let opts = self::options(options)?;
+    let findings = py.detach(move || roce_net::doctor::run_with(&st, &opts));
+    to_py(py, &findings)
+}
+
+/// `nccl_env(state)`: NCCL settings derived from the GID tables, with reasons.
+#[pyfunction]
+pub fn nccl_env<'py>(py: Python<'py>, state: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let st = native_state(state)?;
+    let advice = py.detach(move || roce_net::nccl::recommend(&st));
+    to_py(py, &advice)
+}
+
+/// `fleet_report(states, options=None)`: per-host summaries and cross-host findings.
+#[pyfunction]
+#[pyo3(signature = (states, options=None))]
+pub fn fleet_report<'py>(
+    py: Python<'py>,
+    states: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut v: Vec<Arc<HostState>> = Vec::new();
+    for s in states.try_iter()? {
+        v.push(native_state(&s?)?);
+    }
+    let opts = self::options(options)?;
+    let report = py.detach(move || {
+        let owned: Vec<HostState> = v.iter().map(|s| (**s).clone()).collect();
+        roce_net::fleet::report_with(&owned, &opts)
+    });
+    to_py(py, &report)
+}
+
+/// `route_lookup(state, dst, src=None, *, iif=None, oif=None, fwmark=0)`: where
+/// the kernel would send the flow, computed offline from the snapshot (rules,
+/// longest-prefix match, source selection), like `ip route get` on that host.
+#[pyfunction]
+#[pyo3(signature = (state, dst, src=None, *, iif=None, oif=None, fwmark=0))]
+pub fn route_lookup<'py>(
+    py: Python<'py>,
+    state: &Bound<'py, PyAny>,
+    dst: &Bound<'py, PyAny>,
+    src: Option<&Bound<'py, PyAny>>,
+    iif: Option<String>,
+    oif: Option<String>,
+    fwmark: u32,
+) -> PyResult<Bound<'py, PyAny>> {
+    let st = native_state(state)?;
+    let dst = crate::host::ip_arg("destination", dst)?;
+    let src = src.map(|s| crate::host::ip_arg("source", s)).transpose()?;
+    let flow = roce_net::fib::Flow {
+        dst,
+        src,
+        iif,
+        oif,
+        fwmark,
+        tos: 0,
+    };
+    let res = roce_net::fib::resolve(&st, &flow);
+    match res {
+        Ok(d) => to_py(py, &d),
+        Err(e) => {
+            let from = src.map(|s| format!(" from {s}")).unwrap_or_default();
+            Err(py_err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no route to {dst}{from} on {}: {e} (offline lookup in the snapshot)",
+                    if st.hostname.is_empty() {
+                        "the host"
+                    } else {
+                        &st.hostname
+                    }
+                ),
+            )))
+        }
+    }
+}

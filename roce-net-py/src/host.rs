@@ -1,0 +1,245 @@
+//! `roce_net.Host`: a namespace-scoped handle; every I/O call releases the GIL.
+
+use crate::convert::to_py;
+use crate::errors::{py_err, IntoPyResult};
+use crate::plan::native_plan;
+use crate::state::state_to_py;
+use pyo3::prelude::*;
+use roce_net::apply::ApplyOptions;
+use roce_net::{Error, ErrorKind};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An IP address from a str or an `ipaddress` object.
+pub(crate) fn ip_arg(what: &str, v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
+    let s = v.str()?.to_string();
+    s.trim().parse().map_err(|_| {
+        py_err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what} {s:?} is not an IP address"),
+        ))
+    })
+}
+
+fn apply_options(state_dir: Option<PathBuf>) -> ApplyOptions {
+    let mut o = ApplyOptions::default();
+    if let Some(d) = state_dir {
+        o.state_dir = d;
+    }
+    o
+}
+
+/// A handle on one host's networking, scoped to a network namespace.
+#[pyclass(frozen, module = "roce_net")]
+pub struct Host {
+    pub(crate) inner: roce_net::Host,
+}
+
+#[pymethods]
+impl Host {
+    /// `Host(netns=None, sysfs_root=None, *, netns_path=None, etc_root=None)`.
+    #[new]
+    #[pyo3(signature = (netns=None, sysfs_root=None, *, netns_path=None, etc_root=None))]
+    fn new(
+        netns: Option<String>,
+        sysfs_root: Option<PathBuf>,
+        netns_path: Option<PathBuf>,
+        etc_root: Option<PathBuf>,
+    ) -> PyResult<Host> {
+        let mut h = match (netns, netns_path) {
+            (Some(_), Some(_)) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "give netns or netns_path, not both",
+                ))
+            }
+            (Some(n), None) => roce_net::Host::netns(&n).py()?,
+            (None, Some(p)) => roce_net::Host::netns_path(&p).py()?,
+            (None, None) => roce_net::Host::current(),
+        };
+        if let Some(r) = sysfs_root {
+            h = h.with_sysfs_root(r);
+        }
+        if let Some(r) = etc_root {
+            h = h.with_etc_root(r);
+        }
+        Ok(Host { inner: h })
+    }
+
+    /// The namespace name, or None for the current namespace or a pathed one.
+    #[getter]
+    fn netns(&self) -> Option<String> {
+        self.inner.target().name().map(str::to_string)
+    }
+
+    /// The namespace file, or None for the current namespace.
+    #[getter]
+    fn netns_path(&self) -> Option<PathBuf> {
+        self.inner.target().file()
+    }
+
+    /// The sysfs root RDMA devices are read from.
+    #[getter]
+    fn sysfs_root(&self) -> PathBuf {
+        self.inner.sysfs_root().to_path_buf()
+    }
+
+    /// The /etc root routing table names are read from.
+    #[getter]
+    fn etc_root(&self) -> PathBuf {
+        self.inner.etc_root().to_path_buf()
+    }
+
+    /// Capture the whole snapshot (releases the GIL while reading).
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.inner.clone();
+        let st = py.detach(move || h.snapshot()).py()?;
+        state_to_py(py, st)
+    }
+
+    /// Where a packet to `dst` (from `src`) would go, as `ip route get` answers it,
+    /// policy rules included: a RouteDecision (table, dev, prefsrc, gateway, type).
+    #[pyo3(signature = (dst, src=None))]
+    fn route_get<'py>(
+        &self,
+        py: Python<'py>,
+        dst: &Bound<'py, PyAny>,
+        src: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let dst = ip_arg("destination", dst)?;
+        let src = src.map(|s| ip_arg("source", s)).transpose()?;
+        let h = self.inner.clone();
+        let d = py.detach(move || h.route_get(dst, src)).py()?;
+        to_py(py, &d)
+    }
+
+    /// Send ARP requests for `target` out of `dev` and report every MAC that
+    /// answers (more than one: ARP flux). Needs CAP_NET_RAW.
+    #[pyo3(signature = (dev, target, *, count=3, timeout=2.0, source=None))]
+    fn probe_arp<'py>(
+        &self,
+        py: Python<'py>,
+        dev: String,
+        target: &Bound<'py, PyAny>,
+        count: u32,
+        timeout: f64,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v4 = |what: &str, v: &Bound<'py, PyAny>| -> PyResult<Ipv4Addr> {
+            match ip_arg(what, v)? {
+                IpAddr::V4(a) => Ok(a),
+                IpAddr::V6(a) => Err(py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("ARP probes IPv4 only; {what} {a} is IPv6"),
+                ))),
+            }
+        };
+        let target = v4("target", target)?;
+        let source = source.map(|s| v4("source", s)).transpose()?;
+        if !(timeout.is_finite() && timeout > 0.0 && timeout < 3600.0) {
+            return Err(py_err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("ARP probe timeout {timeout} s is not between 0 and 3600"),
+            )));
+        }
+        let opts = roce_net::probe::ArpProbeOptions {
+            count,
+            timeout: Duration::from_secs_f64(timeout),
+            source,
+        };
+        let h = self.inner.clone();
+        let r = py.detach(move || h.probe_arp(&dev, target, opts)).py()?;
+        to_py(py, &r)
+    }
+
+    /// Apply a plan as a transaction: refuse on drift, journal every change with
+    /// its inverse, verify (a new plan must be empty), roll back on any failure.
+    /// With `confirm_timeout` (seconds) a detached watchdog rolls the change back
+    /// unless `confirm()` comes in time. Returns an ApplyReport.
+    #[pyo3(signature = (plan, *, confirm_timeout=None, state_dir=None, _fail_at=None))]
+    fn apply<'py>(
+        &self,
+        py: Python<'py>,
+        plan: &Bound<'py, PyAny>,
+        confirm_timeout: Option<f64>,
+        state_dir: Option<PathBuf>,
+        _fail_at: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = native_plan(plan)?;
+        let mut opts = apply_options(state_dir.clone());
+        if let Some(t) = confirm_timeout {
+            if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+                return Err(py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("confirm_timeout {t} s is not between 0 and 86400"),
+                )));
+            }
+            opts.confirm_timeout = Some(Duration::from_secs_f64(t));
+        }
+        opts.fail_at = _fail_at;
+        let h = self.inner.clone();
+        let o = opts.clone();
+        let report = py.detach(move || roce_net::apply::apply(&h, &p, &o)).py()?;
+        if report.confirm_deadline.is_some() {
+            // The watchdog runs in its own session so it outlives this process
+            // (and the SSH session that may die with a bad routing change).
+            py.import("roce_net._watchdog")?.call_method1(
+                "spawn",
+                (
+                    self.netns(),
+                    self.netns_path(),
+                    self.etc_root(),
+                    opts.state_dir,
+                ),
+            )?;
+        }
+        to_py(py, &report)
+    }
+
+    /// Confirm an apply made with `confirm_timeout`, so the watchdog keeps it.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn confirm(&self, py: Python<'_>, state_dir: Option<PathBuf>) -> PyResult<()> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        py.detach(move || roce_net::apply::confirm(&h, &o)).py()
+    }
+
+    /// Undo the last apply from its journal (also after a crash). NotFoundError
+    /// when there is nothing to roll back. Returns a RollbackReport.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn rollback<'py>(
+        &self,
+        py: Python<'py>,
+        state_dir: Option<PathBuf>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        let r = py.detach(move || roce_net::apply::rollback(&h, &o)).py()?;
+        to_py(py, &r)
+    }
+
+    /// Block until the pending apply's deadline; roll back unless confirmed. Run
+    /// by the detached watchdog process; returns "confirmed", "nothing_pending"
+    /// or the RollbackReport.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn _watchdog<'py>(
+        &self,
+        py: Python<'py>,
+        state_dir: Option<PathBuf>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        let r = py.detach(move || roce_net::apply::watchdog(&h, &o)).py()?;
+        to_py(py, &r)
+    }
+
+    fn __repr__(&self) -> String {
+        match self.inner.target().file() {
+            None => "Host()".to_string(),
+            Some(_) if self.inner.target().name().is_some() => {
+                format!("Host(netns={:?})", self.inner.target().name().unwrap_or(""))
+            }
+            Some(p) => format!("Host(netns_path={:?})", p.display().to_string()),
+        }
+    }
+}

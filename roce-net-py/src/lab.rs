@@ -1,0 +1,176 @@
+//! `roce_net.Lab`: throwaway network-namespace topologies (root only).
+
+use crate::convert::construct;
+use crate::errors::{py_err, IntoPyResult};
+use crate::host::Host;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use roce_net::lab::{Lab as RLab, LabNic};
+use roce_net::{Error, ErrorKind};
+use std::sync::Mutex;
+
+/// A set of lab namespaces (`rnt-<tag>-<pid>-<n>-<role>`), removed by `close()`,
+/// by leaving the `with` block, or when the object is garbage-collected.
+#[pyclass(frozen, module = "roce_net", name = "Lab")]
+pub struct Lab {
+    inner: Mutex<Option<RLab>>,
+}
+
+fn closed() -> PyErr {
+    py_err(Error::new(
+        ErrorKind::InvalidInput,
+        "this lab was closed; its namespaces are gone",
+    ))
+}
+
+fn nic<'py>(py: Python<'py>, n: &LabNic) -> PyResult<Bound<'py, PyAny>> {
+    let kw = PyDict::new(py);
+    kw.set_item("namespace", &n.namespace)?;
+    kw.set_item("name", &n.name)?;
+    kw.set_item("address", n.address.to_string())?;
+    kw.set_item("prefix_len", n.prefix_len)?;
+    construct(py, "LabNic", &kw)
+}
+
+impl Lab {
+    fn with<T>(&self, f: impl FnOnce(&RLab) -> PyResult<T>) -> PyResult<T> {
+        let g = self
+            .inner
+            .lock()
+            .map_err(|_| py_err(Error::new(ErrorKind::Io, "lab lock poisoned")))?;
+        match g.as_ref() {
+            Some(l) => f(l),
+            None => Err(closed()),
+        }
+    }
+}
+
+#[pymethods]
+impl Lab {
+    /// The seed scenario: a host namespace with `nics` NICs `r0..` at
+    /// 198.18.0.11/24, .12/24, ..., a peer `p0` at 198.18.0.100/24, all on one
+    /// bridge. Kernel defaults, nothing fixed. Needs root.
+    #[classmethod]
+    #[pyo3(signature = (nics=4, *, tag="py"))]
+    fn seed(_cls: &Bound<'_, PyType>, py: Python<'_>, nics: usize, tag: &str) -> PyResult<Lab> {
+        let tag = tag.to_string();
+        let lab = py.detach(move || RLab::seed_tagged(&tag, nics)).py()?;
+        Ok(Lab {
+            inner: Mutex::new(Some(lab)),
+        })
+    }
+
+    /// The common name prefix of the lab's namespaces.
+    #[getter]
+    fn prefix(&self) -> PyResult<String> {
+        self.with(|l| Ok(l.prefix().to_string()))
+    }
+
+    /// Every namespace of the lab.
+    #[getter]
+    fn namespaces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.with(|l| PyTuple::new(py, l.namespaces()))
+    }
+
+    /// The host namespace (the one with the NICs).
+    #[getter]
+    fn host_ns(&self) -> PyResult<Option<String>> {
+        self.with(|l| Ok(l.host_ns().map(str::to_string)))
+    }
+
+    /// The peer namespace.
+    #[getter]
+    fn peer_ns(&self) -> PyResult<Option<String>> {
+        self.with(|l| Ok(l.peer_ns().map(str::to_string)))
+    }
+
+    /// The switch (bridge) namespace.
+    #[getter]
+    fn switch_ns(&self) -> PyResult<Option<String>> {
+        self.with(|l| Ok(l.switch_ns().map(str::to_string)))
+    }
+
+    /// The host's NICs.
+    #[getter]
+    fn nics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.with(|l| {
+            let v = l
+                .nics()
+                .iter()
+                .map(|n| nic(py, n))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, v)
+        })
+    }
+
+    /// The peer's NIC.
+    #[getter]
+    fn peer_nic<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.with(|l| l.peer_nic().map(|n| nic(py, n)).transpose())
+    }
+
+    /// A Host handle on the host namespace.
+    fn host(&self) -> PyResult<Host> {
+        self.with(|l| {
+            Ok(Host {
+                inner: l.host().py()?,
+            })
+        })
+    }
+
+    /// A Host handle on the peer namespace.
+    fn peer(&self) -> PyResult<Host> {
+        self.with(|l| {
+            let ns = l.peer_ns().ok_or_else(|| {
+                py_err(Error::new(
+                    ErrorKind::NotFound,
+                    "this lab has no peer namespace",
+                ))
+            })?;
+            Ok(Host {
+                inner: roce_net::Host::netns(ns).py()?,
+            })
+        })
+    }
+
+    /// True once closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.lock().map(|g| g.is_none()).unwrap_or(true)
+    }
+
+    /// Remove every namespace of the lab (idempotent).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let lab = self
+            .inner
+            .lock()
+            .map_err(|_| py_err(Error::new(ErrorKind::Io, "lab lock poisoned")))?
+            .take();
+        match lab {
+            Some(l) => py.detach(move || l.destroy()).py(),
+            None => Ok(()),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        match self
+            .inner
+            .lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(|l| l.prefix().to_string()))
+        {
+            Some(p) => format!("<Lab {p}>"),
+            None => "<Lab closed>".to_string(),
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! A serde `Serializer` that builds Python objects directly.
+//!
+//! Like `pythonize`, but tuned for large snapshots: field names and enum variant
+//! names are `&'static str`, so each becomes one interned Python string, cached
+//! per thread and reused for every object (no allocation, hash computed once);
+//! registered structs become frozen dataclass instances (see `convert`).
+
+use crate::convert::{new_instance, set_slot};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use pyo3::BoundObject;
+use serde::ser::{self, Serialize};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+
+/// A Python error carried through serde.
+#[derive(Debug)]
+pub struct SerError(pub PyErr);
+
+impl fmt::Display for SerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for SerError {}
+
+impl ser::Error for SerError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        SerError(pyo3::exceptions::PyValueError::new_err(msg.to_string()))
+    }
+}
+
+impl From<PyErr> for SerError {
+    fn from(e: PyErr) -> Self {
+        SerError(e)
+    }
+}
+
+type R<'py> = Result<Bound<'py, PyAny>, SerError>;
+
+/// Hashes the (address, length) key of a static name: both are already unique
+/// and well spread, so a multiply-xor beats SipHash here.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type Names = HashMap<(usize, usize), Py<PyString>, std::hash::BuildHasherDefault<AddrHasher>>;
+
+thread_local! {
+    /// Interned names by the address and length of their static text.
+    static NAMES: RefCell<Names> = RefCell::new(Names::default());
+}
+
+/// The interned Python string for a static name.
+fn name<'py>(py: Python<'py>, s: &'static str) -> Bound<'py, PyString> {
+    let key = (s.as_ptr() as usize, s.len());
+    NAMES.with(|m| {
+        let mut m = m.borrow_mut();
+        m.entry(key)
+            .or_insert_with(|| PyString::intern(py, s).unbind())
+            .bind(py)
+            .clone()
+    })
+}
+
+/// Serialise a value into Python objects.
+pub fn to_python<'py, T: Serialize + ?Sized>(
+    py: Python<'py>,
+    v: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    v.serialize(Ser { py }).map_err(|e| e.0)
+}
+
+/// The serializer (one per value; cheap to copy).
+#[derive(Clone, Copy)]
+pub struct Ser<'py> {
+    py: Python<'py>,
+}
+
+impl<'py> Ser<'py> {
+    fn obj<T: IntoPyObject<'py>>(self, v: T) -> R<'py>
+    where
+        PyErr: From<T::Error>,
+    {
+        Ok(v.into_pyobject(self.py)
+            .map_err(PyErr::from)?
+            .into_any()
+            .into_bound())
+    }
+
+    fn wrap(self, variant: &'static str, v: Bound<'py, PyAny>) -> R<'py> {
+        let d = PyDict::new(self.py);
+        d.set_item(name(self.py, variant), v)?;
+        Ok(d.into_any())
+    }
+}
+
+/// Sequences and tuples: collected, then one tuple.
+pub struct SeqSer<'py> {
+    py: Python<'py>,
+    items: Vec<Bound<'py, PyAny>>,
+    variant: Option<&'static str>,
+}
+
+impl<'py> SeqSer<'py> {
+    fn finish(self) -> R<'py> {
+        let t = PyTuple::new(self.py, self.items)?.into_any();
+        match self.variant {
+            Some(v) => Ser { py: self.py }.wrap(v, t),
+            None => Ok(t),
+        }
+    }
+}
+
+/// Maps: a dict.
+pub struct MapSer<'py> {
+    py: Python<'py>,
+    dict: Bound<'py, PyDict>,
+    key: Option<Bound<'py, PyAny>>,
+}
+
+/// Structs: a registered dataclass instance or a dict.
+pub struct StructSer<'py> {
+    py: Python<'py>,
+    target: Target<'py>,
+    variant: Option<&'static str>,
+}
+
+enum Target<'py> {
+    Instance(Bound<'py, PyAny>),
+    Dict(Bound<'py, PyDict>),
+}
+
+impl<'py> StructSer<'py> {
+    fn new(
+        py: Python<'py>,
+        struct_name: &'static str,
+        variant: Option<&'static str>,
+    ) -> Result<Self, SerError> {
+        let target = match new_instance(py, struct_name)? {
+            Some(obj) => Target::Instance(obj),
+            None => Target::Dict(PyDict::new(py)),
+        };
+        Ok(StructSer {
+            py,
+            target,
+            variant,
+        })
+    }
+
+    fn field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerError> {
+        let v = value.serialize(Ser { py: self.py })?;
+        let k = name(self.py, key);
+        match &self.target {
+            Target::Instance(o) => set_slot(o, &k, &v)?,
+            Target::Dict(d) => d.set_item(k, v)?,
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> R<'py> {
+        let v = match self.target {
+            Target::Instance(o) => o,
+            Target::Dict(d) => d.into_any(),
+        };
+        match self.variant {
+            Some(var) => Ser { py: self.py }.wrap(var, v),
+            None => Ok(v),
+        }
+    }
+}
+
+impl<'py> ser::Serializer for Ser<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    type SerializeSeq = SeqSer<'py>;
+    type SerializeTuple = SeqSer<'py>;
+    type SerializeTupleStruct = SeqSer<'py>;
+    type SerializeTupleVariant = SeqSer<'py>;
+    type SerializeMap = MapSer<'py>;
+    type SerializeStruct = StructSer<'py>;
+    type SerializeStructVariant = StructSer<'py>;
+
+    fn serialize_bool(self, v: bool) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_i8(self, v: i8) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_i16(self, v: i16) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_i32(self, v: i32) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_i64(self, v: i64) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_i128(self, v: i128) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_u8(self, v: u8) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_u16(self, v: u16) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_u32(self, v: u32) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_u64(self, v: u64) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_u128(self, v: u128) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_f32(self, v: f32) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_f64(self, v: f64) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_char(self, v: char) -> R<'py> {
+        self.obj(v)
+    }
+    fn serialize_str(self, v: &str) -> R<'py> {
+        Ok(PyString::new(self.py, v).into_any())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> R<'py> {
+        Ok(PyBytes::new(self.py, v).into_any())
+    }
+    fn serialize_none(self) -> R<'py> {
+        Ok(self.py.None().into_bound(self.py))
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> R<'py> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> R<'py> {
+        self.serialize_none()
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> R<'py> {
+        self.serialize_none()
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> R<'py> {
+        Ok(name(self.py, variant).into_any())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> R<'py> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> R<'py> {
+        let v = value.serialize(self)?;
+        self.wrap(variant, v)
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<SeqSer<'py>, SerError> {
+        Ok(SeqSer {
+            py: self.py,
+            items: Vec::with_capacity(len.unwrap_or(0)),
+            variant: None,
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<SeqSer<'py>, SerError> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<SeqSer<'py>, SerError> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<SeqSer<'py>, SerError> {
+        Ok(SeqSer {
+            py: self.py,
+            items: Vec::with_capacity(len),
+            variant: Some(variant),
+        })
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<MapSer<'py>, SerError> {
+        Ok(MapSer {
+            py: self.py,
+            dict: PyDict::new(self.py),
+            key: None,
+        })
+    }
+    fn serialize_struct(
+        self,
+        struct_name: &'static str,
+        _len: usize,
+    ) -> Result<StructSer<'py>, SerError> {
+        StructSer::new(self.py, struct_name, None)
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<StructSer<'py>, SerError> {
+        // The variant's fields go into a dict (variant names are not class names).
+        Ok(StructSer {
+            py: self.py,
+            target: Target::Dict(PyDict::new(self.py)),
+            variant: Some(variant),
+        })
+    }
+}
+
+impl<'py> ser::SerializeSeq for SeqSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+        self.items.push(value.serialize(Ser { py: self.py })?);
+        Ok(())
+    }
+    fn end(self) -> R<'py> {
+        self.finish()
+    }
+}
+
+impl<'py> ser::SerializeTuple for SeqSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> R<'py> {
+        self.finish()
+    }
+}
+
+impl<'py> ser::SerializeTupleStruct for SeqSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> R<'py> {
+        self.finish()
+    }
+}
+
+impl<'py> ser::SerializeTupleVariant for SeqSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> R<'py> {
+        self.finish()
+    }
+}
+
+impl<'py> ser::SerializeMap for MapSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), SerError> {
+        self.key = Some(key.serialize(Ser { py: self.py })?);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+        let k = self
+            .key
+            .take()
+            .ok_or_else(|| <SerError as ser::Error>::custom("map value without a key"))?;
+        self.dict
+            .set_item(k, value.serialize(Ser { py: self.py })?)?;
+        Ok(())
+    }
+    fn end(self) -> R<'py> {
+        Ok(self.dict.into_any())
+    }
+}
+
+impl<'py> ser::SerializeStruct for StructSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerError> {
+        self.field(key, value)
+    }
+    fn end(self) -> R<'py> {
+        self.finish()
+    }
+}
+
+impl<'py> ser::SerializeStructVariant for StructSer<'py> {
+    type Ok = Bound<'py, PyAny>;
+    type Error = SerError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerError> {
+        self.field(key, value)
+    }
+    fn end(self) -> R<'py> {
+        self.finish()
+    }
+}

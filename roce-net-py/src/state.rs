@@ -1,0 +1,175 @@
+//! Snapshots: loading, parsing, and the native copy kept behind every `HostState`.
+//!
+//! A `HostState` that came from Rust carries its Rust original in the hidden
+//! `_native` slot (a [`NativeState`]), so handing it back to `doctor`, `plan`, ...
+//! costs nothing. One built in Python (`HostState.from_dict`) has none and is
+//! converted through its JSON form once.
+
+use crate::convert::to_py;
+use crate::errors::IntoPyResult;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use roce_net::HostState;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The Rust snapshot behind a Python `HostState` (opaque).
+#[pyclass(frozen, module = "roce_net._roce_net")]
+pub struct NativeState {
+    pub(crate) inner: Arc<HostState>,
+}
+
+#[pymethods]
+impl NativeState {
+    /// JSON exactly as the library writes it: pretty (the library's `to_json`) or compact.
+    #[pyo3(signature = (pretty=true))]
+    fn to_json(&self, py: Python<'_>, pretty: bool) -> PyResult<String> {
+        let inner = self.inner.clone();
+        py.detach(move || {
+            if pretty {
+                Ok(inner.to_json())
+            } else {
+                serde_json::to_string(&*inner)
+            }
+        })
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "<NativeState {} routes={}>",
+            self.inner.hostname,
+            self.inner.routes.len()
+        )
+    }
+}
+
+/// A Rust snapshot as a Python `HostState` dataclass with its native copy attached.
+pub fn state_to_py(py: Python<'_>, state: HostState) -> PyResult<Bound<'_, PyAny>> {
+    let inner = Arc::new(state);
+    let obj = to_py(py, &*inner)?;
+    let native = Bound::new(py, NativeState { inner })?;
+    attach_native(&obj, native.into_any())?;
+    Ok(obj)
+}
+
+/// Set the hidden `_native` slot of a frozen dataclass instance.
+pub fn attach_native(obj: &Bound<'_, PyAny>, native: Bound<'_, PyAny>) -> PyResult<()> {
+    let py = obj.py();
+    // The dataclass is frozen; object.__setattr__ is how its own __init__ sets fields.
+    py.import("builtins")?
+        .getattr("object")?
+        .getattr("__setattr__")?
+        .call1((obj, PyString::new(py, "_native"), native))?;
+    Ok(())
+}
+
+/// The Rust snapshot for a Python `HostState` (or a `NativeState`).
+pub fn native_state(obj: &Bound<'_, PyAny>) -> PyResult<Arc<HostState>> {
+    if let Ok(n) = obj.cast::<NativeState>() {
+        return Ok(n.get().inner.clone());
+    }
+    if let Ok(n) = obj.getattr("_native") {
+        if let Ok(n) = n.cast::<NativeState>() {
+            return Ok(n.get().inner.clone());
+        }
+    }
+    let text: String = obj.call_method0("to_json")?.extract()?;
+    let py = obj.py();
+    let st = py.detach(move || HostState::from_json(&text)).py()?;
+    Ok(Arc::new(st))
+}
+
+/// `load_snapshot(path)`: read a snapshot JSON file written by `roce-net snapshot`.
+#[pyfunction]
+pub fn load_snapshot(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
+    let st = py.detach(move || HostState::load(&path)).py()?;
+    state_to_py(py, st)
+}
+
+/// `parse_snapshot(text)`: parse snapshot JSON text.
+#[pyfunction]
+pub fn parse_snapshot(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyAny>> {
+    let st = py.detach(move || HostState::from_json(&text)).py()?;
+    state_to_py(py, st)
+}
+
+/// Parse JSON into the named library type and return it as its dataclass.
+fn typed<'py, T>(py: Python<'py>, name: &str, text: &str) -> PyResult<Bound<'py, PyAny>>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let v: T = serde_json::from_str(text)
+        .map_err(|e| {
+            roce_net::Error::new(
+                roce_net::ErrorKind::Parse,
+                format!("not a valid {name}: {e}"),
+            )
+        })
+        .py()?;
+    to_py(py, &v)
+}
+
+/// `_from_json(type_name, text)`: build a dataclass from JSON, validated by serde.
+#[pyfunction]
+#[pyo3(name = "_from_json")]
+pub fn from_json<'py>(
+    py: Python<'py>,
+    type_name: &str,
+    text: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    use roce_net::model as m;
+    match type_name {
+        "HostState" => parse_snapshot(py, text),
+        "LinkStats" => typed::<m::LinkStats>(py, type_name, &text),
+        "Interface" => typed::<m::Interface>(py, type_name, &text),
+        "Address" => typed::<m::Address>(py, type_name, &text),
+        "Neighbor" => typed::<m::Neighbor>(py, type_name, &text),
+        "NextHop" => typed::<m::NextHop>(py, type_name, &text),
+        "Route" => typed::<m::Route>(py, type_name, &text),
+        "Rule" => typed::<m::Rule>(py, type_name, &text),
+        "ConfValues" => typed::<m::ConfValues>(py, type_name, &text),
+        "InterfaceConf" => typed::<m::InterfaceConf>(py, type_name, &text),
+        "Tuning" => typed::<m::Tuning>(py, type_name, &text),
+        "SysctlView" => typed::<m::SysctlView>(py, type_name, &text),
+        "GidEntry" => typed::<m::GidEntry>(py, type_name, &text),
+        "RdmaPort" => typed::<m::RdmaPort>(py, type_name, &text),
+        "RdmaDevice" => typed::<m::RdmaDevice>(py, type_name, &text),
+        "Warning" => typed::<m::Warning>(py, type_name, &text),
+        "NicDesired" => typed::<roce_net::plan::NicDesired>(py, type_name, &text),
+        "DesiredState" => typed::<roce_net::plan::DesiredState>(py, type_name, &text),
+        "Change" => typed::<roce_net::plan::Change>(py, type_name, &text),
+        "Plan" => crate::plan::plan_from_json(py, &text),
+        "RouteDecision" => typed::<m::RouteDecision>(py, type_name, &text),
+        "ArpReply" => typed::<roce_net::probe::ArpReply>(py, type_name, &text),
+        "ArpProbeResult" => typed::<roce_net::probe::ArpProbeResult>(py, type_name, &text),
+        "RenderedFile" => typed::<roce_net::persist::RenderedFile>(py, type_name, &text),
+        "FileDiff" => typed::<roce_net::persist::FileDiff>(py, type_name, &text),
+        "WriteReport" => typed::<roce_net::persist::WriteReport>(py, type_name, &text),
+        "Subject" => typed::<roce_net::doctor::Subject>(py, type_name, &text),
+        "Remediation" => typed::<roce_net::doctor::Remediation>(py, type_name, &text),
+        "Finding" => typed::<roce_net::doctor::Finding>(py, type_name, &text),
+        "Summary" => typed::<roce_net::doctor::Summary>(py, type_name, &text),
+        "NcclVar" => typed::<roce_net::nccl::NcclVar>(py, type_name, &text),
+        "NcclAdvice" => typed::<roce_net::nccl::NcclAdvice>(py, type_name, &text),
+        "HostSummary" => typed::<roce_net::fleet::HostSummary>(py, type_name, &text),
+        "FleetReport" => typed::<roce_net::fleet::FleetReport>(py, type_name, &text),
+        "ApplyReport" => typed::<roce_net::apply::ApplyReport>(py, type_name, &text),
+        "RollbackReport" => typed::<roce_net::apply::RollbackReport>(py, type_name, &text),
+        "Decision" => typed::<roce_net::fib::Decision>(py, type_name, &text),
+        other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "roce_net: no library type {other:?}"
+        ))),
+    }
+}
+
+/// `save_snapshot(state, path)`: write a snapshot as the library's JSON (what
+/// `load_snapshot` and `roce-net --snapshot` read).
+#[pyfunction]
+pub fn save_snapshot(py: Python<'_>, state: &Bound<'_, PyAny>, path: PathBuf) -> PyResult<()> {
+    let st = native_state(state)?;
+    py.detach(move || {
+        std::fs::write(&path, st.to_json())
+            .map_err(|e| roce_net::Error::io(e, format!("writing snapshot {}", path.display())))
+    })
+    .py()
+}

@@ -1,0 +1,189 @@
+"""The Ansible modules against a lab namespace: check+diff changes nothing, apply
+fixes, a second run reports changed=false."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import roce_net
+from conftest import cannot_run
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK_DIR = ROOT / "examples" / "ansible"
+
+
+def _playbook_bin() -> str:
+    cand = Path(sys.executable).with_name("ansible-playbook")
+    if cand.exists():
+        return str(cand)
+    found = shutil.which("ansible-playbook")
+    if not found:
+        cannot_run("ansible-playbook not installed (pip install ansible-core)")
+    return found  # type: ignore[return-value]
+
+
+def run_playbook(netns: str, tmp_path: Path, *extra: str) -> dict:
+    """Run site.yml; returns {"changed": <recap changed count>, "result": <module result>}."""
+    result_file = tmp_path / "result.json"
+    if result_file.exists():
+        result_file.unlink()
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(PLAYBOOK_DIR / "ansible.cfg"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+        ANSIBLE_NOCOLOR="1",
+    )
+    r = subprocess.run(
+        [
+            _playbook_bin(),
+            "-i", "localhost,",
+            "-c", "local",
+            str(PLAYBOOK_DIR / "site.yml"),
+            "-e", f"netns={netns}",
+            "-e", f"ansible_python_interpreter={sys.executable}",
+            "-e", f"result_file={result_file}",
+            # Never the machine's own /etc or /run: table names and the journal
+            # go to the test's directory.
+            "-e", f"etc_root={tmp_path / 'etc'}",
+            "-e", f"state_dir={tmp_path / 'run'}",
+            *extra,
+        ],
+        cwd=PLAYBOOK_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    fatal = [line for line in r.stdout.splitlines() if line.startswith("fatal:")]
+    assert r.returncode == 0, "\n".join(x[:2000] for x in fatal) + r.stdout[-2000:] + r.stderr[-2000:]
+    m = re.search(r"^localhost\s*:.*?changed=(\d+)", r.stdout, re.M)
+    assert m, r.stdout[-4000:]
+    return {"changed": int(m.group(1)), "result": json.loads(result_file.read_text()), "out": r.stdout}
+
+
+def routing_view(st: roce_net.HostState):
+    """What the policy touches: IPv4 rules and routes, sysctls, IPv4 neighbours.
+    (IPv6 link-local routes appear on their own while the lab settles.)"""
+    return (
+        sorted((r.priority, str(r.src), r.table) for r in st.rules if r.family == "inet"),
+        sorted(
+            (r.table, r.dst, str(r.dev), str(r.prefsrc)) for r in st.routes if r.family == "inet"
+        ),
+        st.sysctls.to_dict(),
+        st.table_names,
+    )
+
+
+def test_facts_module_without_roce_net_reports_missing_lib(tmp_path):
+    """The modules fail with missing_required_lib when roce_net cannot be imported."""
+    if importlib.util.find_spec("ansible") is None:
+        cannot_run("ansible-core is not installed (pip install ansible-core)")
+    args = tmp_path / "args.json"
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "roce_net.py").write_text("raise ImportError('hidden for the test')\n")
+    for mod, margs in (("roce_net_facts.py", {}), ("roce_net.py", {"policy": {"version": 1}})):
+        args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": margs}))
+        # The module file roce_net.py shadows the package name when run as a script,
+        # exactly as on a node; a blocker first on sys.path hides the real package.
+        r = subprocess.run(
+            [sys.executable, "-c",
+             "import sys, runpy; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:]; "
+             "runpy.run_path(sys.argv[0], run_name='__main__')",
+             str(blocker), str(PLAYBOOK_DIR / "library" / mod), str(args)],
+            capture_output=True, text=True, timeout=120,
+        )
+        out = json.loads(r.stdout)
+        assert out["failed"] is True, out
+        assert "roce_net" in out["msg"] and "Failed to import" in out["msg"], out
+
+
+def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
+    ns = seed_lab.host_ns
+    host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
+    before = host.snapshot()
+
+    (tmp_path / "root").mkdir()
+    persist = ("-e", "persist=networkd", "-e", f"persist_root={tmp_path / 'root'}")
+    out = run_playbook(ns, tmp_path, "--check", "--diff", *persist)
+    res = out["result"]
+    assert res["changed"] is True and res["changes"], res
+    assert res["plan"]["netns"] == ns
+    assert "+rule from 198.18.0.12 lookup" in out["out"]  # the diff is shown
+    assert "error arp-ignore:" in out["out"]  # findings are reported
+    assert res["persisted"]["dry_run"] is True and res["persisted"]["written"], res
+    assert not any((tmp_path / "root").rglob("*"))  # check mode wrote nothing
+    assert "rule from 198.18.0.12 lookup" in res["diff"]["after"], res["diff"]
+    assert "net.ipv4.conf.r1.arp_ignore 0" in res["diff"]["before"], res["diff"]
+    assert "net.ipv4.conf.r1.arp_ignore 1" in res["diff"]["after"], res["diff"]
+    assert routing_view(host.snapshot()) == routing_view(before), "check mode changed the host"
+
+    out = run_playbook(ns, tmp_path, *persist)
+    assert out["changed"] >= 1 and out["result"]["applied"]["applied"] > 0
+    assert (tmp_path / "root/etc/sysctl.d/90-roce-net.conf").is_file()
+    after = host.snapshot()
+    for nic in seed_lab.nics:
+        assert any(r.src == f"{nic.address}/32" for r in after.rules), (nic, after.rules)
+    names = (tmp_path / "etc/iproute2/rt_tables.d/roce-net.conf").read_text()
+    assert "roce_r1" in names
+    assert list((tmp_path / "run").glob("*.journal.json"))
+
+    out = run_playbook(ns, tmp_path, *persist)
+    assert out["changed"] == 0, out["out"][-3000:]
+    assert out["result"]["persisted"]["written"] == []
+    assert out["result"]["changed"] is False and out["result"]["changes"] == []
+
+
+def run_module(args: dict, tmp_path: Path) -> dict:
+    """Run library/roce_net.py as Ansible's wrapper does: as __main__, without its
+    own directory on sys.path (where the module file would shadow the package)."""
+    f = tmp_path / "args.json"
+    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    mod = str(PLAYBOOK_DIR / "library" / "roce_net.py")
+    r = subprocess.run(
+        [sys.executable, "-c",
+         "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+         mod, str(f)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert r.stdout, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
+    if importlib.util.find_spec("ansible") is None:
+        cannot_run("ansible-core is not installed")
+    ns = seed_lab.host_ns
+    common = {
+        "netns": ns,
+        "etc_root": str(tmp_path / "etc"),
+        "state_dir": str(tmp_path / "run"),
+    }
+    host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
+    out = run_module({**common, "policy": {"version": 1}, "confirm_timeout": 300}, tmp_path)
+    assert out["changed"] is True and out["applied"]["confirm_deadline"], out
+    out = run_module({**common, "state": "confirmed"}, tmp_path)
+    assert out["changed"] is True, out
+    out = run_module({**common, "state": "confirmed"}, tmp_path)
+    assert out["changed"] is False and "nothing awaits confirmation" in out["msg"], out
+    assert any(r.protocol == 201 for r in host.snapshot().rules)
+    out = run_module({**common, "state": "rolled_back"}, tmp_path)
+    assert out["changed"] is True and out["rolled_back"]["undone"], out
+    assert not any(r.protocol == 201 for r in host.snapshot().rules)
+    out = run_module({**common, "state": "rolled_back"}, tmp_path)
+    assert out["changed"] is False, out
+    out = run_module({**common}, tmp_path)
+    assert out.get("failed") and "policy" in out["msg"], out

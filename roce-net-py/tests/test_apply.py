@@ -1,0 +1,131 @@
+"""Apply from Python in a lab namespace: the seed scenario fixed, rollback,
+drift, confirm timeout. Table names and journals go to the test's directory."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import roce_net
+
+POLICY = {"version": 1, "arp": {"arp_ignore": 1, "arp_announce": 2}, "rp_filter": "loose"}
+
+
+@pytest.fixture
+def env(seed_lab, tmp_path):
+    host = roce_net.Host(netns=seed_lab.host_ns, etc_root=tmp_path / "etc")
+    return seed_lab, host, tmp_path / "run"
+
+
+def _rules(st):
+    return sorted((r.priority, r.src, r.table) for r in st.rules if r.protocol == 201)
+
+
+def test_seed_scenario_fixed_from_python(env):
+    lab, host, run = env
+    nics = lab.nics
+    peer = lab.peer()
+    policy = roce_net.Policy.from_dict(POLICY)
+    # Before: ARP flux and NIC 2's traffic leaving by NIC 1.
+    assert peer.probe_arp("p0", nics[1].address, count=2, timeout=0.5).is_flux
+    assert host.route_get(lab.peer_nic.address, nics[1].address).dev == "r0"
+    findings = {f.id for f in roce_net.doctor(host.snapshot())}
+    assert {"arp-ignore", "source-rule-missing"} <= findings
+
+    plan = roce_net.plan(host.snapshot(), policy)
+    report = host.apply(plan, state_dir=run)
+    assert isinstance(report, roce_net.ApplyReport)
+    assert report.applied == len(plan.changes) and report.confirm_deadline is None
+
+    # After: one MAC per address, each source leaves by its own NIC, nothing left to do.
+    for nic in nics:
+        probe = peer.probe_arp("p0", nic.address, count=2, timeout=0.5)
+        assert len(probe.replies) == 1, (nic, probe)
+        d = host.route_get(lab.peer_nic.address, nic.address)
+        assert d.dev == nic.name and d.table != 254, (nic, d)
+    after = host.snapshot()
+    assert roce_net.plan(after, policy).is_empty()
+    assert "arp-ignore" not in {f.id for f in roce_net.doctor(after)}
+
+    # Undo it all from the journal.
+    rb = host.rollback(state_dir=run)
+    assert isinstance(rb, roce_net.RollbackReport) and len(rb.undone) == report.applied
+    assert not _rules(host.snapshot())
+    with pytest.raises(roce_net.NotFoundError):
+        host.rollback(state_dir=run)
+
+
+def test_failure_mid_apply_rolls_back(env):
+    _, host, run = env
+    before = host.snapshot()
+    plan = roce_net.plan(before, roce_net.Policy.from_dict(POLICY))
+    n = len(plan.changes)
+    with pytest.raises(roce_net.RolledBackError) as ei:
+        host.apply(plan, state_dir=run, _fail_at=n - 2)
+    e = ei.value
+    assert e.kind == "rolled_back" and str(e)
+    after = host.snapshot()
+    assert _rules(after) == _rules(before) == []
+    assert after.sysctls.to_dict() == before.sysctls.to_dict()
+
+
+def test_drifted_host_refuses_the_plan(env):
+    lab, host, run = env
+    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
+    lab.host()  # unchanged handle; now change the host behind the plan's back
+    import subprocess
+
+    subprocess.run(
+        ["ip", "-n", lab.host_ns, "rule", "add", "pref", "5000", "from", "198.18.0.99", "table", "7"],
+        check=True,
+    )
+    with pytest.raises(roce_net.DriftError) as ei:
+        host.apply(plan, state_dir=run)
+    assert ei.value.kind == "drift"
+    assert not _rules(host.snapshot())
+
+
+def test_concurrent_apply_is_locked(env):
+    """Another applier holding the namespace's lock makes apply fail with LockedError."""
+    import fcntl
+    import os
+
+    lab, host, run = env
+    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
+    run.mkdir(parents=True, exist_ok=True)
+    ino = os.stat(f"/run/netns/{lab.host_ns}").st_ino
+    with open(run / f"net-{ino}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(roce_net.LockedError) as ei:
+            host.apply(plan, state_dir=run)
+        assert ei.value.kind == "locked"
+    assert not _rules(host.snapshot())
+    host.apply(plan, state_dir=run)  # lock released: goes through
+    assert len(_rules(host.snapshot())) == len(lab.nics)
+
+
+def test_confirm_and_watchdog(env):
+    lab, host, run = env
+    policy = roce_net.Policy.from_dict(POLICY)
+
+    # Confirmed in time: kept.
+    plan = roce_net.plan(host.snapshot(), policy)
+    rep = host.apply(plan, state_dir=run, confirm_timeout=30)
+    assert rep.confirm_deadline is not None
+    host.confirm(state_dir=run)
+    with pytest.raises(roce_net.NotFoundError):
+        host.confirm(state_dir=run)
+    assert len(_rules(host.snapshot())) == len(lab.nics)
+    host.rollback(state_dir=run)
+    assert not _rules(host.snapshot())
+
+    # Not confirmed: the detached watchdog rolls it back after the deadline.
+    plan = roce_net.plan(host.snapshot(), policy)
+    host.apply(plan, state_dir=run, confirm_timeout=1)
+    assert _rules(host.snapshot())
+    for _ in range(600):  # a bounded wait for the watchdog, not a timing assertion
+        if not _rules(host.snapshot()):
+            break
+        time.sleep(0.1)
+    assert not _rules(host.snapshot()), "the watchdog did not roll back"

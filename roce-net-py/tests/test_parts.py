@@ -1,0 +1,234 @@
+"""Policy, plan, persistence, route get, ARP probe and the lab, through Python."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import roce_net
+from _fixtures import state_doc
+
+SEED_POLICY = {"version": 1, "arp": {"arp_ignore": 1, "arp_announce": 2}, "rp_filter": "loose"}
+
+
+# ---- policy ------------------------------------------------------------------
+
+
+def test_policy_constructors_agree():
+    d = {"version": 1, "routing": {"table_base": 2000}, "nics": {"include": ["eth*"]}}
+    a = roce_net.Policy.from_dict(d)
+    b = roce_net.Policy.from_json(json.dumps(d))
+    c = roce_net.Policy.from_yaml("version: 1\nrouting: {table_base: 2000}\nnics: {include: [eth*]}\n")
+    assert a == b == c
+    full = a.to_dict()
+    assert full["routing"]["table_base"] == 2000 and full["rp_filter"] == "loose"
+    assert roce_net.Policy.from_dict(full) == a
+    assert roce_net.Policy.from_json(a.to_json()) == a
+    assert roce_net.Policy() == roce_net.Policy.from_dict({})
+
+
+def test_policy_load(tmp_path):
+    p = tmp_path / "p.yml"
+    p.write_text("routing:\n  table_base: 3000\n")
+    assert roce_net.Policy.load(p).to_dict()["routing"]["table_base"] == 3000
+    with pytest.raises(roce_net.NotFoundError):
+        roce_net.Policy.load(tmp_path / "missing.yml")
+
+
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        ({"version": 2}, "version"),
+        ({"routing": {"table_base": "x"}}, "routing.table_base"),
+        ({"routing": {"tablez": 1}}, "routing.tablez"),
+        ({"arp": {"arp_ignore": 99}}, "arp.arp_ignore"),
+        ({"nics": {"include": [1]}}, "nics.include[0]"),
+    ],
+)
+def test_bad_policy_names_the_field(doc, field):
+    with pytest.raises(roce_net.PolicyError) as ei:
+        roce_net.Policy.from_dict(doc)
+    e = ei.value
+    assert e.kind == "policy" and isinstance(e, ValueError)
+    assert e.field == field, e.message
+    assert e.message.startswith(field + ": ")
+
+
+def test_policy_syntax_errors():
+    with pytest.raises(roce_net.PolicyError) as ei:
+        roce_net.Policy.from_yaml("a: [")
+    assert ei.value.field is None and "YAML" in ei.value.message
+    with pytest.raises(roce_net.PolicyError):
+        roce_net.Policy.from_json("{")
+    with pytest.raises(roce_net.PolicyError):
+        roce_net.Policy.from_dict({1: 2})  # type: ignore[dict-item]
+
+
+# ---- plan (pure) ---------------------------------------------------------------
+
+
+def _plan_for_fixture():
+    st = roce_net.parse_snapshot(json.dumps(state_doc(4)))
+    return st, roce_net.plan(st, roce_net.Policy.from_dict(SEED_POLICY))
+
+
+def test_plan_from_a_snapshot_is_typed_and_round_trips():
+    st, plan = _plan_for_fixture()
+    assert isinstance(plan, roce_net.Plan) and not plan.is_empty()
+    assert plan.hostname == st.hostname
+    ops = {c.op for c in plan.changes}
+    assert {"set_sysctl", "add_route", "add_rule"} <= ops
+    rules = [c.rule for c in plan.changes if c.op == "add_rule"]
+    assert all(isinstance(r, roce_net.Rule) for r in rules)
+    assert sorted(r.src for r in rules) == [f"198.18.0.{11 + i}/32" for i in range(4)]
+    assert all(r.protocol == plan.desired.protocol for r in rules)
+    nics = plan.desired.nics
+    assert [n.ifname for n in nics] == ["eth0", "eth1", "eth2", "eth3"]
+    # to_dict is the library's JSON; the Python walk agrees; from_dict rebuilds it.
+    d = plan.to_dict()
+    assert json.loads(json.dumps(roce_net._types._Record.to_dict(plan))) == d
+    again = roce_net.Plan.from_dict(d)
+    assert again == plan and again.render_diff() == plan.render_diff()
+
+
+def test_plan_diff_and_describe():
+    _, plan = _plan_for_fixture()
+    diff = plan.render_diff()
+    assert "~ sysctl net.ipv4.conf.eth1.arp_ignore 0 -> 1" in diff
+    assert "+ rule from 198.18.0.12 lookup" in diff
+    lines = plan.describe()
+    assert isinstance(lines, tuple) and len(lines) == len(plan.changes)
+
+
+def test_plan_of_a_python_built_state_equals_native():
+    doc = state_doc(4)
+    native = roce_net.parse_snapshot(json.dumps(doc))
+    built = roce_net.HostState(**{
+        f.name: getattr(native, f.name)
+        for f in dataclasses.fields(native)
+        if f.name != "_native"
+    })
+    assert built._native is None and built == native
+    pol = roce_net.Policy.from_dict(SEED_POLICY)
+    assert roce_net.plan(built, pol).to_dict() == roce_net.plan(native, pol).to_dict()
+
+
+def test_plan_on_compliant_state_is_empty():
+    st, plan = _plan_for_fixture()
+    # A snapshot with the desired state applied: planning again gives nothing to do.
+    d = st.to_dict()
+    d["routes"] += [r.to_dict() for r in plan.desired.routes]
+    d["rules"] += [r.to_dict() for r in plan.desired.rules]
+    d["table_names"].update({str(k): v for k, v in plan.desired.table_names.items()})
+    for c in plan.changes:
+        if c.op == "set_sysctl" and "conf" in c.sysctl:
+            t, key = c.sysctl["conf"]["target"], c.sysctl["conf"]["key"]
+            v = int(c.after)
+            if t == "all":
+                d["sysctls"]["all"][key] = v
+            elif t == "default":
+                d["sysctls"]["default"][key] = v
+            else:
+                conf = d["sysctls"]["interfaces"][t["interface"]]
+                conf["configured"][key] = v
+                conf["effective"][key] = max(v, conf["effective"][key] or 0)
+    fixed = roce_net.HostState.from_dict(d)
+    again = roce_net.plan(fixed, roce_net.Policy.from_dict(SEED_POLICY))
+    assert [c.op for c in again.changes if c.op in ("add_route", "add_rule")] == []
+
+
+# ---- persistence ------------------------------------------------------------------
+
+
+def test_render_and_write_persistence(tmp_path):
+    _, plan = _plan_for_fixture()
+    assert "networkd" in roce_net.persistence_backends()
+    files = roce_net.render_persistence(plan, "networkd")
+    assert all(isinstance(f, roce_net.RenderedFile) for f in files)
+    paths = [f.path for f in files]
+    assert "/etc/sysctl.d/90-roce-net.conf" in paths
+    sysctl = next(f for f in files if f.path == "/etc/sysctl.d/90-roce-net.conf")
+    assert "arp_ignore = 1" in sysctl.content or "arp_ignore=1" in sysctl.content
+    dry = roce_net.write_persistence(files, tmp_path, dry_run=True)
+    assert isinstance(dry, roce_net.WriteReport) and dry.dry_run
+    assert len(dry.written) == len(files) and not any(tmp_path.rglob("*.conf"))
+    assert {d.status for d in dry.diffs} == {"create"}
+    real = roce_net.write_persistence(files, tmp_path)
+    assert len(real.written) == len(files)
+    assert (tmp_path / "etc/sysctl.d/90-roce-net.conf").read_text() == sysctl.content
+    again = roce_net.write_persistence(files, tmp_path)
+    assert again.written == () and len(again.unchanged) == len(files)
+
+
+def test_unknown_backend_is_invalid_input():
+    _, plan = _plan_for_fixture()
+    with pytest.raises(roce_net.RoceNetError) as ei:
+        roce_net.render_persistence(plan, "systemd-magic")
+    assert ei.value.kind == "invalid_input"
+
+
+# ---- lab, route get, ARP probe (root) ----------------------------------------------
+
+
+def test_seed_lab_shows_the_problem(seed_lab):
+    """Before any fix: ARP flux seen by the peer, and a NIC-2-sourced packet leaves by NIC 1."""
+    assert seed_lab.host_ns.startswith("rnt-py-")
+    nics = seed_lab.nics
+    assert [n.name for n in nics] == ["r0", "r1", "r2", "r3"]
+    probe = seed_lab.peer().probe_arp("p0", nics[1].address, count=2, timeout=0.5)
+    assert isinstance(probe, roce_net.ArpProbeResult)
+    assert probe.is_flux and len(probe.replies) == 4
+    host = seed_lab.host()
+    d = host.route_get(seed_lab.peer_nic.address, src=nics[1].address)
+    assert isinstance(d, roce_net.RouteDecision)
+    assert d.dev == "r0" and d.table == 254
+    st = host.snapshot()
+    plan = roce_net.plan(st, roce_net.Policy.from_dict(SEED_POLICY))
+    assert plan.netns == seed_lab.host_ns and not plan.is_empty()
+
+
+def test_lab_closes_and_removes_namespaces():
+    import subprocess
+
+    from conftest import _can_make_netns, cannot_run
+
+    why = _can_make_netns()
+    if why:
+        cannot_run(why)
+    with roce_net.Lab.seed(2, tag="py") as lab:
+        names = lab.namespaces
+        assert len(names) == 3 and not lab.closed
+    assert lab.closed
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(n in listed for n in names)
+    with pytest.raises(roce_net.InvalidInputError):
+        lab.host()
+    lab.close()  # idempotent
+
+
+def test_route_get_bad_address():
+    with pytest.raises(roce_net.InvalidInputError):
+        roce_net.Host().route_get("not-an-ip")
+    with pytest.raises(roce_net.InvalidInputError):
+        roce_net.Host().probe_arp("lo", "::1")
+
+
+def test_offline_route_lookup_matches_the_kernel(seed_lab):
+    """route_lookup on a snapshot predicts what route_get asks the kernel, before
+    and after the fix."""
+    host = seed_lab.host()
+    peer = seed_lab.peer_nic.address
+    st = host.snapshot()
+    for nic in seed_lab.nics:
+        off = roce_net.route_lookup(st, peer, nic.address)
+        live = host.route_get(peer, nic.address)
+        assert isinstance(off, roce_net.FibDecision)
+        assert (off.dev, off.table, off.kind) == (live.dev, live.table, live.type), nic
+    assert roce_net.route_lookup(st, peer).route.dst == "198.18.0.0/24"
+    with pytest.raises(roce_net.NotFoundError) as ei:
+        roce_net.route_lookup(st, "203.0.113.1")
+    assert "203.0.113.1" in ei.value.message
+    with pytest.raises(roce_net.InvalidInputError):
+        roce_net.route_lookup(st, "nope")

@@ -1,0 +1,59 @@
+"""The hand-written stubs match the built module (names and signatures)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import roce_net
+from conftest import in_ci
+
+PYI = Path(roce_net.__file__).parent / "_roce_net.pyi"
+
+
+def _stub_names() -> set:
+    tree = ast.parse(PYI.read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_stub_names_match_runtime():
+    from roce_net import _roce_net
+
+    runtime = {n for n in _roce_net.__all__}
+    assert _stub_names() - {"_Path", "__all__"} == runtime
+
+
+def test_host_signature_matches_stub():
+    sig = inspect.signature(roce_net.Host)
+    assert list(sig.parameters) == ["netns", "sysfs_root", "netns_path", "etc_root"]
+    assert sig.parameters["netns_path"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_stubtest_passes():
+    if importlib.util.find_spec("mypy") is None:
+        if in_ci():
+            pytest.fail("mypy is needed for stubtest in CI")
+        pytest.skip("mypy not installed")
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "roce_net"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_package_is_typed():
+    assert (Path(roce_net.__file__).parent / "py.typed").exists()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the roce_net wheel and tests it: pytest on the installed wheel (API,
+# errors, frozen types, GIL release, asyncio, stubs, namespace labs) and the
+# Ansible modules against a lab namespace.
+#
+# Usage: scripts/test-python.sh            (from anywhere; namespace tests need root)
+# Env:   CI=true makes tests that cannot run (no root, no namespaces) fail, not skip.
+#        SKIP_PIP=1 skips pip installs (offline re-runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  python3 -m venv .venv
+fi
+PY=.venv/bin/python
+
+if [ "${SKIP_PIP:-0}" != 1 ]; then
+  log "installing build and test tools into .venv"
+  "$PY" -m pip install -q --upgrade maturin pytest pyyaml ansible-core mypy
+fi
+
+log "building the wheel (maturin, abi3)"
+rm -f target/wheels/roce_net-*.whl
+"$PY" -m maturin build --release -m roce-net-py/Cargo.toml -o target/wheels
+"$PY" -m pip install -q --force-reinstall --no-deps target/wheels/roce_net-*.whl
+
+log "checking the hand-written stubs against the built module (stubtest)"
+# Run from /tmp so the installed wheel, not the source tree, is imported.
+(cd /tmp && "$OLDPWD/$PY" -m mypy.stubtest roce_net)
+
+log "type-checking the package as a user would see it (mypy --strict)"
+(cd /tmp && "$OLDPWD/$PY" -m mypy --strict -p roce_net)
+
+log "pytest roce-net-py/tests"
+"$PY" -m pytest -q roce-net-py/tests -p no:cacheprovider
+
+left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^rnt-py-' || true)
+if [ -n "$left" ]; then
+  echo "python tests left lab namespaces behind: $left" >&2
+  exit 1
+fi
+log "python and ansible tests passed"
