@@ -130,6 +130,8 @@ enum Cmd {
     },
     /// Keep an apply made with --confirm-timeout.
     Confirm,
+    /// Where the last apply in this namespace stands (from its journal).
+    Status,
     /// Undo the last apply from its journal (also after a crash or a killed apply).
     Rollback,
     /// Render the fix as boot-persistent configuration and write it.
@@ -385,6 +387,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 print_json(&serde_json::json!({"confirmed": true}))?;
             } else {
                 out("confirmed: the last apply is kept");
+            }
+        }
+        Cmd::Status => {
+            let j = roce_net::apply::status(&host(&cli)?, &apply_opts(&cli))?;
+            if cli.json {
+                print_json(&j)?;
+            } else {
+                out(&render::journal(j.as_ref()));
             }
         }
         Cmd::Rollback => {

@@ -320,6 +320,23 @@ fn killed_apply_is_restored_by_rollback() {
         "the killed apply changed the host half way"
     );
 
+    let o = bin().args(common).arg("status").output().unwrap();
+    assert!(text(&o).contains("did not finish"), "{}", text(&o));
+    let o = bin()
+        .args(common)
+        .args(["--json", "status"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["state"], "applying");
+    let done = j["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["status"] == "done")
+        .count();
+    assert!(done >= 6, "{j}");
+
     // A new apply is refused until the crashed one is rolled back.
     let o = bin()
         .args(common)
@@ -338,6 +355,8 @@ fn killed_apply_is_restored_by_rollback() {
         before,
         "rollback restores the host exactly"
     );
+    let o = bin().args(common).arg("status").output().unwrap();
+    assert!(text(&o).contains("rolled back"), "{}", text(&o));
 }
 
 #[test]

@@ -98,7 +98,7 @@ fn bad_values_name_the_field() {
     );
     parse_err(
         "persistence: {backend: systemd}\n",
-        "persistence.backend: unknown variant `systemd`",
+        "persistence.backend: unknown backend \"systemd\": use auto, sysctl.d",
     );
     parse_err(
         "arp: {arp_ignore: 9}\n",
@@ -450,9 +450,12 @@ fn json_and_value_match_yaml() {
     assert_eq!(a, c);
     assert_eq!(a.rp_filter, RpFilter::Strict);
     assert_eq!(a.neighbors.flush, FlushMode::None);
-    assert_eq!(a.persistence.backend, PersistBackend::Networkd);
+    assert_eq!(
+        a.persistence.backend,
+        PersistBackend::fixed(Backend::Networkd)
+    );
     assert_eq!(a.persistence.backend.backend(), Some(Backend::Networkd));
-    assert_eq!(PersistBackend::Auto.backend(), None);
+    assert_eq!(PersistBackend::AUTO.backend(), None);
     let e = Policy::from_json("{\"routing\": {\"tables\": {\"r1\": 255}}}").unwrap_err();
     assert_eq!(e.to_string(), "routing.tables.r1: table 255 is reserved (local); pick another id (ids above 255 are fine)");
     let e = Policy::from_value(serde_json::json!({"rp_filter": 2})).unwrap_err();

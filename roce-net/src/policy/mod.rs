@@ -320,45 +320,47 @@ pub struct TuningPolicy {
     pub udp_mem: Option<[u64; 3]>,
 }
 
-/// Persistence backend choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-pub enum PersistBackend {
-    /// Detect what the host uses when persisting.
-    #[default]
-    #[serde(rename = "auto")]
-    Auto,
-    /// `/etc/sysctl.d/` drop-in only.
-    #[serde(rename = "sysctl.d")]
-    SysctlD,
-    /// `/etc/iproute2/rt_tables.d/` drop-in only.
-    #[serde(rename = "rt_tables.d")]
-    RtTablesD,
-    /// systemd-networkd.
-    #[serde(rename = "networkd")]
-    Networkd,
-    /// netplan.
-    #[serde(rename = "netplan")]
-    Netplan,
-    /// NetworkManager keyfiles.
-    #[serde(rename = "networkmanager")]
-    NetworkManager,
-    /// Debian ifupdown.
-    #[serde(rename = "ifupdown")]
-    Ifupdown,
-}
+/// Persistence backend choice: `auto` (detect what the host uses when persisting)
+/// or one of [`Backend`]'s names (`sysctl.d`, `rt_tables.d`, `networkd`,
+/// `netplan`, `networkmanager`, `ifupdown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PersistBackend(Option<Backend>);
 
 impl PersistBackend {
-    /// The fixed backend, `None` for [`PersistBackend::Auto`].
+    /// Detect the backend when persisting.
+    pub const AUTO: PersistBackend = PersistBackend(None);
+
+    /// A fixed backend.
+    pub fn fixed(b: Backend) -> PersistBackend {
+        PersistBackend(Some(b))
+    }
+
+    /// The fixed backend, `None` for [`PersistBackend::AUTO`].
     pub fn backend(self) -> Option<Backend> {
-        Some(match self {
-            PersistBackend::Auto => return None,
-            PersistBackend::SysctlD => Backend::SysctlD,
-            PersistBackend::RtTablesD => Backend::RtTablesD,
-            PersistBackend::Networkd => Backend::Networkd,
-            PersistBackend::Netplan => Backend::Netplan,
-            PersistBackend::NetworkManager => Backend::NetworkManager,
-            PersistBackend::Ifupdown => Backend::Ifupdown,
-        })
+        self.0
+    }
+}
+
+impl Serialize for PersistBackend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.map(Backend::name).unwrap_or("auto"))
+    }
+}
+
+impl<'de> Deserialize<'de> for PersistBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "auto" {
+            return Ok(PersistBackend::AUTO);
+        }
+        s.parse::<Backend>()
+            .map(PersistBackend::fixed)
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "unknown backend {s:?}: use auto, {}",
+                    Backend::all().map(Backend::name).join(", ")
+                ))
+            })
     }
 }
 
