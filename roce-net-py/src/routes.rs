@@ -13,7 +13,7 @@ use crate::convert::{registered_class, to_py};
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
-use pyo3::types::{PyList, PySlice, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PySlice, PyString, PyTuple};
 use roce_net::model::Route;
 use roce_net::HostState;
 use std::sync::Arc;
@@ -54,6 +54,22 @@ fn as_route(value: &Bound<'_, PyAny>) -> Option<Route> {
     }
     let text: String = value.call_method0("to_json").ok()?.extract().ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// A tuple, a list, or any other `collections.abc.Sequence` except text and
+/// bytes (what a `RouteSeq` can be compared with element by element).
+fn is_sequence(other: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if other.is_instance_of::<PyTuple>() || other.is_instance_of::<PyList>() {
+        return Ok(true);
+    }
+    if other.is_instance_of::<PyString>()
+        || other.is_instance_of::<PyBytes>()
+        || other.is_instance_of::<PyByteArray>()
+    {
+        return Ok(false);
+    }
+    let abc = other.py().import("collections.abc")?.getattr("Sequence")?;
+    other.is_instance(&abc)
 }
 
 /// A Python index (negative counts from the end) into `0..len`, or IndexError.
@@ -167,8 +183,8 @@ impl RouteSeq {
         ))
     }
 
-    /// Equal to another `RouteSeq` with equal routes, or to a tuple / list of
-    /// equal `Route`s (like a tuple of them would be).
+    /// Equal to another `RouteSeq` with equal routes, or to a tuple, list or
+    /// other sequence of equal `Route`s.
     fn __richcmp__(
         &self,
         py: Python<'_>,
@@ -183,7 +199,7 @@ impl RouteSeq {
         let same = if let Ok(o) = other.cast::<RouteSeq>() {
             let o = o.get();
             Arc::ptr_eq(&self.inner, &o.inner) || self.routes() == o.routes()
-        } else if other.is_instance_of::<PyTuple>() || other.is_instance_of::<PyList>() {
+        } else if is_sequence(other)? {
             let routes = self.routes();
             if other.len()? != routes.len() {
                 false

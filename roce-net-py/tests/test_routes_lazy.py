@@ -3,6 +3,7 @@ backed by the Rust routes, that behaves like the tuple of Routes it replaced."""
 
 from __future__ import annotations
 
+import collections
 import collections.abc
 import copy
 import dataclasses
@@ -98,6 +99,8 @@ def test_equality(state, doc):
     exp = _expected(doc)
     assert state.routes == exp and exp == state.routes
     assert state.routes == list(exp)
+    assert state.routes == collections.UserList(exp)
+    assert state.routes != "".join(r.dst for r in exp)
     assert not (state.routes != exp)
     assert state.routes != exp[:-1]
     assert state.routes != exp[:-1] + (exp[0],)
