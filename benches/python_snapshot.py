@@ -7,7 +7,7 @@ pyroute2's route dump of the same namespace, side by side in one run.
 Needs root (it creates a network namespace), the roce_net wheel and pyroute2
 installed in the interpreter that runs it. What it does:
 
-1. creates the namespace ``rnt-bp-<pid>`` (removed at the end, on failure too),
+1. creates the namespace ``rnt-bp-<pid>`` (``--ns-prefix``; removed at the end, on failure too),
    with a veth pair inside it (198.18.0.1/24 and 198.18.0.2/24) and loads
    ``--routes`` IPv4 /32 routes in 198.18.0.0/15 through ``ip -n NS -batch``,
    spread over tables main, 100, 1000 and 70000, all ``dev v0``;
@@ -198,6 +198,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--routes", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ns-prefix", default="rnt-bp", help="namespace name prefix (the pid is appended)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--netns", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -209,7 +210,7 @@ def main() -> None:
     if not os.access(TIME, os.X_OK):
         raise SystemExit(f"needs GNU time at {TIME} (apt-get install time) for peak RSS")
 
-    ns = f"rnt-bp-{os.getpid()}"
+    ns = f"{a.ns_prefix}-{os.getpid()}"
     atexit.register(teardown, ns)
     try:
         t0 = time.perf_counter()

@@ -107,6 +107,17 @@ pub fn new_instance<'py>(
     Ok(Some(obj))
 }
 
+/// The class registered for `struct_name`, if any.
+pub fn registered_class<'py>(
+    py: Python<'py>,
+    struct_name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(registry()?
+        .classes
+        .get(struct_name)
+        .map(|info| info.cls.bind(py).clone()))
+}
+
 /// Set one slot of a frozen dataclass instance, bypassing its `__setattr__`.
 pub fn set_slot(
     obj: &Bound<'_, PyAny>,

@@ -14,6 +14,7 @@ mod lab;
 mod persist;
 mod plan;
 mod policy;
+mod routes;
 mod ser;
 mod state;
 
@@ -24,6 +25,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SCHEMA_VERSION", roce_net::HostState::SCHEMA_VERSION)?;
     m.add_function(wrap_pyfunction!(convert::register, m)?)?;
     m.add_class::<state::NativeState>()?;
+    m.add_class::<routes::RouteSeq>()?;
     m.add_class::<plan::NativePlan>()?;
     m.add_class::<host::Host>()?;
     m.add_function(wrap_pyfunction!(state::from_json, m)?)?;

@@ -62,23 +62,31 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
-type Names = HashMap<(usize, usize), Py<PyString>, std::hash::BuildHasherDefault<AddrHasher>>;
+type Names =
+    HashMap<(usize, usize), (Py<PyString>, bool), std::hash::BuildHasherDefault<AddrHasher>>;
 
 thread_local! {
-    /// Interned names by the address and length of their static text.
+    /// Interned names by the address and length of their static text, with
+    /// whether the name is one of [`SHARED_FIELDS`] (decided once per name).
     static NAMES: RefCell<Names> = RefCell::new(Names::default());
+}
+
+/// The interned Python string for a static name, and whether values of a field
+/// of that name share their strings.
+fn name_info<'py>(py: Python<'py>, s: &'static str) -> (Bound<'py, PyString>, bool) {
+    let key = (s.as_ptr() as usize, s.len());
+    NAMES.with(|m| {
+        let mut m = m.borrow_mut();
+        let (n, share) = m
+            .entry(key)
+            .or_insert_with(|| (PyString::intern(py, s).unbind(), SHARED_FIELDS.contains(&s)));
+        (n.bind(py).clone(), *share)
+    })
 }
 
 /// The interned Python string for a static name.
 fn name<'py>(py: Python<'py>, s: &'static str) -> Bound<'py, PyString> {
-    let key = (s.as_ptr() as usize, s.len());
-    NAMES.with(|m| {
-        let mut m = m.borrow_mut();
-        m.entry(key)
-            .or_insert_with(|| PyString::intern(py, s).unbind())
-            .bind(py)
-            .clone()
-    })
+    name_info(py, s).0
 }
 
 /// Serialise a value into Python objects.
@@ -86,13 +94,57 @@ pub fn to_python<'py, T: Serialize + ?Sized>(
     py: Python<'py>,
     v: &T,
 ) -> PyResult<Bound<'py, PyAny>> {
-    v.serialize(Ser { py }).map_err(|e| e.0)
+    v.serialize(Ser { py, share: false }).map_err(|e| e.0)
+}
+
+/// Fields whose string values repeat across many objects (interface names,
+/// scopes): one Python string per distinct value is shared (see [`shared_str`]).
+const SHARED_FIELDS: &[&str] = &[
+    "dev",
+    "scope",
+    "ifname",
+    "master",
+    "oper_state",
+    "netdev",
+    "iif",
+    "oif",
+];
+
+/// At most this many distinct shared strings are kept; the cache starts over
+/// when it is full (a namespace rarely has more interface names than this).
+const SHARED_MAX: usize = 4096;
+
+/// Short keys: the multiply-xor hasher beats SipHash here too.
+type Shared = HashMap<Box<str>, Py<PyString>, std::hash::BuildHasherDefault<AddrHasher>>;
+
+thread_local! {
+    /// Shared strings by value (values of [`SHARED_FIELDS`] only).
+    static SHARED: RefCell<Shared> = RefCell::new(Shared::default());
+}
+
+/// The shared Python string for a repeated short value: 100k routes through one
+/// device then hold one `"v0"`, not 100k copies.
+fn shared_str<'py>(py: Python<'py>, v: &str) -> Bound<'py, PyString> {
+    SHARED.with(|m| {
+        let mut m = m.borrow_mut();
+        if let Some(s) = m.get(v) {
+            return s.bind(py).clone();
+        }
+        if m.len() >= SHARED_MAX {
+            m.clear();
+        }
+        let s = PyString::new(py, v);
+        m.insert(v.into(), s.clone().unbind());
+        s
+    })
 }
 
 /// The serializer (one per value; cheap to copy).
 #[derive(Clone, Copy)]
 pub struct Ser<'py> {
     py: Python<'py>,
+    /// The value is one of [`SHARED_FIELDS`]: share its strings.
+    share: bool,
 }
 
 impl<'py> Ser<'py> {
@@ -124,7 +176,11 @@ impl<'py> SeqSer<'py> {
     fn finish(self) -> R<'py> {
         let t = PyTuple::new(self.py, self.items)?.into_any();
         match self.variant {
-            Some(v) => Ser { py: self.py }.wrap(v, t),
+            Some(v) => Ser {
+                py: self.py,
+                share: false,
+            }
+            .wrap(v, t),
             None => Ok(t),
         }
     }
@@ -171,8 +227,8 @@ impl<'py> StructSer<'py> {
         key: &'static str,
         value: &T,
     ) -> Result<(), SerError> {
-        let v = value.serialize(Ser { py: self.py })?;
-        let k = name(self.py, key);
+        let (k, share) = name_info(self.py, key);
+        let v = value.serialize(Ser { py: self.py, share })?;
         match &self.target {
             Target::Instance(o) => set_slot(o, &k, &v)?,
             Target::Dict(d) => d.set_item(k, v)?,
@@ -186,7 +242,11 @@ impl<'py> StructSer<'py> {
             Target::Dict(d) => d.into_any(),
         };
         match self.variant {
-            Some(var) => Ser { py: self.py }.wrap(var, v),
+            Some(var) => Ser {
+                py: self.py,
+                share: false,
+            }
+            .wrap(var, v),
             None => Ok(v),
         }
     }
@@ -246,6 +306,9 @@ impl<'py> ser::Serializer for Ser<'py> {
         self.obj(v)
     }
     fn serialize_str(self, v: &str) -> R<'py> {
+        if self.share && v.len() <= 32 {
+            return Ok(shared_str(self.py, v).into_any());
+        }
         Ok(PyString::new(self.py, v).into_any())
     }
     fn serialize_bytes(self, v: &[u8]) -> R<'py> {
@@ -347,7 +410,10 @@ impl<'py> ser::SerializeSeq for SeqSer<'py> {
     type Ok = Bound<'py, PyAny>;
     type Error = SerError;
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        self.items.push(value.serialize(Ser { py: self.py })?);
+        self.items.push(value.serialize(Ser {
+            py: self.py,
+            share: false,
+        })?);
         Ok(())
     }
     fn end(self) -> R<'py> {
@@ -392,7 +458,10 @@ impl<'py> ser::SerializeMap for MapSer<'py> {
     type Ok = Bound<'py, PyAny>;
     type Error = SerError;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), SerError> {
-        self.key = Some(key.serialize(Ser { py: self.py })?);
+        self.key = Some(key.serialize(Ser {
+            py: self.py,
+            share: false,
+        })?);
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
@@ -400,8 +469,13 @@ impl<'py> ser::SerializeMap for MapSer<'py> {
             .key
             .take()
             .ok_or_else(|| <SerError as ser::Error>::custom("map value without a key"))?;
-        self.dict
-            .set_item(k, value.serialize(Ser { py: self.py })?)?;
+        self.dict.set_item(
+            k,
+            value.serialize(Ser {
+                py: self.py,
+                share: false,
+            })?,
+        )?;
         Ok(())
     }
     fn end(self) -> R<'py> {

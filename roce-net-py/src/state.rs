@@ -5,8 +5,9 @@
 //! costs nothing. One built in Python (`HostState.from_dict`) has none and is
 //! converted through its JSON form once.
 
-use crate::convert::to_py;
+use crate::convert::{set_slot, to_py};
 use crate::errors::IntoPyResult;
+use crate::routes::RouteSeq;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use roce_net::HostState;
@@ -44,9 +45,17 @@ impl NativeState {
 }
 
 /// A Rust snapshot as a Python `HostState` dataclass with its native copy attached.
-pub fn state_to_py(py: Python<'_>, state: HostState) -> PyResult<Bound<'_, PyAny>> {
+///
+/// `routes` is not converted: it becomes a [`RouteSeq`] over the same `Arc`, which
+/// builds each `Route` on access (the bulk of a big snapshot, see `routes.rs`).
+pub fn state_to_py(py: Python<'_>, mut state: HostState) -> PyResult<Bound<'_, PyAny>> {
+    let routes = std::mem::take(&mut state.routes);
+    let obj = to_py(py, &state);
+    state.routes = routes;
+    let obj = obj?;
     let inner = Arc::new(state);
-    let obj = to_py(py, &*inner)?;
+    let seq = Bound::new(py, RouteSeq::new(inner.clone()))?;
+    set_slot(&obj, &PyString::intern(py, "routes"), seq.as_any())?;
     let native = Bound::new(py, NativeState { inner })?;
     attach_native(&obj, native.into_any())?;
     Ok(obj)

@@ -4,7 +4,22 @@ import os
 import pathlib
 import ipaddress
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Union, final
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    SupportsIndex,
+    Tuple,
+    Type,
+    Union,
+    final,
+    overload,
+)
 
 from ._types import (
     ApplyReport,
@@ -18,6 +33,7 @@ from ._types import (
     LabNic,
     Plan,
     RenderedFile,
+    Route,
     RouteDecision,
     WriteReport,
 )
@@ -27,6 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "_register",
     "NativeState",
+    "RouteSeq",
     "NativePlan",
     "Host",
     "_from_json",
@@ -65,6 +82,26 @@ def parse_snapshot(text: str) -> HostState:
 @final
 class NativeState:
     def to_json(self, pretty: bool = True) -> str: ...
+
+@final
+class RouteSeq(Sequence[Route]):
+    """``HostState.routes`` of a snapshot from the library: immutable, each
+    ``Route`` built when it is read; equal to a tuple of the same routes."""
+
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> Route: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> Tuple[Route, ...]: ...
+    def __iter__(self) -> Iterator[Route]: ...
+    def __reversed__(self) -> Iterator[Route]: ...
+    def __contains__(self, value: object, /) -> bool: ...
+    def count(self, value: object) -> int: ...
+    def index(self, value: object, start: Optional[int] = None, stop: Optional[int] = None) -> int: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> Tuple[Any, Tuple[Tuple[Route, ...]]]: ...
 
 @final
 class NativePlan:

@@ -3,7 +3,9 @@
 Each class mirrors one serde struct of the Rust library field for field (same
 names, same JSON). Instances are built directly by the native module (see
 ``roce-net-py/src/convert.rs``); they are immutable (assignment raises
-``dataclasses.FrozenInstanceError``), sequences are tuples, and every object has
+``dataclasses.FrozenInstanceError``), sequences are tuples (except the
+``routes`` of a snapshot from the library, a lazy immutable sequence, see
+``HostState``), and every object has
 ``to_dict()`` (plain JSON-ready data, exactly the library's JSON schema),
 ``to_json()`` and the class methods ``from_dict()`` / ``from_json()``, which
 validate through the library.
@@ -17,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, ClassVar, Dict, FrozenSet, Optional, Tuple, Type, TypeVar
+import collections.abc
+from typing import Any, ClassVar, Dict, FrozenSet, Optional, Sequence, Tuple, Type, TypeVar
 
 from . import _roce_net
 from ._errors import ERROR_CLASSES, RoceNetError
@@ -68,7 +71,7 @@ _T = TypeVar("_T", bound="_Record")
 def _plain(v: Any) -> Any:
     if isinstance(v, _Record):
         return v.to_dict()
-    if isinstance(v, (tuple, list)):
+    if isinstance(v, (tuple, list, _roce_net.RouteSeq)):
         return [_plain(x) for x in v]
     if isinstance(v, dict):
         # JSON object keys are strings (table ids: "254"), as the library writes them.
@@ -336,6 +339,12 @@ class HostState(_Record):
 
     A snapshot returned by the library keeps its Rust original, so passing it back
     (``doctor``, ``plan``, ...) is free and ``to_json()`` is the library's own JSON.
+
+    Its ``routes`` is then a ``RouteSeq``: an immutable sequence over the Rust
+    routes that builds each ``Route`` when it is read (indexing, slicing,
+    iterating), so a snapshot of a 100k-route table costs only the routes a caller
+    looks at. It compares equal to a tuple of the same routes; ``tuple(routes)``
+    materialises them all. A ``HostState`` built in Python holds a tuple.
     """
 
     _RUST: ClassVar[str] = "HostState"
@@ -346,7 +355,7 @@ class HostState(_Record):
     interfaces: Tuple[Interface, ...]
     addresses: Tuple[Address, ...]
     neighbors: Tuple[Neighbor, ...]
-    routes: Tuple[Route, ...]
+    routes: Sequence[Route]
     rules: Tuple[Rule, ...]
     sysctls: SysctlView
     table_names: Dict[int, str]
@@ -780,3 +789,5 @@ def _register_all() -> None:
 
 
 _register_all()
+# isinstance(state.routes, collections.abc.Sequence) holds for the lazy sequence too.
+collections.abc.Sequence.register(_roce_net.RouteSeq)
