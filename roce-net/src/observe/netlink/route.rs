@@ -130,16 +130,24 @@ impl Netlink {
     /// route-cache (cloned) entries excluded. The table is the full `RTA_TABLE`.
     pub fn routes(&mut self, ifs: &[Interface]) -> Result<Vec<Route>> {
         let names = IfNames::new(ifs);
-        let mut out = Vec::new();
+        let mut out: Vec<Route> = Vec::new();
         for family in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut m = RouteMessage::default();
             m.header.address_family = family;
             let msg = RouteNetlinkMessage::GetRoute(m);
-            out.extend(self.dump_map(msg, "dumping routes", |r| match r {
+            let mut part = self.dump_map(msg, "dumping routes", |r| match r {
                 RouteNetlinkMessage::NewRoute(rt) => to_route(rt, &names),
                 _ => None,
-            })?);
+            })?;
+            // Move the (large) first dump instead of copying it: with 100k routes a
+            // copy briefly doubled the snapshot's peak memory.
+            if out.is_empty() {
+                out = part;
+            } else {
+                out.append(&mut part);
+            }
         }
+        out.shrink_to_fit();
         Ok(out)
     }
 
