@@ -119,67 +119,50 @@ pub fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// `mount(2)` with an optional source (`none` when absent) and no data; the
+/// error says what was being done.
+fn mount(
+    src: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    flags: libc::c_ulong,
+    doing: impl FnOnce() -> String,
+) -> Result<()> {
+    let none = c"none";
+    // SAFETY: mount(2) with valid NUL-terminated strings and no data.
+    let rc = unsafe {
+        libc::mount(
+            src.unwrap_or(none).as_ptr(),
+            target.as_ptr(),
+            none.as_ptr(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(Error::io(std::io::Error::last_os_error(), doing()));
+    }
+    Ok(())
+}
+
 /// Make `/run/netns` exist and be a shared mount point, as `ip netns add` does, so
 /// namespace bind mounts made here propagate to other mount namespaces.
 fn prepare_run_dir() -> Result<()> {
     let dir = Path::new(NETNS_RUN_DIR);
     std::fs::create_dir_all(dir).map_err(|e| Error::io(e, format!("creating {NETNS_RUN_DIR}")))?;
     let cdir = c_path(dir)?;
-    let none = c"none";
-    // SAFETY: mount(2) with valid NUL-terminated strings; changes propagation only.
-    let rc = unsafe {
-        libc::mount(
-            none.as_ptr(),
-            cdir.as_ptr(),
-            none.as_ptr(),
-            libc::MS_SHARED | libc::MS_REC,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
-        return Ok(());
+    let shared = libc::MS_SHARED | libc::MS_REC;
+    let doing_shared = || format!("making {NETNS_RUN_DIR} a shared mount");
+    match mount(None, &cdir, shared, doing_shared) {
+        Ok(()) => return Ok(()),
+        // EINVAL: not a mount point yet; anything else is a real failure.
+        Err(e) if e.errno_value() != Some(libc::EINVAL) => return Err(e),
+        Err(_) => {}
     }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::EINVAL) {
-        return Err(Error::io(
-            e,
-            format!("making {NETNS_RUN_DIR} a shared mount"),
-        ));
-    }
-    // Not a mount point yet: bind it onto itself, then make it shared.
-    // SAFETY: as above.
-    let rc = unsafe {
-        libc::mount(
-            cdir.as_ptr(),
-            cdir.as_ptr(),
-            none.as_ptr(),
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("bind-mounting {NETNS_RUN_DIR} onto itself"),
-        ));
-    }
-    // SAFETY: as above.
-    let rc = unsafe {
-        libc::mount(
-            none.as_ptr(),
-            cdir.as_ptr(),
-            none.as_ptr(),
-            libc::MS_SHARED | libc::MS_REC,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("making {NETNS_RUN_DIR} a shared mount"),
-        ));
-    }
-    Ok(())
+    // Bind it onto itself, then make it shared.
+    mount(Some(&cdir), &cdir, libc::MS_BIND | libc::MS_REC, || {
+        format!("bind-mounting {NETNS_RUN_DIR} onto itself")
+    })?;
+    mount(None, &cdir, shared, doing_shared)
 }
 
 fn c_path(p: &Path) -> Result<std::ffi::CString> {
@@ -235,24 +218,12 @@ pub fn create(name: &str) -> Result<()> {
                     format!("{doing}: unshare(CLONE_NEWNET)"),
                 ));
             }
-            let src = c"/proc/thread-self/ns/net";
-            let none = c"none";
-            // SAFETY: bind mount between two valid paths.
-            let rc = unsafe {
-                libc::mount(
-                    src.as_ptr(),
-                    target.as_ptr(),
-                    none.as_ptr(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                )
-            };
-            if rc != 0 {
-                return Err(Error::io(
-                    std::io::Error::last_os_error(),
-                    format!("{doing}: bind-mounting the namespace on {}", path.display()),
-                ));
-            }
+            mount(
+                Some(c"/proc/thread-self/ns/net"),
+                &target,
+                libc::MS_BIND,
+                || format!("{doing}: bind-mounting the namespace on {}", path.display()),
+            )?;
             Ok(())
         })
         .join()
