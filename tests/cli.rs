@@ -266,23 +266,46 @@ fn state_of(ns: &str, etc: &Path) -> serde_json::Value {
     serde_json::json!({"routes": routes, "rules": v["rules"].take(), "sysctls": v["sysctls"].take(), "tables": v["table_names"].take()})
 }
 
+/// A small lab with its own `/etc` root and state directory, driven by the CLI.
+struct LabCli {
+    ns: Ns,
+    etc: tempfile::TempDir,
+    state_dir: tempfile::TempDir,
+}
+
+impl LabCli {
+    fn new(tag: &str) -> LabCli {
+        LabCli {
+            ns: small_lab(tag),
+            etc: tempfile::tempdir().unwrap(),
+            state_dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    /// `--netns NS --etc-root DIR --state-dir DIR`.
+    fn args(&self) -> [&str; 6] {
+        [
+            "--netns",
+            &self.ns.0,
+            "--etc-root",
+            self.etc.path().to_str().unwrap(),
+            "--state-dir",
+            self.state_dir.path().to_str().unwrap(),
+        ]
+    }
+    /// What apply may change, as `state_of` reads it.
+    fn state(&self) -> serde_json::Value {
+        state_of(&self.ns.0, self.etc.path())
+    }
+}
+
 #[test]
 fn killed_apply_is_restored_by_rollback() {
     if !can_run_lab("killed_apply_is_restored_by_rollback") {
         return;
     }
-    let ns = small_lab("kill");
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let before = state_of(&ns.0, etc.path());
-    let common = [
-        "--netns",
-        &ns.0,
-        "--etc-root",
-        etc.path().to_str().unwrap(),
-        "--state-dir",
-        state.path().to_str().unwrap(),
-    ];
+    let lab = LabCli::new("kill");
+    let before = lab.state();
+    let common = lab.args();
     let mut child = bin()
         .args(common)
         .args(["apply", "--yes"])
@@ -296,7 +319,7 @@ fn killed_apply_is_restored_by_rollback() {
     // `<index> <status>` line per transition), then kill -9 mid-apply.
     let t0 = Instant::now();
     loop {
-        let log = std::fs::read_dir(state.path())
+        let log = std::fs::read_dir(lab.state_dir.path())
             .unwrap()
             .filter_map(|e| e.ok())
             .find(|e| e.file_name().to_string_lossy().ends_with(".journal.log"));
@@ -315,7 +338,7 @@ fn killed_apply_is_restored_by_rollback() {
     child.kill().unwrap();
     let _ = child.wait();
     assert_ne!(
-        state_of(&ns.0, etc.path()),
+        lab.state(),
         before,
         "the killed apply changed the host half way"
     );
@@ -350,11 +373,7 @@ fn killed_apply_is_restored_by_rollback() {
     let o = bin().args(common).arg("rollback").output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("it was applying"), "{}", text(&o));
-    assert_eq!(
-        state_of(&ns.0, etc.path()),
-        before,
-        "rollback restores the host exactly"
-    );
+    assert_eq!(lab.state(), before, "rollback restores the host exactly");
     let o = bin().args(common).arg("status").output().unwrap();
     assert!(text(&o).contains("rolled back"), "{}", text(&o));
 }
@@ -364,48 +383,29 @@ fn apply_without_yes_and_without_a_terminal_changes_nothing() {
     if !can_run_lab("apply_without_yes_and_without_a_terminal_changes_nothing") {
         return;
     }
-    let ns = small_lab("noyes");
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let before = state_of(&ns.0, etc.path());
+    let lab = LabCli::new("noyes");
+    let before = lab.state();
     let o = bin()
-        .args([
-            "--netns",
-            &ns.0,
-            "--etc-root",
-            etc.path().to_str().unwrap(),
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "apply",
-        ])
+        .args(lab.args())
+        .arg("apply")
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(65), "{}", text(&o));
     assert!(text(&o).contains("--yes"), "{}", text(&o));
-    assert_eq!(state_of(&ns.0, etc.path()), before);
+    assert_eq!(lab.state(), before);
 
     // A bad policy changes nothing either, and names the field.
-    let pol = etc.path().join("bad.yaml");
+    let pol = lab.etc.path().join("bad.yaml");
     std::fs::write(&pol, "routing:\n  table_base: 254\n  bogus: 1\n").unwrap();
     let o = bin()
-        .args([
-            "--netns",
-            &ns.0,
-            "--etc-root",
-            etc.path().to_str().unwrap(),
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "apply",
-            "--yes",
-            "-f",
-            pol.to_str().unwrap(),
-        ])
+        .args(lab.args())
+        .args(["apply", "--yes", "-f", pol.to_str().unwrap()])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(65), "{}", text(&o));
     assert!(text(&o).contains("routing"), "{}", text(&o));
-    assert_eq!(state_of(&ns.0, etc.path()), before);
+    assert_eq!(lab.state(), before);
 }
 
 #[test]
@@ -413,19 +413,10 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
     if !can_run_lab("plan_then_apply_the_saved_plan_then_persist_dry_run") {
         return;
     }
-    let ns = small_lab("plan");
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let lab = LabCli::new("plan");
     let root = tempfile::tempdir().unwrap();
-    let planf = state.path().join("plan.json");
-    let common = [
-        "--netns",
-        &ns.0,
-        "--etc-root",
-        etc.path().to_str().unwrap(),
-        "--state-dir",
-        state.path().to_str().unwrap(),
-    ];
+    let planf = lab.state_dir.path().join("plan.json");
+    let common = lab.args();
     let o = bin()
         .args(common)
         .args(["plan", "-o", planf.to_str().unwrap()])
@@ -537,18 +528,9 @@ fn confirm_timeout_watchdog_process_rolls_back_unless_confirmed() {
     if !can_run_lab("confirm_timeout_watchdog_process_rolls_back_unless_confirmed") {
         return;
     }
-    let ns = small_lab("wd");
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let before = state_of(&ns.0, etc.path());
-    let common = [
-        "--netns",
-        &ns.0,
-        "--etc-root",
-        etc.path().to_str().unwrap(),
-        "--state-dir",
-        state.path().to_str().unwrap(),
-    ];
+    let lab = LabCli::new("wd");
+    let before = lab.state();
+    let common = lab.args();
 
     // Not confirmed: the detached watchdog restores the host by itself.
     let o = bin()
@@ -558,10 +540,10 @@ fn confirm_timeout_watchdog_process_rolls_back_unless_confirmed() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("confirm"), "{}", text(&o));
-    let applied = state_of(&ns.0, etc.path());
+    let applied = lab.state();
     assert_ne!(applied, before);
     let t0 = Instant::now();
-    while state_of(&ns.0, etc.path()) != before {
+    while lab.state() != before {
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "the watchdog did not roll back"
@@ -579,11 +561,7 @@ fn confirm_timeout_watchdog_process_rolls_back_unless_confirmed() {
     let o = bin().args(common).arg("confirm").output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     std::thread::sleep(Duration::from_millis(3500));
-    assert_eq!(
-        state_of(&ns.0, etc.path()),
-        applied,
-        "a confirmed apply is kept"
-    );
+    assert_eq!(lab.state(), applied, "a confirmed apply is kept");
     let o = bin().args(common).arg("confirm").output().unwrap();
     assert_eq!(
         o.status.code(),
