@@ -17,8 +17,8 @@
 //!   builtin);
 //! * (b) batched shell: `ip netns exec NS sh -e -c '...'` running one
 //!   `sysctl -p FILE` and one `ip -batch FILE` (routes, rules, neighbour flushes);
-//! * (c) roce-net in-process: `Host::snapshot` + `plan::plan` (timed apart as
-//!   "plan"), then `apply::apply` (lock, drift check by a fresh snapshot,
+//! * (c) roce-net in-process: `Host::snapshot` + `roce_net::plan` (timed apart as
+//!   "plan"), then `roce_net::apply` (lock, drift check by a fresh snapshot,
 //!   journal, every change, verify by a third snapshot and a re-plan);
 //! * (d) the CLI end to end: `roce-net --netns NS ... apply --yes` as a child.
 //!
@@ -32,12 +32,12 @@
 //! neighbour left on the NICs, and an empty roce-net plan. Medians and ratios are
 //! printed. Not a test: nothing about time is asserted.
 
-use roce_net::apply::{self, ApplyOptions};
-use roce_net::lab::Lab;
-use roce_net::model::{HostState, Sysctl};
-use roce_net::plan::{self, DesiredState};
-use roce_net::policy::Policy;
+use roce_net::ApplyOptions;
+use roce_net::DesiredState;
 use roce_net::Host;
+use roce_net::Lab;
+use roce_net::Policy;
+use roce_net::{HostState, Sysctl};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
@@ -231,7 +231,7 @@ impl Bench {
         };
         b.settle();
         let st = b.host().snapshot().expect("snapshot");
-        b.desired = plan::desired_state(&st, &b.policy).expect("desired state");
+        b.desired = roce_net::desired_state(&st, &b.policy).expect("desired state");
         assert_eq!(b.desired.nics.len(), n, "the policy must manage every NIC");
         let keys: Vec<String> = b
             .desired
@@ -253,7 +253,7 @@ impl Bench {
         b.write_scripts();
         b.reset();
         let st = b.host().snapshot().expect("snapshot");
-        b.plan_len = plan::plan(&st, &b.policy).expect("plan").changes.len();
+        b.plan_len = roce_net::plan(&st, &b.policy).expect("plan").changes.len();
         b
     }
 
@@ -265,7 +265,7 @@ impl Bench {
         let t = Instant::now();
         let mut last = String::new();
         loop {
-            let fp = plan::fingerprint(&self.host().snapshot().expect("snapshot"));
+            let fp = roce_net::fingerprint(&self.host().snapshot().expect("snapshot"));
             if fp == last {
                 return;
             }
@@ -285,7 +285,7 @@ impl Bench {
     }
 
     fn table_names_file(&self) -> PathBuf {
-        self.etc.path().join(apply::TABLE_NAMES_FILE)
+        self.etc.path().join(roce_net::TABLE_NAMES_FILE)
     }
 
     fn script(&self, name: &str) -> PathBuf {
@@ -298,7 +298,7 @@ impl Bench {
         let names_file = self.table_names_file();
         let names_dir = names_file.parent().expect("parent").display().to_string();
         let names_file = names_file.display().to_string();
-        let route = |r: &roce_net::model::Route| {
+        let route = |r: &roce_net::Route| {
             format!(
                 "route add {} dev {} src {} table {} proto {}",
                 r.dst,
@@ -308,7 +308,7 @@ impl Bench {
                 r.protocol
             )
         };
-        let rule = |r: &roce_net::model::Rule| {
+        let rule = |r: &roce_net::Rule| {
             format!(
                 "rule add from {} lookup {} pref {} proto {}",
                 r.src.expect("src").addr(),
@@ -404,7 +404,7 @@ impl Bench {
         }
         if self.plan_len > 0 {
             let st = self.host().snapshot().expect("snapshot");
-            let p = plan::plan(&st, &self.policy).expect("plan");
+            let p = roce_net::plan(&st, &self.policy).expect("plan");
             assert_eq!(
                 p.changes.len(),
                 self.plan_len,
@@ -417,7 +417,7 @@ impl Bench {
     /// complete (an empty roce-net plan, no neighbour left on the NICs).
     fn outcome(&self, method: &str) -> String {
         let st: HostState = self.host().snapshot().expect("snapshot");
-        let p = plan::plan(&st, &self.policy).expect("plan");
+        let p = roce_net::plan(&st, &self.policy).expect("plan");
         assert!(
             p.is_empty(),
             "{method}: the host is not fixed, roce-net still plans:\n{}",
@@ -434,10 +434,10 @@ impl Bench {
             .routes
             .iter()
             .filter(|r| r.table > 1000 && r.table < 2000)
-            .map(|r| plan::route_line(r, None))
+            .map(|r| roce_net::route_line(r, None))
             .collect();
         routes.sort();
-        let mut rules: Vec<String> = st.rules.iter().map(plan::rule_line).collect();
+        let mut rules: Vec<String> = st.rules.iter().map(roce_net::rule_line).collect();
         rules.sort();
         let sysctls: Vec<String> = self
             .desired
@@ -510,9 +510,9 @@ fn bench(n: usize, runs: usize, methods: &str, keep_journal: bool) -> Times {
             };
             let t0 = Instant::now();
             let st = host.snapshot().expect("snapshot");
-            let p = plan::plan(&st, &b.policy).expect("plan");
+            let p = roce_net::plan(&st, &b.policy).expect("plan");
             let t1 = Instant::now();
-            let rep = apply::apply(&host, &p, &opts).expect("apply");
+            let rep = roce_net::apply(&host, &p, &opts).expect("apply");
             let t2 = Instant::now();
             assert_eq!(rep.applied, b.plan_len);
             times.c_plan.push(t1 - t0);

@@ -13,8 +13,8 @@
 //! It prints medians, the ratio, and each side's peak RSS (`wait4` rusage maxrss of
 //! the child; VmHWM of the child for roce-net). Not a test: nothing is asserted.
 
-use roce_net::lab::Lab;
 use roce_net::Host;
+use roce_net::Lab;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! cargo run --example diagnose -- rnt-lab-ns   # a namespace (needs root)
 //! ```
 
-use roce_net::{doctor, nccl, plan, policy::Policy, Host};
+use roce_net::{Host, Policy};
 
 fn main() -> Result<(), roce_net::Error> {
     let host = match std::env::args().nth(1) {
@@ -23,20 +23,20 @@ fn main() -> Result<(), roce_net::Error> {
         state.rdma.len()
     );
 
-    let findings = doctor::run(&state);
+    let findings = roce_net::doctor(&state);
     for f in &findings {
         let sev = f.severity.to_string();
         println!("{sev:<8} {:<22} {}: {}", f.id, f.subject, f.message);
     }
 
-    match plan::plan(&state, &Policy::default()) {
+    match roce_net::plan(&state, &Policy::default()) {
         Ok(p) if p.is_empty() => println!("the host already matches the default policy"),
         Ok(p) => print!("the default policy would change:\n{}", p.render_diff()),
         // E.g. no NICs in scope: the error says what to put in the policy.
         Err(e) => println!("no plan: {e}"),
     }
 
-    for line in nccl::recommend(&state).env_lines() {
+    for line in roce_net::nccl_env(&state).env_lines() {
         println!("{line}");
     }
     Ok(())

@@ -57,7 +57,7 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     etc_root: Option<PathBuf>,
     /// Where apply keeps its locks and journals.
-    #[arg(long, global = true, value_name = "DIR", default_value = roce_net::apply::DEFAULT_STATE_DIR)]
+    #[arg(long, global = true, value_name = "DIR", default_value = roce_net::DEFAULT_STATE_DIR)]
     state_dir: PathBuf,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]
@@ -345,7 +345,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     "--timeout must be between 0 and 3600 seconds",
                 ));
             }
-            let opts = roce_net::probe::ArpProbeOptions {
+            let opts = roce_net::ArpProbeOptions {
                 count: *count,
                 timeout: Duration::from_secs_f64(*timeout),
                 source: None,
@@ -360,7 +360,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Cmd::Plan { policy, output } => {
             let policy = load_policy(policy)?;
             let st = host(&cli)?.snapshot()?;
-            let p = roce_net::plan::plan(&st, &policy)?;
+            let p = roce_net::plan(&st, &policy)?;
             if let Some(o) = output {
                 std::fs::write(o, p.to_json() + "\n")
                     .map_err(|e| Error::io(e, format!("writing plan to {}", o.display())))?;
@@ -382,7 +382,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             confirm_timeout,
         } => return apply(&cli, policy, plan, *yes, *confirm_timeout),
         Cmd::Confirm => {
-            roce_net::apply::confirm(&host(&cli)?, &apply_opts(&cli))?;
+            roce_net::confirm(&host(&cli)?, &apply_opts(&cli))?;
             if cli.json {
                 print_json(&serde_json::json!({"confirmed": true}))?;
             } else {
@@ -390,7 +390,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Status => {
-            let j = roce_net::apply::status(&host(&cli)?, &apply_opts(&cli))?;
+            let j = roce_net::apply_status(&host(&cli)?, &apply_opts(&cli))?;
             if cli.json {
                 print_json(&j)?;
             } else {
@@ -398,7 +398,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Rollback => {
-            let r = roce_net::apply::rollback(&host(&cli)?, &apply_opts(&cli))?;
+            let r = roce_net::rollback(&host(&cli)?, &apply_opts(&cli))?;
             if cli.json {
                 print_json(&r)?;
             } else {
@@ -418,22 +418,19 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let policy = load_policy(policy)?;
             let h = host(&cli)?;
             let st = h.snapshot()?;
-            let desired = roce_net::plan::desired_state(&st, &policy)?;
-            let (backend, why) = match backend
-                .as_deref()
-                .map(str::parse::<roce_net::persist::Backend>)
-            {
+            let desired = roce_net::desired_state(&st, &policy)?;
+            let (backend, why) = match backend.as_deref().map(str::parse::<roce_net::Backend>) {
                 Some(Ok(b)) => (b, "given on the command line".to_string()),
                 Some(Err(e)) => return Err(e),
                 None => match policy.persistence.backend.backend() {
                     Some(b) => (b, "set in the policy".to_string()),
                     None => {
-                        roce_net::persist::detect_explained(&root.join("etc"), &root.join("run"))
+                        roce_net::detect_backend_explained(&root.join("etc"), &root.join("run"))
                     }
                 },
             };
-            let files = roce_net::persist::render(&desired, backend, &Default::default())?;
-            let report = roce_net::persist::write_files(&files, root, *dry_run)?;
+            let files = roce_net::render_persistence(&desired, backend, &Default::default())?;
+            let report = roce_net::write_persistence(&files, root, *dry_run)?;
             if cli.json {
                 print_json(
                     &serde_json::json!({"backend": backend.name(), "reason": why, "files": files, "report": report}),
@@ -444,25 +441,25 @@ fn run(cli: Cli) -> Result<u8, Error> {
         }
         Cmd::Doctor { from } => {
             let st = state(&cli, from)?;
-            let findings = roce_net::doctor::run(&st);
+            let findings = roce_net::doctor(&st);
             if cli.json {
                 print_json(&serde_json::json!({
                     "host": st.hostname,
-                    "summary": roce_net::doctor::summarize(&findings),
+                    "summary": roce_net::summarize(&findings),
                     "findings": findings,
                 }))?;
             } else {
                 out(&render::doctor(&st, &findings));
             }
-            return Ok(match roce_net::doctor::max_severity(&findings) {
-                Some(roce_net::doctor::Severity::Error) => exit::ERRORS,
-                Some(roce_net::doctor::Severity::Warning) => exit::WARNINGS,
+            return Ok(match roce_net::max_severity(&findings) {
+                Some(roce_net::Severity::Error) => exit::ERRORS,
+                Some(roce_net::Severity::Warning) => exit::WARNINGS,
                 _ => exit::OK,
             });
         }
         Cmd::NcclEnv { from, export } => {
             let st = state(&cli, from)?;
-            let advice = roce_net::nccl::recommend(&st);
+            let advice = roce_net::nccl_env(&st);
             if cli.json {
                 print_json(&advice)?;
             } else if *export {
@@ -484,21 +481,21 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 .iter()
                 .map(|p| HostState::load(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            let report = roce_net::fleet::report(&states);
+            let report = roce_net::fleet_report(&states);
             if cli.json {
                 print_json(&report)?;
             } else {
                 out(&render::fleet(&report));
             }
-            return Ok(match roce_net::doctor::max_severity(&report.findings) {
-                Some(roce_net::doctor::Severity::Error) => exit::ERRORS,
-                Some(roce_net::doctor::Severity::Warning) => exit::WARNINGS,
+            return Ok(match roce_net::max_severity(&report.findings) {
+                Some(roce_net::Severity::Error) => exit::ERRORS,
+                Some(roce_net::Severity::Warning) => exit::WARNINGS,
                 _ => exit::OK,
             });
         }
         Cmd::Lab { nics, keep } => return crate::demo::run(*nics, *keep, cli.json),
         Cmd::Watchdog => {
-            let outcome = roce_net::apply::watchdog(&host(&cli)?, &apply_opts(&cli))?;
+            let outcome = roce_net::watchdog(&host(&cli)?, &apply_opts(&cli))?;
             if cli.json {
                 print_json(&outcome)?;
             }
@@ -507,15 +504,15 @@ fn run(cli: Cli) -> Result<u8, Error> {
     Ok(exit::OK)
 }
 
-fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::policy::Policy, Error> {
+fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Error> {
     match path {
-        Some(p) => roce_net::policy::Policy::load(p),
-        None => Ok(roce_net::policy::Policy::default()),
+        Some(p) => roce_net::Policy::load(p),
+        None => Ok(roce_net::Policy::default()),
     }
 }
 
-fn apply_opts(cli: &Cli) -> roce_net::apply::ApplyOptions {
-    let mut o = roce_net::apply::ApplyOptions {
+fn apply_opts(cli: &Cli) -> roce_net::ApplyOptions {
+    let mut o = roce_net::ApplyOptions {
         state_dir: cli.state_dir.clone(),
         ..Default::default()
     };
@@ -542,10 +539,10 @@ fn apply(
         Some(f) => {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| Error::io(e, format!("reading plan {}", f.display())))?;
-            roce_net::plan::Plan::from_json(&text)
+            roce_net::Plan::from_json(&text)
                 .map_err(|e| e.context(format!("in plan {}", f.display())))?
         }
-        None => roce_net::plan::plan(&h.snapshot()?, &load_policy(policy)?)?,
+        None => roce_net::plan(&h.snapshot()?, &load_policy(policy)?)?,
     };
     if plan.is_empty() {
         if cli.json {
@@ -576,7 +573,7 @@ fn apply(
     }
     let mut opts = apply_opts(cli);
     opts.confirm_timeout = confirm_timeout.map(Duration::from_secs);
-    let report = roce_net::apply::apply(&h, &plan, &opts)?;
+    let report = roce_net::apply(&h, &plan, &opts)?;
     if report.confirm_deadline.is_some() {
         spawn_watchdog(cli)?;
     }

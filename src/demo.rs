@@ -3,12 +3,12 @@
 
 use crate::cli::{exit, out};
 use crate::render;
-use roce_net::apply::{self, ApplyOptions};
-use roce_net::doctor;
-use roce_net::lab::Lab;
-use roce_net::plan;
-use roce_net::policy::Policy;
-use roce_net::probe::{ArpProbeOptions, ArpProbeResult};
+use roce_net::ApplyOptions;
+
+use roce_net::Lab;
+
+use roce_net::Policy;
+use roce_net::{ArpProbeOptions, ArpProbeResult};
 use roce_net::{Error, ErrorKind, Host};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// What the demo saw at one moment.
 struct Observation {
-    findings: Vec<doctor::Finding>,
+    findings: Vec<roce_net::Finding>,
     probe: ArpProbeResult,
     egress: Vec<(String, IpAddr, Option<String>)>,
 }
@@ -34,7 +34,7 @@ fn v4(ip: IpAddr) -> Result<Ipv4Addr, Error> {
 
 fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
     let st = host.snapshot()?;
-    let findings = doctor::run(&st);
+    let findings = roce_net::doctor(&st);
     let nics = lab.nics();
     let peer = lab
         .peer_nic()
@@ -67,7 +67,7 @@ fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
 fn describe(title: &str, lab: &Lab, o: &Observation) -> String {
     let mut s = format!("\n=== {title} ===\n");
     let ids: BTreeSet<&str> = o.findings.iter().map(|f| f.id.as_str()).collect();
-    let sum = doctor::summarize(&o.findings);
+    let sum = roce_net::summarize(&o.findings);
     s.push_str(&format!(
         "doctor: {} error(s), {} warning(s), {} info: {}\n",
         sum.error,
@@ -82,7 +82,7 @@ fn describe(title: &str, lab: &Lab, o: &Observation) -> String {
     for f in o
         .findings
         .iter()
-        .filter(|f| f.severity != doctor::Severity::Info)
+        .filter(|f| f.severity != roce_net::Severity::Info)
     {
         s.push_str(&format!("  [{}] {}: {}\n", f.id, f.subject, f.message));
     }
@@ -116,10 +116,10 @@ fn egress_ok(o: &Observation) -> bool {
 
 /// Run the demo.
 pub fn run(nics: usize, keep: bool, as_json: bool) -> Result<u8, Error> {
-    if !(2..=roce_net::lab::SEED_MAX_NICS).contains(&nics) {
+    if !(2..=roce_net::SEED_MAX_NICS).contains(&nics) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
-            format!("--nics must be 2 to {}", roce_net::lab::SEED_MAX_NICS),
+            format!("--nics must be 2 to {}", roce_net::SEED_MAX_NICS),
         ));
     }
     let mut lab = Lab::seed_tagged("demo", nics)?;
@@ -136,10 +136,10 @@ pub fn run(nics: usize, keep: bool, as_json: bool) -> Result<u8, Error> {
 
     let before = observe(&lab, &host)?;
     let policy = Policy::default();
-    let p = plan::plan(&host.snapshot()?, &policy)?;
-    let report = apply::apply(&host, &p, &opts)?;
+    let p = roce_net::plan(&host.snapshot()?, &policy)?;
+    let report = roce_net::apply(&host, &p, &opts)?;
     let after = observe(&lab, &host)?;
-    let second = plan::plan(&host.snapshot()?, &policy)?;
+    let second = roce_net::plan(&host.snapshot()?, &policy)?;
     let fixed = !after.probe.is_flux() && egress_ok(&after) && second.is_empty();
 
     if as_json {

@@ -1,7 +1,7 @@
 //! Human-readable rendering: aligned tables in `ip`'s vocabulary.
 
-use roce_net::model::{protocol, ConfKey, GidEntry, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
 use roce_net::HostState;
+use roce_net::{protocol, ConfKey, GidEntry, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -140,7 +140,7 @@ pub fn gids(st: &HostState) -> String {
 fn addrs_of(st: &HostState, ifname: &str) -> String {
     let v: Vec<String> = st
         .addresses_of(ifname)
-        .filter(|a| a.scope == roce_net::model::Scope::Universe)
+        .filter(|a| a.scope == roce_net::Scope::Universe)
         .map(|a| format!("{}/{}", a.address, a.prefix_len))
         .collect();
     if v.is_empty() {
@@ -192,9 +192,7 @@ pub fn show(st: &HostState) -> String {
                 let v2: Vec<String> = p
                     .gids
                     .iter()
-                    .filter(|g| {
-                        g.ipv4.is_some() && g.gid_type == Some(roce_net::model::GidType::RoceV2)
-                    })
+                    .filter(|g| g.ipv4.is_some() && g.gid_type == Some(roce_net::GidType::RoceV2))
                     .map(|g| g.index.to_string())
                     .collect();
                 t.row(vec![
@@ -344,7 +342,7 @@ pub fn show(st: &HostState) -> String {
 pub fn route_decision(
     dst: std::net::IpAddr,
     src: Option<std::net::IpAddr>,
-    d: &roce_net::model::RouteDecision,
+    d: &roce_net::RouteDecision,
 ) -> String {
     let mut s = format!("{:?} {dst}", d.kind).to_lowercase();
     if let Some(g) = d.gateway {
@@ -364,11 +362,7 @@ pub fn route_decision(
 }
 
 /// `roce-net probe arp`.
-pub fn arp_probe(
-    dev: &str,
-    target: std::net::Ipv4Addr,
-    r: &roce_net::probe::ArpProbeResult,
-) -> String {
+pub fn arp_probe(dev: &str, target: std::net::Ipv4Addr, r: &roce_net::ArpProbeResult) -> String {
     let mut s = format!(
         "ARP probe for {target} from {dev}: {} request(s), {} distinct MAC(s) answered\n",
         r.requests_sent,
@@ -390,7 +384,7 @@ pub fn arp_probe(
 }
 
 /// `roce-net plan`: the diff and a count.
-pub fn plan(p: &roce_net::plan::Plan) -> String {
+pub fn plan(p: &roce_net::Plan) -> String {
     if p.is_empty() {
         return "no changes: the host already matches the policy\n".into();
     }
@@ -404,10 +398,10 @@ pub fn plan(p: &roce_net::plan::Plan) -> String {
 
 /// `roce-net persist`.
 pub fn persist(
-    backend: roce_net::persist::Backend,
+    backend: roce_net::Backend,
     why: &str,
-    files: &[roce_net::persist::RenderedFile],
-    report: &roce_net::persist::WriteReport,
+    files: &[roce_net::RenderedFile],
+    report: &roce_net::WriteReport,
 ) -> String {
     let mut s = format!("backend {} ({why})\n", backend.name());
     for d in &report.diffs {
@@ -441,9 +435,9 @@ pub fn persist(
 }
 
 /// `roce-net doctor`: findings grouped by severity, most severe first.
-pub fn doctor(st: &HostState, findings: &[roce_net::doctor::Finding]) -> String {
-    use roce_net::doctor::Severity;
-    let sum = roce_net::doctor::summarize(findings);
+pub fn doctor(st: &HostState, findings: &[roce_net::Finding]) -> String {
+    use roce_net::Severity;
+    let sum = roce_net::summarize(findings);
     let ns = st
         .netns
         .as_deref()
@@ -487,7 +481,7 @@ pub fn doctor(st: &HostState, findings: &[roce_net::doctor::Finding]) -> String 
 }
 
 /// `roce-net nccl-env`.
-pub fn nccl(a: &roce_net::nccl::NcclAdvice) -> String {
+pub fn nccl(a: &roce_net::NcclAdvice) -> String {
     let mut s = String::new();
     for v in &a.vars {
         match &v.value {
@@ -507,7 +501,7 @@ pub fn nccl(a: &roce_net::nccl::NcclAdvice) -> String {
 }
 
 /// `roce-net fleet`.
-pub fn fleet(r: &roce_net::fleet::FleetReport) -> String {
+pub fn fleet(r: &roce_net::FleetReport) -> String {
     let mut t = Table::new(&[
         "HOST",
         "NICS",
@@ -558,8 +552,8 @@ pub fn fleet(r: &roce_net::fleet::FleetReport) -> String {
 }
 
 /// `roce-net status`.
-pub fn journal(j: Option<&roce_net::apply::Journal>) -> String {
-    use roce_net::apply::{JournalState, StepStatus};
+pub fn journal(j: Option<&roce_net::Journal>) -> String {
+    use roce_net::{JournalState, StepStatus};
     let Some(j) = j else {
         return "no apply recorded in this namespace\n".into();
     };

@@ -4,7 +4,7 @@ use crate::convert::to_py;
 use crate::errors::py_err;
 use crate::state::native_state;
 use pyo3::prelude::*;
-use roce_net::doctor::DoctorOptions;
+use roce_net::DoctorOptions;
 use roce_net::{Error, ErrorKind, HostState};
 use std::sync::Arc;
 
@@ -39,7 +39,7 @@ pub fn doctor<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let st = native_state(state)?;
     let opts = self::options(options)?;
-    let findings = py.detach(move || roce_net::doctor::run_with(&st, &opts));
+    let findings = py.detach(move || roce_net::doctor_with(&st, &opts));
     to_py(py, &findings)
 }
 
@@ -47,7 +47,7 @@ pub fn doctor<'py>(
 #[pyfunction]
 pub fn nccl_env<'py>(py: Python<'py>, state: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let st = native_state(state)?;
-    let advice = py.detach(move || roce_net::nccl::recommend(&st));
+    let advice = py.detach(move || roce_net::nccl_env(&st));
     to_py(py, &advice)
 }
 
@@ -66,7 +66,7 @@ pub fn fleet_report<'py>(
     let opts = self::options(options)?;
     let report = py.detach(move || {
         let owned: Vec<HostState> = v.iter().map(|s| (**s).clone()).collect();
-        roce_net::fleet::report_with(&owned, &opts)
+        roce_net::fleet_report_with(&owned, &opts)
     });
     to_py(py, &report)
 }
@@ -88,7 +88,7 @@ pub fn route_lookup<'py>(
     let st = native_state(state)?;
     let dst = crate::host::ip_arg("destination", dst)?;
     let src = src.map(|s| crate::host::ip_arg("source", s)).transpose()?;
-    let flow = roce_net::fib::Flow {
+    let flow = roce_net::Flow {
         dst,
         src,
         iif,
@@ -96,7 +96,7 @@ pub fn route_lookup<'py>(
         fwmark,
         tos: 0,
     };
-    let res = roce_net::fib::resolve(&st, &flow);
+    let res = roce_net::fib_lookup(&st, &flow);
     match res {
         Ok(d) => to_py(py, &d),
         Err(e) => {

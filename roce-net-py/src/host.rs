@@ -5,7 +5,7 @@ use crate::errors::{py_err, IntoPyResult};
 use crate::plan::native_plan;
 use crate::state::state_to_py;
 use pyo3::prelude::*;
-use roce_net::apply::ApplyOptions;
+use roce_net::ApplyOptions;
 use roce_net::{Error, ErrorKind};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -142,7 +142,7 @@ impl Host {
                 format!("ARP probe timeout {timeout} s is not between 0 and 3600"),
             )));
         }
-        let opts = roce_net::probe::ArpProbeOptions {
+        let opts = roce_net::ArpProbeOptions {
             count,
             timeout: Duration::from_secs_f64(timeout),
             source,
@@ -179,7 +179,7 @@ impl Host {
         opts.fail_at = _fail_at;
         let h = self.inner.clone();
         let o = opts.clone();
-        let report = py.detach(move || roce_net::apply::apply(&h, &p, &o)).py()?;
+        let report = py.detach(move || roce_net::apply(&h, &p, &o)).py()?;
         if report.confirm_deadline.is_some() {
             // The watchdog runs in its own session so it outlives this process
             // (and the SSH session that may die with a bad routing change).
@@ -201,7 +201,7 @@ impl Host {
     fn confirm(&self, py: Python<'_>, state_dir: Option<PathBuf>) -> PyResult<()> {
         let h = self.inner.clone();
         let o = apply_options(state_dir);
-        py.detach(move || roce_net::apply::confirm(&h, &o)).py()
+        py.detach(move || roce_net::confirm(&h, &o)).py()
     }
 
     /// Undo the last apply from its journal (also after a crash). NotFoundError
@@ -214,7 +214,7 @@ impl Host {
     ) -> PyResult<Bound<'py, PyAny>> {
         let h = self.inner.clone();
         let o = apply_options(state_dir);
-        let r = py.detach(move || roce_net::apply::rollback(&h, &o)).py()?;
+        let r = py.detach(move || roce_net::rollback(&h, &o)).py()?;
         to_py(py, &r)
     }
 
@@ -229,7 +229,7 @@ impl Host {
     ) -> PyResult<Bound<'py, PyAny>> {
         let h = self.inner.clone();
         let o = apply_options(state_dir);
-        let r = py.detach(move || roce_net::apply::watchdog(&h, &o)).py()?;
+        let r = py.detach(move || roce_net::watchdog(&h, &o)).py()?;
         to_py(py, &r)
     }
 

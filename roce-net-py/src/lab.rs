@@ -5,7 +5,7 @@ use crate::errors::{py_err, IntoPyResult};
 use crate::host::Host;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use roce_net::lab::{Lab as RLab, LabNic};
+use roce_net::{Lab as RLab, LabNic};
 use roce_net::{Error, ErrorKind};
 use std::sync::Mutex;
 

@@ -4,7 +4,7 @@ use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
 use crate::plan::native_plan;
 use pyo3::prelude::*;
-use roce_net::persist::{self, Backend, RenderOptions, RenderedFile};
+use roce_net::{Backend, RenderOptions, RenderedFile};
 use roce_net::{Error, ErrorKind};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,10 +29,10 @@ pub fn render_persistence<'py>(
         netplan_devices: netplan_devices
             .unwrap_or_default()
             .into_iter()
-            .map(|(k, (kind, id))| (k, persist::NetplanDevice { kind, id }))
+            .map(|(k, (kind, id))| (k, roce_net::NetplanDevice { kind, id }))
             .collect(),
     };
-    let files = persist::render(&p.desired, b, &opts).py()?;
+    let files = roce_net::render_persistence(&p.desired, b, &opts).py()?;
     to_py(py, &files)
 }
 
@@ -58,7 +58,7 @@ pub fn write_persistence<'py>(
     }
     let root = root.unwrap_or_else(|| PathBuf::from("/"));
     let report = py
-        .detach(move || persist::write_files(&v, &root, dry_run))
+        .detach(move || roce_net::write_persistence(&v, &root, dry_run))
         .py()?;
     to_py(py, &report)
 }

@@ -4,7 +4,7 @@ use crate::convert::to_py;
 use crate::errors::IntoPyResult;
 use crate::state::attach_native;
 use pyo3::prelude::*;
-use roce_net::plan::Plan;
+use roce_net::Plan;
 use std::sync::Arc;
 
 /// The Rust plan behind a Python `Plan` (opaque).

@@ -6,7 +6,7 @@ use crate::plan::{native_plan, plan_to_py};
 use crate::state::native_state;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use roce_net::policy::Policy as RPolicy;
+use roce_net::Policy as RPolicy;
 use roce_net::{Error, ErrorKind};
 use std::path::PathBuf;
 
@@ -88,7 +88,7 @@ pub fn plan<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let st = native_state(state)?;
     let pol = policy.get().inner.clone();
-    let p = py.detach(move || roce_net::plan::plan(&st, &pol)).py()?;
+    let p = py.detach(move || roce_net::plan(&st, &pol)).py()?;
     plan_to_py(py, p)
 }
 

@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PySlice, PyString, PyTuple};
-use roce_net::model::Route;
+use roce_net::Route;
 use roce_net::HostState;
 use std::sync::Arc;
 

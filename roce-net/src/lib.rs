@@ -1,29 +1,115 @@
 //! roce-net: observe, diagnose and fix host networking on multi-NIC RoCE/RDMA servers.
 //!
-//! The flow reads top to bottom: [`observe`] a host into a [`model::HostState`],
-//! diagnose it with [`doctor`], declare the desired state as a [`policy::Policy`],
-//! [`plan`] the changes, [`apply`] them as a transaction or render them with
-//! [`persist`], and derive NCCL settings with [`nccl`]. [`lab`] builds throwaway
-//! network-namespace topologies for demos and tests.
+//! The flow reads top to bottom, and every step is one call:
 //!
-//! The library prints nothing and never exits the process.
+//! ```no_run
+//! # fn main() -> roce_net::Result<()> {
+//! use roce_net::{Host, Policy, ApplyOptions};
+//! let host = Host::current();                     // or Host::netns("gpu0")?
+//! let state = host.snapshot()?;                   // observe: one typed snapshot
+//! for f in roce_net::doctor(&state) {             // diagnose: findings with evidence
+//!     println!("{} {} {}", f.severity, f.id, f.message);
+//! }
+//! let policy = Policy::default();                 // the desired state (YAML/JSON)
+//! let plan = roce_net::plan(&state, &policy)?;    // a reviewable diff
+//! print!("{}", plan.render_diff());
+//! roce_net::apply(&host, &plan, &ApplyOptions::default())?; // a transaction
+//! let nccl = roce_net::nccl_env(&state);          // NCCL settings that match
+//! # let _ = nccl; Ok(()) }
+//! ```
+//!
+//! The modules are private; everything a user needs is re-exported here, grouped
+//! by the step it belongs to (`docs/architecture.md` draws the modules and the
+//! flow). The library prints nothing and never exits the process.
 #![deny(missing_docs)]
 
-pub mod apply;
-pub mod doctor;
-pub mod error;
-pub mod fib;
-pub mod fleet;
-pub mod lab;
-pub mod model;
-pub mod nccl;
-pub mod netns;
-pub mod observe;
-pub mod persist;
-pub mod plan;
-pub mod policy;
-pub mod probe;
+// Lets the crate's own tests name items as users do (`roce_net::Route`).
+#[cfg(test)]
+extern crate self as roce_net;
 
+mod apply;
+mod doctor;
+mod error;
+mod fib;
+mod fleet;
+mod host;
+mod kernel;
+mod lab;
+mod model;
+mod nccl;
+mod netns;
+mod persist;
+mod plan;
+mod policy;
+mod probe;
+mod rt_tables;
+mod scope;
+#[cfg(test)]
+mod test_support;
+
+// Errors (DESIGN decision 9).
 pub use error::{Error, ErrorKind, Result};
-pub use model::HostState;
-pub use observe::Host;
+
+// The model: the snapshot and its parts.
+pub use model::{
+    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
+    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
+    Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
+    RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+};
+
+// Observe: the namespace-scoped host handle and the kernel I/O it drives.
+pub use host::{hostname, Host};
+pub use kernel::netlink::Netlink;
+pub use netns::{
+    create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
+};
+
+// Which NICs are managed, and which address of each.
+pub use scope::{nic_scope, nics_in_scope, NicScope, PortRef, ScopeMode, ScopedNic};
+
+// Diagnose.
+pub use doctor::{
+    max_severity, run as doctor, run_with as doctor_with, sort_findings, summarize, DoctorOptions,
+    Finding, Remediation, Severity, Subject, Summary, CHECK_IDS,
+};
+pub use fib::{
+    resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
+};
+pub use fleet::{
+    report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
+    FLEET_CHECK_IDS,
+};
+pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
+pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+
+// Declare, plan.
+pub use plan::{
+    desired_state, fingerprint, neigh_line, plan, polluted_neighbors, route_line, rule_line,
+    Change, DesiredState, NicDesired, Plan, PollutedNeighbor, PollutionReason,
+};
+pub use policy::{
+    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
+    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
+    POLICY_VERSION,
+};
+
+// Apply as a transaction.
+pub use apply::{
+    apply, confirm, namespace_key, rollback, status as apply_status, watchdog, ApplyOptions,
+    ApplyReport, Journal, JournalState, NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome,
+    DEFAULT_STATE_DIR,
+};
+
+// Persist.
+pub use persist::{
+    detect as detect_backend, detect_explained as detect_backend_explained,
+    diff_files as diff_persistence, render as render_persistence, write_files as write_persistence,
+    Backend, DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport,
+    BACKUP_SUFFIX,
+};
+pub use rt_tables::TABLE_NAMES_FILE;
+
+// Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
+pub use lab::{Lab, LabNic, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE};

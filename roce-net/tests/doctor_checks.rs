@@ -5,8 +5,8 @@
 mod doctor_support;
 
 use doctor_support::{golden, healthy, ip, B};
-use roce_net::doctor::{self, Finding, Severity};
-use roce_net::model::{ConfKey, GidType, HostState, NeighState};
+use roce_net::{ConfKey, GidType, HostState, NeighState};
+use roce_net::{Finding, Severity};
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -35,11 +35,11 @@ fn base() -> B {
 #[test]
 fn healthy_host_has_no_findings() {
     let s = fixture("healthy.json", base());
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert!(f.is_empty(), "{f:#?}");
-    assert_eq!(doctor::max_severity(&f), None);
+    assert_eq!(roce_net::max_severity(&f), None);
     assert_eq!(
-        doctor::nics_in_scope(&s),
+        roce_net::nics_in_scope(&s),
         vec!["ens1", "ens2", "ens3", "ens4"]
     );
 }
@@ -52,7 +52,7 @@ fn arp_ignore() {
         b.sysctl(n, ConfKey::ArpIgnore, 1);
     }
     let s = fixture("arp-ignore.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["arp-ignore"]));
     let x = one(&f, "arp-ignore");
     assert_eq!(x.subject.interface.as_deref(), Some("ens4"));
@@ -74,7 +74,7 @@ fn arp_ignore() {
 fn arp_ignore_above_range_lowers_all() {
     let mut b = base();
     b.sysctl("all", ConfKey::ArpIgnore, 8);
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     let v = only(&f, "arp-ignore");
     assert_eq!(v.len(), 4);
     assert_eq!(
@@ -88,7 +88,7 @@ fn arp_ignore_above_range_lowers_all() {
         b.sysctl(n, ConfKey::ArpIgnore, 0);
     }
     b.sysctl("ens1", ConfKey::ArpIgnore, 3);
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     let x = only(&f, "arp-ignore")[0];
     assert_eq!(x.subject.interface.as_deref(), Some("ens1"));
     assert_eq!(
@@ -108,7 +108,7 @@ fn arp_announce() {
         b.sysctl(n, ConfKey::ArpAnnounce, 2);
     }
     let s = fixture("arp-announce.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["arp-announce"]));
     let x = one(&f, "arp-announce");
     assert_eq!(x.subject.interface.as_deref(), Some("ens2"));
@@ -129,7 +129,7 @@ fn rp_filter_strict() {
     }
     b.sysctl("ens3", ConfKey::RpFilter, 1);
     let s = fixture("rp-filter-strict.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["rp-filter-strict"]));
     let x = one(&f, "rp-filter-strict");
     assert_eq!(x.subject.interface.as_deref(), Some("ens3"));
@@ -146,7 +146,7 @@ fn rp_filter_strict() {
 fn loose_rp_filter_is_fine() {
     let mut b = base();
     b.sysctl("ens3", ConfKey::RpFilter, 2);
-    assert!(doctor::run(&b.0).is_empty());
+    assert!(roce_net::doctor(&b.0).is_empty());
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn source_rule_missing() {
     b.0.rules.retain(|r| r.priority != 1003);
     b.0.routes.retain(|r| r.table != 1003);
     let s = fixture("source-rule-missing.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     // Without the rule, traffic from ens3's address also leaves by ens1.
     assert_eq!(
         ids(&f),
@@ -186,7 +186,7 @@ fn source_rule_after_main_is_shadowed() {
     for r in b.0.rules.iter_mut().filter(|r| r.priority == 1002) {
         r.priority = 40000;
     }
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     let x = one(&f, "source-rule-missing");
     assert_eq!(x.subject.interface.as_deref(), Some("ens2"));
     assert_eq!(x.evidence["shadowed_rule"]["priority"], json!(40000));
@@ -212,7 +212,7 @@ fn source_table_incomplete_wrong_src() {
         r.prefsrc = Some(ip("198.18.0.11"));
     }
     let s = fixture("source-table-incomplete.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["source-table-incomplete"]));
     let x = one(&f, "source-table-incomplete");
     assert_eq!(x.subject.interface.as_deref(), Some("ens2"));
@@ -232,7 +232,7 @@ fn source_table_incomplete_wrong_src() {
 fn source_table_empty() {
     let mut b = base();
     b.0.routes.retain(|r| r.table != 1002);
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     assert_eq!(
         ids(&f),
         BTreeSet::from(["source-table-incomplete", "asymmetric-egress"])
@@ -249,7 +249,7 @@ fn asymmetric_egress() {
     // A foreign rule sends ens4's subnet traffic to ens1's table first.
     b.rule("pref 100 from 198.18.0.14 to 198.18.0.0/24 lookup 1001");
     let s = fixture("asymmetric-egress.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["asymmetric-egress"]));
     let x = one(&f, "asymmetric-egress");
     assert_eq!(x.subject.interface.as_deref(), Some("ens4"));
@@ -275,7 +275,7 @@ fn asymmetric_egress_uses_a_neighbour_as_peer() {
         Some("02:00:00:00:77:01"),
         NeighState::Reachable,
     );
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     let x = one(&f, "asymmetric-egress");
     assert_eq!(x.evidence["peer"], json!("198.18.0.77"));
     assert_eq!(x.evidence["egress"], json!("ens1"));
@@ -319,7 +319,7 @@ fn neighbor_conflict() {
         NeighState::Stale,
     );
     let s = fixture("neighbor-conflict.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["neighbor-conflict"]));
     let v = only(&f, "neighbor-conflict");
     assert_eq!(v.len(), 3, "{v:#?}");
@@ -368,7 +368,7 @@ fn distinct_peers_are_not_a_conflict() {
             NeighState::Reachable,
         );
     }
-    assert!(doctor::run(&b.0).is_empty());
+    assert!(roce_net::doctor(&b.0).is_empty());
 }
 
 #[test]
@@ -389,7 +389,7 @@ fn shared_gateway_mac_is_not_a_conflict() {
             NeighState::Reachable,
         );
     }
-    assert!(doctor::run(&b.0).is_empty());
+    assert!(roce_net::doctor(&b.0).is_empty());
 }
 
 #[test]
@@ -397,7 +397,7 @@ fn neighbor_failed() {
     let mut b = base();
     b.neigh("ens2", "198.18.0.30", None, NeighState::Failed);
     let s = fixture("neighbor-failed.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["neighbor-failed"]));
     let x = one(&f, "neighbor-failed");
     assert_eq!(x.severity, Severity::Warning);
@@ -414,7 +414,7 @@ fn duplicate_address() {
     let mut b = base();
     b.addr("eno1", "198.18.0.12/24");
     let s = fixture("duplicate-address.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["duplicate-address"]));
     let x = one(&f, "duplicate-address");
     assert_eq!(x.subject.address.as_deref(), Some("198.18.0.12"));
@@ -430,7 +430,7 @@ fn mtu_mismatch() {
     let mut b = base();
     b.iface_mut("ens2").mtu = 1500;
     let s = fixture("mtu-mismatch.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["mtu-mismatch"]));
     let x = one(&f, "mtu-mismatch");
     assert_eq!(x.subject.interface.as_deref(), Some("ens2"));
@@ -447,11 +447,11 @@ fn mtu_mismatch() {
 #[test]
 fn mtu_expected_by_option() {
     let s = base().0;
-    let opts = doctor::DoctorOptions {
+    let opts = roce_net::DoctorOptions {
         expected_mtu: Some(4200),
         ..Default::default()
     };
-    let f = doctor::run_with(&s, &opts);
+    let f = roce_net::doctor_with(&s, &opts);
     assert_eq!(only(&f, "mtu-mismatch").len(), 4);
 }
 
@@ -462,7 +462,7 @@ fn gid_rocev2_missing() {
         .gids
         .retain(|g| g.gid_type != Some(GidType::RoceV2) || g.ipv4.is_none());
     let s = fixture("gid-rocev2-missing.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["gid-rocev2-missing"]));
     let x = one(&f, "gid-rocev2-missing");
     assert_eq!(x.subject.interface.as_deref(), Some("ens3"));
@@ -489,7 +489,7 @@ fn gid_index_inconsistent() {
         .push(doctor_support::gid(3, v6, GidType::RoceV2, "ens2", None));
     p.gids.sort_by_key(|g| g.index);
     let s = fixture("gid-index-inconsistent.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["gid-index-inconsistent"]));
     let x = one(&f, "gid-index-inconsistent");
     assert_eq!(x.subject.device.as_deref(), Some("mlx5_1"));
@@ -509,7 +509,7 @@ fn port_down() {
     p.state = Some("DOWN".into());
     p.phys_state = Some("Disabled".into());
     let s = fixture("port-down.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["port-down"]));
     let x = one(&f, "port-down");
     assert_eq!(x.severity, Severity::Error);
@@ -528,7 +528,7 @@ fn port_down_with_netdev_down_is_a_warning() {
     let mut b = base();
     b.port_mut("mlx5_3").state = Some("DOWN".into());
     b.iface_mut("ens4").admin_up = false;
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     let x = one(&f, "port-down");
     assert_eq!(x.severity, Severity::Warning);
     assert_eq!(x.remediation.commands[0], "ip link set dev ens4 up");
@@ -539,7 +539,7 @@ fn netdev_backlog_low() {
     let mut b = base();
     b.0.sysctls.tuning.netdev_max_backlog = Some(1000);
     let s = fixture("netdev-backlog-low.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["netdev-backlog-low"]));
     let x = one(&f, "netdev-backlog-low");
     assert_eq!(x.severity, Severity::Info);
@@ -549,11 +549,11 @@ fn netdev_backlog_low() {
         x.remediation.commands,
         vec!["sysctl -w net.core.netdev_max_backlog=250000"]
     );
-    let opts = doctor::DoctorOptions {
+    let opts = roce_net::DoctorOptions {
         min_netdev_max_backlog: 1000,
         ..Default::default()
     };
-    assert!(doctor::run_with(&s, &opts).is_empty());
+    assert!(roce_net::doctor_with(&s, &opts).is_empty());
 }
 
 #[test]
@@ -567,7 +567,7 @@ fn rx_drops() {
     st.rx_packets = 1_000_000_000;
     st.rx_dropped = 5000;
     let s = fixture("rx-drops.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["rx-drops"]));
     let x = one(&f, "rx-drops");
     assert_eq!(x.subject.interface.as_deref(), Some("ens1"));
@@ -583,7 +583,7 @@ fn rdma_retransmits() {
     p.hw_counters.insert("out_of_sequence".into(), 0);
     p.hw_counters.insert("rx_write_requests".into(), 99);
     let s = fixture("rdma-retransmits.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["rdma-retransmits"]));
     let x = one(&f, "rdma-retransmits");
     assert_eq!(x.subject.device.as_deref(), Some("mlx5_0"));
@@ -614,7 +614,7 @@ fn lab() -> B {
 #[test]
 fn no_rdma_devices() {
     let s = fixture("no-rdma-devices.bad.json", lab());
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["no-rdma-devices"]));
     let x = one(&f, "no-rdma-devices");
     assert_eq!(x.severity, Severity::Info);
@@ -626,7 +626,7 @@ fn lab_scope_finds_flux_problems() {
     let mut b = lab();
     b.sysctl("all", ConfKey::ArpIgnore, 0);
     b.0.rules.retain(|r| r.priority != 1002);
-    let f = doctor::run(&b.0);
+    let f = roce_net::doctor(&b.0);
     assert_eq!(
         ids(&f),
         BTreeSet::from([
@@ -652,7 +652,7 @@ fn multiple_default_routes() {
     let mut b = base();
     b.route("default via 198.19.0.2 dev eno1 proto static");
     let s = fixture("multiple-default-routes.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["multiple-default-routes"]));
     let x = one(&f, "multiple-default-routes");
     assert_eq!(
@@ -669,18 +669,18 @@ fn multiple_default_routes() {
     // Different metrics are a normal failover setup.
     let mut b = base();
     b.route("default via 198.19.0.2 dev eno1 metric 100");
-    assert!(doctor::run(&b.0).is_empty());
+    assert!(roce_net::doctor(&b.0).is_empty());
 }
 
 #[test]
 fn snapshot_partial() {
     let mut b = base();
-    b.0.warnings.push(roce_net::model::Warning {
+    b.0.warnings.push(roce_net::Warning {
         source: "/proc/sys/net/ipv4/conf/ens2/rp_filter".into(),
         message: "permission denied".into(),
     });
     let s = fixture("snapshot-partial.bad.json", b);
-    let f = doctor::run(&s);
+    let f = roce_net::doctor(&s);
     assert_eq!(ids(&f), BTreeSet::from(["snapshot-partial"]));
     let x = one(&f, "snapshot-partial");
     assert_eq!(x.severity, Severity::Info);
@@ -697,16 +697,16 @@ fn snapshot_partial() {
 #[test]
 fn every_check_has_a_bad_fixture_and_findings_are_sorted_and_serialisable() {
     let mut all_ids = BTreeSet::new();
-    for id in doctor::CHECK_IDS {
+    for id in roce_net::CHECK_IDS {
         let name = format!("{id}.bad.json");
         let s = doctor_support::load(&name);
-        let f = doctor::run(&s);
+        let f = roce_net::doctor(&s);
         assert!(
             f.iter().any(|x| x.id == *id),
             "{name} does not trigger {id}"
         );
         let mut sorted = f.clone();
-        doctor::sort_findings(&mut sorted);
+        roce_net::sort_findings(&mut sorted);
         assert_eq!(sorted, f);
         for x in &f {
             assert!(!x.evidence.is_empty(), "{} has no evidence", x.id);
@@ -720,7 +720,7 @@ fn every_check_has_a_bad_fixture_and_findings_are_sorted_and_serialisable() {
         }
         all_ids.insert(*id);
     }
-    assert_eq!(all_ids.len(), doctor::CHECK_IDS.len());
+    assert_eq!(all_ids.len(), roce_net::CHECK_IDS.len());
 }
 
 #[test]
@@ -729,10 +729,10 @@ fn summary_helpers() {
     b.iface_mut("ens2").mtu = 1500;
     b.0.sysctls.tuning.netdev_max_backlog = Some(1000);
     b.sysctl("all", ConfKey::ArpIgnore, 0);
-    let f = doctor::run(&b.0);
-    let s = doctor::summarize(&f);
+    let f = roce_net::doctor(&b.0);
+    let s = roce_net::summarize(&f);
     assert_eq!((s.error, s.warning, s.info), (4, 1, 1));
-    assert_eq!(doctor::max_severity(&f), Some(Severity::Error));
+    assert_eq!(roce_net::max_severity(&f), Some(Severity::Error));
     // Most severe first.
     assert_eq!(f.first().unwrap().severity, Severity::Error);
     assert_eq!(f.last().unwrap().severity, Severity::Info);
@@ -745,13 +745,13 @@ fn scope_without_rdma_and_without_shared_subnets_is_empty() {
     b.nic("eth1", 3, "02:00:00:00:00:02", 1500);
     b.addr("eth0", "198.18.1.1/24");
     b.addr("eth1", "198.18.2.1/24");
-    let sc = doctor::nic_scope(&b.0);
-    assert_eq!(sc.mode, doctor::ScopeMode::Empty);
+    let sc = roce_net::nic_scope(&b.0);
+    assert_eq!(sc.mode, roce_net::ScopeMode::Empty);
     assert!(sc.nics.is_empty());
     // Enslaved ports are never in scope, even with an address.
     let mut b = lab();
     b.iface_mut("veth2").master = Some("br0".into());
-    assert!(doctor::nics_in_scope(&b.0).is_empty());
+    assert!(roce_net::nics_in_scope(&b.0).is_empty());
 }
 
 /// Every policy setting a finding recommends is one the policy loader accepts, so
@@ -766,7 +766,7 @@ fn remediation_policy_settings_are_valid_policy() {
             continue;
         }
         let st = roce_net::HostState::load(&p).unwrap();
-        for f in doctor::run(&st) {
+        for f in roce_net::doctor(&st) {
             let Some(setting) = f.remediation.policy.as_deref() else {
                 continue;
             };
@@ -782,7 +782,7 @@ fn remediation_policy_settings_are_valid_policy() {
                 yaml.push(if depth + 1 == parts.len() { ' ' } else { '\n' });
             }
             yaml.push_str(value);
-            roce_net::policy::Policy::from_yaml(&yaml).unwrap_or_else(|e| {
+            roce_net::Policy::from_yaml(&yaml).unwrap_or_else(|e| {
                 panic!("{} recommends {setting:?}, not a valid policy: {e}", f.id)
             });
             seen += 1;

@@ -3,9 +3,9 @@
 mod doctor_support;
 
 use doctor_support::{healthy, B};
-use roce_net::doctor::Severity;
-use roce_net::fleet;
-use roce_net::model::GidType;
+use roce_net::Severity;
+
+use roce_net::GidType;
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -56,7 +56,7 @@ fn consistent_fleet_has_no_cross_host_findings() {
         healthy("gpu2", 21).0,
         healthy("gpu3", 31).0,
     ];
-    let r = fleet::report(&hosts);
+    let r = roce_net::fleet_report(&hosts);
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
     assert_eq!(r.hosts.len(), 3);
     let h = &r.hosts[1];
@@ -75,11 +75,11 @@ fn consistent_fleet_has_no_cross_host_findings() {
 #[test]
 fn odd_host_is_named_in_every_fleet_finding() {
     let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
-    let r = fleet::report(&hosts);
+    let r = roce_net::fleet_report(&hosts);
     let ids: BTreeSet<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(
         ids,
-        fleet::FLEET_CHECK_IDS
+        roce_net::FLEET_CHECK_IDS
             .iter()
             .copied()
             .collect::<BTreeSet<_>>()
@@ -119,7 +119,7 @@ fn odd_host_is_named_in_every_fleet_finding() {
 
 #[test]
 fn single_host_has_no_cross_host_findings() {
-    let r = fleet::report(&[odd_host().0]);
+    let r = roce_net::fleet_report(&[odd_host().0]);
     assert!(r.findings.is_empty());
     assert_eq!(r.hosts.len(), 1);
 }
@@ -127,7 +127,7 @@ fn single_host_has_no_cross_host_findings() {
 #[test]
 fn fleet_findings_carry_fixes() {
     let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
-    let r = fleet::report(&hosts);
+    let r = roce_net::fleet_report(&hosts);
     let by = |id: &str| r.findings.iter().find(|f| f.id == id).unwrap();
     assert_eq!(
         by("fleet-mtu-differs").remediation.commands,

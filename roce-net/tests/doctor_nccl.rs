@@ -3,12 +3,11 @@
 mod doctor_support;
 
 use doctor_support::{healthy, load};
-use roce_net::nccl;
 
 #[test]
 fn healthy_host_gets_exact_hca_list_gid_index_and_socket_ifname() {
     let s = load("healthy.json");
-    let a = nccl::recommend(&s);
+    let a = roce_net::nccl_env(&s);
     let hca = a.get("NCCL_IB_HCA").unwrap();
     assert_eq!(
         hca.value.as_deref(),
@@ -36,7 +35,7 @@ fn healthy_host_gets_exact_hca_list_gid_index_and_socket_ifname() {
 #[test]
 fn inconsistent_gid_index_leaves_it_unset_and_selects_by_family() {
     let s = load("gid-index-inconsistent.bad.json");
-    let a = nccl::recommend(&s);
+    let a = roce_net::nccl_env(&s);
     let gid = a.get("NCCL_IB_GID_INDEX").unwrap();
     assert_eq!(gid.value, None);
     assert!(gid.reason.contains("mlx5_1:1=5"), "{}", gid.reason);
@@ -54,7 +53,7 @@ fn inconsistent_gid_index_leaves_it_unset_and_selects_by_family() {
 #[test]
 fn missing_v2_gid_gives_no_index() {
     let s = load("gid-rocev2-missing.bad.json");
-    let a = nccl::recommend(&s);
+    let a = roce_net::nccl_env(&s);
     let gid = a.get("NCCL_IB_GID_INDEX").unwrap();
     assert_eq!(gid.value, None);
     assert!(
@@ -63,14 +62,14 @@ fn missing_v2_gid_gives_no_index() {
         gid.reason
     );
     assert!(a.get("NCCL_IB_ADDR_FAMILY").is_none());
-    let idx = nccl::roce_v2_gid_indices(&s);
+    let idx = roce_net::roce_v2_gid_indices(&s);
     assert_eq!(idx.values().filter(|v| v.is_none()).count(), 1);
 }
 
 #[test]
 fn down_port_is_left_out_of_the_hca_list() {
     let s = load("port-down.bad.json");
-    let a = nccl::recommend(&s);
+    let a = roce_net::nccl_env(&s);
     let hca = a.get("NCCL_IB_HCA").unwrap();
     assert_eq!(hca.value.as_deref(), Some("=mlx5_0:1,mlx5_1:1,mlx5_2:1"));
     assert!(hca.reason.contains("mlx5_3:1"), "{}", hca.reason);
@@ -79,7 +78,7 @@ fn down_port_is_left_out_of_the_hca_list() {
 #[test]
 fn no_rdma_means_no_hca_and_a_socket_fallback() {
     let s = load("no-rdma-devices.bad.json");
-    let a = nccl::recommend(&s);
+    let a = roce_net::nccl_env(&s);
     assert_eq!(a.get("NCCL_IB_HCA").unwrap().value, None);
     assert!(a.get("NCCL_IB_GID_INDEX").is_none());
     // No default route: the first non-RDMA interface with an IPv4 address.
@@ -94,7 +93,7 @@ fn default_route_over_an_rdma_nic_is_not_the_socket_interface() {
     b.0.routes
         .retain(|r| !(r.table == 254 && r.dst.prefix_len() == 0));
     b.route("default via 198.18.0.1 dev ens1");
-    let a = nccl::recommend(&b.0);
+    let a = roce_net::nccl_env(&b.0);
     let sock = a.get("NCCL_SOCKET_IFNAME").unwrap();
     assert_eq!(sock.value.as_deref(), Some("=eno1"));
     assert!(sock.reason.contains("RDMA NIC ens1"), "{}", sock.reason);
@@ -103,7 +102,7 @@ fn default_route_over_an_rdma_nic_is_not_the_socket_interface() {
 #[test]
 fn ack_timeouts_are_noted_not_tuned() {
     let s = load("rdma-retransmits.bad.json");
-    let a = nccl::recommend(&s);
+    let a = roce_net::nccl_env(&s);
     assert!(a.get("NCCL_IB_TIMEOUT").is_none());
     assert!(a
         .notes

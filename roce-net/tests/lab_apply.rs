@@ -4,12 +4,12 @@
 
 mod lab_support;
 
-use lab_support::{can_run, ip};
-use roce_net::apply::{self, ApplyOptions, NsLock, WatchdogOutcome};
-use roce_net::lab::Lab;
-use roce_net::plan::{self, Change};
-use roce_net::policy::Policy;
-use roce_net::probe::ArpProbeOptions;
+use lab_support::{ip, require_root};
+use roce_net::ArpProbeOptions;
+use roce_net::Change;
+use roce_net::Lab;
+use roce_net::Policy;
+use roce_net::{ApplyOptions, NsLock, WatchdogOutcome};
 use roce_net::{ErrorKind, Host, HostState};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
@@ -23,10 +23,8 @@ struct Env {
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
-fn env(test: &str, nics: usize) -> Option<Env> {
-    if !can_run(test) {
-        return None;
-    }
+fn env(test: &str, nics: usize) -> Env {
+    require_root(test);
     let lab = Lab::seed_tagged("ap", nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
     let etc = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -35,12 +33,12 @@ fn env(test: &str, nics: usize) -> Option<Env> {
         state_dir: state.path().to_path_buf(),
         ..Default::default()
     };
-    Some(Env {
+    Env {
         lab,
         host,
         opts,
         _dirs: (etc, state),
-    })
+    }
 }
 
 /// Everything apply may change, in a form where "exactly as before" is `==`.
@@ -65,12 +63,11 @@ fn comparable(st: &HostState) -> serde_json::Value {
         .routes
         .iter()
         .filter(|r| {
-            !(r.family == roce_net::model::Family::Inet6
-                && r.protocol == roce_net::model::protocol::KERNEL)
+            !(r.family == roce_net::Family::Inet6 && r.protocol == roce_net::protocol::KERNEL)
         })
         .collect();
     serde_json::json!({
-        "fingerprint": plan::fingerprint(st),
+        "fingerprint": roce_net::fingerprint(st),
         "routes": routes,
         "rules": st.rules,
         "sysctls": st.sysctls,
@@ -168,10 +165,9 @@ fn pollute(e: &Env) {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn seed_scenario_is_fixed_by_apply() {
-    let Some(e) = env("seed_scenario_is_fixed_by_apply", 4) else {
-        return;
-    };
+    let e = env("seed_scenario_is_fixed_by_apply", 4);
     let nic = |i: usize| e.lab.nics()[i].address;
     let peer_ip = e.lab.peer_nic().unwrap().address;
 
@@ -191,9 +187,9 @@ fn seed_scenario_is_fixed_by_apply() {
     );
 
     let policy = Policy::default();
-    let p = plan::plan(&before, &policy).unwrap();
+    let p = roce_net::plan(&before, &policy).unwrap();
     assert!(!p.is_empty());
-    let report = apply::apply(&e.host, &p, &e.opts).unwrap();
+    let report = roce_net::apply(&e.host, &p, &e.opts).unwrap();
     assert_eq!(report.applied, p.changes.len());
 
     // After: one MAC, each source leaves by its own NIC, traffic flows, plan empty.
@@ -236,7 +232,7 @@ fn seed_scenario_is_fixed_by_apply() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
-    let again = plan::plan(&e.host.snapshot().unwrap(), &policy).unwrap();
+    let again = roce_net::plan(&e.host.snapshot().unwrap(), &policy).unwrap();
     assert!(
         again.is_empty(),
         "second plan is empty, got:\n{}",
@@ -254,14 +250,13 @@ fn seed_scenario_is_fixed_by_apply() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn failure_at_every_step_restores_the_host() {
-    let Some(e) = env("failure_at_every_step_restores_the_host", 3) else {
-        return;
-    };
+    let e = env("failure_at_every_step_restores_the_host", 3);
     pollute(&e);
     let before = e.host.snapshot().unwrap();
     let want = comparable(&before);
-    let p = plan::plan(&before, &Policy::default()).unwrap();
+    let p = roce_net::plan(&before, &Policy::default()).unwrap();
     assert!(
         p.changes
             .iter()
@@ -274,7 +269,7 @@ fn failure_at_every_step_restores_the_host() {
             fail_at: Some(i),
             ..e.opts.clone()
         };
-        let err = apply::apply(&e.host, &p, &opts).unwrap_err();
+        let err = roce_net::apply(&e.host, &p, &opts).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::RolledBack, "step {i}: {err}");
         assert!(
             err.to_string().contains(&format!("change {} of", i + 1)),
@@ -288,26 +283,25 @@ fn failure_at_every_step_restores_the_host() {
         );
     }
     // And the same plan still applies cleanly afterwards: nothing drifted.
-    apply::apply(&e.host, &p, &e.opts).unwrap();
+    roce_net::apply(&e.host, &p, &e.opts).unwrap();
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn confirm_timeout_expiry_restores_and_confirm_keeps() {
-    let Some(e) = env("confirm_timeout_expiry_restores_and_confirm_keeps", 2) else {
-        return;
-    };
+    let e = env("confirm_timeout_expiry_restores_and_confirm_keeps", 2);
     let before = e.host.snapshot().unwrap();
-    let p = plan::plan(&before, &Policy::default()).unwrap();
+    let p = roce_net::plan(&before, &Policy::default()).unwrap();
     let opts = ApplyOptions {
         confirm_timeout: Some(Duration::from_secs(1)),
         ..e.opts.clone()
     };
-    let r = apply::apply(&e.host, &p, &opts).unwrap();
+    let r = roce_net::apply(&e.host, &p, &opts).unwrap();
     assert!(r.confirm_deadline.is_some());
     // While it awaits confirmation, another apply is refused.
-    let err = apply::apply(&e.host, &p, &e.opts).unwrap_err();
+    let err = roce_net::apply(&e.host, &p, &e.opts).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
-    match apply::watchdog(&e.host, &e.opts).unwrap() {
+    match roce_net::watchdog(&e.host, &e.opts).unwrap() {
         WatchdogOutcome::RolledBack(rep) => assert_eq!(rep.undone.len(), p.changes.len()),
         other => panic!("expected a rollback, got {other:?}"),
     }
@@ -318,35 +312,36 @@ fn confirm_timeout_expiry_restores_and_confirm_keeps() {
         confirm_timeout: Some(Duration::from_secs(30)),
         ..e.opts.clone()
     };
-    apply::apply(&e.host, &p, &opts).unwrap();
-    apply::confirm(&e.host, &e.opts).unwrap();
+    roce_net::apply(&e.host, &p, &opts).unwrap();
+    roce_net::confirm(&e.host, &e.opts).unwrap();
     assert_eq!(
-        apply::watchdog(&e.host, &e.opts).unwrap(),
+        roce_net::watchdog(&e.host, &e.opts).unwrap(),
         WatchdogOutcome::Confirmed
     );
-    assert!(plan::plan(&e.host.snapshot().unwrap(), &Policy::default())
-        .unwrap()
-        .is_empty());
+    assert!(
+        roce_net::plan(&e.host.snapshot().unwrap(), &Policy::default())
+            .unwrap()
+            .is_empty()
+    );
     // Nothing left to confirm.
     assert_eq!(
-        apply::confirm(&e.host, &e.opts).unwrap_err().kind(),
+        roce_net::confirm(&e.host, &e.opts).unwrap_err().kind(),
         ErrorKind::NotFound
     );
     // And rollback undoes the confirmed apply too.
-    apply::rollback(&e.host, &e.opts).unwrap();
+    roce_net::rollback(&e.host, &e.opts).unwrap();
     assert_eq!(comparable(&e.host.snapshot().unwrap()), comparable(&before));
     assert_eq!(
-        apply::rollback(&e.host, &e.opts).unwrap_err().kind(),
+        roce_net::rollback(&e.host, &e.opts).unwrap_err().kind(),
         ErrorKind::NotFound
     );
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn drifted_host_is_refused() {
-    let Some(e) = env("drifted_host_is_refused", 2) else {
-        return;
-    };
-    let p = plan::plan(&e.host.snapshot().unwrap(), &Policy::default()).unwrap();
+    let e = env("drifted_host_is_refused", 2);
+    let p = roce_net::plan(&e.host.snapshot().unwrap(), &Policy::default()).unwrap();
     ip(
         e.lab.host_ns().unwrap(),
         &[
@@ -361,7 +356,7 @@ fn drifted_host_is_refused() {
         ],
     );
     let drifted = e.host.snapshot().unwrap();
-    let err = apply::apply(&e.host, &p, &e.opts).unwrap_err();
+    let err = roce_net::apply(&e.host, &p, &e.opts).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Drift, "{err}");
     assert!(
         err.to_string().contains("roce-net plan"),
@@ -375,15 +370,14 @@ fn drifted_host_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn concurrent_apply_is_refused_by_the_lock() {
-    let Some(e) = env("concurrent_apply_is_refused_by_the_lock", 2) else {
-        return;
-    };
+    let e = env("concurrent_apply_is_refused_by_the_lock", 2);
     let before = e.host.snapshot().unwrap();
-    let p = plan::plan(&before, &Policy::default()).unwrap();
-    let key = apply::namespace_key(&e.host).unwrap();
+    let p = roce_net::plan(&before, &Policy::default()).unwrap();
+    let key = roce_net::namespace_key(&e.host).unwrap();
     let held = NsLock::acquire(&e.opts.state_dir, &key).unwrap();
-    let err = apply::apply(&e.host, &p, &e.opts).unwrap_err();
+    let err = roce_net::apply(&e.host, &p, &e.opts).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
     assert_eq!(
         comparable(&e.host.snapshot().unwrap()),
@@ -391,5 +385,5 @@ fn concurrent_apply_is_refused_by_the_lock() {
         "nothing changed"
     );
     drop(held);
-    apply::apply(&e.host, &p, &e.opts).unwrap();
+    roce_net::apply(&e.host, &p, &e.opts).unwrap();
 }

@@ -5,22 +5,20 @@
 
 mod lab_support;
 
-use lab_support::can_run;
-use roce_net::apply::{self, ApplyOptions, JournalState, StepStatus};
-use roce_net::lab::Lab;
-use roce_net::plan::{self, Change};
-use roce_net::policy::Policy;
+use lab_support::require_root;
+use roce_net::Change;
+use roce_net::Lab;
+use roce_net::Policy;
+use roce_net::{ApplyOptions, JournalState, StepStatus};
 use std::time::{Duration, Instant};
 
 fn paused_progress(test: &str, pause_at: impl Fn(&[Change]) -> usize) {
-    if !can_run(test) {
-        return;
-    }
+    require_root(test);
     let lab = Lab::seed_tagged("ba", 3).unwrap();
     let etc = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let host = lab.host().unwrap().with_etc_root(etc.path());
-    let p = plan::plan(&host.snapshot().unwrap(), &Policy::default()).unwrap();
+    let p = roce_net::plan(&host.snapshot().unwrap(), &Policy::default()).unwrap();
     let at = pause_at(&p.changes);
     let opts = ApplyOptions {
         state_dir: state.path().to_path_buf(),
@@ -29,14 +27,14 @@ fn paused_progress(test: &str, pause_at: impl Fn(&[Change]) -> usize) {
     };
     let n = p.changes.len();
     std::thread::scope(|s| {
-        let applying = s.spawn(|| apply::apply(&host, &p, &opts));
+        let applying = s.spawn(|| roce_net::apply(&host, &p, &opts));
         let t = Instant::now();
         let seen = loop {
             assert!(
                 t.elapsed() < Duration::from_secs(10),
                 "{test}: no progress seen"
             );
-            if let Some(j) = apply::status(&host, &opts).unwrap() {
+            if let Some(j) = roce_net::apply_status(&host, &opts).unwrap() {
                 if j.state == JournalState::Applying && j.steps[at].status == StepStatus::Done {
                     break j;
                 }
@@ -50,12 +48,13 @@ fn paused_progress(test: &str, pause_at: impl Fn(&[Change]) -> usize) {
         let report = applying.join().unwrap().unwrap();
         assert_eq!(report.applied, n);
     });
-    let j = apply::status(&host, &opts).unwrap().unwrap();
+    let j = roce_net::apply_status(&host, &opts).unwrap().unwrap();
     assert_eq!(j.state, JournalState::Committed);
     assert!(j.steps.iter().all(|s| s.status == StepStatus::Done));
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn paused_apply_reports_exact_progress() {
     paused_progress("paused_apply_reports_exact_progress", |c| {
         c.iter()
@@ -65,6 +64,7 @@ fn paused_apply_reports_exact_progress() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn paused_apply_inside_table_names_reports_exact_progress() {
     paused_progress(
         "paused_apply_inside_table_names_reports_exact_progress",

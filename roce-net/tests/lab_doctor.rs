@@ -7,10 +7,10 @@
 
 mod lab_support;
 
-use lab_support::{can_run, ip};
-use roce_net::doctor::{self, Finding, Severity};
-use roce_net::lab::Lab;
-use roce_net::probe::ArpProbeOptions;
+use lab_support::{ip, require_root};
+use roce_net::ArpProbeOptions;
+use roce_net::Lab;
+use roce_net::{Finding, Severity};
 use roce_net::{Host, HostState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -29,11 +29,9 @@ const FIXED: [&str; 6] = [
     "asymmetric-egress",
 ];
 
-fn lab(test: &str) -> Option<Lab> {
-    if !can_run(test) {
-        return None;
-    }
-    Some(Lab::seed_tagged("ld", NICS).unwrap_or_else(|e| panic!("{test}: building lab: {e}")))
+fn lab(test: &str) -> Lab {
+    require_root(test);
+    Lab::seed_tagged("ld", NICS).unwrap_or_else(|e| panic!("{test}: building lab: {e}"))
 }
 
 fn v4(ip: IpAddr) -> Ipv4Addr {
@@ -159,16 +157,15 @@ fn assert_per_nic(findings: &[Finding], id: &str, nics: &[String]) -> BTreeMap<S
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn seed_host_diagnosed_live_then_fixed_by_its_own_remediation() {
     let test = "seed_host_diagnosed_live_then_fixed_by_its_own_remediation";
-    let Some(lab) = lab(test) else {
-        return;
-    };
+    let lab = lab(test);
     let ns = lab.host_ns().unwrap().to_string();
     kernel_defaults(&ns);
     let host = lab.host().unwrap();
     let st = host.snapshot().unwrap();
-    let findings = doctor::run(&st);
+    let findings = roce_net::doctor(&st);
     let nics = nic_names();
     let addr: BTreeMap<String, IpAddr> = lab
         .nics()
@@ -302,7 +299,7 @@ fn seed_host_diagnosed_live_then_fixed_by_its_own_remediation() {
         assert_eq!(sysctl_r(&ns, &format!("net.ipv4.conf.{n}.arp_ignore")), 1);
         assert_eq!(sysctl_r(&ns, &format!("net.ipv4.conf.{n}.arp_announce")), 2);
     }
-    let after = doctor::run(&st2);
+    let after = roce_net::doctor(&st2);
     let ids_after: BTreeSet<&str> = after.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(
         ids_after,
@@ -346,17 +343,16 @@ fn seed_host_diagnosed_live_then_fixed_by_its_own_remediation() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn strict_rp_filter_reported_and_its_remediation_makes_it_loose() {
     let test = "strict_rp_filter_reported_and_its_remediation_makes_it_loose";
-    let Some(lab) = lab(test) else {
-        return;
-    };
+    let lab = lab(test);
     let ns = lab.host_ns().unwrap().to_string();
     kernel_defaults(&ns);
     // A RHEL-like host: strict on `all`, the interfaces left at 0.
     sysctl_w(&ns, "net.ipv4.conf.all.rp_filter", 1);
     let host = lab.host().unwrap();
-    let findings = doctor::run(&host.snapshot().unwrap());
+    let findings = roce_net::doctor(&host.snapshot().unwrap());
     let per = assert_per_nic(&findings, "rp-filter-strict", &nic_names());
     for (ifname, f) in &per {
         assert_eq!(f.evidence["all"], serde_json::json!(1), "{ifname}");
@@ -365,7 +361,7 @@ fn strict_rp_filter_reported_and_its_remediation_makes_it_loose() {
             run_remediation(&ns, c);
         }
     }
-    let after = doctor::run(&host.snapshot().unwrap());
+    let after = roce_net::doctor(&host.snapshot().unwrap());
     assert!(
         by_id(&after, "rp-filter-strict").is_empty(),
         "{}",
@@ -384,11 +380,10 @@ fn strict_rp_filter_reported_and_its_remediation_makes_it_loose() {
 /// NIC (r3). Each is diagnosed on the live kernel, and the findings' commands
 /// repair it.
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn half_done_source_routing_diagnosed_and_repaired_live() {
     let test = "half_done_source_routing_diagnosed_and_repaired_live";
-    let Some(lab) = lab(test) else {
-        return;
-    };
+    let lab = lab(test);
     let ns = lab.host_ns().unwrap().to_string();
     kernel_defaults(&ns);
     ip(
@@ -455,7 +450,7 @@ fn half_done_source_routing_diagnosed_and_repaired_live() {
         ],
     );
     let host = lab.host().unwrap();
-    let findings = doctor::run(&host.snapshot().unwrap());
+    let findings = roce_net::doctor(&host.snapshot().unwrap());
     let all = listing(&findings);
 
     // r1: the rule exists, its table is empty.
@@ -518,7 +513,7 @@ fn half_done_source_routing_diagnosed_and_repaired_live() {
     for c in &cmds {
         run_remediation(&ns, c);
     }
-    let after = doctor::run(&host.snapshot().unwrap());
+    let after = roce_net::doctor(&host.snapshot().unwrap());
     let ids_after: BTreeSet<&str> = after.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(
         ids_after,

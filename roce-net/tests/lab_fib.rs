@@ -1,4 +1,4 @@
-//! The offline FIB lookup (`roce_net::fib::resolve` over a snapshot) against the
+//! The offline FIB lookup (`roce_net::fib_lookup` over a snapshot) against the
 //! kernel's own answer (`RTM_GETROUTE` with `RTM_F_LOOKUP_TABLE`), on well over a
 //! thousand pseudo-random (destination, source) pairs in a namespace with several
 //! devices, subnets, tables (including ids above 255), and policy rules of every
@@ -17,10 +17,10 @@ mod doctor_support;
 mod lab_support;
 
 use doctor_support::{ip, B};
-use lab_support::{can_run, ip_batch};
-use roce_net::fib::{self, Decision, FibMode, Flow, LookupError};
-use roce_net::lab::Lab;
-use roce_net::model::{Family, RouteDecision, RouteType};
+use lab_support::{ip_batch, require_root};
+use roce_net::Lab;
+use roce_net::{Family, RouteDecision, RouteType};
+use roce_net::{FibDecision, FibError, FibMode, Flow};
 use roce_net::{Host, HostState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -244,18 +244,18 @@ fn queries(st: &HostState, n: usize, seed: u64, oifs: &[&str]) -> Vec<Query> {
 }
 
 /// Whether an offline error is the same class of failure as the kernel's errno.
-fn same_failure(e: LookupError, errno: i32) -> bool {
+fn same_failure(e: FibError, errno: i32) -> bool {
     match e {
-        LookupError::NoRoute => errno == libc::ENETUNREACH,
+        FibError::NoRoute => errno == libc::ENETUNREACH,
         // Unreachable routes answer EHOSTUNREACH, unreachable rules ENETUNREACH.
-        LookupError::Unreachable => errno == libc::EHOSTUNREACH || errno == libc::ENETUNREACH,
-        LookupError::Prohibit => errno == libc::EACCES,
-        LookupError::Blackhole => errno == libc::EINVAL,
-        LookupError::InvalidSource => errno == libc::EINVAL || errno == libc::ENETUNREACH,
-        LookupError::NoDevice => errno == libc::ENODEV,
+        FibError::Unreachable => errno == libc::EHOSTUNREACH || errno == libc::ENETUNREACH,
+        FibError::Prohibit => errno == libc::EACCES,
+        FibError::Blackhole => errno == libc::EINVAL,
+        FibError::InvalidSource => errno == libc::EINVAL || errno == libc::ENETUNREACH,
+        FibError::NoDevice => errno == libc::ENODEV,
         // 0.0.0.0/8 and similar destinations: the kernel answers EINVAL.
-        LookupError::InvalidDestination => errno == libc::EINVAL,
-        LookupError::FamilyMismatch => false,
+        FibError::InvalidDestination => errno == libc::EINVAL,
+        FibError::FamilyMismatch => false,
     }
 }
 
@@ -276,7 +276,7 @@ fn describe_kernel(k: &KernelAnswer) -> String {
     }
 }
 
-fn describe_fib(f: &Result<Decision, LookupError>) -> String {
+fn describe_fib(f: &Result<FibDecision, FibError>) -> String {
     match f {
         Ok(d) => format!(
             "{:?} table {} dev {} src {} via {} (rule {}, route {})",
@@ -298,7 +298,7 @@ fn describe_fib(f: &Result<Decision, LookupError>) -> String {
     }
 }
 
-fn agree(k: &KernelAnswer, f: &Result<Decision, LookupError>) -> bool {
+fn agree(k: &KernelAnswer, f: &Result<FibDecision, FibError>) -> bool {
     match (k, f) {
         (Ok(k), Ok(f)) => {
             k.kind == f.kind
@@ -338,7 +338,7 @@ fn compare(host: &Host, st: &HostState, qs: &[Query], mode: FibMode) -> BTreeMap
             fwmark: 0,
             tos: 0,
         };
-        let f = fib::resolve_with(st, &flow, mode);
+        let f = roce_net::fib_lookup_with(st, &flow, mode);
         let key = match k {
             Ok(d) => format!("{:?} table {}", d.kind, d.table),
             Err(Some(e)) => format!("errno {e}"),
@@ -398,17 +398,16 @@ fn build(lab: &mut Lab, role: &str, rules: bool) -> (Host, HostState) {
     if rules {
         assert!(v4_rules >= 22, "{v4_rules} IPv4 rules in the snapshot");
     } else {
-        assert!(fib::has_only_default_rules(&st));
+        assert_eq!(FibMode::detect(&st), FibMode::Merged);
     }
     (host, st)
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn offline_fib_agrees_with_the_kernel_on_random_flows() {
     let test = "offline_fib_agrees_with_the_kernel_on_random_flows";
-    if !can_run(test) {
-        return;
-    }
+    require_root(test);
     let mut lab = Lab::new("ld").unwrap();
     let (host, st) = build(&mut lab, "fib", true);
     let qs = queries(&st, 1500, 0x9e37_79b9_7f4a_7c15, &[]);
@@ -434,11 +433,10 @@ fn offline_fib_agrees_with_the_kernel_on_random_flows() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn offline_fib_agrees_with_the_kernel_without_custom_rules() {
     let test = "offline_fib_agrees_with_the_kernel_without_custom_rules";
-    if !can_run(test) {
-        return;
-    }
+    require_root(test);
     // A namespace that never had a rule: the kernel's merged local/main lookup.
     let mut lab = Lab::new("ld").unwrap();
     let (host, st) = build(&mut lab, "merged", false);
@@ -462,11 +460,10 @@ fn offline_fib_agrees_with_the_kernel_without_custom_rules() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn offline_fib_agrees_with_the_kernel_for_bound_sockets() {
     let test = "offline_fib_agrees_with_the_kernel_for_bound_sockets";
-    if !can_run(test) {
-        return;
-    }
+    require_root(test);
     let mut lab = Lab::new("ld").unwrap();
     let (host, st) = build(&mut lab, "oif", true);
     let qs = queries(
@@ -495,28 +492,27 @@ fn a_down_devices_address_stays_local() {
     // Down: only the local route is left.
     b.0.routes
         .retain(|r| r.dev.as_deref() != Some("eth1") || r.kind == RouteType::Local);
-    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.9.1"))).unwrap();
+    let d = roce_net::fib_lookup(&b.0, &Flow::to(ip("198.18.9.1"))).unwrap();
     assert_eq!(d.kind, RouteType::Local);
     assert_eq!((d.table, d.dev.as_deref()), (Some(255), Some("lo")));
     assert_eq!(d.prefsrc, Some(ip("198.18.9.1")));
     // Its subnet is gone: the default route answers, from eth0's address.
-    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.9.2"))).unwrap();
+    let d = roce_net::fib_lookup(&b.0, &Flow::to(ip("198.18.9.2"))).unwrap();
     assert_eq!(
         (d.kind, d.dev.as_deref()),
         (RouteType::Unicast, Some("eth0"))
     );
     assert_eq!(d.prefsrc, Some(ip("198.18.0.1")));
     // And it is still a valid source.
-    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.0.9")).from(ip("198.18.9.1"))).unwrap();
+    let d = roce_net::fib_lookup(&b.0, &Flow::to(ip("198.18.0.9")).from(ip("198.18.9.1"))).unwrap();
     assert_eq!(d.prefsrc, Some(ip("198.18.9.1")));
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn after_a_rule_came_and_went_the_kernel_keeps_walking_rules() {
     let test = "after_a_rule_came_and_went_the_kernel_keeps_walking_rules";
-    if !can_run(test) {
-        return;
-    }
+    require_root(test);
     let mut lab = Lab::new("ld").unwrap();
     let (host, _) = build(&mut lab, "sticky", false);
     let ns = lab.namespaces().last().unwrap().clone();
@@ -527,7 +523,7 @@ fn after_a_rule_came_and_went_the_kernel_keeps_walking_rules() {
     let st = host.snapshot().unwrap();
     // The snapshot looks untouched, but the kernel's custom-rules flag is sticky:
     // FibMode::Rules is the right mode for this host (see FibMode's docs).
-    assert!(fib::has_only_default_rules(&st));
+    assert_eq!(FibMode::detect(&st), FibMode::Merged);
     let qs = queries(&st, 500, 0x5eed_0000_0000_0003, &[]);
     let outcomes = compare(&host, &st, &qs, FibMode::Rules);
     assert_seen(&outcomes, &["Local table 255", "Unicast table 254"]);
@@ -544,10 +540,10 @@ fn loopback_source_only_reaches_local_destinations() {
     b.addr("eth0", "198.18.0.1/24");
     let lo = ip("127.0.0.1");
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("198.18.0.9")).from(lo)),
-        Err(LookupError::InvalidSource)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("198.18.0.9")).from(lo)),
+        Err(FibError::InvalidSource)
     );
-    let d = fib::resolve(&b.0, &Flow::to(ip("198.18.0.1")).from(lo)).unwrap();
+    let d = roce_net::fib_lookup(&b.0, &Flow::to(ip("198.18.0.1")).from(lo)).unwrap();
     assert_eq!((d.kind, d.dev.as_deref()), (RouteType::Local, Some("lo")));
     assert_eq!(d.prefsrc, Some(lo));
 }

@@ -4,17 +4,16 @@
 
 mod lab_support;
 
-use lab_support::{can_run, ip_json};
-use roce_net::lab::Lab;
-use roce_net::netns::NetnsTarget;
-use roce_net::observe::netlink::Netlink;
+use lab_support::{ip_json, require_root};
 use roce_net::ErrorKind;
+use roce_net::Lab;
+use roce_net::Netlink;
+use roce_net::NetnsTarget;
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn ifindex_matches_the_link_dump_and_ip() {
-    if !can_run("ifindex_matches_the_link_dump_and_ip") {
-        return;
-    }
+    require_root("ifindex_matches_the_link_dump_and_ip");
     let lab = Lab::seed_tagged("ba", 3).unwrap();
     let ns = lab.host_ns().unwrap().to_string();
     let host = lab.host().unwrap();
@@ -45,10 +44,9 @@ fn ifindex_matches_the_link_dump_and_ip() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn ifindex_uses_the_namespace_of_the_socket_not_of_the_thread() {
-    if !can_run("ifindex_uses_the_namespace_of_the_socket_not_of_the_thread") {
-        return;
-    }
+    require_root("ifindex_uses_the_namespace_of_the_socket_not_of_the_thread");
     let lab = Lab::seed_tagged("ba", 2).unwrap();
     let ns = lab.host_ns().unwrap().to_string();
     // Opened inside the lab namespace, then used from this (test) thread, which

@@ -4,11 +4,9 @@
 mod lab_support;
 
 use lab_support::{ip, ip_json, seed};
-use roce_net::model::{
-    Family, HwAddr, NeighState, Neighbor, Route, RouteType, Rule, RuleAction, Scope,
-};
-use roce_net::netns::NetnsTarget;
 use roce_net::ErrorKind;
+use roce_net::NetnsTarget;
+use roce_net::{Family, HwAddr, NeighState, Neighbor, Route, RouteType, Rule, RuleAction, Scope};
 
 fn route(dst: &str, dev: &str, table: u32) -> Route {
     Route {
@@ -28,10 +26,9 @@ fn route(dst: &str, dev: &str, table: u32) -> Route {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn routes_rules_and_errors() {
-    let Some(lab) = seed("routes_rules_and_errors", 2) else {
-        return;
-    };
+    let lab = seed("routes_rules_and_errors", 2);
     let ns = lab.host_ns().unwrap().to_string();
     let host = lab.host().unwrap();
     let r = route("198.18.40.0/24", "r0", 1000);
@@ -134,10 +131,9 @@ fn routes_rules_and_errors() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn neighbours_links_and_addresses() {
-    let Some(lab) = seed("neighbours_links_and_addresses", 1) else {
-        return;
-    };
+    let lab = seed("neighbours_links_and_addresses", 1);
     let ns = lab.host_ns().unwrap().to_string();
     let host = lab.host().unwrap();
     let n = Neighbor {

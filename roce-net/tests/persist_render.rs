@@ -3,13 +3,13 @@
 //!
 //! Regenerate the golden files with `UPDATE_GOLDEN=1 cargo test -p roce-net --test persist_render`.
 
-use roce_net::model::{
+use roce_net::ErrorKind;
+use roce_net::{
     protocol, ConfKey, ConfTarget, Family, Route, RouteType, Rule, RuleAction, Scope, Sysctl,
     TuningKey,
 };
-use roce_net::persist::{self, Backend, NetplanDevice, RenderOptions, RenderedFile};
-use roce_net::plan::{DesiredState, NicDesired};
-use roce_net::ErrorKind;
+use roce_net::{Backend, NetplanDevice, RenderOptions, RenderedFile};
+use roce_net::{DesiredState, NicDesired};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -167,7 +167,7 @@ fn golden_files_per_backend() {
     let d = desired();
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     for b in Backend::all() {
-        let files = persist::render(&d, b, &options()).unwrap();
+        let files = roce_net::render_persistence(&d, b, &options()).unwrap();
         let dir = fixture_dir(b);
         let mut expected: Vec<(PathBuf, String)> = files
             .iter()
@@ -226,7 +226,7 @@ fn find<'a>(files: &'a [RenderedFile], path: &str) -> &'a RenderedFile {
 fn every_backend_has_sysctls_and_all_but_sysctl_d_have_names() {
     let d = desired();
     for b in Backend::all() {
-        let files = persist::render(&d, b, &options()).unwrap();
+        let files = roce_net::render_persistence(&d, b, &options()).unwrap();
         let s = find(&files, "/etc/sysctl.d/90-roce-net.conf");
         // Dotted interface names are written with '/' so sysctl does not split them.
         assert!(
@@ -267,7 +267,7 @@ fn every_backend_has_sysctls_and_all_but_sysctl_d_have_names() {
 
 #[test]
 fn networkd_drop_ins_use_known_files_and_note_assumed_ones() {
-    let files = persist::render(&desired(), Backend::Networkd, &options()).unwrap();
+    let files = roce_net::render_persistence(&desired(), Backend::Networkd, &options()).unwrap();
     let known = find(
         &files,
         "/etc/systemd/network/25-rdma0.network.d/90-roce-net.conf",
@@ -300,7 +300,7 @@ fn networkd_drop_ins_use_known_files_and_note_assumed_ones() {
 
 #[test]
 fn netplan_yaml_parses_and_has_the_expected_structure() {
-    let files = persist::render(&desired(), Backend::Netplan, &options()).unwrap();
+    let files = roce_net::render_persistence(&desired(), Backend::Netplan, &options()).unwrap();
     let f = find(&files, "/etc/netplan/90-roce-net.yaml");
     assert_eq!(f.mode, 0o600);
     let v: serde_yaml::Value = serde_yaml::from_str(&f.content).unwrap();
@@ -378,7 +378,8 @@ fn run_with_fakes(script: &str, fakes: &[&str], env: &[(&str, &str)]) -> (i32, S
 
 #[test]
 fn networkmanager_script_modifies_existing_profiles_only() {
-    let files = persist::render(&desired(), Backend::NetworkManager, &options()).unwrap();
+    let files =
+        roce_net::render_persistence(&desired(), Backend::NetworkManager, &options()).unwrap();
     let f = find(&files, "/etc/roce-net/nm-apply.sh");
     assert_eq!(f.mode, 0o700);
     assert!(f
@@ -423,7 +424,7 @@ fn networkmanager_script_modifies_existing_profiles_only() {
 
 #[test]
 fn ifupdown_hook_applies_only_its_interfaces() {
-    let files = persist::render(&desired(), Backend::Ifupdown, &options()).unwrap();
+    let files = roce_net::render_persistence(&desired(), Backend::Ifupdown, &options()).unwrap();
     let up = find(&files, "/etc/network/if-up.d/roce-net");
     let down = find(&files, "/etc/network/if-down.d/roce-net");
     assert_eq!(up.mode, 0o755);
@@ -473,27 +474,27 @@ fn ifupdown_hook_applies_only_its_interfaces() {
 fn unsafe_names_and_orphans_are_refused() {
     let mut d = desired();
     d.nics[0].ifname = "eth0;reboot".into();
-    let e = persist::render(&d, Backend::SysctlD, &options()).unwrap_err();
+    let e = roce_net::render_persistence(&d, Backend::SysctlD, &options()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("eth0;reboot"), "{e}");
 
     let mut d = desired();
     d.routes[0].dev = Some("eth7".into());
-    let e = persist::render(&d, Backend::Networkd, &options()).unwrap_err();
+    let e = roce_net::render_persistence(&d, Backend::Networkd, &options()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("belongs to none of the NICs"), "{e}");
     // Backends that render no routes do not care.
-    persist::render(&d, Backend::RtTablesD, &options()).unwrap();
+    roce_net::render_persistence(&d, Backend::RtTablesD, &options()).unwrap();
 
     let mut d = desired();
     d.rules[0].action = RuleAction::Blackhole;
-    let e = persist::render(&d, Backend::Netplan, &options()).unwrap_err();
+    let e = roce_net::render_persistence(&d, Backend::Netplan, &options()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
 
     let mut o = options();
     o.networkd_files
         .insert("ens1f0np0".into(), "../../evil.network".into());
-    let e = persist::render(&desired(), Backend::Networkd, &o).unwrap_err();
+    let e = roce_net::render_persistence(&desired(), Backend::Networkd, &o).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
 
@@ -539,7 +540,8 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
     rule.family = Family::Inet6;
     rule.src = Some("2001:db8::10/128".parse().unwrap());
     d.rules.push(rule);
-    let up = persist::render(&d, Backend::Ifupdown, &RenderOptions::default()).unwrap();
+    let up =
+        roce_net::render_persistence(&d, Backend::Ifupdown, &RenderOptions::default()).unwrap();
     let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
     assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 table 100000 proto 201 scope global src 2001:db8::10 || rc=1\n"), "{hook}");
     assert!(
@@ -548,7 +550,8 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
         ),
         "{hook}"
     );
-    let nm = persist::render(&d, Backend::NetworkManager, &RenderOptions::default()).unwrap();
+    let nm = roce_net::render_persistence(&d, Backend::NetworkManager, &RenderOptions::default())
+        .unwrap();
     let script = &find(&nm, "/etc/roce-net/nm-apply.sh").content;
     assert!(
         script.contains("if check_profile 'eth1' ipv6; then"),

@@ -1,8 +1,8 @@
 //! Safe writing (atomic, backups, no symlinks, dry run, unchanged files left alone)
 //! and backend detection, all inside temp directories.
 
-use roce_net::persist::{self, Backend, DiffStatus, RenderedFile};
 use roce_net::ErrorKind;
+use roce_net::{Backend, DiffStatus, RenderedFile};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ fn writes_new_files_with_parents_and_mode_and_no_temp_leftovers() {
         file("/etc/sysctl.d/90-roce-net.conf", "a = 1\n", 0o644),
         file("/etc/netplan/90-roce-net.yaml", "network: {}\n", 0o600),
     ];
-    let r = persist::write_files(&files, root.path(), false).unwrap();
+    let r = roce_net::write_persistence(&files, root.path(), false).unwrap();
     let p1 = root.path().join("etc/sysctl.d/90-roce-net.conf");
     let p2 = root.path().join("etc/netplan/90-roce-net.yaml");
     assert_eq!(r.written, vec![p1.clone(), p2.clone()]);
@@ -80,7 +80,7 @@ fn replaces_atomically_and_keeps_a_backup() {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
     let old_ino = std::fs::metadata(&p).unwrap().ino();
 
-    let r = persist::write_files(
+    let r = roce_net::write_persistence(
         &[file("/etc/sysctl.d/90-roce-net.conf", "new = 2\n", 0o644)],
         root.path(),
         false,
@@ -114,10 +114,10 @@ fn unchanged_files_are_not_rewritten() {
         "100\tx\n",
         0o644,
     )];
-    persist::write_files(&files, root.path(), false).unwrap();
+    roce_net::write_persistence(&files, root.path(), false).unwrap();
     let p = root.path().join("etc/iproute2/rt_tables.d/roce-net.conf");
     let before = std::fs::metadata(&p).unwrap();
-    let r = persist::write_files(&files, root.path(), false).unwrap();
+    let r = roce_net::write_persistence(&files, root.path(), false).unwrap();
     assert!(r.written.is_empty(), "{r:?}");
     assert_eq!(r.unchanged, vec![p.clone()]);
     assert!(r.backups.is_empty());
@@ -133,7 +133,7 @@ fn unchanged_files_are_not_rewritten() {
 
     // Same content but another mode is a change.
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let r = persist::write_files(&files, root.path(), false).unwrap();
+    let r = roce_net::write_persistence(&files, root.path(), false).unwrap();
     assert_eq!(r.written, vec![p.clone()]);
     assert_eq!(mode_of(&p), 0o644);
 }
@@ -149,7 +149,7 @@ fn dry_run_writes_nothing_and_reports_what_would_change() {
         file("/etc/sysctl.d/90-roce-net.conf", "x = 1\n", 0o644),
         file("/etc/network/if-up.d/roce-net", "#!/bin/sh\n", 0o755),
     ];
-    let r = persist::write_files(&files, root.path(), true).unwrap();
+    let r = roce_net::write_persistence(&files, root.path(), true).unwrap();
     assert!(r.dry_run);
     assert_eq!(r.written.len(), 2);
     assert_eq!(r.backups.len(), 1);
@@ -160,7 +160,7 @@ fn dry_run_writes_nothing_and_reports_what_would_change() {
     );
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "x = 0\n");
     // diff_files agrees with the report.
-    let d = persist::diff_files(&files, root.path()).unwrap();
+    let d = roce_net::diff_persistence(&files, root.path()).unwrap();
     assert_eq!(d, r.diffs);
     assert_eq!(d[1].status, DiffStatus::Create);
     assert!(d[1]
@@ -184,13 +184,13 @@ fn symlink_target_is_refused_and_nothing_is_written() {
         file("/etc/iproute2/rt_tables.d/roce-net.conf", "1\tx\n", 0o644),
         file("/etc/sysctl.d/90-roce-net.conf", "evil\n", 0o644),
     ];
-    let e = persist::write_files(&files, root.path(), false).unwrap_err();
+    let e = roce_net::write_persistence(&files, root.path(), false).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("symlink"), "{e}");
     assert!(e.to_string().contains("90-roce-net.conf"), "{e}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     assert_eq!(tree(root.path()), before);
-    assert!(persist::diff_files(&files, root.path()).is_err());
+    assert!(roce_net::diff_persistence(&files, root.path()).is_err());
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn symlinked_parent_directory_is_refused() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(root.path().join("etc")).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.path().join("etc/netplan")).unwrap();
-    let e = persist::write_files(
+    let e = roce_net::write_persistence(
         &[file(
             "/etc/netplan/90-roce-net.yaml",
             "network: {}\n",
@@ -218,7 +218,8 @@ fn symlinked_parent_directory_is_refused() {
 fn non_plain_paths_are_refused() {
     let root = tempfile::tempdir().unwrap();
     for p in ["etc/x", "/etc/../x", "/etc/./x", "/", "/etc//x", "/etc/x/"] {
-        let e = persist::write_files(&[file(p, "x", 0o644)], root.path(), false).unwrap_err();
+        let e =
+            roce_net::write_persistence(&[file(p, "x", 0o644)], root.path(), false).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{p}: {e}");
     }
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
@@ -227,15 +228,15 @@ fn non_plain_paths_are_refused() {
 #[test]
 fn rendered_backend_files_round_trip_through_the_writer() {
     let root = tempfile::tempdir().unwrap();
-    let mut d = roce_net::plan::DesiredState {
+    let mut d = roce_net::DesiredState {
         protocol: 201,
         ..Default::default()
     };
     d.table_names.insert(100000, "rnet-eth0".into());
-    let files = persist::render(&d, Backend::RtTablesD, &Default::default()).unwrap();
-    let r = persist::write_files(&files, root.path(), false).unwrap();
+    let files = roce_net::render_persistence(&d, Backend::RtTablesD, &Default::default()).unwrap();
+    let r = roce_net::write_persistence(&files, root.path(), false).unwrap();
     assert_eq!(r.written.len(), 3);
-    let again = persist::write_files(&files, root.path(), false).unwrap();
+    let again = roce_net::write_persistence(&files, root.path(), false).unwrap();
     assert_eq!(again.unchanged.len(), 3);
     assert!(
         std::fs::read_to_string(root.path().join("etc/iproute2/rt_tables.d/roce-net.conf"))
@@ -256,26 +257,32 @@ fn detection_order() {
     let run = t.path().join("run");
     std::fs::create_dir_all(&etc).unwrap();
     std::fs::create_dir_all(&run).unwrap();
-    assert_eq!(persist::detect(&etc, &run), Backend::SysctlD);
+    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::SysctlD);
 
     touch(&etc.join("network/interfaces"));
-    assert_eq!(persist::detect(&etc, &run), Backend::Ifupdown);
+    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Ifupdown);
 
     std::fs::create_dir_all(run.join("NetworkManager")).unwrap();
-    assert_eq!(persist::detect(&etc, &run), Backend::NetworkManager);
+    assert_eq!(
+        roce_net::detect_backend(&etc, &run),
+        Backend::NetworkManager
+    );
 
     // An empty /run/systemd/netif (created by tmpfiles on many hosts) is not enough.
     std::fs::create_dir_all(run.join("systemd/netif/links")).unwrap();
-    assert_eq!(persist::detect(&etc, &run), Backend::NetworkManager);
+    assert_eq!(
+        roce_net::detect_backend(&etc, &run),
+        Backend::NetworkManager
+    );
     touch(&run.join("systemd/netif/state"));
-    assert_eq!(persist::detect(&etc, &run), Backend::Networkd);
+    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
 
     // netplan.yaml files win: netplan generates the other backends' configuration.
     std::fs::create_dir_all(etc.join("netplan")).unwrap();
     touch(&etc.join("netplan/README"));
-    assert_eq!(persist::detect(&etc, &run), Backend::Networkd);
+    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
     touch(&etc.join("netplan/50-cloud-init.yaml"));
-    let (b, why) = persist::detect_explained(&etc, &run);
+    let (b, why) = roce_net::detect_backend_explained(&etc, &run);
     assert_eq!(b, Backend::Netplan);
     assert!(why.contains("50-cloud-init.yaml"), "{why}");
 }
@@ -294,11 +301,14 @@ fn detection_of_enabled_but_not_running_services() {
         wants.join("NetworkManager.service"),
     )
     .unwrap();
-    assert_eq!(persist::detect(&etc, &run), Backend::NetworkManager);
+    assert_eq!(
+        roce_net::detect_backend(&etc, &run),
+        Backend::NetworkManager
+    );
     std::os::unix::fs::symlink(
         "/usr/lib/systemd/system/systemd-networkd.service",
         wants.join("systemd-networkd.service"),
     )
     .unwrap();
-    assert_eq!(persist::detect(&etc, &run), Backend::Networkd);
+    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
 }

@@ -7,10 +7,10 @@
 //! plan to the snapshot gives a host whose re-plan is empty, and applying every
 //! change's inverse in reverse order restores the snapshot.
 
-use roce_net::model::{ConfTarget, HostState, Route, Rule, Sysctl, TuningKey};
-use roce_net::plan::{self, Change, Plan};
-use roce_net::policy::Policy;
 use roce_net::ErrorKind;
+use roce_net::Policy;
+use roce_net::{Change, Plan};
+use roce_net::{ConfTarget, HostState, Route, Rule, Sysctl, TuningKey};
 use std::path::PathBuf;
 
 /// Case name, and whether planning must succeed.
@@ -65,7 +65,7 @@ fn golden(case: &str, file: &str, actual: &str) {
 
 fn run_case(case: &str) -> Result<Plan, roce_net::Error> {
     let (host, policy) = load(case);
-    plan::plan(&host, &policy)
+    roce_net::plan(&host, &policy)
 }
 
 #[test]
@@ -271,8 +271,8 @@ fn plans_are_safe_and_converge() {
             continue;
         }
         let (host, policy) = load(case);
-        let p = plan::plan(&host, &policy).unwrap();
-        assert_eq!(p.base_fingerprint, plan::fingerprint(&host), "{case}");
+        let p = roce_net::plan(&host, &policy).unwrap();
+        assert_eq!(p.base_fingerprint, roce_net::fingerprint(&host), "{case}");
         assert_eq!(Plan::from_json(&p.to_json()).unwrap(), p, "{case}");
 
         // Ordering.
@@ -303,7 +303,7 @@ fn plans_are_safe_and_converge() {
         for r in host.rules.iter().filter(|r| r.protocol != policy.protocol) {
             assert!(after.rules.contains(r), "{case}: foreign rule lost {r:?}");
         }
-        let again = plan::plan(&after, &policy).unwrap();
+        let again = roce_net::plan(&after, &policy).unwrap();
         assert!(
             again.is_empty(),
             "{case}: second plan not empty:\n{}",

@@ -1,7 +1,7 @@
 //! Polluted-neighbour classification and change inverses/descriptions.
 
-use roce_net::model::{ConfKey, ConfTarget, HostState, Sysctl};
-use roce_net::plan::{polluted_neighbors, Change, PollutionReason};
+use roce_net::{polluted_neighbors, Change, PollutionReason};
+use roce_net::{ConfKey, ConfTarget, HostState, Sysctl};
 use std::path::PathBuf;
 
 fn fixture_host(case: &str) -> HostState {
@@ -67,7 +67,7 @@ fn gateways_and_static_entries_are_not_polluted() {
     h.routes.push(r);
     // A PERMANENT entry with a FAILED-looking neighbour is the admin's business.
     let mut n = h.neighbors.last().unwrap().clone();
-    n.state = vec![roce_net::model::NeighState::Permanent];
+    n.state = vec![roce_net::NeighState::Permanent];
     n.mac = Some("02:00:00:00:00:02".parse().unwrap()); // r2's own MAC
     h.neighbors.push(n);
     let got: Vec<PollutionReason> = polluted_neighbors(&h, &nics())

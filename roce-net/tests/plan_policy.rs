@@ -1,11 +1,11 @@
 //! Policy parsing and validation: every refusal is `ErrorKind::Policy` and names
 //! the field path; good policies resolve to the expected NICs, tables and gateways.
 
-use roce_net::model::{Address, HostState, Interface, Scope};
-use roce_net::persist::Backend;
-use roce_net::plan;
-use roce_net::policy::{FlushMode, PersistBackend, Policy, RpFilter};
+use roce_net::Backend;
+use roce_net::{Address, HostState, Interface, Scope};
+
 use roce_net::ErrorKind;
+use roce_net::{FlushMode, PersistBackend, Policy, RpFilter};
 use std::path::PathBuf;
 
 fn fixture_host(case: &str) -> HostState {
@@ -38,7 +38,7 @@ fn host_err(h: &HostState, yaml: &str, prefix: &str) -> String {
     let m = e.to_string();
     assert!(m.starts_with(prefix), "expected {prefix:?}, got {m:?}");
     // plan() validates first and refuses the same way.
-    assert_eq!(plan::plan(h, &p).unwrap_err().to_string(), m);
+    assert_eq!(roce_net::plan(h, &p).unwrap_err().to_string(), m);
     m
 }
 
@@ -287,7 +287,7 @@ fn gateways_must_be_on_link() {
     // An exact name wins over a glob.
     let p = Policy::from_yaml("routing:\n  default_gateway: {\"*\": 198.18.0.1, r2: 198.18.0.2}\n")
         .unwrap();
-    let d = plan::desired_state(&h, &p).unwrap();
+    let d = roce_net::desired_state(&h, &p).unwrap();
     let gws: Vec<String> = d
         .routes
         .iter()
@@ -338,7 +338,7 @@ fn foreign_table_and_priority_users_are_named() {
     // to what the policy wants are adopted (as after a reboot recreated them),
     let owned = fixture_host("compliant");
     let p = Policy::from_yaml("protocol: 202\n").unwrap();
-    assert!(roce_net::plan::plan(&owned, &p).unwrap().is_empty());
+    assert!(roce_net::plan(&owned, &p).unwrap().is_empty());
     // anything else in our tables is refused.
     let mut owned = owned;
     for r in owned.routes.iter_mut().filter(|r| r.table == 1001) {
@@ -362,7 +362,7 @@ fn table_name_clash_is_refused() {
     );
     // Not registering names avoids the clash.
     let p = Policy::from_yaml("register_table_names: false\n").unwrap();
-    let pl = plan::plan(&h, &p).unwrap();
+    let pl = roce_net::plan(&h, &p).unwrap();
     assert!(pl.desired.table_names.is_empty());
     assert!(!pl.render_diff().contains("table-name"));
     // Then tables are shown by number only.
@@ -416,7 +416,7 @@ fn numbering_follows_natural_name_order_and_globs() {
     let mut h = host();
     add_nic(&mut h, "r10", 20, "198.18.0.20");
     let p = Policy::from_yaml("nics: {include: [\"r?\", r10], exclude: [r3]}\n").unwrap();
-    let d = plan::desired_state(&h, &p).unwrap();
+    let d = roce_net::desired_state(&h, &p).unwrap();
     let layout: Vec<(String, u32, u32)> = d
         .nics
         .iter()
@@ -433,7 +433,7 @@ fn numbering_follows_natural_name_order_and_globs() {
     );
     // Explicit tables win; others keep base + n.
     let p = Policy::from_yaml("routing: {tables: {r2: 100000}, table_base: 5000}\n").unwrap();
-    let d = plan::desired_state(&h, &p).unwrap();
+    let d = roce_net::desired_state(&h, &p).unwrap();
     let t: Vec<u32> = d.nics.iter().map(|n| n.table).collect();
     assert_eq!(t, [5001, 100000, 5003, 5004, 5005]);
 }
@@ -485,7 +485,7 @@ fn defaults_are_documented_values() {
     assert_eq!(p.routing.table_name_prefix, "roce_");
     assert!(p.routing.subnet_route && p.routing.enabled && p.register_table_names);
     assert_eq!(p.neighbors.flush, FlushMode::Polluted);
-    assert_eq!(p.protocol, roce_net::model::protocol::ROCE_NET_DEFAULT);
+    assert_eq!(p.protocol, roce_net::protocol::ROCE_NET_DEFAULT);
     assert_eq!(p.tuning, Default::default());
     let v = p.to_value();
     assert_eq!(v["nics"], "auto");
@@ -506,7 +506,7 @@ fn documented_example_is_valid() {
     let yaml = &body[..body.find("```").unwrap()];
     let p = Policy::from_yaml(yaml).unwrap_or_else(|e| panic!("docs example: {e}"));
     let h = host();
-    let pl = plan::plan(&h, &p).unwrap();
+    let pl = roce_net::plan(&h, &p).unwrap();
     assert!(!pl.is_empty());
 }
 
@@ -514,7 +514,7 @@ fn documented_example_is_valid() {
 fn routing_disabled_removes_owned_routing_only() {
     let h = fixture_host("compliant");
     let p = Policy::from_yaml("routing: {enabled: false}\ntuning: {netdev_max_backlog: 250000, rmem_max: 16777216, wmem_max: 16777216}\n").unwrap();
-    let pl = plan::plan(&h, &p).unwrap();
+    let pl = roce_net::plan(&h, &p).unwrap();
     assert!(pl.desired.routes.is_empty() && pl.desired.rules.is_empty());
     assert!(pl.desired.table_names.is_empty());
     let diff = pl.render_diff();

@@ -2,8 +2,8 @@
 //! on a bridge, probed from a peer namespace on the same bridge.
 mod sf_common;
 
-use roce_net::model::HwAddr;
-use roce_net::probe::ArpProbeOptions;
+use roce_net::ArpProbeOptions;
+use roce_net::HwAddr;
 use roce_net::{ErrorKind, Host};
 use sf_common::Netns;
 use std::collections::BTreeSet;
@@ -66,10 +66,9 @@ fn opts() -> ArpProbeOptions {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn arp_flux_seen_from_the_wire_and_gone_after_arp_ignore() {
-    if !sf_common::can_run_namespaces("arp_flux_seen_from_the_wire") {
-        return;
-    }
+    sf_common::require_namespaces("arp_flux_seen_from_the_wire");
     let lab = build();
     let macs: BTreeSet<HwAddr> = (1..=4)
         .map(|i| mac_of(&lab.host, &format!("eth{i}")))
@@ -118,10 +117,9 @@ fn arp_flux_seen_from_the_wire_and_gone_after_arp_ignore() {
 }
 
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn probe_errors_name_the_device() {
-    if !sf_common::can_run_namespaces("probe_errors_name_the_device") {
-        return;
-    }
+    sf_common::require_namespaces("probe_errors_name_the_device");
     let ns = Netns::new("perr");
     let h = Host::netns(&ns.name).unwrap();
     let t = Ipv4Addr::new(198, 18, 0, 1);

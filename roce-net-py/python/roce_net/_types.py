@@ -722,7 +722,7 @@ class FibDecision(_Record):
     (``route_lookup``): ``kind`` is the route type, ``table`` / ``rule_priority``
     say which lookup answered, ``route`` is the matching route."""
 
-    _RUST: ClassVar[str] = "Decision"
+    _RUST: ClassVar[str] = "FibDecision"
     kind: str
     table: Optional[int]
     rule_priority: Optional[int]

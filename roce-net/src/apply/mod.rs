@@ -18,15 +18,16 @@ mod execute;
 mod journal;
 mod lock;
 
-pub use execute::{set_table_name, TABLE_NAMES_FILE};
 use journal::StepLog;
 pub use journal::{Journal, JournalState, Step, StepStatus};
 pub use lock::NsLock;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::observe::{procfs, Host};
+use crate::host::Host;
+use crate::kernel::procfs;
 use crate::plan::{self, Change, Plan};
-use execute::{check_table_name, execute, set_table_names, Target};
+use crate::rt_tables::{check_table_name, set_table_names};
+use execute::{execute, Target};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

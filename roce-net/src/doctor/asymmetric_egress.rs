@@ -1,9 +1,9 @@
 //! `asymmetric-egress`: traffic sourced from a NIC's address towards its own subnet
 //! leaves by another NIC (computed with the offline FIB lookup).
 
-use super::scope::representative_peer;
 use super::{Ctx, Finding, Severity, Subject};
 use crate::fib::{self, Flow};
+use crate::scope::representative_peer;
 
 /// Check id.
 pub const ID: &str = "asymmetric-egress";

@@ -18,7 +18,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             let Some(nd) = port_netdev(d, p) else {
                 continue;
             };
-            for a in super::scope::global_ipv4(ctx.state, &nd) {
+            for a in crate::scope::global_ipv4(ctx.state, &nd) {
                 let IpAddr::V4(v4) = a.address else { continue };
                 let v2 = p.gids.iter().any(|g| {
                     g.ipv4 == Some(v4) && g.gid_type == Some(crate::model::GidType::RoceV2)

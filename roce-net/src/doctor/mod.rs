@@ -21,7 +21,7 @@ mod port_down;
 mod rdma_retransmits;
 mod rp_filter_strict;
 mod rx_drops;
-pub mod scope;
+
 mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-pub use scope::{nic_scope, nics_in_scope, NicScope, PortRef, ScopeMode, ScopedNic};
+use crate::scope::{nic_scope, NicScope};
 
 /// Every check id this module can report, in documentation order.
 pub const CHECK_IDS: &[&str] = &[

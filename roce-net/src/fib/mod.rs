@@ -4,7 +4,7 @@
 //! The algorithm follows the kernel's IPv4 output path (`ip_route_output_key_hash_rcu`,
 //! `fib_rules_lookup`, `fib_table_lookup`, `inet_select_addr`) step by step:
 //!
-//! 1. A given source must be a local address (else [`LookupError::InvalidSource`]);
+//! 1. A given source must be a local address (else [`FibError::InvalidSource`]);
 //!    multicast, limited-broadcast and `0.0.0.0/8` sources are refused.
 //! 2. Rules run in priority order (equal priorities in snapshot order). A rule matches
 //!    on `from` (against the flow's source, `0.0.0.0` when none is given, so only
@@ -22,7 +22,7 @@
 //!    `suppress_prefixlength N` rejects a result of prefix length `<= N` and continues.
 //! 4. The source is the given one, else the route's `src`, else the kernel's
 //!    `inet_select_addr(dev, gateway, route scope)`. A loopback (`127/8`) source
-//!    may only go out through `lo` (else [`LookupError::InvalidSource`]).
+//!    may only go out through `lo` (else [`FibError::InvalidSource`]).
 //!
 //! While a namespace has never had a custom IPv4 rule, the kernel skips the rules
 //! and does one longest-prefix match over the merged local/main trie, then (only
@@ -106,7 +106,7 @@ impl Flow {
 
 /// The route the kernel would pick for a flow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
+pub struct FibDecision {
     /// Route type of the result (`unicast`, `local`, `broadcast`, ...).
     pub kind: RouteType,
     /// The table that matched (`None` for results made without a table lookup,
@@ -130,7 +130,7 @@ pub struct Decision {
 /// Why a lookup returned no route (the error `ip route get` would print).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LookupError {
+pub enum FibError {
     /// The source is not a local address or not a valid source
     /// (`Network is unreachable` / `Invalid argument`).
     InvalidSource,
@@ -150,39 +150,19 @@ pub enum LookupError {
     InvalidDestination,
 }
 
-impl std::fmt::Display for LookupError {
+impl std::fmt::Display for FibError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            LookupError::InvalidSource => "source address is not a usable local address",
-            LookupError::NoRoute => "no route matches",
-            LookupError::Blackhole => "blackhole route or rule",
-            LookupError::Unreachable => "unreachable route or rule",
-            LookupError::Prohibit => "prohibit route or rule",
-            LookupError::NoDevice => "output device missing or down",
-            LookupError::FamilyMismatch => "source and destination families differ",
-            LookupError::InvalidDestination => "destination address cannot be routed",
+            FibError::InvalidSource => "source address is not a usable local address",
+            FibError::NoRoute => "no route matches",
+            FibError::Blackhole => "blackhole route or rule",
+            FibError::Unreachable => "unreachable route or rule",
+            FibError::Prohibit => "prohibit route or rule",
+            FibError::NoDevice => "output device missing or down",
+            FibError::FamilyMismatch => "source and destination families differ",
+            FibError::InvalidDestination => "destination address cannot be routed",
         })
     }
-}
-
-/// Look a destination up: `ip route get <dst> [from <src>] [iif <iif>] [oif <oif>]`.
-/// `None` when the kernel would answer with an error; use [`resolve`] to see which.
-pub fn lookup(
-    state: &HostState,
-    dst: IpAddr,
-    src: Option<IpAddr>,
-    iif: Option<&str>,
-    oif: Option<&str>,
-) -> Option<Decision> {
-    let flow = Flow {
-        dst,
-        src,
-        iif: iif.map(str::to_string),
-        oif: oif.map(str::to_string),
-        fwmark: 0,
-        tos: 0,
-    };
-    resolve(state, &flow).ok()
 }
 
 /// How the kernel consults the IPv4 tables.
@@ -207,8 +187,21 @@ pub enum FibMode {
     Merged,
 }
 
+impl FibMode {
+    /// The mode [`FibMode::Auto`] uses for a snapshot: [`FibMode::Merged`] when its
+    /// IPv4 rules are exactly the kernel's three defaults (or absent), else
+    /// [`FibMode::Rules`].
+    pub fn detect(state: &HostState) -> FibMode {
+        if has_only_default_rules(state) {
+            FibMode::Merged
+        } else {
+            FibMode::Rules
+        }
+    }
+}
+
 /// True when the IPv4 rules are exactly the kernel's defaults (or absent).
-pub fn has_only_default_rules(state: &HostState) -> bool {
+pub(crate) fn has_only_default_rules(state: &HostState) -> bool {
     let v4: Vec<&Rule> = state
         .rules
         .iter()
@@ -241,7 +234,7 @@ pub fn has_only_default_rules(state: &HostState) -> bool {
 
 /// Look a flow up, with the reason when the kernel would return an error
 /// ([`FibMode::Auto`]).
-pub fn resolve(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
+pub fn resolve(state: &HostState, flow: &Flow) -> Result<FibDecision, FibError> {
     resolve_with(state, flow, FibMode::Auto)
 }
 
@@ -250,10 +243,10 @@ pub fn resolve_with(
     state: &HostState,
     flow: &Flow,
     mode: FibMode,
-) -> Result<Decision, LookupError> {
+) -> Result<FibDecision, FibError> {
     if let Some(s) = flow.src {
         if Family::of(&s) != Family::of(&flow.dst) {
-            return Err(LookupError::FamilyMismatch);
+            return Err(FibError::FamilyMismatch);
         }
     }
     let merged = match mode {
@@ -381,7 +374,7 @@ enum TableResult<'a> {
     /// No route (or `throw`): continue with the next rule.
     Again,
     /// A rejecting route type.
-    Reject(LookupError),
+    Reject(FibError),
 }
 
 fn dev_alive(state: &HostState, dev: Option<&str>) -> bool {
@@ -435,9 +428,9 @@ fn tables_lookup<'a>(state: &'a HostState, tables: &[u32], flow: &Flow) -> Table
             continue;
         }
         match r.kind {
-            RouteType::Blackhole => return TableResult::Reject(LookupError::Blackhole),
-            RouteType::Unreachable => return TableResult::Reject(LookupError::Unreachable),
-            RouteType::Prohibit => return TableResult::Reject(LookupError::Prohibit),
+            RouteType::Blackhole => return TableResult::Reject(FibError::Blackhole),
+            RouteType::Unreachable => return TableResult::Reject(FibError::Unreachable),
+            RouteType::Prohibit => return TableResult::Reject(FibError::Prohibit),
             RouteType::Throw => return TableResult::Again,
             RouteType::Nat | RouteType::Other => continue,
             _ => {}
@@ -487,7 +480,7 @@ struct FibHit<'a> {
 /// `blackhole`/`unreachable`/`prohibit` route in local/main is final, as on current
 /// kernels (verified on 6.18: `if (err != -EAGAIN) goto out`); older kernels let
 /// the default table's answer replace such an error.
-fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, LookupError> {
+fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, FibError> {
     let hit = |r: TableResult<'a>, table: u32| match r {
         TableResult::Hit {
             route,
@@ -501,7 +494,7 @@ fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Lo
             dev,
             gateway,
         }),
-        TableResult::Again => Err(LookupError::NoRoute),
+        TableResult::Again => Err(FibError::NoRoute),
         TableResult::Reject(e) => Err(e),
     };
     match tables_lookup(state, &[RT_TABLE_LOCAL, RT_TABLE_MAIN], flow) {
@@ -514,7 +507,7 @@ fn merged_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Lo
 }
 
 /// `fib_rules_lookup`: walk the rules, look tables up, honour goto/nop/suppress.
-fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, LookupError> {
+fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, FibError> {
     let rules = rules_in_order(state, Family::of(&flow.dst));
     let mut i = 0;
     while i < rules.len() {
@@ -536,9 +529,9 @@ fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Looku
                 continue;
             }
             RuleAction::Nop => continue,
-            RuleAction::Blackhole | RuleAction::Other => return Err(LookupError::Blackhole),
-            RuleAction::Unreachable => return Err(LookupError::Unreachable),
-            RuleAction::Prohibit => return Err(LookupError::Prohibit),
+            RuleAction::Blackhole | RuleAction::Other => return Err(FibError::Blackhole),
+            RuleAction::Unreachable => return Err(FibError::Unreachable),
+            RuleAction::Prohibit => return Err(FibError::Prohibit),
             RuleAction::ToTable => {}
         }
         match table_lookup(state, rule.table, flow) {
@@ -565,7 +558,7 @@ fn fib_lookup<'a>(state: &'a HostState, flow: &Flow) -> Result<FibHit<'a>, Looku
             }
         }
     }
-    Err(LookupError::NoRoute)
+    Err(FibError::NoRoute)
 }
 
 fn is_lbcast(a: Ipv4Addr) -> bool {
@@ -649,12 +642,12 @@ pub fn inet_select_addr(
 
 /// `__mkroute_output`: locally generated traffic with a loopback (`127/8`) source
 /// may only leave through the loopback device; otherwise the kernel answers
-/// `EINVAL` (reported as [`LookupError::InvalidSource`]).
-fn loopback_source_check(flow: &Flow, d: Decision) -> Result<Decision, LookupError> {
+/// `EINVAL` (reported as [`FibError::InvalidSource`]).
+fn loopback_source_check(flow: &Flow, d: FibDecision) -> Result<FibDecision, FibError> {
     if flow.iif.is_none() {
         if let Some(IpAddr::V4(s)) = d.prefsrc {
             if s.is_loopback() && d.dev.as_deref() != Some("lo") {
-                return Err(LookupError::InvalidSource);
+                return Err(FibError::InvalidSource);
             }
         }
     }
@@ -666,13 +659,13 @@ fn resolve_v4(
     flow: &Flow,
     dst: Ipv4Addr,
     merged: bool,
-) -> Result<Decision, LookupError> {
+) -> Result<FibDecision, FibError> {
     let output = flow.iif.is_none();
     let mut saddr: Option<Ipv4Addr> = match flow.src {
         Some(IpAddr::V4(s)) => Some(s),
         _ => None,
     };
-    let bare = |kind: RouteType, dev: Option<String>, src: Option<Ipv4Addr>| Decision {
+    let bare = |kind: RouteType, dev: Option<String>, src: Option<Ipv4Addr>| FibDecision {
         kind,
         table: None,
         rule_priority: None,
@@ -685,11 +678,11 @@ fn resolve_v4(
     if output {
         if let Some(s) = saddr {
             if s.is_multicast() || is_lbcast(s) || is_zeronet(s) {
-                return Err(LookupError::InvalidSource);
+                return Err(FibError::InvalidSource);
             }
             let src_dev = ip_dev_find(state, s);
             if flow.oif.is_none() && (dst.is_multicast() || is_lbcast(dst)) {
-                let dev = src_dev.ok_or(LookupError::InvalidSource)?;
+                let dev = src_dev.ok_or(FibError::InvalidSource)?;
                 let kind = if dst.is_multicast() {
                     RouteType::Multicast
                 } else {
@@ -698,14 +691,14 @@ fn resolve_v4(
                 return Ok(bare(kind, Some(dev), Some(s)));
             }
             if src_dev.is_none() {
-                return Err(LookupError::InvalidSource);
+                return Err(FibError::InvalidSource);
             }
         }
     }
     if let Some(o) = &flow.oif {
         match state.interface(o) {
-            None => return Err(LookupError::NoDevice),
-            Some(i) if !i.admin_up => return Err(LookupError::Unreachable),
+            None => return Err(FibError::NoDevice),
+            Some(i) if !i.admin_up => return Err(FibError::Unreachable),
             Some(_) => {}
         }
         let local_mc = dst.octets()[0] == 224 && dst.octets()[1] == 0 && dst.octets()[2] == 0;
@@ -757,7 +750,7 @@ fn resolve_v4(
             Some(IpAddr::V4(p)) => Some(p),
             _ => None,
         });
-        return Ok(Decision {
+        return Ok(FibDecision {
             kind: RouteType::Local,
             table: Some(hit.table),
             rule_priority: hit.rule_priority,
@@ -785,10 +778,10 @@ fn resolve_v4(
     // destination is invalid, and the destination class decides the route type.
     let dev_is_lo = hit.dev.as_deref() == Some("lo");
     if src.map(|s| s.is_loopback()).unwrap_or(false) && !dev_is_lo {
-        return Err(LookupError::InvalidSource);
+        return Err(FibError::InvalidSource);
     }
     if is_zeronet(dst) {
-        return Err(LookupError::InvalidDestination);
+        return Err(FibError::InvalidDestination);
     }
     let kind = if is_lbcast(dst) {
         RouteType::Broadcast
@@ -797,7 +790,7 @@ fn resolve_v4(
     } else {
         route.kind
     };
-    Ok(Decision {
+    Ok(FibDecision {
         kind,
         table: Some(hit.table),
         rule_priority: hit.rule_priority,
@@ -909,13 +902,13 @@ pub fn ipv6_select_addr(state: &HostState, dev: Option<&str>, dst: Ipv6Addr) -> 
     best.map(|(_, a)| a)
 }
 
-fn resolve_v6(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
+fn resolve_v6(state: &HostState, flow: &Flow) -> Result<FibDecision, FibError> {
     let IpAddr::V6(dst) = flow.dst else {
-        return Err(LookupError::FamilyMismatch);
+        return Err(FibError::FamilyMismatch);
     };
     if let Some(o) = &flow.oif {
         if state.interface(o).is_none() {
-            return Err(LookupError::NoDevice);
+            return Err(FibError::NoDevice);
         }
     }
     let hit = fib_lookup(state, flow)?;
@@ -929,7 +922,7 @@ fn resolve_v6(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
         _ => None,
     };
     if route.kind == RouteType::Local {
-        return Ok(Decision {
+        return Ok(FibDecision {
             kind: RouteType::Local,
             table: Some(hit.table),
             rule_priority: hit.rule_priority,
@@ -943,7 +936,7 @@ fn resolve_v6(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
     let src = given
         .or(route_src)
         .or_else(|| ipv6_select_addr(state, hit.dev.as_deref(), dst));
-    Ok(Decision {
+    Ok(FibDecision {
         kind: route.kind,
         table: Some(hit.table),
         rule_priority: hit.rule_priority,
@@ -954,3 +947,6 @@ fn resolve_v6(state: &HostState, flow: &Flow) -> Result<Decision, LookupError> {
         multipath: !route.multipath.is_empty(),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -25,7 +25,7 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
 pub struct HostSummary {
     /// Host name.
     pub hostname: String,
-    /// NICs in scope (see [`doctor::scope`]).
+    /// NICs in scope (see [`crate::scope`]).
     pub nics: Vec<String>,
     /// RDMA device names.
     pub rdma_devices: Vec<String>,
@@ -52,7 +52,7 @@ pub struct FleetReport {
 
 /// Summarise one host.
 pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
-    let scope = doctor::nic_scope(state);
+    let scope = crate::scope::nic_scope(state);
     let findings = doctor::run_with(state, opts);
     let gid_index = crate::nccl::recommend(state)
         .get("NCCL_IB_GID_INDEX")

@@ -12,7 +12,7 @@
 //!
 //! ```no_run
 //! # fn main() -> roce_net::Result<()> {
-//! let lab = roce_net::lab::Lab::seed(4)?;          // the seed scenario
+//! let lab = roce_net::Lab::seed(4)?;          // the seed scenario
 //! let host = lab.host()?;                          // a Host in the host namespace
 //! let state = host.snapshot()?;
 //! assert_eq!(lab.nics().len(), 4);
@@ -20,9 +20,9 @@
 //! ```
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::host::Host;
+use crate::kernel::netlink::Netlink;
 use crate::netns::{self, NetnsTarget};
-use crate::observe::netlink::Netlink;
-use crate::observe::Host;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicU32, Ordering};
 

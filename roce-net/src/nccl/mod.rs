@@ -1,8 +1,8 @@
 //! NCCL environment derived from the GID tables and the NICs in scope:
 //! `nccl::recommend(&state) -> NcclAdvice`, every value with the reasoning behind it.
 
-use crate::doctor::scope::{nic_scope, PortRef};
 use crate::model::{Family, GidType, HostState, RdmaDevice, RdmaPort, RT_TABLE_MAIN};
+use crate::scope::{nic_scope, PortRef};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -56,7 +56,7 @@ pub fn port_netdev(dev: &RdmaDevice, port: &RdmaPort) -> Option<String> {
 
 /// The primary global IPv4 address of a netdev.
 fn primary_ipv4(state: &HostState, netdev: &str) -> Option<std::net::Ipv4Addr> {
-    crate::doctor::scope::global_ipv4(state, netdev)
+    crate::scope::global_ipv4(state, netdev)
         .into_iter()
         .find(|a| !a.secondary)
         .and_then(|a| match a.address {
@@ -241,9 +241,7 @@ pub fn recommend(state: &HostState) -> NcclAdvice {
     }
 
     // NCCL_SOCKET_IFNAME
-    let rdma_nd: BTreeSet<String> = crate::doctor::scope::rdma_netdevs(state)
-        .into_keys()
-        .collect();
+    let rdma_nd: BTreeSet<String> = crate::scope::rdma_netdevs(state).into_keys().collect();
     let default_dev = state
         .routes
         .iter()
@@ -263,7 +261,7 @@ pub fn recommend(state: &HostState) -> NcclAdvice {
             i.name != "lo"
                 && i.admin_up
                 && !rdma_nd.contains(&i.name)
-                && !crate::doctor::scope::global_ipv4(state, &i.name).is_empty()
+                && !crate::scope::global_ipv4(state, &i.name).is_empty()
         })
         .map(|i| i.name.clone());
     let sock = match &default_dev {

@@ -26,7 +26,7 @@ pub(crate) mod render;
 
 pub use change::Change;
 pub use fingerprint::fingerprint;
-pub use neigh::{is_static, polluted_neighbors, PollutedNeighbor, PollutionReason};
+pub use neigh::{polluted_neighbors, PollutedNeighbor, PollutionReason};
 pub use planner::{desired_state, plan};
 pub use render::{neigh_line, route_line, rule_line};
 

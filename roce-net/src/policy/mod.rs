@@ -14,7 +14,6 @@ mod de;
 mod glob;
 mod resolve;
 
-pub use glob::glob_match;
 pub(crate) use resolve::Layout;
 
 use crate::error::{Error, ErrorKind, Result};

@@ -2,7 +2,7 @@
 //! Routes and rules are written in a small `ip route` / `ip rule`-like syntax.
 #![allow(dead_code)]
 
-use roce_net::model::*;
+use roce_net::*;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;

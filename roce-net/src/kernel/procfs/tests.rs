@@ -1,11 +1,11 @@
 //! Sysctls through a `/proc/sys` root: fixture trees in a temp dir, and the real
 //! `/proc/sys` inside a namespace this test creates.
-mod sf_common;
 
-use roce_net::model::{ConfKey, ConfTarget, Sysctl, TuningKey};
-use roce_net::netns::NetnsTarget;
-use roce_net::observe::procfs::{read_sysctl, read_sysctls, write_sysctl, PROC_SYS};
-use roce_net::ErrorKind;
+use super::{read_sysctl, read_sysctls, write_sysctl, PROC_SYS};
+use crate::model::{ConfKey, ConfTarget, Sysctl, TuningKey};
+use crate::netns::NetnsTarget;
+use crate::test_support as sf_common;
+use crate::ErrorKind;
 use std::path::Path;
 
 /// A fake `/proc/sys` with conf/{all,default,<ifaces>} and the tuning files.
@@ -174,10 +174,9 @@ fn read_back_mismatch_is_a_verify_error() {
 /// The real `/proc/sys` inside a namespace: values set there with `sysctl -w` are
 /// what the library reads, and what the library writes is what `sysctl` shows.
 #[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn reads_and_writes_per_namespace_values() {
-    if !sf_common::can_run_namespaces("reads_and_writes_per_namespace_values") {
-        return;
-    }
+    sf_common::require_namespaces("reads_and_writes_per_namespace_values");
     let ns = sf_common::Netns::new("sysctl");
     ns.ip(&[
         "link", "add", "d0.5", "type", "veth", "peer", "name", "d0.6",

@@ -1,11 +1,33 @@
 //! Offline FIB lookup on hand-built HostStates: each case states what
 //! `ip route get` answers on a real kernel with the same tables.
 
+#[path = "../../tests/doctor_support/mod.rs"]
 mod doctor_support;
 
+use super::{has_only_default_rules, ipv6_select_addr, resolve};
 use doctor_support::{ip, B};
-use roce_net::fib::{self, FibMode, Flow, LookupError};
-use roce_net::model::RouteType;
+use roce_net::RouteType;
+use roce_net::{FibDecision, FibError, FibMode, Flow};
+use std::net::IpAddr;
+
+/// `ip route get DST [from SRC] [iif IIF] [oif OIF]`; `None` when the kernel errs.
+fn lookup(
+    state: &roce_net::HostState,
+    dst: IpAddr,
+    src: Option<IpAddr>,
+    iif: Option<&str>,
+    oif: Option<&str>,
+) -> Option<FibDecision> {
+    let flow = Flow {
+        dst,
+        src,
+        iif: iif.map(str::to_string),
+        oif: oif.map(str::to_string),
+        fwmark: 0,
+        tos: 0,
+    };
+    resolve(state, &flow).ok()
+}
 
 fn four_nics_one_subnet() -> B {
     let mut b = B::new("h");
@@ -17,8 +39,8 @@ fn four_nics_one_subnet() -> B {
     b
 }
 
-fn get(b: &B, dst: &str, src: Option<&str>) -> fib::Decision {
-    fib::lookup(&b.0, ip(dst), src.map(ip), None, None).unwrap()
+fn get(b: &B, dst: &str, src: Option<&str>) -> FibDecision {
+    lookup(&b.0, ip(dst), src.map(ip), None, None).unwrap()
 }
 
 #[test]
@@ -62,7 +84,7 @@ fn local_table_answers_first_for_local_destinations() {
     assert_eq!(d.dev.as_deref(), Some("lo"));
     // Merged local/main trie: the kernel reports table main.
     assert_eq!(d.table, Some(254));
-    let r = fib::resolve_with(
+    let r = roce_net::fib_lookup_with(
         &b.0,
         &Flow::to(ip("198.18.0.12")).from(ip("198.18.0.13")),
         FibMode::Rules,
@@ -84,11 +106,14 @@ fn local_table_answers_first_for_local_destinations() {
 fn non_local_source_is_refused() {
     let b = four_nics_one_subnet();
     let f = Flow::to(ip("198.18.0.50")).from(ip("198.18.0.99"));
-    assert_eq!(fib::resolve(&b.0, &f), Err(LookupError::InvalidSource));
+    assert_eq!(roce_net::fib_lookup(&b.0, &f), Err(FibError::InvalidSource));
     let f = Flow::to(ip("198.18.0.50")).from(ip("0.0.0.1"));
-    assert_eq!(fib::resolve(&b.0, &f), Err(LookupError::InvalidSource));
+    assert_eq!(roce_net::fib_lookup(&b.0, &f), Err(FibError::InvalidSource));
     let f = Flow::to(ip("198.18.0.50")).from(ip("2001:db8::1"));
-    assert_eq!(fib::resolve(&b.0, &f), Err(LookupError::FamilyMismatch));
+    assert_eq!(
+        roce_net::fib_lookup(&b.0, &f),
+        Err(FibError::FamilyMismatch)
+    );
 }
 
 #[test]
@@ -104,10 +129,10 @@ fn longest_prefix_then_lowest_metric() {
     assert_eq!(d.prefsrc, Some(ip("198.18.0.13")));
     let d = get(&b, "10.2.0.1", None);
     assert_eq!(d.dev.as_deref(), Some("ens1"));
-    assert_eq!(fib::lookup(&b.0, ip("11.0.0.1"), None, None, None), None);
+    assert_eq!(lookup(&b.0, ip("11.0.0.1"), None, None, None), None);
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("11.0.0.1"))),
-        Err(LookupError::NoRoute)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("11.0.0.1"))),
+        Err(FibError::NoRoute)
     );
 }
 
@@ -123,10 +148,10 @@ fn throw_continues_and_rejecting_routes_stop() {
     b.rule("pref 100 lookup 100");
     assert_eq!(get(&b, "10.9.9.9", None).gateway, Some(ip("198.18.0.1")));
     assert_eq!(get(&b, "8.8.8.8", None).gateway, Some(ip("198.18.0.2")));
-    let r = |d: &str| fib::resolve(&b.0, &Flow::to(ip(d)));
-    assert_eq!(r("192.0.2.1"), Err(LookupError::Blackhole));
-    assert_eq!(r("192.0.3.1"), Err(LookupError::Unreachable));
-    assert_eq!(r("192.0.4.1"), Err(LookupError::Prohibit));
+    let r = |d: &str| roce_net::fib_lookup(&b.0, &Flow::to(ip(d)));
+    assert_eq!(r("192.0.2.1"), Err(FibError::Blackhole));
+    assert_eq!(r("192.0.3.1"), Err(FibError::Unreachable));
+    assert_eq!(r("192.0.4.1"), Err(FibError::Prohibit));
 }
 
 #[test]
@@ -145,10 +170,10 @@ fn rule_actions_goto_nop_and_rejects() {
     assert_eq!(get(&b, "203.0.113.5", None).table, Some(300));
     // Without the goto, rule 30 answers.
     assert_eq!(get(&b, "203.0.1.5", None).table, Some(200));
-    let r = |d: &str| fib::resolve(&b.0, &Flow::to(ip(d)));
-    assert_eq!(r("198.51.100.1"), Err(LookupError::Prohibit));
-    assert_eq!(r("198.51.101.1"), Err(LookupError::Unreachable));
-    assert_eq!(r("198.51.102.1"), Err(LookupError::Blackhole));
+    let r = |d: &str| roce_net::fib_lookup(&b.0, &Flow::to(ip(d)));
+    assert_eq!(r("198.51.100.1"), Err(FibError::Prohibit));
+    assert_eq!(r("198.51.101.1"), Err(FibError::Unreachable));
+    assert_eq!(r("198.51.102.1"), Err(FibError::Blackhole));
     // A backwards goto (refused by the kernel) cannot loop.
     b.rule("pref 6 to 203.0.1.0/24 goto 3");
     b.rule("pref 3 to 203.0.1.0/24 goto 6");
@@ -166,14 +191,14 @@ fn fwmark_mask_invert_iif_oif_selectors() {
     b.route("default via 198.18.0.1 dev ens1");
     b.rule("pref 100 fwmark 0x10/0xf0 lookup 400");
     let f = Flow::to(ip("8.8.8.8")).mark(0x1f);
-    assert_eq!(fib::resolve(&b.0, &f).unwrap().table, Some(400));
+    assert_eq!(roce_net::fib_lookup(&b.0, &f).unwrap().table, Some(400));
     let f = Flow::to(ip("8.8.8.8")).mark(0x20);
-    assert_eq!(fib::resolve(&b.0, &f).unwrap().table, Some(254));
+    assert_eq!(roce_net::fib_lookup(&b.0, &f).unwrap().table, Some(254));
     // Locally generated traffic has iif lo.
     b.rule("pref 110 iif lo to 9.9.9.0/24 lookup 401");
     assert_eq!(get(&b, "9.9.9.9", None).table, Some(401));
     let f = Flow::to(ip("9.9.9.9")).iif("ens1").from(ip("203.0.113.1"));
-    assert_eq!(fib::resolve(&b.0, &f).unwrap().table, Some(254));
+    assert_eq!(roce_net::fib_lookup(&b.0, &f).unwrap().table, Some(254));
     // not: everything except 8.8.0.0/16 goes to 401.
     b.rule("pref 120 not to 8.8.0.0/16 lookup 401");
     assert_eq!(get(&b, "1.1.1.1", None).table, Some(401));
@@ -181,7 +206,7 @@ fn fwmark_mask_invert_iif_oif_selectors() {
     // oif selector only matches flows bound to that device.
     b.rule("pref 90 oif ens4 lookup 400");
     assert_eq!(get(&b, "1.1.1.1", None).table, Some(401));
-    let d = fib::lookup(&b.0, ip("1.1.1.1"), None, None, Some("ens4")).unwrap();
+    let d = lookup(&b.0, ip("1.1.1.1"), None, None, Some("ens4")).unwrap();
     assert_eq!(d.table, Some(400));
     assert_eq!(d.dev.as_deref(), Some("ens4"));
     assert_eq!(d.prefsrc, Some(ip("198.18.0.14")));
@@ -205,16 +230,16 @@ fn suppress_prefixlength_skips_default_routes() {
 #[test]
 fn oif_filters_next_hops_and_falls_back_on_link() {
     let b = four_nics_one_subnet();
-    let d = fib::lookup(&b.0, ip("198.18.0.50"), None, None, Some("ens2")).unwrap();
+    let d = lookup(&b.0, ip("198.18.0.50"), None, None, Some("ens2")).unwrap();
     assert_eq!(d.dev.as_deref(), Some("ens2"));
     assert_eq!(d.prefsrc, Some(ip("198.18.0.12")));
     // No route at all, but oif given: the kernel assumes on-link.
-    let d = fib::lookup(&b.0, ip("8.8.8.8"), None, None, Some("ens3")).unwrap();
+    let d = lookup(&b.0, ip("8.8.8.8"), None, None, Some("ens3")).unwrap();
     assert_eq!(d.dev.as_deref(), Some("ens3"));
     assert_eq!(d.table, None);
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("8.8.8.8")).oif("nope0")),
-        Err(LookupError::NoDevice)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("8.8.8.8")).oif("nope0")),
+        Err(FibError::NoDevice)
     );
 }
 
@@ -270,12 +295,12 @@ fn multipath_reports_first_live_hop() {
 fn default_rules_assumed_when_snapshot_has_none() {
     let mut b = four_nics_one_subnet();
     b.0.rules.clear();
-    assert!(fib::has_only_default_rules(&b.0));
+    assert!(has_only_default_rules(&b.0));
     let f = Flow::to(ip("198.18.0.50")).from(ip("198.18.0.12"));
-    let d = fib::resolve_with(&b.0, &f, FibMode::Rules).unwrap();
+    let d = roce_net::fib_lookup_with(&b.0, &f, FibMode::Rules).unwrap();
     assert_eq!(d.rule_priority, Some(32766));
     let f = Flow::to(ip("198.18.0.12"));
-    let d = fib::resolve_with(&b.0, &f, FibMode::Rules).unwrap();
+    let d = roce_net::fib_lookup_with(&b.0, &f, FibMode::Rules).unwrap();
     assert_eq!(d.table, Some(255));
 }
 
@@ -289,12 +314,12 @@ fn merged_mode_falls_back_to_default_table_only_on_a_miss() {
     // Without custom rules a main-table reject is final (kernel 6.18, checked in
     // tests/lab_fib.rs) ...
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("10.1.0.1"))),
-        Err(LookupError::Blackhole)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("10.1.0.1"))),
+        Err(FibError::Blackhole)
     );
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("10.2.0.1"))),
-        Err(LookupError::Blackhole)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("10.2.0.1"))),
+        Err(FibError::Blackhole)
     );
     // ... while a miss or a throw goes on to the default table.
     b.route("unreachable 11.0.0.0/8");
@@ -304,15 +329,15 @@ fn merged_mode_falls_back_to_default_table_only_on_a_miss() {
     let d = get(&b, "12.0.0.1", None);
     assert_eq!((d.table, d.dev.as_deref()), (Some(253), Some("ens2")));
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("11.0.0.1"))),
-        Err(LookupError::Unreachable)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("11.0.0.1"))),
+        Err(FibError::Unreachable)
     );
     // With any custom rule the rules are walked and the blackhole is final.
     b.rule("pref 100 fwmark 0x1 lookup 100");
-    assert!(!fib::has_only_default_rules(&b.0));
+    assert!(!has_only_default_rules(&b.0));
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("10.1.0.1"))),
-        Err(LookupError::Blackhole)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("10.1.0.1"))),
+        Err(FibError::Blackhole)
     );
 }
 
@@ -342,7 +367,7 @@ fn ipv6_lookups() {
     assert_eq!(d.kind, RouteType::Local);
     assert_eq!(d.dev.as_deref(), Some("lo"));
     // Link-local destination: the link-local source of the outgoing device.
-    let d = fib::lookup(&b.0, ip("fe80::99"), None, None, Some("ens2")).unwrap();
+    let d = lookup(&b.0, ip("fe80::99"), None, None, Some("ens2")).unwrap();
     assert_eq!(d.prefsrc, Some(ip("fe80::2")));
 }
 
@@ -368,11 +393,11 @@ fn ipv6_source_selection_rules() {
     // link-local address (a better scope match) is not taken for ens2.
     b.addr("ens1", "fe80::1/64");
     assert_eq!(
-        fib::ipv6_select_addr(&b.0, Some("ens2"), "fe80::9".parse().unwrap()),
+        ipv6_select_addr(&b.0, Some("ens2"), "fe80::9".parse().unwrap()),
         Some("2001:db8:2::1".parse().unwrap())
     );
     assert_eq!(
-        fib::ipv6_select_addr(&b.0, Some("ens1"), "fe80::9".parse().unwrap()),
+        ipv6_select_addr(&b.0, Some("ens1"), "fe80::9".parse().unwrap()),
         Some("fe80::1".parse().unwrap())
     );
 }
@@ -385,12 +410,12 @@ fn destination_classes_and_loopback_sources() {
     assert_eq!(d.kind, RouteType::Multicast);
     assert_eq!(d.dev.as_deref(), Some("ens1"));
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("0.1.2.3"))),
-        Err(LookupError::InvalidDestination)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("0.1.2.3"))),
+        Err(FibError::InvalidDestination)
     );
     // 127.0.0.1 is local, but may not leave by ens1.
     assert_eq!(
-        fib::resolve(&b.0, &Flow::to(ip("8.8.8.8")).from(ip("127.0.0.1"))),
-        Err(LookupError::InvalidSource)
+        roce_net::fib_lookup(&b.0, &Flow::to(ip("8.8.8.8")).from(ip("127.0.0.1"))),
+        Err(FibError::InvalidSource)
     );
 }

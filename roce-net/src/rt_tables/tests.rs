@@ -1,7 +1,5 @@
 //! Routing table and protocol names from fixture `/etc` and distribution trees.
-use roce_net::observe::rt_tables::{
-    read_protocol_names_with, read_table_names, read_table_names_with,
-};
+use super::{read_protocol_names_with, read_table_names, read_table_names_with};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -1,18 +1,16 @@
-//! Reading a host into a [`HostState`].
+//! The host handle: one namespace's networking, read into a [`HostState`] and
+//! driven through the kernel I/O layer.
 //!
 //! [`Host`] is a namespace-scoped handle (DESIGN decision 3): `Host::current()`,
 //! `Host::netns(name)`, `Host::netns_path(path)`. Netlink and `/proc/sys/net` I/O
 //! runs on a thread inside that namespace; RDMA sysfs is read from an injectable
 //! root (`/sys` by default), routing table names from an injectable `/etc`.
 
-pub mod netlink;
-pub mod procfs;
-pub mod rt_tables;
-pub mod sysfs;
-
 use crate::error::Result;
+use crate::kernel::{netlink, procfs, sysfs};
 use crate::model::HostState;
 use crate::netns::NetnsTarget;
+use crate::rt_tables;
 use std::path::{Path, PathBuf};
 
 /// A handle on one host's networking, scoped to a network namespace.

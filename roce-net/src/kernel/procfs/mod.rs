@@ -2,7 +2,7 @@
 //!
 //! Files under `/proc/sys/net` belong to the network namespace of the thread that
 //! opens them, so run these functions inside `NetnsTarget::run` (as
-//! [`Host::snapshot`](crate::observe::Host::snapshot) does) to read a namespace.
+//! [`Host::snapshot`](crate::host::Host::snapshot) does) to read a namespace.
 //! The root is a parameter so tests can use a plain directory tree.
 //!
 //! Interface names are only ever used as one path component (`conf/<name>/`): names
@@ -301,6 +301,7 @@ fn read_error(e: io::Error, s: &Sysctl, path: &Path) -> Error {
     }
 }
 
+#[cfg(test)]
 /// Read one sysctl's current text (whitespace-trimmed; `udp_mem` keeps the kernel's
 /// tab separators).
 pub fn read_sysctl(proc_sys: &Path, s: &Sysctl) -> Result<String> {
@@ -353,6 +354,7 @@ fn normalize(s: &Sysctl, text: &str) -> String {
     }
 }
 
+#[cfg(test)]
 /// Write a sysctl: range-check `value` first (a bad value is `InvalidInput` and
 /// nothing is written), write it, read it back and compare (a mismatch is
 /// `Verify`). Returns the previous value, or `None` when it could not be read
@@ -421,7 +423,7 @@ fn write_checked(s: &Sysctl, path: &Path, canonical: &str) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+mod unit {
     use super::*;
 
     #[test]
@@ -464,3 +466,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use gids::parse_gid;
 pub use text::strip_enum_prefix;
 
 use text::{read_attr, warn};
@@ -336,3 +335,6 @@ fn read_counters(dir: &Path, warnings: &mut Vec<Warning>) -> BTreeMap<String, u6
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

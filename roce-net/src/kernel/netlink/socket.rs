@@ -642,16 +642,9 @@ mod tests {
     /// datagrams makes the kernel flag the rest `NLM_F_DUMP_INTR`; the dump is
     /// run again and the result includes the new address.
     #[test]
+    #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
     fn kernel_interrupted_dump_is_retried() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "kernel_interrupted_dump_is_retried needs root, and CI=true"
-            );
-            eprintln!("kernel_interrupted_dump_is_retried: skipped (needs root)");
-            return;
-        }
+        crate::test_support::require_root("kernel_interrupted_dump_is_retried");
         use netlink_packet_route::address::AddressMessage;
         use netlink_packet_route::AddressFamily;
         let mut lab = crate::lab::Lab::new("nl-intr").unwrap();
