@@ -80,11 +80,17 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
     },
-    /// Capture the whole host state as JSON.
+    /// Capture the whole host state as JSON (compact; see docs/cli.md, "Snapshot schema").
     Snapshot {
-        /// Write to FILE instead of standard output.
+        /// Write to FILE instead of standard output (gzip-compressed when FILE ends in `.gz`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Indented JSON for people, instead of compact JSON.
+        #[arg(long)]
+        pretty: bool,
+        /// gzip-compress the output (implied by `-o FILE.gz`).
+        #[arg(long)]
+        compress: bool,
     },
     /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
     RouteGet {
@@ -313,13 +319,36 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::gids(&st));
             }
         }
-        Cmd::Snapshot { output } => {
+        Cmd::Snapshot {
+            output,
+            pretty,
+            compress,
+        } => {
+            if output.is_none() && *compress && std::io::stdout().is_terminal() {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "refusing to write a compressed snapshot to a terminal; \
+                     use -o FILE.json.gz or redirect standard output",
+                ));
+            }
             let st = host(&cli)?.snapshot()?;
-            let text = st.to_json();
             match output {
-                Some(p) => std::fs::write(p, text + "\n")
-                    .map_err(|e| Error::io(e, format!("writing snapshot to {}", p.display())))?,
-                None => out(&text),
+                Some(p) => {
+                    let mut format = roce_net::SnapshotFormat::for_path(p, *pretty);
+                    format.gzip |= *compress;
+                    st.save(p, format)?;
+                }
+                None => {
+                    let format = roce_net::SnapshotFormat {
+                        pretty: *pretty,
+                        gzip: *compress,
+                    };
+                    match st.write_to(std::io::stdout().lock(), format) {
+                        // A closed pipe (`| head`) is not an error.
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                        r => r.map_err(|e| Error::io(e, "writing snapshot to standard output"))?,
+                    }
+                }
             }
         }
         Cmd::RouteGet { dst, src } => {
@@ -477,11 +506,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Fleet { snapshots } => {
-            let states = snapshots
-                .iter()
-                .map(|p| HostState::load(p))
-                .collect::<Result<Vec<_>, _>>()?;
-            let report = roce_net::fleet_report(&states);
+            // One snapshot in memory at a time: each is summarised as it is loaded.
+            let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+            for p in snapshots {
+                fleet.add(&HostState::load(p)?);
+            }
+            let report = fleet.finish();
             if cli.json {
                 print_json(&report)?;
             } else {

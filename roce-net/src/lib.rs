@@ -55,8 +55,8 @@ pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
     GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    RuleAction, Scope, SnapshotFormat, Sysctl, SysctlView, Tuning, TuningKey, Warning,
+    RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
@@ -78,8 +78,8 @@ pub use fib::{
     resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
 };
 pub use fleet::{
-    report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
-    FLEET_CHECK_IDS,
+    report as fleet_report, report_with as fleet_report_with, FleetBuilder, FleetReport, HostFacts,
+    HostSummary, FLEET_CHECK_IDS,
 };
 pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};

@@ -149,3 +149,25 @@ fn fleet_findings_carry_fixes() {
         assert!(!f.remediation.commands.is_empty(), "{}", f.id);
     }
 }
+
+#[test]
+fn fleet_built_one_saved_snapshot_at_a_time_matches_the_in_memory_report() {
+    // What `roce-net fleet` does: save each host (compact or gzip), then load,
+    // add and drop one snapshot at a time.
+    let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
+    let whole = roce_net::fleet_report(&hosts);
+    assert!(!whole.findings.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+    assert!(fleet.is_empty());
+    for (i, h) in hosts.iter().enumerate() {
+        let p = dir
+            .path()
+            .join(format!("{}.json{}", h.hostname, [".gz", ""][i % 2]));
+        h.save(&p, roce_net::SnapshotFormat::for_path(&p, false))
+            .unwrap();
+        fleet.add(&roce_net::HostState::load(&p).unwrap());
+    }
+    assert_eq!(fleet.len(), 3);
+    assert_eq!(fleet.finish(), whole);
+}

@@ -1,6 +1,11 @@
 //! Fleet report: per-host summaries of many snapshots and the findings that only
 //! show when hosts are compared (`fleet::report(&[HostState]) -> FleetReport`).
 //!
+//! A fleet of thousands of hosts is built one snapshot at a time with
+//! [`FleetBuilder`]: each snapshot is summarised as it is added ([`HostSummary`]
+//! plus the few facts the cross-host checks need, [`HostFacts`]) and can be
+//! dropped, so memory grows with the number of hosts, not with their snapshots.
+//!
 //! Hosts are compared with the majority: for each property (GID index, MTUs, number
 //! of NICs in scope, subnets) the most common value wins (ties go to the smallest
 //! value), and every host that differs gets a finding naming the host.
@@ -98,14 +103,102 @@ fn host_subject(h: &str) -> Subject {
     }
 }
 
+/// What the cross-host checks need from one snapshot beyond its [`HostSummary`],
+/// kept per host by [`FleetBuilder`] instead of the snapshot itself. A new
+/// cross-host check adds the (small) facts it reads here and fills them in
+/// [`HostFacts::of`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostFacts {
+    /// Host name.
+    pub hostname: String,
+    /// Addresses that peers can reach (not on `lo`, scope global):
+    /// (address, prefix length, interface).
+    pub addresses: Vec<(IpAddr, u8, String)>,
+}
+
+impl HostFacts {
+    /// The facts of one snapshot.
+    pub fn of(state: &HostState) -> HostFacts {
+        HostFacts {
+            hostname: state.hostname.clone(),
+            addresses: state
+                .addresses
+                .iter()
+                .filter(|a| a.ifname != "lo" && a.scope == Scope::Universe)
+                .map(|a| (a.address, a.prefix_len, a.ifname.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// A fleet report built one snapshot at a time: [`FleetBuilder::add`] summarises
+/// a snapshot (its doctor findings, NCCL GID index, NICs, and its [`HostFacts`])
+/// and keeps only that, so the caller can load, add and drop snapshots one by one;
+/// [`FleetBuilder::finish`] runs the cross-host comparisons. The result is the
+/// same as [`report_with`] on all the snapshots at once.
+#[derive(Debug, Clone)]
+pub struct FleetBuilder {
+    opts: DoctorOptions,
+    hosts: Vec<HostSummary>,
+    facts: Vec<HostFacts>,
+}
+
+impl FleetBuilder {
+    /// An empty fleet, judged with `opts`.
+    pub fn new(opts: &DoctorOptions) -> FleetBuilder {
+        FleetBuilder {
+            opts: opts.clone(),
+            hosts: Vec::new(),
+            facts: Vec::new(),
+        }
+    }
+
+    /// Summarise one host's snapshot and add it to the fleet (hosts keep the
+    /// order they were added in).
+    pub fn add(&mut self, state: &HostState) {
+        self.push(summarize_host(state, &self.opts), HostFacts::of(state));
+    }
+
+    /// Add a host already summarised (by [`summarize_host`] and
+    /// [`HostFacts::of`], e.g. on another thread).
+    pub fn push(&mut self, summary: HostSummary, facts: HostFacts) {
+        self.hosts.push(summary);
+        self.facts.push(facts);
+    }
+
+    /// Hosts added so far.
+    pub fn len(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Whether no host was added.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// Compare the hosts and build the report.
+    pub fn finish(self) -> FleetReport {
+        cross_host(self.hosts, &self.facts)
+    }
+}
+
 /// Build the fleet report with the default doctor options.
 pub fn report(states: &[HostState]) -> FleetReport {
     report_with(states, &DoctorOptions::default())
 }
 
-/// Build the fleet report.
+/// Build the fleet report (all snapshots in memory; see [`FleetBuilder`] for
+/// one at a time).
 pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
-    let hosts: Vec<HostSummary> = states.iter().map(|s| summarize_host(s, opts)).collect();
+    let mut fleet = FleetBuilder::new(opts);
+    for s in states {
+        fleet.add(s);
+    }
+    fleet.finish()
+}
+
+/// The cross-host comparisons over the hosts' summaries and facts.
+fn cross_host(hosts: Vec<HostSummary>, facts: &[HostFacts]) -> FleetReport {
     let mut findings = Vec::new();
     if hosts.len() >= 2 {
         compare(
@@ -175,7 +268,7 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
              other rails are unreachable without routing",
             |_, _| (vec!["ip -br -4 addr".to_string()], None),
         );
-        duplicates(states, &mut findings);
+        duplicates(facts, &mut findings);
     }
     doctor::sort_findings(&mut findings);
     FleetReport { hosts, findings }
@@ -232,23 +325,20 @@ fn compare(
     }
 }
 
-fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
+fn duplicates(hosts: &[HostFacts], out: &mut Vec<Finding>) {
     let mut by_ip: BTreeMap<IpAddr, BTreeSet<(String, String)>> = BTreeMap::new();
     let mut dels: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
     let mut owners: BTreeMap<IpAddr, BTreeSet<usize>> = BTreeMap::new();
-    for (i, s) in states.iter().enumerate() {
-        for a in &s.addresses {
-            if a.ifname == "lo" || a.scope != Scope::Universe {
-                continue;
-            }
+    for (i, h) in hosts.iter().enumerate() {
+        for (address, prefix_len, ifname) in &h.addresses {
             by_ip
-                .entry(a.address)
+                .entry(*address)
                 .or_default()
-                .insert((s.hostname.clone(), a.ifname.clone()));
-            owners.entry(a.address).or_default().insert(i);
-            dels.entry(a.address).or_default().push(format!(
+                .insert((h.hostname.clone(), ifname.clone()));
+            owners.entry(*address).or_default().insert(i);
+            dels.entry(*address).or_default().push(format!(
                 "ssh {} ip addr del {}/{} dev {}",
-                s.hostname, a.address, a.prefix_len, a.ifname
+                h.hostname, address, prefix_len, ifname
             ));
         }
     }

@@ -16,7 +16,7 @@ mod scope;
 mod sysctl;
 
 pub use address::Address;
-pub use host_state::{HostState, Warning};
+pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
