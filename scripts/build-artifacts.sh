@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds roce-net's portable artifacts into dist/ and checks each one:
 #
-#   dist/roce_net-<v>-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+#   dist/roce_net-<v>-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #                       the Python package (abi3: CPython >= 3.10), glibc >= 2.17
 #   dist/roce-net-<v>-x86_64-linux-gnu       the CLI binary, glibc >= 2.17
 #   dist/roce-net_<v>_amd64.deb              the CLI as a Debian package (/usr/bin/roce-net)
@@ -70,14 +70,15 @@ if want wheel; then
     -i "$PY" -o "$DIST")
   whl=$(ls "$DIST"/roce_net-*.whl)
   case "$whl" in
-    *-abi3-manylinux_2_17_x86_64*) ;;
+    *-cp310-abi3-*manylinux_2_17_x86_64*) ;;
     *) die "$whl: expected an abi3 manylinux_2_17 wheel" ;;
   esac
   log "wheel: auditwheel show"
   audit=$("$PY" -m auditwheel show "$whl")
   echo "$audit"
   # auditwheel names the most compatible policy the wheel's symbols allow.
-  grep -q 'consistent with the following platform tag: *"manylinux_2_17_x86_64"' <<<"$audit" \
+  # (It wraps its lines, so they are joined first.)
+  tr '\n' ' ' <<<"$audit" | grep -q 'consistent with the following platform tag: *"manylinux_2_17_x86_64"' \
     || die "auditwheel does not find $whl consistent with manylinux_2_17_x86_64"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT

@@ -509,7 +509,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             // One snapshot in memory at a time: each is summarised as it is loaded.
             let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
             for p in snapshots {
-                fleet.add(&HostState::load(p)?);
+                fleet.add(HostState::load(p)?);
             }
             let report = fleet.finish();
             if cli.json {

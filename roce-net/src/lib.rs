@@ -78,7 +78,7 @@ pub use fib::{
     resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
 };
 pub use fleet::{
-    report as fleet_report, report_with as fleet_report_with, FleetBuilder, FleetReport, HostFacts,
+    report as fleet_report, report_with as fleet_report_with, FleetBuilder, FleetReport,
     HostSummary, FLEET_CHECK_IDS,
 };
 pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};

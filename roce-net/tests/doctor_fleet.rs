@@ -166,7 +166,7 @@ fn fleet_built_one_saved_snapshot_at_a_time_matches_the_in_memory_report() {
             .join(format!("{}.json{}", h.hostname, [".gz", ""][i % 2]));
         h.save(&p, roce_net::SnapshotFormat::for_path(&p, false))
             .unwrap();
-        fleet.add(&roce_net::HostState::load(&p).unwrap());
+        fleet.add(roce_net::HostState::load(&p).unwrap());
     }
     assert_eq!(fleet.len(), 3);
     assert_eq!(fleet.finish(), whole);

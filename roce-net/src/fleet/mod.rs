@@ -2,9 +2,9 @@
 //! show when hosts are compared (`fleet::report(&[HostState]) -> FleetReport`).
 //!
 //! A fleet of thousands of hosts is built one snapshot at a time with
-//! [`FleetBuilder`]: each snapshot is summarised as it is added ([`HostSummary`]
-//! plus the few facts the cross-host checks need, [`HostFacts`]) and can be
-//! dropped, so memory grows with the number of hosts, not with their snapshots.
+//! [`FleetBuilder`]: each snapshot is summarised as it is added and only what the
+//! cross-host checks read is kept, so memory grows with the number of hosts, not
+//! with the size of their snapshots.
 //!
 //! Hosts are compared with the majority: for each property (GID index, MTUs, number
 //! of NICs in scope, subnets) the most common value wins (ties go to the smallest
@@ -103,44 +103,33 @@ fn host_subject(h: &str) -> Subject {
     }
 }
 
-/// What the cross-host checks need from one snapshot beyond its [`HostSummary`],
-/// kept per host by [`FleetBuilder`] instead of the snapshot itself. A new
-/// cross-host check adds the (small) facts it reads here and fills them in
-/// [`HostFacts::of`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostFacts {
-    /// Host name.
-    pub hostname: String,
-    /// Addresses that peers can reach (not on `lo`, scope global):
-    /// (address, prefix length, interface).
-    pub addresses: Vec<(IpAddr, u8, String)>,
-}
-
-impl HostFacts {
-    /// The facts of one snapshot.
-    pub fn of(state: &HostState) -> HostFacts {
-        HostFacts {
-            hostname: state.hostname.clone(),
-            addresses: state
-                .addresses
-                .iter()
-                .filter(|a| a.ifname != "lo" && a.scope == Scope::Universe)
-                .map(|a| (a.address, a.prefix_len, a.ifname.clone()))
-                .collect(),
-        }
-    }
-}
-
 /// A fleet report built one snapshot at a time: [`FleetBuilder::add`] summarises
-/// a snapshot (its doctor findings, NCCL GID index, NICs, and its [`HostFacts`])
-/// and keeps only that, so the caller can load, add and drop snapshots one by one;
-/// [`FleetBuilder::finish`] runs the cross-host comparisons. The result is the
-/// same as [`report_with`] on all the snapshots at once.
+/// a snapshot (its doctor findings, NCCL GID index, NICs: a [`HostSummary`]) and
+/// keeps only what the cross-host checks read, so the caller can load, add and
+/// drop snapshots one by one; [`FleetBuilder::finish`] runs the cross-host
+/// comparisons. The result is the same as [`report_with`] on all the snapshots
+/// at once.
+///
+/// What is kept of each snapshot: everything but its routes, rules, sysctls,
+/// table names and warnings, which a host's own doctor run (in its summary)
+/// already judged and no cross-host check compares. Those are the bulk of a
+/// snapshot (a host with a full routing table holds 100 000s of routes); a
+/// cross-host check that needs one of them must stop `slim` from dropping it.
 #[derive(Debug, Clone)]
 pub struct FleetBuilder {
     opts: DoctorOptions,
     hosts: Vec<HostSummary>,
-    facts: Vec<HostFacts>,
+    states: Vec<HostState>,
+}
+
+/// The part of a snapshot the cross-host checks read (see [`FleetBuilder`]).
+fn slim(mut state: HostState) -> HostState {
+    state.routes = Vec::new();
+    state.rules = Vec::new();
+    state.sysctls = Default::default();
+    state.table_names = Default::default();
+    state.warnings = Vec::new();
+    state
 }
 
 impl FleetBuilder {
@@ -149,21 +138,15 @@ impl FleetBuilder {
         FleetBuilder {
             opts: opts.clone(),
             hosts: Vec::new(),
-            facts: Vec::new(),
+            states: Vec::new(),
         }
     }
 
     /// Summarise one host's snapshot and add it to the fleet (hosts keep the
     /// order they were added in).
-    pub fn add(&mut self, state: &HostState) {
-        self.push(summarize_host(state, &self.opts), HostFacts::of(state));
-    }
-
-    /// Add a host already summarised (by [`summarize_host`] and
-    /// [`HostFacts::of`], e.g. on another thread).
-    pub fn push(&mut self, summary: HostSummary, facts: HostFacts) {
-        self.hosts.push(summary);
-        self.facts.push(facts);
+    pub fn add(&mut self, state: HostState) {
+        self.hosts.push(summarize_host(&state, &self.opts));
+        self.states.push(slim(state));
     }
 
     /// Hosts added so far.
@@ -178,7 +161,7 @@ impl FleetBuilder {
 
     /// Compare the hosts and build the report.
     pub fn finish(self) -> FleetReport {
-        cross_host(self.hosts, &self.facts)
+        cross_host(self.hosts, &self.states)
     }
 }
 
@@ -190,15 +173,12 @@ pub fn report(states: &[HostState]) -> FleetReport {
 /// Build the fleet report (all snapshots in memory; see [`FleetBuilder`] for
 /// one at a time).
 pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
-    let mut fleet = FleetBuilder::new(opts);
-    for s in states {
-        fleet.add(s);
-    }
-    fleet.finish()
+    let hosts = states.iter().map(|s| summarize_host(s, opts)).collect();
+    cross_host(hosts, states)
 }
 
-/// The cross-host comparisons over the hosts' summaries and facts.
-fn cross_host(hosts: Vec<HostSummary>, facts: &[HostFacts]) -> FleetReport {
+/// The cross-host comparisons over the hosts' summaries and snapshots.
+fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
     let mut findings = Vec::new();
     if hosts.len() >= 2 {
         compare(
@@ -268,7 +248,7 @@ fn cross_host(hosts: Vec<HostSummary>, facts: &[HostFacts]) -> FleetReport {
              other rails are unreachable without routing",
             |_, _| (vec!["ip -br -4 addr".to_string()], None),
         );
-        duplicates(facts, &mut findings);
+        duplicates(states, &mut findings);
     }
     doctor::sort_findings(&mut findings);
     FleetReport { hosts, findings }
@@ -325,20 +305,23 @@ fn compare(
     }
 }
 
-fn duplicates(hosts: &[HostFacts], out: &mut Vec<Finding>) {
+fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
     let mut by_ip: BTreeMap<IpAddr, BTreeSet<(String, String)>> = BTreeMap::new();
     let mut dels: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
     let mut owners: BTreeMap<IpAddr, BTreeSet<usize>> = BTreeMap::new();
-    for (i, h) in hosts.iter().enumerate() {
-        for (address, prefix_len, ifname) in &h.addresses {
+    for (i, s) in states.iter().enumerate() {
+        for a in &s.addresses {
+            if a.ifname == "lo" || a.scope != Scope::Universe {
+                continue;
+            }
             by_ip
-                .entry(*address)
+                .entry(a.address)
                 .or_default()
-                .insert((h.hostname.clone(), ifname.clone()));
-            owners.entry(*address).or_default().insert(i);
-            dels.entry(*address).or_default().push(format!(
+                .insert((s.hostname.clone(), a.ifname.clone()));
+            owners.entry(a.address).or_default().insert(i);
+            dels.entry(a.address).or_default().push(format!(
                 "ssh {} ip addr del {}/{} dev {}",
-                h.hostname, address, prefix_len, ifname
+                s.hostname, a.address, a.prefix_len, a.ifname
             ));
         }
     }
