@@ -67,7 +67,10 @@ pub use netns::{
 };
 
 // Which NICs are managed, and which address of each.
-pub use scope::{nic_scope, nics_in_scope, NicScope, PortRef, ScopeMode, ScopedNic};
+pub use scope::{
+    natural_cmp, nic_address, nic_scope, nics_in_scope, port_netdev, roce_v2_gid_index,
+    roce_v2_gid_indices, NicScope, PortRef, ScopeMode, ScopedNic,
+};
 
 // Diagnose.
 pub use doctor::{
@@ -81,7 +84,7 @@ pub use fleet::{
     report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
     FLEET_CHECK_IDS,
 };
-pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
+pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 
 // Declare, plan.

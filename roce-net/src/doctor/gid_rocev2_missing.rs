@@ -2,7 +2,7 @@
 //! table has no RoCE v2 entry for it, so RoCE v2 (what NCCL uses) cannot use it.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::nccl::port_netdev;
+use crate::scope::port_netdev;
 use std::net::IpAddr;
 
 /// Check id.

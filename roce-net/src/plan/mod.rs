@@ -27,6 +27,7 @@ pub(crate) mod render;
 pub use change::Change;
 pub use fingerprint::fingerprint;
 pub use neigh::{polluted_neighbors, PollutedNeighbor, PollutionReason};
+pub(crate) use planner::plan_past_obstacles;
 pub use planner::{desired_state, plan};
 pub use render::{neigh_line, route_line, rule_line};
 
