@@ -666,7 +666,7 @@ fn multiple_default_routes() {
     );
     assert_eq!(
         x.remediation.commands,
-        vec!["ip route del default via 198.19.0.2 dev eno1 metric 0"]
+        vec!["ip route del default via 198.19.0.2 dev eno1 table main proto 4"]
     );
     // Different metrics are a normal failover setup.
     let mut b = base();

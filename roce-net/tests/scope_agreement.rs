@@ -5,7 +5,7 @@
 
 mod lab_support;
 
-use roce_net::{Change, Finding, HostState, NicScope, Policy};
+use roce_net::{Change, Finding, HostState, IpVerb, NicScope, Policy};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -48,17 +48,11 @@ fn fixtures() -> Vec<PathBuf> {
 /// The `ip` command the doctor shows for a routing change of the plan.
 fn command(c: &Change) -> Option<String> {
     Some(match c {
-        Change::AddRoute { route } => {
-            format!("ip route replace {}", roce_net::route_line(route, None))
-        }
-        Change::ReplaceRoute { after, .. } => {
-            format!("ip route replace {}", roce_net::route_line(after, None))
-        }
-        Change::DeleteRoute { route } => {
-            format!("ip route del {}", roce_net::route_line(route, None))
-        }
-        Change::AddRule { rule } => format!("ip rule add {}", roce_net::rule_line(rule)),
-        Change::DeleteRule { rule } => format!("ip rule del {}", roce_net::rule_line(rule)),
+        Change::AddRoute { route } => route.ip_command(IpVerb::Replace),
+        Change::ReplaceRoute { after, .. } => after.ip_command(IpVerb::Replace),
+        Change::DeleteRoute { route } => route.ip_command(IpVerb::Delete),
+        Change::AddRule { rule } => rule.ip_command(IpVerb::Add),
+        Change::DeleteRule { rule } => rule.ip_command(IpVerb::Delete),
         _ => return None,
     })
 }
@@ -267,7 +261,7 @@ fn seed_lab_agrees_and_the_doctors_fix_is_the_plan() {
         .changes
         .iter()
         .filter_map(|c| match c {
-            Change::SetSysctl { sysctl, after, .. } => Some(format!("sysctl -w {sysctl}={after}")),
+            Change::SetSysctl { sysctl, after, .. } => Some(sysctl.write_command(after)),
             _ => None,
         })
         .collect();

@@ -55,7 +55,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     .fix(
                         vec![
                             format!("cat /sys/class/infiniband/{}/ports/{}/gid_attrs/types/*", d.name, p.port),
-                            format!("ip addr replace {}/{} dev {nd}", a.address, a.prefix_len),
+                            a.ip_command(crate::model::IpVerb::Replace),
                         ],
                         None,
                     ),

@@ -27,7 +27,7 @@ mod source_rule_missing;
 mod source_table_incomplete;
 
 use crate::model::{
-    ConfKey, ConfTarget, HostState, Route, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    ConfKey, ConfTarget, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
 };
 use crate::plan::{Change, NicDesired, Plan};
 use crate::policy::{ForeignObject, Obstacle, Policy};
@@ -484,37 +484,37 @@ impl<'a> Ctx<'a> {
         if let Some(c) = culprit {
             let desired = remedy.plan.desired.rules.iter().any(|r| r == c);
             if !desired && c.priority < nd.rule_priority && c.table != RT_TABLE_LOCAL {
-                push(rule_command("del", c));
+                push(c.ip_command(IpVerb::Delete));
             }
         }
         // Rules before routes, as the planner deletes stale objects.
         let mine = || remedy.obstacles.iter().filter(|o| o.ifname == ifname);
         for o in mine() {
             if let ForeignObject::Rule(r) = &o.object {
-                push(rule_command("del", r));
+                push(r.ip_command(IpVerb::Delete));
             }
         }
         for o in mine() {
             if let ForeignObject::Route(r) = &o.object {
-                push(route_command("del", r));
+                push(r.ip_command(IpVerb::Delete));
             }
         }
         for c in &remedy.plan.changes {
             match c {
                 Change::AddRoute { route } if route.table == nd.table => {
-                    push(route_command("replace", route))
+                    push(route.ip_command(IpVerb::Replace))
                 }
                 Change::ReplaceRoute { after, .. } if after.table == nd.table => {
-                    push(route_command("replace", after))
+                    push(after.ip_command(IpVerb::Replace))
                 }
                 Change::DeleteRoute { route } if route.table == nd.table => {
-                    push(route_command("del", route))
+                    push(route.ip_command(IpVerb::Delete))
                 }
                 Change::AddRule { rule } if rule_is_for(rule, nd) => {
-                    push(rule_command("add", rule))
+                    push(rule.ip_command(IpVerb::Add))
                 }
                 Change::DeleteRule { rule } if rule_is_for(rule, nd) => {
-                    push(rule_command("del", rule))
+                    push(rule.ip_command(IpVerb::Delete))
                 }
                 _ => {}
             }
@@ -534,31 +534,6 @@ fn rule_is_for(r: &Rule, nd: &NicDesired) -> bool {
             .is_some_and(|s| s.prefix_len() > 0 && s.contains(&nd.address))
 }
 
-fn family_flag(f: crate::model::Family) -> &'static str {
-    match f {
-        crate::model::Family::Inet => "",
-        crate::model::Family::Inet6 => "-6 ",
-    }
-}
-
-/// `ip route <verb> <route>`.
-fn route_command(verb: &str, r: &Route) -> String {
-    format!(
-        "ip {}route {verb} {}",
-        family_flag(r.family),
-        crate::plan::route_line(r, None)
-    )
-}
-
-/// `ip rule <verb> <rule>`.
-fn rule_command(verb: &str, r: &Rule) -> String {
-    format!(
-        "ip {}rule {verb} {}",
-        family_flag(r.family),
-        crate::plan::rule_line(r)
-    )
-}
-
 /// `sysctl -w` commands that make the effective value of a max-combined
 /// `net.ipv4.conf` key equal `want` on `ifname`: lower `all` when it is above
 /// `want`, then set the interface value when the combination still differs.
@@ -575,12 +550,7 @@ pub(crate) fn max_sysctl_fix(
         .get(ifname)
         .and_then(|c| c.configured.get(key))
         .unwrap_or(0);
-    let cmd = |t: ConfTarget| {
-        format!(
-            "sysctl -w {}={want}",
-            Sysctl::Conf { target: t, key }.display_name()
-        )
-    };
+    let cmd = |target: ConfTarget| Sysctl::Conf { target, key }.write_command(&want.to_string());
     let mut out = Vec::new();
     let mut new_all = all;
     if all > want {

@@ -69,23 +69,8 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
             let any = ipnet::IpNet::V4(ipnet::Ipv4Net::default());
             d.routes.push(route(any, Some(IpAddr::V4(gw)), None));
         }
-        d.rules.push(Rule {
-            family: Family::Inet,
-            priority: nic.priority,
-            src: Some(ipnet::IpNet::V4(ipnet::Ipv4Net::from(nic.address))),
-            dst: None,
-            iif: None,
-            oif: None,
-            fwmark: None,
-            fwmask: None,
-            tos: 0,
-            invert: false,
-            table: nic.table,
-            action: RuleAction::ToTable,
-            goto: None,
-            suppress_prefixlen: None,
-            protocol: p,
-        });
+        d.rules
+            .push(Rule::source(IpAddr::V4(nic.address), nic.table, nic.priority).protocol(p));
     }
 
     // Sysctls: ARP keys, then rp_filter, then tuning.

@@ -53,11 +53,6 @@ fn list_names(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     }
 }
 
-/// Render a route for messages, `ip route` style.
-fn route_text(r: &Route) -> String {
-    crate::plan::render::route_line(r, None)
-}
-
 /// A foreign route or rule where the policy wants to put its own: in a managed
 /// NIC's table, or at its rule priority. Validation refuses the policy with
 /// `error`; the doctor shows how to remove the object and what the plan is then.
@@ -113,10 +108,7 @@ fn obstacles(
                     format!(
                         "table {} (for {}) already holds a route roce-net does not own \
                          (protocol {} is not {p}): `{}`; choose another table or remove that route",
-                        nic.table,
-                        nic.ifname,
-                        fr.protocol,
-                        route_text(fr)
+                        nic.table, nic.ifname, fr.protocol, fr
                     ),
                 ),
             );
@@ -135,10 +127,7 @@ fn obstacles(
                     format!(
                         "table {} (for {}) is already used by a rule roce-net does not own \
                          (protocol {} is not {p}): `{}`; choose another table or remove that rule",
-                        nic.table,
-                        nic.ifname,
-                        fr.protocol,
-                        crate::plan::render::rule_line(fr)
+                        nic.table, nic.ifname, fr.protocol, fr
                     ),
                 ),
             );
@@ -157,7 +146,7 @@ fn obstacles(
                         nic.priority,
                         nic.ifname,
                         fr.protocol,
-                        crate::plan::render::rule_line(fr)
+                        fr
                     ),
                 ),
             );
