@@ -1,7 +1,7 @@
 //! Fleet benchmark: `roce-net fleet` over many saved snapshots (default 10 000).
 //!
 //! Run: `cargo bench --bench fleet` (optionally `-- --hosts N --runs R --gzip
-//! --base SNAPSHOT --baseline BIN`). No root needed. It writes N snapshot files
+//! --base SNAPSHOT --baseline BIN --dir DIR`). No root needed. It writes N snapshot files
 //! into a temporary directory, made from one base snapshot (default: the 4-NIC
 //! `doctor/healthy.json` fixture, or `--base FILE` with the same addressing: rail
 //! NICs at 198.18.0.11-14/24, management at 198.19.0.11/24) with everything that
@@ -28,6 +28,7 @@ struct Opts {
     gzip: bool,
     base: PathBuf,
     baseline: Option<String>,
+    dir: Option<PathBuf>,
 }
 
 fn parse_opts() -> Opts {
@@ -38,6 +39,7 @@ fn parse_opts() -> Opts {
         base: Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("roce-net/tests/fixtures/doctor/healthy.json"),
         baseline: None,
+        dir: None,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -48,6 +50,7 @@ fn parse_opts() -> Opts {
             "--runs" => o.runs = next.and_then(|v| v.parse().ok()).expect("--runs N"),
             "--base" => o.base = next.map(PathBuf::from).expect("--base FILE"),
             "--baseline" => o.baseline = next,
+            "--dir" => o.dir = next.map(PathBuf::from),
             "--gzip" => {
                 o.gzip = true;
                 i += 1;
@@ -196,13 +199,17 @@ fn main() {
     let base: Value =
         serde_json::from_slice(&std::fs::read(&o.base).expect("reading the base snapshot"))
             .expect("base snapshot JSON");
-    let dir = tempfile::tempdir().expect("temp dir");
+    // The snapshots go to a temporary directory, or to `--dir DIR` (kept, for
+    // profiling `roce-net fleet DIR/*` by hand).
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = o.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).expect("--dir");
     let t = Instant::now();
     let ext = if o.gzip { "json.gz" } else { "json" };
     let mut files = Vec::with_capacity(o.hosts);
     let mut bytes = 0u64;
     for i in 0..o.hosts {
-        let p = dir.path().join(format!("gpu-{i:05}.{ext}"));
+        let p = dir.join(format!("gpu-{i:05}.{ext}"));
         host(&base, i, o.hosts)
             .save(
                 &p,

@@ -514,11 +514,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Fleet { snapshots } => {
-            // One snapshot in memory at a time: each is summarised as it is loaded.
+            // Each snapshot is summarised as it is loaded, one per core at a time.
             let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
-            for p in snapshots {
-                fleet.add(HostState::load(p)?);
-            }
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            fleet.add_files(snapshots, threads)?;
             let report = fleet.finish();
             if cli.json {
                 print_json(&report)?;

@@ -83,7 +83,7 @@ pub use fib::{
 };
 pub use fleet::{
     report as fleet_report, report_with as fleet_report_with, FleetBuilder, FleetReport,
-    HostSummary, FLEET_CHECK_IDS,
+    HostSummary, FLEET_CHECK_IDS, MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};

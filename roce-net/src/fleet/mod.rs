@@ -11,10 +11,12 @@
 //! value), and every host that differs gets a finding naming the host.
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
+use crate::error::Result;
 use crate::model::{HostState, Scope};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Cross-host check ids.
 pub const FLEET_CHECK_IDS: &[&str] = &[
@@ -24,6 +26,9 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     "fleet-nic-count-differs",
     "fleet-subnet-layout-differs",
 ];
+
+/// At most this many host names in one finding's `same_value_hosts` evidence.
+pub const MAX_EVIDENCE_HOSTS: usize = 32;
 
 /// One host's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,6 +152,60 @@ impl FleetBuilder {
     pub fn add(&mut self, state: HostState) {
         self.hosts.push(summarize_host(&state, &self.opts));
         self.states.push(slim(state));
+    }
+
+    /// Load snapshot files (JSON or gzip, as [`HostState::load`]) and add them in
+    /// the order given, loading and summarising on up to `threads` threads (a
+    /// fleet's time goes into parsing and each host's doctor run, which are
+    /// independent). Each thread holds one snapshot at a time. When a file cannot
+    /// be read, the error of the first such file (in the order given) is returned
+    /// and no host is added.
+    pub fn add_files(&mut self, paths: &[std::path::PathBuf], threads: usize) -> Result<()> {
+        let threads = threads.clamp(1, paths.len().max(1));
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let opts = &self.opts;
+        let mut slots: Vec<Option<Result<(HostSummary, HostState)>>> =
+            (0..paths.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (next, failed) = (&next, &failed);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= paths.len() || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let r = HostState::load(&paths[i]).map(|s| (summarize_host(&s, opts), slim(s)));
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            for (i, r) in rx {
+                slots[i] = Some(r);
+            }
+        });
+        // Files after a failure may not have been read: look for the first error.
+        if let Some(e) = slots.iter_mut().find_map(|s| match s.take() {
+            Some(Err(e)) => Some(e),
+            other => {
+                *s = other;
+                None
+            }
+        }) {
+            return Err(e);
+        }
+        for (summary, state) in slots.into_iter().flatten().flatten() {
+            self.hosts.push(summary);
+            self.states.push(state);
+        }
+        Ok(())
     }
 
     /// Hosts added so far.
@@ -280,10 +339,19 @@ fn compare(
     let Some(common) = majority(&only) else {
         return;
     };
-    let all: BTreeMap<&str, &str> = vals
-        .iter()
-        .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
-        .collect();
+    // Evidence stays bounded however large the fleet (10 000 hosts with every
+    // finding naming them all made the report quadratic): how many hosts have each
+    // value, and which hosts share this host's value (the first
+    // MAX_EVIDENCE_HOSTS, in input order).
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut sharing: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (h, k) in &vals {
+        *counts.entry(k.as_str()).or_default() += 1;
+        let same = sharing.entry(k.as_str()).or_default();
+        if same.len() < MAX_EVIDENCE_HOSTS {
+            same.push(h.hostname.as_str());
+        }
+    }
     for (summary, k) in &vals {
         if *k == common {
             continue;
@@ -299,7 +367,8 @@ fn compare(
             )
             .evidence("value", k)
             .evidence("majority", &common)
-            .evidence("hosts", &all)
+            .evidence("counts", &counts)
+            .evidence("same_value_hosts", sharing.get(k.as_str()))
             .fix(cmds, policy.as_deref()),
         );
     }
