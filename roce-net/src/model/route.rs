@@ -1,4 +1,5 @@
 use super::{Family, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
@@ -13,7 +14,18 @@ pub const RT_TABLE_LOCAL: u32 = 255;
 
 /// Route type (`RTN_*`), serialised with iproute2's names.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Default,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum RouteType {
@@ -78,7 +90,7 @@ impl RouteType {
 }
 
 /// One next hop of a multipath route.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct NextHop {
     /// Gateway, if any.
     pub gateway: Option<IpAddr>,
@@ -89,7 +101,7 @@ pub struct NextHop {
 }
 
 /// A route in any routing table.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Route {
     /// Address family.
     pub family: Family,
@@ -123,7 +135,7 @@ pub struct Route {
 /// The kernel's answer to `ip route get DST [from SRC] [oif DEV]`: which routing
 /// table matched (looked up with `RTM_F_LOOKUP_TABLE`, so policy rules are taken
 /// into account) and where a packet would leave.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct RouteDecision {
     /// The routing table whose route matched (full 32-bit `RTA_TABLE`).
     pub table: u32,

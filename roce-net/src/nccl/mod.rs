@@ -3,12 +3,13 @@
 
 use crate::model::{Family, GidType, HostState, RdmaDevice, RdmaPort, RT_TABLE_MAIN};
 use crate::scope::{nic_scope, PortRef};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 /// One environment variable recommendation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclVar {
     /// Variable name (`NCCL_IB_HCA`).
     pub name: String,
@@ -19,7 +20,7 @@ pub struct NcclVar {
 }
 
 /// NCCL settings for one host.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NcclAdvice {
     /// Variables, in a stable order.
     pub vars: Vec<NcclVar>,

@@ -1,11 +1,12 @@
 use super::render::{neigh_line, route_line, rule_line, sysctl_value};
 use crate::model::{Neighbor, Route, Rule, Sysctl};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One typed change to a host, with what it replaces, so it can be shown as a
 /// diff, applied, and inverted for rollback.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Change {
     /// Write a sysctl. `before` is `None` when it could not be read.
