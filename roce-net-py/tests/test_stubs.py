@@ -1,10 +1,15 @@
-"""The hand-written stubs match the built module (names and signatures)."""
+"""The hand-written stubs match the built module (names and signatures).
+
+Signatures (parameter names, positional / keyword-only, defaults) of every
+function and method, ``Host(...)`` included, are stubtest's job
+(``test_stubtest_passes``, and scripts/test-python.sh); a hand-written copy of one
+of them here would only repeat it.
+"""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
-import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -33,12 +38,6 @@ def test_stub_names_match_runtime():
 
     runtime = {n for n in _roce_net.__all__}
     assert _stub_names() - {"_Path", "__all__"} == runtime
-
-
-def test_host_signature_matches_stub():
-    sig = inspect.signature(roce_net.Host)
-    assert list(sig.parameters) == ["netns", "sysfs_root", "netns_path", "etc_root"]
-    assert sig.parameters["netns_path"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def test_stubtest_passes():
