@@ -56,6 +56,7 @@ def test_missing_snapshot_file_has_errno(tmp_path):
     assert ei.value.errno == errno.ENOENT
 
 
+@pytest.mark.needs_root
 def test_kernel_errors_carry_errno(seed_lab):
     import errno as E
 
@@ -67,6 +68,7 @@ def test_kernel_errors_carry_errno(seed_lab):
     assert "203.0.113.1" in e.message
 
 
+@pytest.mark.needs_root
 def test_missing_privilege_is_permission_error(seed_lab):
     """Without CAP_SYS_ADMIN, entering the namespace fails with EPERM, mapped to
     RoceNetPermissionError (also a PermissionError) and told what to do."""
