@@ -262,7 +262,7 @@ pub fn render(state: &HostState, findings: &[Finding]) -> String {
         "Flow-control and congestion counters of the RDMA port: port_xmit_wait (PFC pause or no credits) and DCQCN/ECN.",
     );
     let mut all = Family::new(
-        "roce_net_rdma_port_counter_total",
+        "roce_net_rdma_port_stats_total",
         "counter",
         "Every counter of the RDMA port: source counters (counters/) or hw_counters (hw_counters/).",
     );
