@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the roce_net wheel and tests it: pytest on the installed wheel (API,
 # errors, frozen types, GIL release, asyncio, stubs, namespace labs) and the
-# Ansible modules against a lab namespace.
+# Ansible collection against lab namespaces (one host and a fleet), then
+# ansible-test sanity and units on the collection.
 #
 # Usage: scripts/test-python.sh            (from anywhere; namespace tests need root)
 # Env:   CI=true makes tests that cannot run (no root, no namespaces) fail, not skip.
@@ -19,7 +20,8 @@ PY=.venv/bin/python
 
 if [ "${SKIP_PIP:-0}" != 1 ]; then
   log "installing build and test tools into .venv"
-  "$PY" -m pip install -q --upgrade maturin pytest pyyaml ansible-core mypy
+  "$PY" -m pip install -q --upgrade maturin pytest pyyaml ansible-core mypy \
+    prometheus-client pytest-mock pytest-xdist mock
 fi
 
 log "building the wheel (maturin, abi3)"
@@ -35,7 +37,13 @@ log "type-checking the package as a user would see it (mypy --strict)"
 (cd /tmp && "$OLDPWD/$PY" -m mypy --strict -p roce_net)
 
 log "pytest roce-net-py/tests"
-"$PY" -m pytest -q roce-net-py/tests -p no:cacheprovider
+# -rA lists every test's outcome; the fleet playbook test prints its counts.
+"$PY" -m pytest -q -rA roce-net-py/tests -p no:cacheprovider
+
+log "ansible-test sanity and units on the roce_net.roce collection (offline)"
+start=$SECONDS
+PY="$PWD/$PY" scripts/ansible-test.sh all
+echo "ansible-test took $((SECONDS - start)) s"
 
 left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^rnt-py-' || true)
 if [ -n "$left" ]; then

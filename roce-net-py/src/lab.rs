@@ -64,7 +64,7 @@ impl Lab {
     /// `nics` NICs `r0..` at 198.18.<k>.11/16, .12/16, ... on host k. Kernel
     /// defaults, nothing fixed. Needs root.
     #[classmethod]
-    #[pyo3(signature = (hosts=8, nics=2, *, tag="pyfleet"))]
+    #[pyo3(signature = (hosts=8, nics=2, *, tag="py-fleet"))]
     fn fleet(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,

@@ -210,7 +210,7 @@ class Lab:
     def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
         """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
     @classmethod
-    def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "pyfleet") -> Lab:
+    def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "py-fleet") -> Lab:
         """``hosts`` host namespaces with ``nics`` NICs each, all in 198.18.0.0/16 on one bridge."""
     @property
     def fleet_hosts(self) -> Tuple[str, ...]: ...

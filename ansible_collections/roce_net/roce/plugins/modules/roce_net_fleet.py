@@ -89,6 +89,13 @@ summary:
   returned: always
   type: dict
   sample: {"error": 1, "warning": 0, "info": 0}
+nic_addresses:
+  description: Every IPv4 address of every host's NICs in scope, sorted (the
+    targets for M(roce_net.roce.roce_net_probe)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["198.18.1.11", "198.18.1.12"]
 host_findings:
   description: The hosts' own doctor findings counted by severity, added up.
   returned: always
@@ -131,6 +138,12 @@ def main():
     except (rn.RoceNetError, ValueError, TypeError) as err:
         module.fail_json(**error_result(err))
     findings = report["findings"]
+    addresses = set()
+    for summary, snap in zip(report["hosts"], p["snapshots"]):
+        nics = set(summary["nics"])
+        for a in snap.get("addresses", []):
+            if a.get("ifname") in nics and a.get("scope") == "universe" and ":" not in str(a.get("address")):
+                addresses.add(str(a["address"]))
     host_findings = dict((s, 0) for s in SEVERITIES)
     for h in report["hosts"]:
         for s in SEVERITIES:
@@ -141,6 +154,7 @@ def main():
         findings=findings,
         summary=count(f["severity"] for f in findings),
         host_findings=host_findings,
+        nic_addresses=sorted(addresses, key=lambda x: tuple(int(o) for o in x.split("."))),
     )
     if p["fail_on"] != "never":
         worst = [f for f in findings if RANK[f["severity"]] >= RANK[p["fail_on"]]]
