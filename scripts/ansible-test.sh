@@ -5,14 +5,18 @@
 # ansible-test gives each sanity test its own venv and bootstraps pip into it
 # with a get-pip script it downloads from a host these machines cannot reach,
 # unless ~/.ansible/test/cache/get_pip_<version>.py exists. This script runs
-# ansible-test with HOME pointing at target/ansible-test-home (the user's own
-# ~/.ansible is never touched) and puts scripts/ansible-test-get-pip.py there
-# under that name: it bootstraps pip with the interpreter's ensurepip and
-# installs the requested pip version and test requirements from the package
-# index, as get-pip.py would.
+# ansible-test with HOME pointing at its own directory (the user's own
+# ~/.ansible is never touched; default ~/.cache/roce-net/ansible-test-home, so
+# the per-test venvs, keyed by ansible-test on their pinned requirements, are
+# reused by the next run on the same machine) and puts
+# scripts/ansible-test-get-pip.py there under that name: it bootstraps pip with
+# the interpreter's ensurepip and installs the requested pip version from the
+# package index, as get-pip.py would; ansible-test then installs each test's
+# pinned requirements with it.
 #
 # Usage: scripts/ansible-test.sh [sanity|units|all]   (default all)
 # Env:   PY (default .venv/bin/python, with ansible-core and roce_net installed)
+#        ROCE_NET_ANSIBLE_TEST_HOME (default ~/.cache/roce-net/ansible-test-home)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -31,7 +35,7 @@ if not m:
 print(m.group(1))
 PYEOF
 )
-home=$root/target/ansible-test-home
+home=${ROCE_NET_ANSIBLE_TEST_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/roce-net/ansible-test-home}
 mkdir -p "$home/.ansible/test/cache"
 cp scripts/ansible-test-get-pip.py "$home/.ansible/test/cache/get_pip_${pip_version//./_}.py"
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')

@@ -57,11 +57,12 @@ def fleet_lab():
     if why:
         cannot_run(why)
     lab = roce_net.Lab.fleet(HOSTS, NICS, tag="py-fleet")
+    names = lab.namespaces
     try:
         yield lab
     finally:
         lab.close()
-        left = [n for n in lab.namespaces if os.path.exists(f"/run/netns/{n}")]
+        left = [n for n in names if os.path.exists(f"/run/netns/{n}")]
         assert not left, f"namespaces left behind: {left}"
 
 
@@ -89,7 +90,7 @@ def play(inv: Path, tmp: Path, tag: str, *extra: str) -> dict:
     )
     took = time.monotonic() - t0
     fatal = [line for line in r.stdout.splitlines() if line.startswith(("fatal:", "failed:"))]
-    assert r.returncode == 0, "\n".join(x[:3000] for x in fatal) + r.stdout[-4000:] + r.stderr[-2000:]
+    assert r.returncode == 0, "\n".join(x[:1500] for x in fatal) + r.stdout[-1500:] + r.stderr[-1500:]
     recap = {
         m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
         for m in re.finditer(r"^(h\d+)\s*:\s*(ok=.*)$", r.stdout, re.M)

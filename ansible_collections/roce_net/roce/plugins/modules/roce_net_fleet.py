@@ -142,7 +142,7 @@ def main():
     for summary, snap in zip(report["hosts"], p["snapshots"]):
         nics = set(summary["nics"])
         for a in snap.get("addresses", []):
-            if a.get("ifname") in nics and a.get("scope") == "universe" and ":" not in str(a.get("address")):
+            if a.get("ifname") in nics and a.get("scope") == "global" and ":" not in str(a.get("address")):
                 addresses.add(str(a["address"]))
     host_findings = dict((s, 0) for s in SEVERITIES)
     for h in report["hosts"]:

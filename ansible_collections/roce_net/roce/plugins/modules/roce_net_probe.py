@@ -120,7 +120,7 @@ def sources(state, names):
     out = []
     for name in names:
         for a in state.addresses:
-            if a.ifname == name and a.scope == "universe" and ipaddress.ip_address(str(a.address)).version == 4:
+            if a.ifname == name and a.scope == "global" and ipaddress.ip_address(str(a.address)).version == 4:
                 out.append((name, str(a.address)))
                 break
     return out

@@ -45,7 +45,7 @@ def two_hosts():
         if i.get("mac"):
             i["mac"] = i["mac"][:-2] + "ee"
     for x in b["addresses"]:
-        if x["address"].startswith("198.18.0."):
+        if x["scope"] == "global" and x["address"].startswith("198."):
             x["address"] = "198.18.0.%d" % (int(x["address"].rsplit(".", 1)[1]) + 100)
     b["rules"] = []
     b["routes"] = [r for r in b["routes"] if r.get("table") in (254, 255)]
@@ -57,8 +57,13 @@ def test_fleet_report_is_clean_for_matching_hosts_and_lists_their_nic_addresses(
     out = run(roce_net_fleet, dict(snapshots=[a, a]), capsys)
     assert out["changed"] is False
     assert [h["hostname"] for h in out["hosts"]] == ["gpu1", "gpu1"]
-    assert out["summary"] == {"error": 1, "warning": 0, "info": 0}  # the same addresses twice
-    assert out["findings"][0]["id"] == "fleet-duplicate-address"
+    # The same snapshot twice: every global address is on two hosts, nothing else differs.
+    globals_ = [x for x in a["addresses"] if x["scope"] == "global"]
+    assert out["summary"] == {"error": len(globals_), "warning": 0, "info": 0}
+    assert set(f["id"] for f in out["findings"]) == {"fleet-duplicate-address"}
+    out = run(roce_net_fleet, dict(snapshots=[a, b]), capsys)
+    assert out["findings"] == [] and out["summary"] == {"error": 0, "warning": 0, "info": 0}, out["findings"]
+    assert [h["hostname"] for h in out["hosts"]] == ["gpu1", "gpu2"]
     addrs = out["nic_addresses"]
     assert addrs and all(x.startswith("198.18.0.") for x in addrs), addrs
 
