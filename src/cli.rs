@@ -299,7 +299,10 @@ fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
     let name = path.file_name().ok_or_else(|| {
         Error::new(
             ErrorKind::InvalidInput,
-            format!("{}: give a file name to write the metrics to", path.display()),
+            format!(
+                "{}: give a file name to write the metrics to",
+                path.display()
+            ),
         )
     })?;
     let dir = match path.parent() {
@@ -319,7 +322,10 @@ fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        Error::io(e, format!("writing {} (via {})", path.display(), tmp.display()))
+        Error::io(
+            e,
+            format!("writing {} (via {})", path.display(), tmp.display()),
+        )
     })
 }
 

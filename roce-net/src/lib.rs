@@ -79,8 +79,8 @@ pub use fib::{
     resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
 };
 pub use fleet::{
-    host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
-    FLEET_CHECK_IDS,
+    host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
+    FleetReport, HostSummary, FLEET_CHECK_IDS,
 };
 pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
@@ -119,4 +119,6 @@ pub use rt_tables::TABLE_NAMES_FILE;
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{
-    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE};
+    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
+    SWITCH_BRIDGE,
+};

@@ -21,11 +21,26 @@ fn pair() -> (B, B) {
 fn peer_entry_with_another_rails_mac_is_an_error_with_both_sides_evidence() {
     let (a, mut b) = pair();
     // gpu2 learned gpu1's ens2 address (198.18.0.12) with gpu1's ens1 MAC.
-    b.neigh("ens1", "198.18.0.12", Some("02:00:00:00:0b:10"), NeighState::Reachable);
+    b.neigh(
+        "ens1",
+        "198.18.0.12",
+        Some("02:00:00:00:0b:10"),
+        NeighState::Reachable,
+    );
     // Entries with the right MAC, unresolved ones and unknown addresses are fine.
-    b.neigh("ens2", "198.18.0.13", Some("02:00:00:00:0b:12"), NeighState::Stale);
+    b.neigh(
+        "ens2",
+        "198.18.0.13",
+        Some("02:00:00:00:0b:12"),
+        NeighState::Stale,
+    );
     b.neigh("ens3", "198.18.0.14", None, NeighState::Failed);
-    b.neigh("ens3", "198.18.0.99", Some("02:00:00:00:99:99"), NeighState::Reachable);
+    b.neigh(
+        "ens3",
+        "198.18.0.99",
+        Some("02:00:00:00:99:99"),
+        NeighState::Reachable,
+    );
     let r = roce_net::fleet_report(&[a.0.clone(), b.0.clone()]);
     let f = with_id(&r, "fleet-neighbor-wrong-mac");
     assert_eq!(f.len(), 1, "{:#?}", r.findings);
@@ -60,17 +75,36 @@ fn peer_entry_with_another_rails_mac_is_an_error_with_both_sides_evidence() {
 #[test]
 fn unknown_mac_is_reported_as_such_and_a_clean_table_is_silent() {
     let (a, mut b) = pair();
-    b.neigh("ens1", "198.18.0.11", Some("02:00:00:00:0b:10"), NeighState::Reachable);
-    b.neigh("ens1", "198.18.0.12", Some("02:00:00:00:0b:11"), NeighState::Delay);
+    b.neigh(
+        "ens1",
+        "198.18.0.11",
+        Some("02:00:00:00:0b:10"),
+        NeighState::Reachable,
+    );
+    b.neigh(
+        "ens1",
+        "198.18.0.12",
+        Some("02:00:00:00:0b:11"),
+        NeighState::Delay,
+    );
     let clean = roce_net::fleet_report(&[a.0.clone(), b.0.clone()]);
     assert!(clean.findings.is_empty(), "{:#?}", clean.findings);
 
-    b.neigh("ens4", "198.18.0.14", Some("02:00:00:00:ee:ee"), NeighState::Stale);
+    b.neigh(
+        "ens4",
+        "198.18.0.14",
+        Some("02:00:00:00:ee:ee"),
+        NeighState::Stale,
+    );
     let r = roce_net::fleet_report(&[a.0, b.0]);
     let f = with_id(&r, "fleet-neighbor-wrong-mac");
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].evidence["learned_mac_belongs_to"], json!([]));
-    assert!(f[0].message.contains("a MAC no host in the fleet has"), "{}", f[0].message);
+    assert!(
+        f[0].message.contains("a MAC no host in the fleet has"),
+        "{}",
+        f[0].message
+    );
 }
 
 #[test]
@@ -79,10 +113,24 @@ fn duplicate_addresses_are_left_to_the_duplicate_check() {
     let mut c = healthy("gpu3", 31);
     // gpu3 also holds 198.18.0.12: any MAC gpu2 learned is someone's.
     c.addr("eno1", "198.18.0.12/24");
-    b.neigh("ens1", "198.18.0.12", Some("02:00:00:00:1f:10"), NeighState::Reachable);
-    a.neigh("ens1", "198.18.0.21", Some("02:00:00:00:15:10"), NeighState::Reachable);
+    b.neigh(
+        "ens1",
+        "198.18.0.12",
+        Some("02:00:00:00:1f:10"),
+        NeighState::Reachable,
+    );
+    a.neigh(
+        "ens1",
+        "198.18.0.21",
+        Some("02:00:00:00:15:10"),
+        NeighState::Reachable,
+    );
     let r = roce_net::fleet_report(&[a.0, b.0, c.0]);
-    assert!(with_id(&r, "fleet-neighbor-wrong-mac").is_empty(), "{:#?}", r.findings);
+    assert!(
+        with_id(&r, "fleet-neighbor-wrong-mac").is_empty(),
+        "{:#?}",
+        r.findings
+    );
     assert_eq!(with_id(&r, "fleet-duplicate-address").len(), 1);
 }
 
@@ -93,7 +141,12 @@ fn a_host_serving_the_subnet_with_fewer_nics_is_named() {
     c.good_sysctls();
     for n in 0..3u8 {
         let name = format!("ens{}", n + 1);
-        c.nic(&name, u32::from(n) + 3, &format!("02:00:00:00:1f:{n:02x}"), 9000);
+        c.nic(
+            &name,
+            u32::from(n) + 3,
+            &format!("02:00:00:00:1f:{n:02x}"),
+            9000,
+        );
         c.addr(&name, &format!("198.18.0.{}/24", 31 + n));
         c.rdma(&format!("mlx5_{n}"), &name);
     }
@@ -126,8 +179,15 @@ fn a_nic_with_another_mtu_on_the_subnet_is_named_per_nic() {
     assert_eq!(f[0].evidence["majority"], json!(9000));
     assert_eq!(f[0].evidence["nics"]["gpu2/ens3"], json!(1500));
     assert_eq!(f[0].evidence["nics"]["gpu1/ens1"], json!(9000));
-    assert_eq!(f[0].remediation.commands, vec!["ip link set dev ens3 mtu 9000"]);
-    assert!(f[0].message.contains("frames larger than 1500"), "{}", f[0].message);
+    assert_eq!(
+        f[0].remediation.commands,
+        vec!["ip link set dev ens3 mtu 9000"]
+    );
+    assert!(
+        f[0].message.contains("frames larger than 1500"),
+        "{}",
+        f[0].message
+    );
 }
 
 #[test]
@@ -137,7 +197,12 @@ fn hosts_in_namespaces_are_named_host_colon_netns() {
     a.0.netns = Some("rnt-x-h1".into());
     b.0.hostname = "lab".into();
     b.0.netns = Some("rnt-x-h2".into());
-    b.neigh("ens1", "198.18.0.12", Some("02:00:00:00:0b:10"), NeighState::Reachable);
+    b.neigh(
+        "ens1",
+        "198.18.0.12",
+        Some("02:00:00:00:0b:10"),
+        NeighState::Reachable,
+    );
     assert_eq!(roce_net::fleet_host_label(&a.0), "lab:rnt-x-h1");
     let r = roce_net::fleet_report(&[a.0, b.0]);
     assert_eq!(r.hosts[0].hostname, "lab:rnt-x-h1");

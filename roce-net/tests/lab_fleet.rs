@@ -24,7 +24,9 @@ fn wrong_mac(r: &roce_net::FleetReport) -> Vec<&Finding> {
 /// request the kernel sends first is what the peer learns from).
 fn ping_from(ns: &str, src: &str, dst: &str) {
     let st = Command::new("ip")
-        .args(["netns", "exec", ns, "ping", "-n", "-q", "-c", "1", "-W", "1", "-I", src, dst])
+        .args([
+            "netns", "exec", ns, "ping", "-n", "-q", "-c", "1", "-W", "1", "-I", src, dst,
+        ])
         .output()
         .expect("running ping in the lab (apt install iputils-ping)");
     assert!(
@@ -54,7 +56,10 @@ fn wrong_mac_seen_only_across_hosts_is_found_fixed_and_silent_after() {
     let r = roce_net::fleet_report(&snapshots(&hosts));
     assert!(wrong_mac(&r).is_empty(), "{:#?}", r.findings);
     assert_eq!(r.hosts.len(), 3);
-    assert_eq!(r.hosts[1].hostname, format!("{}:{}", roce_net::hostname(), ns[1]));
+    assert_eq!(
+        r.hosts[1].hostname,
+        format!("{}:{}", roce_net::hostname(), ns[1])
+    );
 
     // The asymmetric-routing half of ARP flux: from h1's r1 address to h2, the
     // kernel picks r0 (the first of two equal subnet routes).
@@ -65,8 +70,20 @@ fn wrong_mac_seen_only_across_hosts_is_found_fixed_and_silent_after() {
     let before = snapshots(&hosts);
     let r = roce_net::fleet_report(&before);
     let found = wrong_mac(&r);
-    let h1_r0_mac = before[0].interface("r0").unwrap().mac.as_ref().unwrap().to_string();
-    let h1_r1_mac = before[0].interface("r1").unwrap().mac.as_ref().unwrap().to_string();
+    let h1_r0_mac = before[0]
+        .interface("r0")
+        .unwrap()
+        .mac
+        .as_ref()
+        .unwrap()
+        .to_string();
+    let h1_r1_mac = before[0]
+        .interface("r1")
+        .unwrap()
+        .mac
+        .as_ref()
+        .unwrap()
+        .to_string();
     let on_h2: Vec<&&Finding> = found
         .iter()
         .filter(|f| f.subject.host.as_deref() == Some(&r.hosts[1].hostname))
@@ -127,6 +144,9 @@ fn wrong_mac_seen_only_across_hosts_is_found_fixed_and_silent_after() {
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
     drop(lab);
     for n in &ns {
-        assert!(!std::path::Path::new("/run/netns").join(n).exists(), "{n} left behind");
+        assert!(
+            !std::path::Path::new("/run/netns").join(n).exists(),
+            "{n} left behind"
+        );
     }
 }

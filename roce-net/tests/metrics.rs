@@ -52,7 +52,11 @@ fn every_family_has_help_and_type_first_and_no_label_set_repeats() {
     for (name, kind) in &typed {
         assert!(name.starts_with("roce_net_"), "{name}");
         assert!(helped.contains(name), "{name} has no HELP");
-        assert_eq!(kind == "counter", name.ends_with("_total"), "{name} is a {kind}");
+        assert_eq!(
+            kind == "counter",
+            name.ends_with("_total"),
+            "{name} is a {kind}"
+        );
     }
     assert!(text.contains(r#"hostname="gpu\"1\\a\nb""#), "{text}");
 }
@@ -62,17 +66,30 @@ fn findings_ports_and_counters_are_all_there() {
     let st = sample();
     let findings = roce_net::doctor(&st);
     let text = render(&st);
-    let retrans = findings.iter().filter(|f| f.id == "rdma-retransmits").count();
+    let retrans = findings
+        .iter()
+        .filter(|f| f.id == "rdma-retransmits")
+        .count();
     assert!(retrans > 0);
     assert!(
-        text.contains(&format!("roce_net_check_findings{{check=\"rdma-retransmits\"}} {retrans}\n")),
+        text.contains(&format!(
+            "roce_net_check_findings{{check=\"rdma-retransmits\"}} {retrans}\n"
+        )),
         "{text}"
     );
     for id in roce_net::CHECK_IDS {
-        assert!(text.contains(&format!("roce_net_check_findings{{check=\"{id}\"}} ")), "{id}");
+        assert!(
+            text.contains(&format!("roce_net_check_findings{{check=\"{id}\"}} ")),
+            "{id}"
+        );
     }
-    let errors = findings.iter().filter(|f| f.severity == roce_net::Severity::Error).count();
-    assert!(text.contains(&format!("roce_net_findings{{severity=\"error\"}} {errors}\n")));
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == roce_net::Severity::Error)
+        .count();
+    assert!(text.contains(&format!(
+        "roce_net_findings{{severity=\"error\"}} {errors}\n"
+    )));
     let port = &st.rdma[0].ports[0];
     let dev = &st.rdma[0].name;
     for (name, v) in &port.hw_counters {
@@ -106,9 +123,15 @@ fn promtool(text: &str) -> (bool, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    let msg = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let msg =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), msg)
 }
 

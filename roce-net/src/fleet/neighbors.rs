@@ -101,7 +101,10 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
             };
             let del = match &peer.netns {
                 Some(ns) => format!("ip -n {ns} neigh del {} dev {}", n.ip, n.ifname),
-                None => format!("ssh {} ip neigh del {} dev {}", peer.hostname, n.ip, n.ifname),
+                None => format!(
+                    "ssh {} ip neigh del {} dev {}",
+                    peer.hostname, n.ip, n.ifname
+                ),
             };
             out.push(
                 Finding::new(

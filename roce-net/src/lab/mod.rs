@@ -162,12 +162,7 @@ impl Lab {
         for k in 1..=hosts {
             let ns = lab.add_namespace(&format!("h{k}"))?;
             for i in 0..nics {
-                let ip = IpAddr::V4(Ipv4Addr::new(
-                    198,
-                    18,
-                    k as u8,
-                    SEED_HOST_FIRST + i as u8,
-                ));
+                let ip = IpAddr::V4(Ipv4Addr::new(198, 18, k as u8, SEED_HOST_FIRST + i as u8));
                 let nic = lab.connect(&ns, &format!("r{i}"), ip, 16)?;
                 lab.nics.push(nic);
             }

@@ -85,7 +85,8 @@ impl Family {
         let _ = writeln!(out, "# TYPE {} {}", self.name, self.kind);
         for (labels, v) in &self.samples {
             out.push_str(self.name);
-            let shown: Vec<&(&str, String)> = labels.iter().filter(|(_, v)| !v.is_empty()).collect();
+            let shown: Vec<&(&str, String)> =
+                labels.iter().filter(|(_, v)| !v.is_empty()).collect();
             if !shown.is_empty() {
                 out.push('{');
                 for (i, (k, val)) in shown.iter().enumerate() {
@@ -205,7 +206,11 @@ pub fn render(state: &HostState, findings: &[Finding]) -> String {
         "gauge",
         "1 when the NIC in scope is administratively up with its link operationally up.",
     );
-    let mut mtu = Family::new("roce_net_nic_mtu_bytes", "gauge", "MTU of the NIC in scope.");
+    let mut mtu = Family::new(
+        "roce_net_nic_mtu_bytes",
+        "gauge",
+        "MTU of the NIC in scope.",
+    );
     let mut dropped = Family::new(
         "roce_net_nic_dropped_packets_total",
         "counter",
@@ -307,7 +312,10 @@ pub fn render(state: &HostState, findings: &[Finding]) -> String {
     fams.extend([active, pinfo, retrans, drops, congestion, all]);
 
     let mut out = String::new();
-    for f in fams.iter().filter(|f| !f.samples.is_empty() || f.name == "roce_net_finding") {
+    for f in fams
+        .iter()
+        .filter(|f| !f.samples.is_empty() || f.name == "roce_net_finding")
+    {
         f.write(&mut out);
     }
     out
