@@ -3,13 +3,14 @@ use crate::error::{Error, ErrorKind, Result};
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 /// Something that could not be read, so the snapshot is partial there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Warning {
     /// What was being read (a path, or a netlink object class).
     pub source: String,
@@ -18,7 +19,7 @@ pub struct Warning {
 }
 
 /// One typed, serialisable snapshot of a host's (or a namespace's) networking.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HostState {
     /// Schema version of this document; see [`HostState::SCHEMA_VERSION`].
     pub schema_version: u32,
