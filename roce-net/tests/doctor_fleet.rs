@@ -216,10 +216,14 @@ fn fleet_evidence_counts_values_and_names_a_bounded_set_of_hosts() {
         .find(|f| f.id == "fleet-mtu-differs")
         .unwrap();
     assert_eq!(mtu.evidence["counts"], json!({"4200": 1, "9000": 2}));
-    assert_eq!(mtu.evidence["same_value_hosts"], json!(["gpu3"]));
+    // A small fleet: every host's value.
+    assert_eq!(
+        mtu.evidence["hosts"],
+        json!({"gpu1": "9000", "gpu2": "9000", "gpu3": "4200"})
+    );
 
     // 35 hosts at 9000, 34 at 4200: every 4200 host gets a finding, each naming
-    // at most MAX_EVIDENCE_HOSTS of the hosts that share its value.
+    // at most MAX_EVIDENCE_HOSTS hosts, those that differ from the majority first.
     let mut fleet: Vec<roce_net::HostState> =
         (0..35).map(|i| healthy(&format!("ok{i}"), 11).0).collect();
     for i in 0..34 {
@@ -236,8 +240,9 @@ fn fleet_evidence_counts_values_and_names_a_bounded_set_of_hosts() {
     assert_eq!(mtu.len(), 34);
     for f in mtu {
         assert_eq!(f.evidence["counts"], json!({"4200": 34, "9000": 35}));
-        let same = f.evidence["same_value_hosts"].as_array().unwrap();
-        assert_eq!(same.len(), roce_net::FLEET_MAX_EVIDENCE_HOSTS);
-        assert_eq!(same[0], "odd0");
+        let hosts = f.evidence["hosts"].as_object().unwrap();
+        assert_eq!(hosts.len(), roce_net::FLEET_MAX_EVIDENCE_HOSTS);
+        assert!(hosts.values().all(|v| v == "4200"), "{hosts:?}");
+        assert!(hosts.contains_key("odd0") && hosts.contains_key("odd1"));
     }
 }

@@ -40,8 +40,31 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     subnets::MTU_ID,
 ];
 
-/// At most this many host names in one finding's `same_value_hosts` evidence.
+/// At most this many hosts (or NICs) in one finding's `hosts` (`nics`) evidence.
 pub const MAX_EVIDENCE_HOSTS: usize = 32;
+
+/// The evidence a cross-host comparison carries about the others, bounded for
+/// any fleet size: a sample of `all` (name -> value) of at most
+/// [`MAX_EVIDENCE_HOSTS`] entries (every entry when there are no more; else the
+/// ones whose value is not `common` first, then the rest, in name order) and how
+/// many entries have each value.
+pub(super) fn bounded<K: Ord + Clone, V: Ord + Clone>(
+    all: &BTreeMap<K, V>,
+    common: &V,
+) -> (BTreeMap<K, V>, BTreeMap<V, usize>) {
+    let mut counts: BTreeMap<V, usize> = BTreeMap::new();
+    for v in all.values() {
+        *counts.entry(v.clone()).or_default() += 1;
+    }
+    let odd = all.iter().filter(|(_, v)| *v != common);
+    let usual = all.iter().filter(|(_, v)| *v == common);
+    let sample = odd
+        .chain(usual)
+        .take(MAX_EVIDENCE_HOSTS)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (sample, counts)
+}
 
 /// How the fleet report names a host: `hostname`, or `hostname:netns` for a
 /// snapshot taken inside a named network namespace.
@@ -364,19 +387,13 @@ fn compare(
     let Some(common) = majority(&only) else {
         return;
     };
-    // Evidence stays bounded however large the fleet (10 000 hosts with every
-    // finding naming them all made the report quadratic): how many hosts have each
-    // value, and which hosts share this host's value (the first
-    // MAX_EVIDENCE_HOSTS, in input order).
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut sharing: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (h, k) in &vals {
-        *counts.entry(k.as_str()).or_default() += 1;
-        let same = sharing.entry(k.as_str()).or_default();
-        if same.len() < MAX_EVIDENCE_HOSTS {
-            same.push(h.hostname.as_str());
-        }
-    }
+    let all: BTreeMap<&str, &str> = vals
+        .iter()
+        .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+        .collect();
+    // Evidence stays bounded however large the fleet (every host's value in every
+    // finding made a 10 000-host report quadratic): see `bounded`.
+    let (sample, counts) = bounded(&all, &common.as_str());
     for (summary, k) in &vals {
         if *k == common {
             continue;
@@ -392,8 +409,8 @@ fn compare(
             )
             .evidence("value", k)
             .evidence("majority", &common)
+            .evidence("hosts", &sample)
             .evidence("counts", &counts)
-            .evidence("same_value_hosts", sharing.get(k.as_str()))
             .fix(cmds, policy.as_deref()),
         );
     }
