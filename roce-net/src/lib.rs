@@ -53,15 +53,19 @@ pub use error::{Error, ErrorKind, Result};
 // The model: the snapshot and its parts.
 pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
+    GidEntry, GidQuery, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
     RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
     RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+};
+pub use model::{
+    ib_mtu_bytes, ib_mtu_enum, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort, VerbsView,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
+pub use kernel::verbs::{read_view as verbs_view, verbs_built, VerbsOptions};
 pub use netns::{
     create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
 };
@@ -83,6 +87,14 @@ pub use fleet::{
 };
 pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+// RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
+#[cfg(feature = "verbs")]
+pub use probe::rdma::{
+    explain as explain_rdma_failure, select as select_rdma_port, wc_status_name, Bandwidth, Cause,
+    EndpointSummary, ExplainInput, FailureValue, Latency, ProbeFailure, RdmaProbeOptions,
+    RdmaProbeReport, RdmaServerReport, Role as ProbeRole, Selection as RdmaSelection, Stage,
+    DEFAULT_TCP_PORT,
+};
 
 // Declare, plan.
 pub use plan::{

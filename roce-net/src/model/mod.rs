@@ -14,6 +14,7 @@ mod route;
 mod rule;
 mod scope;
 mod sysctl;
+mod verbs;
 
 pub use address::Address;
 pub use host_state::{HostState, Warning};
@@ -27,6 +28,10 @@ pub use route::{
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
+pub use verbs::{
+    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
+    VerbsView,
+};
 pub use sysctl::{
     Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey,
 };
