@@ -53,10 +53,10 @@ pub use error::{Error, ErrorKind, Result};
 // The model: the snapshot and its parts.
 pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidQuery, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
-    Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    GidEntry, GidQuery, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats,
+    NeighState, Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision,
+    RouteType, Rule, RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning,
+    RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort, VerbsView,

@@ -28,12 +28,12 @@ pub use route::{
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
+pub use sysctl::{
+    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey,
+};
 pub use verbs::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
     VerbsView,
-};
-pub use sysctl::{
-    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey,
 };
 
 /// Address family of a route, rule or address.

@@ -42,8 +42,13 @@ pub(crate) struct Lib {
     pub dealloc_pd: unsafe extern "C" fn(*mut c_void) -> c_int,
     pub reg_mr: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, c_int) -> *mut ibv_mr,
     pub dereg_mr: unsafe extern "C" fn(*mut ibv_mr) -> c_int,
-    pub create_cq:
-        unsafe extern "C" fn(*mut ibv_context, c_int, *mut c_void, *mut c_void, c_int) -> *mut ibv_cq,
+    pub create_cq: unsafe extern "C" fn(
+        *mut ibv_context,
+        c_int,
+        *mut c_void,
+        *mut c_void,
+        c_int,
+    ) -> *mut ibv_cq,
     pub destroy_cq: unsafe extern "C" fn(*mut ibv_cq) -> c_int,
     pub create_qp: unsafe extern "C" fn(*mut c_void, *mut ibv_qp_init_attr) -> *mut ibv_qp,
     pub modify_qp: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int,
@@ -299,20 +304,33 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_no_library_with_the_loader_message() {
-        let e = Lib::load(Some(Path::new("/nonexistent/roce-net-test/libibverbs.so.1")))
-            .err()
-            .expect("must fail");
+        let e = Lib::load(Some(Path::new(
+            "/nonexistent/roce-net-test/libibverbs.so.1",
+        )))
+        .err()
+        .expect("must fail");
         assert_eq!(e.reason, NoRdmaReason::NoLibrary);
-        assert!(e.detail.contains("/nonexistent/roce-net-test/libibverbs.so.1"), "{}", e.detail);
+        assert!(
+            e.detail
+                .contains("/nonexistent/roce-net-test/libibverbs.so.1"),
+            "{}",
+            e.detail
+        );
         assert!(e.detail.contains("No such file"), "{}", e.detail);
         assert!(e.detail.contains("libibverbs1"), "{}", e.detail);
     }
 
     #[test]
     fn a_library_that_is_not_libibverbs_is_no_library() {
-        let e = Lib::load(Some(Path::new("libc.so.6"))).err().expect("must fail");
+        let e = Lib::load(Some(Path::new("libc.so.6")))
+            .err()
+            .expect("must fail");
         assert_eq!(e.reason, NoRdmaReason::NoLibrary);
-        assert!(e.detail.contains("has no symbol ibv_get_device_list"), "{}", e.detail);
+        assert!(
+            e.detail.contains("has no symbol ibv_get_device_list"),
+            "{}",
+            e.detail
+        );
     }
 
     /// The installed libibverbs (libibverbs1, installed by scripts/test.sh) loads

@@ -185,14 +185,18 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let n = explain_device_list(Some(libc::ENOSYS), t.path());
         assert_eq!(n.reason, NoRdmaReason::NoKernelSupport);
-        assert!(n.detail.contains("class/infiniband_verbs is missing"), "{}", n.detail);
+        assert!(
+            n.detail.contains("class/infiniband_verbs is missing"),
+            "{}",
+            n.detail
+        );
         assert!(n.detail.contains("ib_uverbs"), "{}", n.detail);
     }
 
     #[test]
     fn empty_list_with_sysfs_devices_blames_the_provider() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/sysfs/connectx8");
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/connectx8");
         let n = explain_device_list(None, &root);
         assert_eq!(n.reason, NoRdmaReason::NoDevices);
         assert!(n.detail.contains("mlx5_0"), "{}", n.detail);
@@ -208,7 +212,11 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let n = explain_open_failure(libc::ENOENT, "mlx5_0", t.path()).unwrap();
         assert_eq!(n.reason, NoRdmaReason::NoDeviceFiles);
-        assert!(n.detail.contains("--device /dev/infiniband"), "{}", n.detail);
+        assert!(
+            n.detail.contains("--device /dev/infiniband"),
+            "{}",
+            n.detail
+        );
         // With the character devices present, ENOENT is a device error, not "no RDMA".
         std::fs::create_dir(t.path().join("infiniband")).unwrap();
         std::fs::write(t.path().join("infiniband/uverbs0"), "").unwrap();

@@ -63,7 +63,14 @@ pub(crate) fn read(opts: &VerbsOptions) -> VerbsView {
             Ok(ctx) => {
                 opened += 1;
                 let src = LibGids { lib, ctx };
-                let q = read_device(lib, ctx, &src, &opts.sysfs_root, &mut dev, &mut view.warnings);
+                let q = read_device(
+                    lib,
+                    ctx,
+                    &src,
+                    &opts.sysfs_root,
+                    &mut dev,
+                    &mut view.warnings,
+                );
                 view.gid_query = view.gid_query.or(q);
                 // SAFETY: ctx was opened above and is not used after this.
                 unsafe { (lib.close_device)(ctx) };
@@ -155,10 +162,7 @@ fn read_device(
         if rc != 0 {
             warnings.push(Warning {
                 source: format!("verbs:{}:{p}", dev.name),
-                message: format!(
-                    "ibv_query_port: {}",
-                    std::io::Error::from_raw_os_error(rc)
-                ),
+                message: format!("ibv_query_port: {}", std::io::Error::from_raw_os_error(rc)),
             });
             continue;
         }
@@ -445,7 +449,10 @@ mod tests {
         ]
     }
 
-    fn read_with(f: &Fake, sysfs_port: &Path) -> (GidQuery, BTreeMap<u32, Vec<VerbsGid>>, Vec<Warning>) {
+    fn read_with(
+        f: &Fake,
+        sysfs_port: &Path,
+    ) -> (GidQuery, BTreeMap<u32, Vec<VerbsGid>>, Vec<Warning>) {
         let mut w = Vec::new();
         let p = sysfs_port.to_path_buf();
         let (q, m) = read_gids(f, &[(1, 16)], &|_| p.clone(), "mlx5_0", &mut w);
@@ -454,7 +461,12 @@ mod tests {
 
     #[test]
     fn table_call_is_preferred() {
-        let f = Fake { table: true, ex: true, entries: entries(), table_fails: false };
+        let f = Fake {
+            table: true,
+            ex: true,
+            entries: entries(),
+            table_fails: false,
+        };
         let (q, m, w) = read_with(&f, Path::new("/nonexistent"));
         assert_eq!(q, GidQuery::Table);
         assert!(w.is_empty());
@@ -467,7 +479,12 @@ mod tests {
 
     #[test]
     fn failing_table_falls_back_to_ex_with_a_warning() {
-        let f = Fake { table: true, ex: true, entries: entries(), table_fails: true };
+        let f = Fake {
+            table: true,
+            ex: true,
+            entries: entries(),
+            table_fails: true,
+        };
         let (q, m, w) = read_with(&f, Path::new("/nonexistent"));
         assert_eq!(q, GidQuery::Ex);
         assert_eq!(w.len(), 1, "{w:?}");
@@ -481,7 +498,12 @@ mod tests {
         // The port directory of the connectx8 fixture: types are in gid_attrs/types.
         let port = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/sysfs/connectx8/class/infiniband/mlx5_0/ports/1");
-        let f = Fake { table: false, ex: false, entries: entries(), table_fails: false };
+        let f = Fake {
+            table: false,
+            ex: false,
+            entries: entries(),
+            table_fails: false,
+        };
         let (q, m, w) = read_with(&f, &port);
         assert_eq!(q, GidQuery::Legacy);
         assert!(w.is_empty(), "{w:?}");
@@ -495,7 +517,10 @@ mod tests {
                     .map(|s| GidType::from_sysfs(&s))
             })
             .collect();
-        assert_eq!(g.iter().map(|g| g.gid_type.clone()).collect::<Vec<_>>(), fixture_types);
+        assert_eq!(
+            g.iter().map(|g| g.gid_type.clone()).collect::<Vec<_>>(),
+            fixture_types
+        );
         assert!(g.iter().all(|g| g.ndev_ifindex.is_none()));
     }
 
@@ -521,7 +546,12 @@ mod tests {
             );
         } else {
             let n = v.unavailable.expect("a reason");
-            assert_eq!(n.reason, crate::model::NoRdmaReason::NoKernelSupport, "{}", n.detail);
+            assert_eq!(
+                n.reason,
+                crate::model::NoRdmaReason::NoKernelSupport,
+                "{}",
+                n.detail
+            );
             assert!(v.devices.is_empty());
         }
     }

@@ -174,7 +174,10 @@ fn check_hello(m: Msg, stage: Stage) -> std::result::Result<(Endpoint, Option<Pa
             params,
         } => {
             if proto != PROTO {
-                return Err(Fail::other(stage, format!("the peer speaks {proto:?}, not {PROTO}")));
+                return Err(Fail::other(
+                    stage,
+                    format!("the peer speaks {proto:?}, not {PROTO}"),
+                ));
             }
             if version != VERSION {
                 return Err(Fail::other(
@@ -187,7 +190,11 @@ fn check_hello(m: Msg, stage: Stage) -> std::result::Result<(Endpoint, Option<Pa
             }
             Ok((*endpoint, params))
         }
-        Msg::Abort { stage, value, message } => Err(Fail {
+        Msg::Abort {
+            stage,
+            value,
+            message,
+        } => Err(Fail {
             stage: Stage::Peer,
             value,
             peer_message: Some(format!("{} at {stage}", message)),
@@ -211,10 +218,71 @@ fn abort(ch: &mut Channel, f: &Fail, message: &str) {
     );
 }
 
+/// A queue pair with the completions that arrived while another one was awaited
+/// (a receive completing while the send before it is still unacknowledged).
+struct Qp<'a> {
+    q: &'a mut dyn Queue,
+    stash: Vec<super::Completion>,
+}
+
+impl Qp<'_> {
+    fn post_recv(
+        &mut self,
+        wr_id: u64,
+        off: usize,
+        len: usize,
+    ) -> std::result::Result<(), VerbsFailure> {
+        self.q.post_recv(wr_id, off, len)
+    }
+    fn post_send(
+        &mut self,
+        wr_id: u64,
+        off: usize,
+        len: usize,
+    ) -> std::result::Result<(), VerbsFailure> {
+        self.q.post_send(wr_id, off, len)
+    }
+    fn post_write(
+        &mut self,
+        wr_id: u64,
+        off: usize,
+        len: usize,
+        raddr: u64,
+        rkey: u32,
+    ) -> std::result::Result<(), VerbsFailure> {
+        self.q.post_write(wr_id, off, len, raddr, rkey)
+    }
+    fn write_local(&mut self, off: usize, data: &[u8]) {
+        self.q.write_local(off, data)
+    }
+    fn read_local(&self, off: usize, len: usize) -> Vec<u8> {
+        self.q.read_local(off, len)
+    }
+    /// The next completion: a stashed one first, else one from the device.
+    fn poll(
+        &mut self,
+        want: &HashSet<u64>,
+    ) -> std::result::Result<Option<super::Completion>, VerbsFailure> {
+        if let Some(i) = self.stash.iter().position(|c| want.contains(&c.wr_id)) {
+            return Ok(Some(self.stash.remove(i)));
+        }
+        loop {
+            match self.q.poll()? {
+                Some(c) if c.status == 0 && !want.contains(&c.wr_id) => {
+                    if self.stash.len() < 4096 {
+                        self.stash.push(c);
+                    }
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+}
+
 /// Wait for the completions in `want`, failing on an error completion, on the
 /// deadline, or on an Abort from the peer.
 fn wait(
-    q: &mut dyn Queue,
+    q: &mut Qp<'_>,
     ch: &mut Channel,
     want: &mut HashSet<u64>,
     deadline: Instant,
@@ -224,7 +292,7 @@ fn wait(
     let mut got = Vec::new();
     let mut spins: u32 = 0;
     while !want.is_empty() {
-        match q.poll().map_err(|e| Fail::verbs(stage, e))? {
+        match q.poll(want).map_err(|e| Fail::verbs(stage, e))? {
             Some(c) => {
                 spins = 0;
                 if c.status != 0 {
@@ -268,19 +336,30 @@ fn wait(
 
 fn peer_stop(stage: Stage, m: std::result::Result<Msg, WireError>) -> Fail {
     match m {
-        Ok(Msg::Abort { stage: s, value, message }) => Fail {
+        Ok(Msg::Abort {
+            stage: s,
+            value,
+            message,
+        }) => Fail {
             stage: Stage::Peer,
             value,
             peer_message: Some(format!("{message} at {s}")),
         },
-        Ok(other) => Fail::other(stage, format!("unexpected message from the peer: {other:?}")),
+        Ok(other) => Fail::other(
+            stage,
+            format!("unexpected message from the peer: {other:?}"),
+        ),
         Err(e) => Fail::wire(stage, e),
     }
 }
 
 fn recv_msg(ch: &mut Channel, deadline: Instant, stage: Stage) -> std::result::Result<Msg, Fail> {
     match ch.recv(deadline) {
-        Ok(Msg::Abort { stage: s, value, message }) => Err(Fail {
+        Ok(Msg::Abort {
+            stage: s,
+            value,
+            message,
+        }) => Err(Fail {
             stage: Stage::Peer,
             value,
             peer_message: Some(format!("{message} at {s}")),
@@ -323,7 +402,7 @@ fn connect_qp(
 
 /// Writes `iterations` times `size` bytes of `pattern(seed)` to the peer.
 fn write_phase(
-    q: &mut dyn Queue,
+    q: &mut Qp<'_>,
     ch: &mut Channel,
     peer: &Endpoint,
     size: usize,
@@ -335,7 +414,10 @@ fn write_phase(
     if (size as u64) > peer.len {
         return Err(Fail::other(
             stage,
-            format!("the peer's buffer has {} bytes, the writes need {size}", peer.len),
+            format!(
+                "the peer's buffer has {} bytes, the writes need {size}",
+                peer.len
+            ),
         ));
     }
     q.write_local(0, &pattern(seed, size));
@@ -355,7 +437,10 @@ fn write_phase(
             outstanding.remove(&c.wr_id);
         }
     }
-    Ok((t.elapsed().as_secs_f64(), u64::from(iterations) * size as u64))
+    Ok((
+        t.elapsed().as_secs_f64(),
+        u64::from(iterations) * size as u64,
+    ))
 }
 
 fn bandwidth(size: usize, iterations: u32, seconds: f64, bytes: u64, verified: bool) -> Bandwidth {
@@ -396,7 +481,9 @@ fn source_for(state: &HostState, peer: IpAddr, given: Option<IpAddr>) -> Result<
         }),
         Err(e) => Err(Error::new(
             ErrorKind::InvalidInput,
-            format!("no route to {peer} ({e}): give --source, the local RDMA address to probe from"),
+            format!(
+                "no route to {peer} ({e}): give --source, the local RDMA address to probe from"
+            ),
         )),
     }
 }
@@ -411,7 +498,13 @@ pub(crate) fn client(
 ) -> Result<RdmaProbeReport> {
     b.available()?;
     let source = source_for(state, peer, opts.source)?;
-    let sel = select(state, source, opts.device.as_deref(), opts.port, opts.gid_index)?;
+    let sel = select(
+        state,
+        source,
+        opts.device.as_deref(),
+        opts.port,
+        opts.gid_index,
+    )?;
     let mut s = Session::new(Role::Client, state, sel);
     let deadline = s.t0 + opts.timeout;
     let r = client_run(b, &mut s, peer, opts, deadline);
@@ -445,9 +538,8 @@ fn client_run(
             },
         )
     })?;
-    let mut ch = Channel::new(tcp).map_err(|e| {
-        Fail::other(Stage::Connect, format!("setting up the connection: {e}"))
-    })?;
+    let mut ch = Channel::new(tcp)
+        .map_err(|e| Fail::other(Stage::Connect, format!("setting up the connection: {e}")))?;
     let buf = opts.write_size.max(2 * opts.latency_size);
     let mut q = match b.open(&s.sel, buf, DEPTH) {
         Ok(q) => q,
@@ -477,10 +569,17 @@ fn client_run(
         deadline,
     )
     .map_err(|e| Fail::wire(Stage::Exchange, e))?;
-    let (theirs, _) = check_hello(recv_msg(&mut ch, deadline, Stage::Exchange)?, Stage::Exchange)?;
+    let (theirs, _) = check_hello(
+        recv_msg(&mut ch, deadline, Stage::Exchange)?,
+        Stage::Exchange,
+    )?;
     s.rep.peer = Some(summary(&theirs));
     s.peer_nic_macs = theirs.nic_macs.clone();
-    let r = client_traffic(q.as_mut(), &mut ch, s, &me, &theirs, opts, deadline);
+    let mut qp = Qp {
+        q: q.as_mut(),
+        stash: Vec::new(),
+    };
+    let r = client_traffic(&mut qp, &mut ch, s, &me, &theirs, opts, deadline);
     if let Err(f) = &r {
         if f.stage != Stage::Peer {
             abort(&mut ch, f, "the client failed");
@@ -490,7 +589,7 @@ fn client_run(
 }
 
 fn client_traffic(
-    q: &mut dyn Queue,
+    q: &mut Qp<'_>,
     ch: &mut Channel,
     s: &mut Session<'_>,
     me: &Endpoint,
@@ -500,7 +599,7 @@ fn client_traffic(
 ) -> std::result::Result<(), Fail> {
     let mtu = path_mtu(opts.mtu, me.active_mtu, theirs.active_mtu);
     s.rep.path_mtu = Some(mtu);
-    connect_qp(q, &s.sel, theirs, mtu)?;
+    connect_qp(q.q, &s.sel, theirs, mtu)?;
     let lat = opts.latency_size;
     q.post_recv(WR_RECV, 0, lat)
         .map_err(|e| Fail::verbs(Stage::SendRecv, e))?;
@@ -508,7 +607,12 @@ fn client_traffic(
         .map_err(|e| Fail::wire(Stage::Exchange, e))?;
     match recv_msg(ch, deadline, Stage::Exchange)? {
         Msg::Ready => {}
-        m => return Err(Fail::other(Stage::Exchange, format!("expected ready, got {m:?}"))),
+        m => {
+            return Err(Fail::other(
+                Stage::Exchange,
+                format!("expected ready, got {m:?}"),
+            ))
+        }
     }
     // Ping-pong.
     q.write_local(lat, &pattern(1, lat));
@@ -571,39 +675,82 @@ fn client_traffic(
     let verified = match recv_msg(ch, deadline, Stage::WriteToPeer)? {
         Msg::Verified { ok: true, .. } => true,
         Msg::Verified { ok: false, detail } => {
-            s.rep.write_to_peer = Some(bandwidth(opts.write_size, opts.write_iterations, secs, bytes, false));
-            return Err(Fail::other(Stage::WriteToPeer, format!("the peer's buffer differs: {detail}")));
+            s.rep.write_to_peer = Some(bandwidth(
+                opts.write_size,
+                opts.write_iterations,
+                secs,
+                bytes,
+                false,
+            ));
+            return Err(Fail::other(
+                Stage::WriteToPeer,
+                format!("the peer's buffer differs: {detail}"),
+            ));
         }
-        m => return Err(Fail::other(Stage::WriteToPeer, format!("expected verified, got {m:?}"))),
+        m => {
+            return Err(Fail::other(
+                Stage::WriteToPeer,
+                format!("expected verified, got {m:?}"),
+            ))
+        }
     };
-    s.rep.write_to_peer = Some(bandwidth(opts.write_size, opts.write_iterations, secs, bytes, verified));
+    s.rep.write_to_peer = Some(bandwidth(
+        opts.write_size,
+        opts.write_iterations,
+        secs,
+        bytes,
+        verified,
+    ));
     // Writes from the server.
     let (seed, len, secs, bytes) = match recv_msg(ch, deadline, Stage::WriteFromPeer)? {
-        Msg::WriteDone { seed, len, seconds, bytes } => (seed, len, seconds, bytes),
-        m => return Err(Fail::other(Stage::WriteFromPeer, format!("expected write-done, got {m:?}"))),
+        Msg::WriteDone {
+            seed,
+            len,
+            seconds,
+            bytes,
+        } => (seed, len, seconds, bytes),
+        m => {
+            return Err(Fail::other(
+                Stage::WriteFromPeer,
+                format!("expected write-done, got {m:?}"),
+            ))
+        }
     };
-    let ok = len <= opts.write_size.max(2 * opts.latency_size) && q.read_local(0, len) == pattern(seed, len);
+    let ok = len <= opts.write_size.max(2 * opts.latency_size)
+        && q.read_local(0, len) == pattern(seed, len);
     ch.send(
         &Msg::Verified {
             ok,
-            detail: if ok { String::new() } else { format!("the last {len} bytes written by the peer differ") },
+            detail: if ok {
+                String::new()
+            } else {
+                format!("the last {len} bytes written by the peer differ")
+            },
         },
         deadline,
     )
     .map_err(|e| Fail::wire(Stage::WriteFromPeer, e))?;
     s.rep.write_from_peer = Some(bandwidth(len, opts.write_iterations, secs, bytes, ok));
     if !ok {
-        return Err(Fail::other(Stage::WriteFromPeer, "the data the peer wrote differs from what it sent"));
+        return Err(Fail::other(
+            Stage::WriteFromPeer,
+            "the data the peer wrote differs from what it sent",
+        ));
     }
     let report = serde_json::to_value(&s.rep).unwrap_or(serde_json::Value::Null);
-    ch.send(&Msg::Result { report: Box::new(report) }, deadline)
-        .map_err(|e| Fail::wire(Stage::Exchange, e))?;
+    ch.send(
+        &Msg::Result {
+            report: Box::new(report),
+        },
+        deadline,
+    )
+    .map_err(|e| Fail::wire(Stage::Exchange, e))?;
     Ok(())
 }
 
 /// Like [`wait`] but returns as soon as any wanted completion arrived.
 fn wait_any(
-    q: &mut dyn Queue,
+    q: &mut Qp<'_>,
     ch: &mut Channel,
     want: &mut HashSet<u64>,
     deadline: Instant,
@@ -616,7 +763,7 @@ fn wait_any(
         let t0 = Instant::now();
         let mut spins: u32 = 0;
         loop {
-            match q.poll().map_err(|e| Fail::verbs(stage, e))? {
+            match q.poll(&all).map_err(|e| Fail::verbs(stage, e))? {
                 Some(c) => {
                     if c.status != 0 {
                         return Err(Fail::new(
@@ -675,7 +822,13 @@ pub(crate) fn server(
             "a probe server needs --source: the local RDMA address clients should reach over RDMA",
         )
     })?;
-    let sel = select(state, source, opts.device.as_deref(), opts.port, opts.gid_index)?;
+    let sel = select(
+        state,
+        source,
+        opts.device.as_deref(),
+        opts.port,
+        opts.gid_index,
+    )?;
     let bind = SocketAddr::new(
         match source {
             IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
@@ -745,12 +898,17 @@ fn serve_one(
         let mut ch = Channel::new(stream)
             .map_err(|e| Fail::other(Stage::Connect, format!("accepting the client: {e}")))?;
         let mut deadline = s.t0 + opts.timeout;
-        let (theirs, params) =
-            check_hello(recv_msg(&mut ch, deadline, Stage::Exchange)?, Stage::Exchange)?;
+        let (theirs, params) = check_hello(
+            recv_msg(&mut ch, deadline, Stage::Exchange)?,
+            Stage::Exchange,
+        )?;
         s.rep.peer = Some(summary(&theirs));
         s.peer_nic_macs = theirs.nic_macs.clone();
         let Some(p) = params else {
-            return Err(Fail::other(Stage::Exchange, "the client sent no test parameters"));
+            return Err(Fail::other(
+                Stage::Exchange,
+                "the client sent no test parameters",
+            ));
         };
         let check = RdmaProbeOptions {
             latency_size: p.latency_size,
@@ -761,16 +919,31 @@ fn serve_one(
             ..RdmaProbeOptions::default()
         };
         if let Err(e) = check.validate() {
-            let f = Fail::other(Stage::Exchange, format!("the client asked for {}", e.message()));
-            abort(&mut ch, &f, &format!("the server refuses the parameters: {}", e.message()));
+            let f = Fail::other(
+                Stage::Exchange,
+                format!("the client asked for {}", e.message()),
+            );
+            abort(
+                &mut ch,
+                &f,
+                &format!("the server refuses the parameters: {}", e.message()),
+            );
             return Err(f);
         }
         // The client's limit bounds the session too (plus a little for its last message).
-        let theirs_limit = Duration::from_millis(p.timeout_ms.min(86_400_000)) + Duration::from_secs(1);
+        let theirs_limit =
+            Duration::from_millis(p.timeout_ms.min(86_400_000)) + Duration::from_secs(1);
         deadline = deadline.min(s.t0 + theirs_limit);
         if !s.sel.port_active() {
             let f = Fail::other(Stage::Preflight, "the server's port is not ACTIVE");
-            abort(&mut ch, &f, &format!("the server's port {}:{} is not ACTIVE", s.sel.device, s.sel.port));
+            abort(
+                &mut ch,
+                &f,
+                &format!(
+                    "the server's port {}:{} is not ACTIVE",
+                    s.sel.device, s.sel.port
+                ),
+            );
             return Err(f);
         }
         let buf = p.write_size.max(2 * p.latency_size);
@@ -794,7 +967,11 @@ fn serve_one(
             deadline,
         )
         .map_err(|e| Fail::wire(Stage::Exchange, e))?;
-        let r = server_traffic(q.as_mut(), &mut ch, &mut s, &me, &theirs, &p, deadline);
+        let mut qp = Qp {
+            q: q.as_mut(),
+            stash: Vec::new(),
+        };
+        let r = server_traffic(&mut qp, &mut ch, &mut s, &me, &theirs, &p, deadline);
         if let Err(f) = &r {
             if f.stage != Stage::Peer {
                 abort(&mut ch, f, "the server failed");
@@ -806,7 +983,7 @@ fn serve_one(
 }
 
 fn server_traffic(
-    q: &mut dyn Queue,
+    q: &mut Qp<'_>,
     ch: &mut Channel,
     s: &mut Session<'_>,
     me: &Endpoint,
@@ -816,7 +993,7 @@ fn server_traffic(
 ) -> std::result::Result<(), Fail> {
     let mtu = path_mtu(p.mtu, me.active_mtu, theirs.active_mtu);
     s.rep.path_mtu = Some(mtu);
-    connect_qp(q, &s.sel, theirs, mtu)?;
+    connect_qp(q.q, &s.sel, theirs, mtu)?;
     let lat = p.latency_size;
     q.post_recv(WR_RECV, 0, lat)
         .map_err(|e| Fail::verbs(Stage::SendRecv, e))?;
@@ -824,7 +1001,12 @@ fn server_traffic(
         .map_err(|e| Fail::wire(Stage::Exchange, e))?;
     match recv_msg(ch, deadline, Stage::Exchange)? {
         Msg::Ready => {}
-        m => return Err(Fail::other(Stage::Exchange, format!("expected ready, got {m:?}"))),
+        m => {
+            return Err(Fail::other(
+                Stage::Exchange,
+                format!("expected ready, got {m:?}"),
+            ))
+        }
     }
     for i in 0..p.latency_iterations {
         let mut want: HashSet<u64> = [WR_RECV | u64::from(i)].into();
@@ -843,21 +1025,38 @@ fn server_traffic(
     }
     // The client's writes.
     let (seed, len, secs, bytes) = match recv_msg(ch, deadline, Stage::WriteFromPeer)? {
-        Msg::WriteDone { seed, len, seconds, bytes } => (seed, len, seconds, bytes),
-        m => return Err(Fail::other(Stage::WriteFromPeer, format!("expected write-done, got {m:?}"))),
+        Msg::WriteDone {
+            seed,
+            len,
+            seconds,
+            bytes,
+        } => (seed, len, seconds, bytes),
+        m => {
+            return Err(Fail::other(
+                Stage::WriteFromPeer,
+                format!("expected write-done, got {m:?}"),
+            ))
+        }
     };
     let ok = len <= p.write_size.max(2 * lat) && q.read_local(0, len) == pattern(seed, len);
     ch.send(
         &Msg::Verified {
             ok,
-            detail: if ok { String::new() } else { format!("the last {len} bytes written by the client differ") },
+            detail: if ok {
+                String::new()
+            } else {
+                format!("the last {len} bytes written by the client differ")
+            },
         },
         deadline,
     )
     .map_err(|e| Fail::wire(Stage::WriteFromPeer, e))?;
     s.rep.write_from_peer = Some(bandwidth(len, p.write_iterations, secs, bytes, ok));
     if !ok {
-        return Err(Fail::other(Stage::WriteFromPeer, "the data the client wrote differs from what it sent"));
+        return Err(Fail::other(
+            Stage::WriteFromPeer,
+            "the data the client wrote differs from what it sent",
+        ));
     }
     // Our writes to the client.
     let seed = u64::from(me.psn) << 8 | 0x22;
@@ -871,15 +1070,37 @@ fn server_traffic(
         deadline,
         Stage::WriteToPeer,
     )?;
-    ch.send(&Msg::WriteDone { seed, len: p.write_size, seconds: secs, bytes }, deadline)
-        .map_err(|e| Fail::wire(Stage::WriteToPeer, e))?;
+    ch.send(
+        &Msg::WriteDone {
+            seed,
+            len: p.write_size,
+            seconds: secs,
+            bytes,
+        },
+        deadline,
+    )
+    .map_err(|e| Fail::wire(Stage::WriteToPeer, e))?;
     let verified = match recv_msg(ch, deadline, Stage::WriteToPeer)? {
         Msg::Verified { ok, .. } => ok,
-        m => return Err(Fail::other(Stage::WriteToPeer, format!("expected verified, got {m:?}"))),
+        m => {
+            return Err(Fail::other(
+                Stage::WriteToPeer,
+                format!("expected verified, got {m:?}"),
+            ))
+        }
     };
-    s.rep.write_to_peer = Some(bandwidth(p.write_size, p.write_iterations, secs, bytes, verified));
+    s.rep.write_to_peer = Some(bandwidth(
+        p.write_size,
+        p.write_iterations,
+        secs,
+        bytes,
+        verified,
+    ));
     if !verified {
-        return Err(Fail::other(Stage::WriteToPeer, "the client found our data corrupted"));
+        return Err(Fail::other(
+            Stage::WriteToPeer,
+            "the client found our data corrupted",
+        ));
     }
     // The client's report: its latency measurement.
     if let Msg::Result { report } = recv_msg(ch, deadline, Stage::Exchange)? {

@@ -203,7 +203,10 @@ fn neighbor_text(n: &crate::model::Neighbor) -> String {
         "{} dev {} lladdr {} {}",
         n.ip,
         n.ifname,
-        n.mac.as_ref().map(|m| m.to_string()).unwrap_or_else(|| "-".into()),
+        n.mac
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| "-".into()),
         n.state
             .iter()
             .map(|s| format!("{s:?}").to_uppercase())
@@ -337,8 +340,12 @@ fn rules(i: &ExplainInput<'_>) -> Out {
                     "the queue pair's path MTU is {mtu} but the active MTU is {} here and {} \
                      at the peer: packets larger than a port can carry are dropped; use the \
                      smaller (leave --mtu unset) or raise the netdev MTU (9000 gives 4096)",
-                    local_active.map(|m| m.to_string()).unwrap_or("unknown".into()),
-                    peer_active.map(|m| m.to_string()).unwrap_or("unknown".into())
+                    local_active
+                        .map(|m| m.to_string())
+                        .unwrap_or("unknown".into()),
+                    peer_active
+                        .map(|m| m.to_string())
+                        .unwrap_or("unknown".into())
                 ),
             )
             .ev("path_mtu", mtu)
@@ -363,11 +370,7 @@ fn rules(i: &ExplainInput<'_>) -> Out {
             // The neighbour the kernel uses: on the netdev the route leaves by.
             let route = fib_resolve(st, &Flow::to(ip).from(local.address));
             let via_dev = route.as_ref().ok().and_then(|d| d.dev.clone());
-            let next_hop = route
-                .as_ref()
-                .ok()
-                .and_then(|d| d.gateway)
-                .unwrap_or(ip);
+            let next_hop = route.as_ref().ok().and_then(|d| d.gateway).unwrap_or(ip);
             let neighs: Vec<&crate::model::Neighbor> =
                 st.neighbors.iter().filter(|n| n.ip == next_hop).collect();
             let on_dev = neighs
@@ -422,7 +425,10 @@ fn rules(i: &ExplainInput<'_>) -> Out {
             } else {
                 // No resolved neighbour: resolution failed or no route.
                 let why = match &route {
-                    Err(e) => format!("the routing table has no route from {} to {ip} ({e})", local.address),
+                    Err(e) => format!(
+                        "the routing table has no route from {} to {ip} ({e})",
+                        local.address
+                    ),
                     Ok(d) => format!(
                         "the route leaves by {} and the neighbour entry for {next_hop} is {}",
                         d.dev.as_deref().unwrap_or("?"),

@@ -46,12 +46,17 @@ impl Backend for VerbsBackend {
             Ok(l) if !l.is_empty() => Ok(()),
             Ok(_) => {
                 let n = explain_device_list(None, &self.opts.sysfs_root);
-                Err(Error::new(ErrorKind::NoRdma, format!("{}: {}", n.reason, n.detail)))
+                Err(Error::new(
+                    ErrorKind::NoRdma,
+                    format!("{}: {}", n.reason, n.detail),
+                ))
             }
             Err(e) => {
                 let n = explain_device_list(Some(e), &self.opts.sysfs_root);
-                Err(Error::new(ErrorKind::NoRdma, format!("{}: {}", n.reason, n.detail))
-                    .with_errno(e))
+                Err(
+                    Error::new(ErrorKind::NoRdma, format!("{}: {}", n.reason, n.detail))
+                        .with_errno(e),
+                )
             }
         }
     }
@@ -62,7 +67,9 @@ impl Backend for VerbsBackend {
         buf_len: usize,
         depth: u32,
     ) -> std::result::Result<Box<dyn Queue>, VerbsFailure> {
-        let lib = self.lib().map_err(|_| VerbsFailure::new("dlopen(libibverbs)", None))?;
+        let lib = self
+            .lib()
+            .map_err(|_| VerbsFailure::new("dlopen(libibverbs)", None))?;
         let ctx = lib.open_by_name(&sel.device).map_err(|e| {
             let mut f = VerbsFailure::new("ibv_open_device", Some(e));
             if let Some(n) = explain_open_failure(e, &sel.device, &self.opts.dev_root) {
@@ -116,7 +123,8 @@ unsafe impl Send for IbvQueue {}
 impl IbvQueue {
     fn setup(&mut self, depth: u32) -> std::result::Result<(), VerbsFailure> {
         let l = self.lib;
-        let port = u8::try_from(self.port).map_err(|_| VerbsFailure::new("port number", Some(libc::EINVAL)))?;
+        let port = u8::try_from(self.port)
+            .map_err(|_| VerbsFailure::new("port number", Some(libc::EINVAL)))?;
         let mut pa = ibv_port_attr::default();
         // SAFETY: ctx is open; pa is zeroed and large enough (layout test).
         let rc = unsafe { (l.query_port)(self.ctx, port, &mut pa) };
@@ -155,9 +163,8 @@ impl IbvQueue {
         }
         let cqe = i32::try_from(depth * 2 + 2).unwrap_or(64);
         // SAFETY: ctx is open; no channel, no context.
-        self.cq = unsafe {
-            (l.create_cq)(self.ctx, cqe, std::ptr::null_mut(), std::ptr::null_mut(), 0)
-        };
+        self.cq =
+            unsafe { (l.create_cq)(self.ctx, cqe, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if self.cq.is_null() {
             return Err(VerbsFailure::new("ibv_create_cq", Some(errno())));
         }
@@ -203,7 +210,11 @@ impl IbvQueue {
         let mut r = [0u8; 4];
         // SAFETY: r is a valid buffer of 4 bytes.
         let n = unsafe { libc::getrandom(r.as_mut_ptr().cast(), 4, 0) };
-        self.psn = if n == 4 { u32::from_le_bytes(r) & 0x00ff_ffff } else { 0x1234 };
+        self.psn = if n == 4 {
+            u32::from_le_bytes(r) & 0x00ff_ffff
+        } else {
+            0x1234
+        };
         Ok(())
     }
 
@@ -259,10 +270,17 @@ impl Queue for IbvQueue {
             Stage::ReadyToReceive,
             VerbsFailure::new("path MTU", Some(libc::EINVAL)),
         ))?;
-        let port = u8::try_from(p.port)
-            .map_err(|_| (Stage::ReadyToReceive, VerbsFailure::new("port", Some(libc::EINVAL))))?;
+        let port = u8::try_from(p.port).map_err(|_| {
+            (
+                Stage::ReadyToReceive,
+                VerbsFailure::new("port", Some(libc::EINVAL)),
+            )
+        })?;
         let sgid = u8::try_from(p.sgid_index).map_err(|_| {
-            (Stage::ReadyToReceive, VerbsFailure::new("GID index", Some(libc::EINVAL)))
+            (
+                Stage::ReadyToReceive,
+                VerbsFailure::new("GID index", Some(libc::EINVAL)),
+            )
         })?;
         let mut a = ibv_qp_attr {
             qp_state: IBV_QPS_RTR,
@@ -273,7 +291,9 @@ impl Queue for IbvQueue {
             min_rnr_timer: 12,
             ah_attr: ibv_ah_attr {
                 grh: ibv_global_route {
-                    dgid: ibv_gid { raw: p.dgid.octets() },
+                    dgid: ibv_gid {
+                        raw: p.dgid.octets(),
+                    },
                     flow_label: 0,
                     sgid_index: sgid,
                     hop_limit: 64,
@@ -305,7 +325,10 @@ impl Queue for IbvQueue {
             )
         };
         if rc != 0 {
-            return Err((Stage::ReadyToReceive, VerbsFailure::new("ibv_modify_qp(RTR)", Some(rc))));
+            return Err((
+                Stage::ReadyToReceive,
+                VerbsFailure::new("ibv_modify_qp(RTR)", Some(rc)),
+            ));
         }
         let mut a = ibv_qp_attr {
             qp_state: IBV_QPS_RTS,
@@ -332,7 +355,10 @@ impl Queue for IbvQueue {
             )
         };
         if rc != 0 {
-            return Err((Stage::ReadyToSend, VerbsFailure::new("ibv_modify_qp(RTS)", Some(rc))));
+            return Err((
+                Stage::ReadyToSend,
+                VerbsFailure::new("ibv_modify_qp(RTS)", Some(rc)),
+            ));
         }
         Ok(())
     }
@@ -357,7 +383,12 @@ impl Queue for IbvQueue {
             .collect()
     }
 
-    fn post_recv(&mut self, wr_id: u64, off: usize, len: usize) -> std::result::Result<(), VerbsFailure> {
+    fn post_recv(
+        &mut self,
+        wr_id: u64,
+        off: usize,
+        len: usize,
+    ) -> std::result::Result<(), VerbsFailure> {
         let mut sge = self.sge(off, len)?;
         let mut wr = ibv_recv_wr {
             wr_id,
@@ -381,7 +412,12 @@ impl Queue for IbvQueue {
         Ok(())
     }
 
-    fn post_send(&mut self, wr_id: u64, off: usize, len: usize) -> std::result::Result<(), VerbsFailure> {
+    fn post_send(
+        &mut self,
+        wr_id: u64,
+        off: usize,
+        len: usize,
+    ) -> std::result::Result<(), VerbsFailure> {
         self.post(wr_id, off, len, IBV_WR_SEND, 0, 0, "ibv_post_send")
     }
 
@@ -393,7 +429,15 @@ impl Queue for IbvQueue {
         raddr: u64,
         rkey: u32,
     ) -> std::result::Result<(), VerbsFailure> {
-        self.post(wr_id, off, len, IBV_WR_RDMA_WRITE, raddr, rkey, "ibv_post_send(RDMA_WRITE)")
+        self.post(
+            wr_id,
+            off,
+            len,
+            IBV_WR_RDMA_WRITE,
+            raddr,
+            rkey,
+            "ibv_post_send(RDMA_WRITE)",
+        )
     }
 
     fn poll(&mut self) -> std::result::Result<Option<Completion>, VerbsFailure> {
@@ -414,7 +458,10 @@ impl Queue for IbvQueue {
                 vendor_err: wc.vendor_err,
                 byte_len: wc.byte_len,
             })),
-            _ => Err(VerbsFailure::new("ibv_poll_cq", Some(if n < 0 { -n } else { libc::EIO }))),
+            _ => Err(VerbsFailure::new(
+                "ibv_poll_cq",
+                Some(if n < 0 { -n } else { libc::EIO }),
+            )),
         }
     }
 }
@@ -422,11 +469,15 @@ impl Queue for IbvQueue {
 impl IbvQueue {
     fn sge(&self, off: usize, len: usize) -> std::result::Result<ibv_sge, VerbsFailure> {
         if off.checked_add(len).is_none_or(|e| e > self.buf.len()) {
-            return Err(VerbsFailure::new("work request outside the buffer", Some(libc::EINVAL)));
+            return Err(VerbsFailure::new(
+                "work request outside the buffer",
+                Some(libc::EINVAL),
+            ));
         }
         Ok(ibv_sge {
             addr: self.addr(off),
-            length: u32::try_from(len).map_err(|_| VerbsFailure::new("length", Some(libc::EINVAL)))?,
+            length: u32::try_from(len)
+                .map_err(|_| VerbsFailure::new("length", Some(libc::EINVAL)))?,
             // SAFETY: mr is live after setup.
             lkey: unsafe { (*self.mr).lkey },
         })
@@ -497,7 +548,8 @@ mod tests {
                 }
             }
         }
-        let b = VerbsBackend::new(VerbsOptions::default().with_library("/nonexistent/libibverbs.so.1"));
+        let b =
+            VerbsBackend::new(VerbsOptions::default().with_library("/nonexistent/libibverbs.so.1"));
         let e = b.available().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NoRdma);
         assert!(e.message().starts_with("no_library:"), "{e}");

@@ -339,7 +339,10 @@ impl std::fmt::Display for FailureValue {
                 status,
                 name,
                 vendor_err,
-            } => write!(f, "completion status {status} ({name}), vendor error {vendor_err:#x}"),
+            } => write!(
+                f,
+                "completion status {status} ({name}), vendor error {vendor_err:#x}"
+            ),
             FailureValue::Timeout { waited_ms } => write!(f, "no answer within {waited_ms} ms"),
             FailureValue::Other { message } => f.write_str(message),
         }

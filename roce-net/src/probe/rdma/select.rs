@@ -98,14 +98,15 @@ pub fn select(
     port: Option<u32>,
     gid_index: Option<u32>,
 ) -> Result<Selection> {
-    let addr = state
-        .addresses
-        .iter()
-        .find(|a| a.address == source)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidInput,
-                format!(
+    let addr =
+        state
+            .addresses
+            .iter()
+            .find(|a| a.address == source)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
                     "{source} is not an address of {}; its global addresses: {} (give --source \
                      one of the RDMA NICs' addresses)",
                     if state.hostname.is_empty() { "this host" } else { &state.hostname },
@@ -117,8 +118,8 @@ pub fn select(
                             .map(|a| format!("{} ({})", a.address, a.ifname))
                     )
                 ),
-            )
-        })?;
+                )
+            })?;
     let netdev = addr.ifname.clone();
     let scope = nic_scope(state);
     let mut ports: Vec<PortRef> = scope
@@ -228,7 +229,10 @@ pub fn select(
                 )
             })?,
     };
-    let nccl = crate::nccl::roce_v2_gid_indices(state).get(&r).copied().flatten();
+    let nccl = crate::nccl::roce_v2_gid_indices(state)
+        .get(&r)
+        .copied()
+        .flatten();
     if !infiniband && nccl != Some(gid.index) {
         notes.push(match nccl {
             Some(n) => format!(

@@ -83,7 +83,8 @@ mod tests {
 
     #[test]
     fn matches_the_real_library() {
-        let lib = crate::kernel::verbs::lib::Lib::load(None).unwrap_or_else(|e| panic!("{}", e.detail));
+        let lib =
+            crate::kernel::verbs::lib::Lib::load(None).unwrap_or_else(|e| panic!("{}", e.detail));
         for s in 0..WC_STATUS.len() as u32 {
             assert_eq!(wc_status_name(s), lib.status_str(s), "status {s}");
         }

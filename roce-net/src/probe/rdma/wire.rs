@@ -301,7 +301,10 @@ mod tests {
         let e = b.recv(soon(200)).unwrap_err();
         assert!(matches!(e.value, FailureValue::Timeout { .. }), "{e:?}");
         let took = t.elapsed();
-        assert!(took >= Duration::from_millis(150) && took < Duration::from_secs(3), "{took:?}");
+        assert!(
+            took >= Duration::from_millis(150) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
     }
 
     #[test]
@@ -310,7 +313,10 @@ mod tests {
         let mut w = a.writer.try_clone().unwrap();
         w.write_all(b"GET / HTTP/1.0\n").unwrap();
         let e = b.recv(soon(1000)).unwrap_err();
-        assert!(format!("{:?}", e.value).contains("not a roce-net probe message"), "{e:?}");
+        assert!(
+            format!("{:?}", e.value).contains("not a roce-net probe message"),
+            "{e:?}"
+        );
         let big = vec![b'x'; MAX_LINE + 10];
         w.write_all(&big).unwrap();
         let e = b.recv(soon(2000)).unwrap_err();
@@ -322,7 +328,10 @@ mod tests {
         let (a, mut b) = pair();
         drop(a);
         let e = b.recv(soon(1000)).unwrap_err();
-        assert!(format!("{:?}", e.value).contains("closed the connection"), "{e:?}");
+        assert!(
+            format!("{:?}", e.value).contains("closed the connection"),
+            "{e:?}"
+        );
     }
 
     #[test]
