@@ -130,6 +130,7 @@ impl Host {
         peer: std::net::IpAddr,
         opts: &crate::probe::rdma::RdmaProbeOptions,
     ) -> Result<crate::probe::rdma::RdmaProbeReport> {
+        opts.validate()?;
         let state = self.snapshot()?;
         let mut o = opts.clone();
         o.verbs = o.verbs.with_sysfs_root(self.sysfs_root.clone());
@@ -145,6 +146,7 @@ impl Host {
         &self,
         opts: &crate::probe::rdma::RdmaProbeOptions,
     ) -> Result<crate::probe::rdma::RdmaServerReport> {
+        opts.validate()?;
         let state = self.snapshot()?;
         let mut o = opts.clone();
         o.verbs = o.verbs.with_sysfs_root(self.sysfs_root.clone());

@@ -81,12 +81,14 @@ pub fn read_view(opts: &VerbsOptions) -> VerbsView {
     }
     #[cfg(not(feature = "verbs"))]
     {
+        let _ = opts;
         let n = not_built();
         VerbsView::unavailable(n.reason, n.detail)
     }
 }
 
 /// Names under `<sysfs>/class/infiniband`, sorted (empty when missing).
+#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
 pub(crate) fn sysfs_devices(sysfs_root: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(sysfs_root.join("class/infiniband"))
         .map(|rd| {
@@ -102,6 +104,7 @@ pub(crate) fn sysfs_devices(sysfs_root: &Path) -> Vec<String> {
 
 /// Explain why `ibv_get_device_list` failed with `errno`, or listed nothing
 /// (`errno` = `None`), from what sysfs shows.
+#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
 pub(crate) fn explain_device_list(errno: Option<i32>, sysfs_root: &Path) -> NoRdma {
     let sys = sysfs_devices(sysfs_root);
     let verbs_class = sysfs_root.join("class/infiniband_verbs");
@@ -155,6 +158,7 @@ pub(crate) fn explain_device_list(errno: Option<i32>, sysfs_root: &Path) -> NoRd
 /// Explain `ibv_open_device` failing with `errno` on `device`: a missing
 /// `/dev/infiniband` is [`NoRdmaReason::NoDeviceFiles`]; anything else is `None`
 /// (a per-device error, not "no RDMA").
+#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
 pub(crate) fn explain_open_failure(errno: i32, device: &str, dev_root: &Path) -> Option<NoRdma> {
     let dir = dev_root.join("infiniband");
     let missing = std::fs::read_dir(&dir)
