@@ -63,6 +63,13 @@ fn without_the_feature_the_answer_is_not_built() {
 mod verbs {
     use super::*;
 
+    fn fixture(name: &str) -> String {
+        format!(
+            "{}/roce-net/tests/fixtures/sysfs/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    }
+
     fn kernel_has_rdma() -> bool {
         std::path::Path::new("/sys/class/infiniband_verbs").exists()
     }

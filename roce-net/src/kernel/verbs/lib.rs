@@ -79,6 +79,17 @@ fn no_library(detail: String) -> NoRdma {
     }
 }
 
+/// A symbol's address as the function pointer type `T`.
+///
+/// # Safety
+/// `T` must be the `extern "C" fn` type of the symbol `p` points to.
+unsafe fn cast<T: Copy>(p: *mut c_void) -> T {
+    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: same size (a code pointer on every Linux target); the caller
+    // guarantees the type.
+    unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) }
+}
+
 impl Lib {
     /// Load `name` (a soname searched by the dynamic loader, or a path) and
     /// resolve every entry point. Cached: each name is loaded once.
@@ -131,36 +142,34 @@ impl Lib {
         unsafe {
             Ok(Lib {
                 name: name.to_string(),
-                get_device_list: std::mem::transmute::<*mut c_void, DevList>(need(
-                    "ibv_get_device_list",
-                )?),
-                free_device_list: std::mem::transmute(need("ibv_free_device_list")?),
-                get_device_name: std::mem::transmute(need("ibv_get_device_name")?),
-                get_device_guid: std::mem::transmute(need("ibv_get_device_guid")?),
-                open_device: std::mem::transmute(need("ibv_open_device")?),
-                close_device: std::mem::transmute(need("ibv_close_device")?),
-                query_device: std::mem::transmute(need("ibv_query_device")?),
-                query_port: std::mem::transmute(need("ibv_query_port")?),
-                query_gid: std::mem::transmute(need("ibv_query_gid")?),
+                get_device_list: cast::<DevList>(need("ibv_get_device_list")?),
+                free_device_list: cast(need("ibv_free_device_list")?),
+                get_device_name: cast(need("ibv_get_device_name")?),
+                get_device_guid: cast(need("ibv_get_device_guid")?),
+                open_device: cast(need("ibv_open_device")?),
+                close_device: cast(need("ibv_close_device")?),
+                query_device: cast(need("ibv_query_device")?),
+                query_port: cast(need("ibv_query_port")?),
+                query_gid: cast(need("ibv_query_gid")?),
                 query_gid_ex: {
                     let p = sym("_ibv_query_gid_ex");
-                    (!p.is_null()).then(|| std::mem::transmute(p))
+                    (!p.is_null()).then(|| cast(p))
                 },
                 query_gid_table: {
                     let p = sym("_ibv_query_gid_table");
-                    (!p.is_null()).then(|| std::mem::transmute(p))
+                    (!p.is_null()).then(|| cast(p))
                 },
-                alloc_pd: std::mem::transmute(need("ibv_alloc_pd")?),
-                dealloc_pd: std::mem::transmute(need("ibv_dealloc_pd")?),
-                reg_mr: std::mem::transmute(need("ibv_reg_mr")?),
-                dereg_mr: std::mem::transmute(need("ibv_dereg_mr")?),
-                create_cq: std::mem::transmute(need("ibv_create_cq")?),
-                destroy_cq: std::mem::transmute(need("ibv_destroy_cq")?),
-                create_qp: std::mem::transmute(need("ibv_create_qp")?),
-                modify_qp: std::mem::transmute(need("ibv_modify_qp")?),
-                destroy_qp: std::mem::transmute(need("ibv_destroy_qp")?),
+                alloc_pd: cast(need("ibv_alloc_pd")?),
+                dealloc_pd: cast(need("ibv_dealloc_pd")?),
+                reg_mr: cast(need("ibv_reg_mr")?),
+                dereg_mr: cast(need("ibv_dereg_mr")?),
+                create_cq: cast(need("ibv_create_cq")?),
+                destroy_cq: cast(need("ibv_destroy_cq")?),
+                create_qp: cast(need("ibv_create_qp")?),
+                modify_qp: cast(need("ibv_modify_qp")?),
+                destroy_qp: cast(need("ibv_destroy_qp")?),
                 #[cfg(test)]
-                wc_status_str: std::mem::transmute(need("ibv_wc_status_str")?),
+                wc_status_str: cast(need("ibv_wc_status_str")?),
             })
         }
     }

@@ -401,6 +401,7 @@ fn connect_qp(
 }
 
 /// Writes `iterations` times `size` bytes of `pattern(seed)` to the peer.
+#[allow(clippy::too_many_arguments)]
 fn write_phase(
     q: &mut Qp<'_>,
     ch: &mut Channel,
