@@ -19,13 +19,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn fixture(name: &str) -> String {
-    format!(
-        "{}/roce-net/tests/fixtures/sysfs/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
 #[test]
 fn arguments_are_checked_first() {
     // No peer and no --server: clap's usage error.
