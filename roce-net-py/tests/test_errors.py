@@ -60,6 +60,7 @@ def test_every_kind_has_a_class():
     kinds = {
         "permission", "not_found", "invalid_input", "policy", "parse", "netlink", "io",
         "drift", "locked", "verify", "rolled_back", "rollback_failed", "unsupported", "timeout",
+        "no_rdma",
     }
     assert set(roce_net.ERROR_CLASSES) == kinds
     for kind, cls in roce_net.ERROR_CLASSES.items():

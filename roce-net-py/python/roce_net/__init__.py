@@ -29,6 +29,7 @@ from ._errors import (
     RolledBackError,
     UnsupportedError,
     VerifyError,
+    NoRdmaError,
 )
 from ._types import (
     CHANGE_FIELDS,
@@ -88,6 +89,18 @@ from ._roce_net import (
     write_persistence,
 )
 
+from ._rdma import (
+    RdmaBandwidth,
+    RdmaEndpoint,
+    RdmaFailure,
+    RdmaLatency,
+    RdmaProbeResult,
+    RdmaServerResult,
+    probe_rdma,
+    probe_rdma_server,
+    verbs_view,
+)
+
 __version__: str = _roce_net.__version__
 SCHEMA_VERSION: int = _roce_net.SCHEMA_VERSION
 
@@ -109,6 +122,9 @@ __all__ = [
     "nccl_env",
     "fleet_report",
     "route_lookup",
+    "probe_rdma",
+    "probe_rdma_server",
+    "verbs_view",
     # result types
     "HostState",
     "SnapshotWarning",
@@ -149,6 +165,12 @@ __all__ = [
     "ApplyReport",
     "RollbackReport",
     "FibDecision",
+    "RdmaProbeResult",
+    "RdmaServerResult",
+    "RdmaEndpoint",
+    "RdmaLatency",
+    "RdmaBandwidth",
+    "RdmaFailure",
     # errors
     "RoceNetError",
     "RoceNetPermissionError",
@@ -165,5 +187,6 @@ __all__ = [
     "RollbackFailedError",
     "UnsupportedError",
     "RoceNetTimeoutError",
+    "NoRdmaError",
     "ERROR_CLASSES",
 ]

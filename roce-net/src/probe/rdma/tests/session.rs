@@ -89,6 +89,32 @@ fn session_over_loopback_or_lab_child() {
         (sv.join().unwrap(), c)
     });
     check_success(&crep, &srep, "fake_lo");
+    python_golden(&crep, "rdma_probe_report.json");
+}
+
+/// The Python binding's tests read a recorded client report
+/// (`roce-net-py/tests/data/rdma_probe_report.json`): keep its shape equal to
+/// what this build produces (rewritten with `UPDATE_FIXTURES=1` or when missing).
+fn python_golden(r: &RdmaProbeReport, name: &str) {
+    fn shape(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+            }
+            serde_json::Value::Array(a) => a.first().map(shape).unwrap_or(serde_json::Value::Null),
+            _ => serde_json::Value::Null,
+        }
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../roce-net-py/tests/data")
+        .join(name);
+    let now = serde_json::to_value(r).unwrap();
+    if std::env::var("UPDATE_FIXTURES").as_deref() == Ok("1") || !path.exists() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
+    }
+    let disk: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(shape(&disk), shape(&now), "{} has another shape; rerun with UPDATE_FIXTURES=1", path.display());
 }
 
 fn check_success(c: &RdmaProbeReport, s: &RdmaServerReport, peer_device: &str) {
@@ -214,6 +240,7 @@ fn a_rtr_failure_reaches_both_ends() {
         let c = client(&cb, &cst, ip("127.0.0.9"), &copts, &no_refresh).unwrap();
         (sv.join().unwrap(), c)
     });
+    python_golden(&crep, "rdma_probe_failure.json");
     let f = crep.failure.unwrap();
     assert_eq!(f.stage, Stage::ReadyToReceive);
     assert_eq!(f.cause, Cause::NoRouteOrArp, "{}", f.message);
