@@ -59,7 +59,10 @@ class RdmaEndpoint(_Data):
 
     @classmethod
     def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaEndpoint"]:
-        return None if d is None else cls(**{f.name: d.get(f.name) for f in fields(cls)})
+        if d is None:
+            return None
+        kw: Dict[str, Any] = {f.name: d.get(f.name) for f in fields(cls)}
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,10 @@ class RdmaLatency(_Data):
 
     @classmethod
     def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaLatency"]:
-        return None if d is None else cls(**{f.name: d[f.name] for f in fields(cls)})
+        if d is None:
+            return None
+        kw: Dict[str, Any] = {f.name: d[f.name] for f in fields(cls)}
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,10 @@ class RdmaBandwidth(_Data):
 
     @classmethod
     def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaBandwidth"]:
-        return None if d is None else cls(**{f.name: d[f.name] for f in fields(cls)})
+        if d is None:
+            return None
+        kw: Dict[str, Any] = {f.name: d[f.name] for f in fields(cls)}
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
