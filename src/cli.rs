@@ -171,6 +171,10 @@ enum Cmd {
         /// Diagnose a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
+        /// Policy the routing fixes are planned with; the built-in default policy
+        /// (what `apply` uses without one) when omitted.
+        #[arg(short = 'f', long = "policy", value_name = "FILE")]
+        policy: Option<PathBuf>,
         /// Also compare the devices libibverbs sees with sysfs (live host only).
         #[arg(long, conflicts_with = "from")]
         verbs: bool,
@@ -470,12 +474,20 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(backend, &why, &files, &report));
             }
         }
-        Cmd::Doctor { from, verbs } => {
+        Cmd::Doctor {
+            from,
+            policy,
+            verbs,
+        } => {
             let mut st = state(&cli, from)?;
             if *verbs {
                 st.verbs = Some(host(&cli)?.verbs_view(&roce_net::VerbsOptions::default()));
             }
-            let findings = roce_net::doctor(&st);
+            let mut opts = roce_net::DoctorOptions::default();
+            if policy.is_some() {
+                opts.policy = Some(load_policy(policy)?);
+            }
+            let findings = roce_net::doctor_with(&st, &opts);
             if cli.json {
                 print_json(&serde_json::json!({
                     "host": st.hostname,

@@ -16,6 +16,7 @@ mod plan;
 mod policy;
 mod rdma;
 mod routes;
+mod schema;
 mod ser;
 mod state;
 
@@ -25,6 +26,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SCHEMA_VERSION", roce_net::HostState::SCHEMA_VERSION)?;
     m.add_function(wrap_pyfunction!(convert::register, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema, m)?)?;
     m.add_class::<state::NativeState>()?;
     m.add_class::<routes::RouteSeq>()?;
     m.add_class::<plan::NativePlan>()?;

@@ -32,9 +32,11 @@ def test_no_kernel_support_is_no_rdma_error():
     with pytest.raises(roce_net.NoRdmaError):
         roce_net.probe_rdma_server(roce_net.Host(), source="198.18.0.1", duration=1)
     v = roce_net.verbs_view(roce_net.Host())
-    assert v["library"] == "libibverbs.so.1"
-    assert v["unavailable"]["reason"] == "no_kernel_support"
-    assert v["devices"] == []
+    assert isinstance(v, roce_net.VerbsView)
+    assert v.library == "libibverbs.so.1"
+    assert isinstance(v.unavailable, roce_net.NoRdma)
+    assert v.unavailable.reason == "no_kernel_support"
+    assert v.devices == ()
 
 
 def test_missing_library_is_no_rdma_error():
@@ -42,8 +44,8 @@ def test_missing_library_is_no_rdma_error():
         roce_net.probe_rdma(roce_net.Host(), "198.18.0.2", libibverbs="/nonexistent/libibverbs.so.1")
     assert ei.value.message.startswith("no_library:"), ei.value.message
     v = roce_net.verbs_view(roce_net.Host(), libibverbs="/nonexistent/libibverbs.so.1")
-    assert v["unavailable"]["reason"] == "no_library"
-    assert "/nonexistent/libibverbs.so.1" in v["unavailable"]["detail"]
+    assert v.unavailable is not None and v.unavailable.reason == "no_library"
+    assert "/nonexistent/libibverbs.so.1" in v.unavailable.detail
 
 
 @pytest.mark.parametrize(

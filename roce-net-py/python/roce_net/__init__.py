@@ -32,6 +32,11 @@ from ._errors import (
     NoRdmaError,
 )
 from ._types import (
+    VerbsView,
+    VerbsDevice,
+    VerbsPort,
+    VerbsGid,
+    NoRdma,
     CHANGE_FIELDS,
     Address,
     Change,
@@ -165,6 +170,11 @@ __all__ = [
     "ApplyReport",
     "RollbackReport",
     "FibDecision",
+    "VerbsView",
+    "VerbsDevice",
+    "VerbsPort",
+    "VerbsGid",
+    "NoRdma",
     "RdmaProbeResult",
     "RdmaServerResult",
     "RdmaEndpoint",

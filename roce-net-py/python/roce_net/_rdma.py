@@ -17,6 +17,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _roce_net
 from ._roce_net import Host
+from ._types import VerbsView
 
 _Ip = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
 
@@ -208,7 +209,7 @@ def probe_rdma(
     for options that do not fit the host. An RDMA failure is a result with
     ``ok=False`` and ``failure`` set.
     """
-    d = _roce_net._probe_rdma(
+    d = json.loads(_roce_net._probe_rdma(
         host,
         peer,
         source=source,
@@ -223,7 +224,7 @@ def probe_rdma(
         mtu=mtu,
         timeout=timeout,
         libibverbs=libibverbs,
-    )
+    ))
     return RdmaProbeResult._from(d)
 
 
@@ -242,7 +243,7 @@ def probe_rdma_server(
 ) -> RdmaServerResult:
     """Serve ``probe_rdma`` clients from ``source`` until ``clients`` sessions
     ran or ``duration`` seconds passed (GIL released)."""
-    d = _roce_net._probe_rdma_server(
+    d = json.loads(_roce_net._probe_rdma_server(
         host,
         source=source,
         device=device,
@@ -253,13 +254,12 @@ def probe_rdma_server(
         duration=duration,
         timeout=timeout,
         libibverbs=libibverbs,
-    )
+    ))
     return RdmaServerResult._from(d)
 
 
-def verbs_view(host: Host, *, libibverbs: Optional[str] = None) -> Dict[str, Any]:
-    """Devices, ports and GID tables through libibverbs, as a dict; without RDMA,
+def verbs_view(host: Host, *, libibverbs: Optional[str] = None) -> VerbsView:
+    """Devices, ports and GID tables through libibverbs; without RDMA,
     ``unavailable`` holds ``reason`` (``no_library``, ``no_kernel_support``,
-    ``no_devices``, ``no_device_files``) and ``detail``."""
-    v: Dict[str, Any] = _plain(_roce_net._verbs_view(host, libibverbs=libibverbs))
-    return v
+    ``no_devices``, ``no_device_files``) and ``detail``. GIL released."""
+    return _roce_net._verbs_view(host, libibverbs=libibverbs)

@@ -22,6 +22,7 @@ from typing import (
 )
 
 from ._types import (
+    VerbsView,
     ApplyReport,
     FibDecision,
     ArpProbeResult,
@@ -42,6 +43,7 @@ __all__ = [
     "__version__",
     "SCHEMA_VERSION",
     "_register",
+    "_schema",
     "NativeState",
     "RouteSeq",
     "NativePlan",
@@ -74,6 +76,9 @@ _Path = Union[str, os.PathLike[str]]
 _IP = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
 
 def _register(classes: Dict[str, Any], errors: Dict[str, Any], base_error: Type[BaseException]) -> None: ...
+def _schema() -> Dict[str, Any]:
+    """What the binding returns: every exported type (name, shape, serde fields),
+    their JSON Schema definitions and the library's error kinds."""
 def _from_json(type_name: str, text: str) -> Any: ...
 def load_snapshot(path: _Path) -> HostState:
     """Read a snapshot JSON file (``roce-net snapshot --json``). Raises ParseError / NotFoundError."""
@@ -271,7 +276,7 @@ def _probe_rdma(
     mtu: Optional[int] = None,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
-) -> Dict[str, Any]: ...
+) -> str: ...
 def _probe_rdma_server(
     host: Host,
     *,
@@ -284,5 +289,5 @@ def _probe_rdma_server(
     duration: float = 60.0,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
-) -> Dict[str, Any]: ...
-def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> Dict[str, Any]: ...
+) -> str: ...
+def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView: ...

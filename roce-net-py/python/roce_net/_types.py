@@ -1,7 +1,10 @@
 """Typed, frozen result objects.
 
 Each class mirrors one serde struct of the Rust library field for field (same
-names, same JSON). Instances are built directly by the native module (see
+names, same JSON); the import checks that the classes cover exactly the structs
+the binding returns, and ``tests/test_schema.py`` checks each class's fields
+against the schema the binding exports (``_roce_net._schema()``, see
+docs/python.md). Instances are built directly by the native module (see
 ``roce-net-py/src/convert.rs``); they are immutable (assignment raises
 ``dataclasses.FrozenInstanceError``), sequences are tuples (except the
 ``routes`` of a snapshot from the library, a lazy immutable sequence, see
@@ -28,6 +31,11 @@ from ._errors import ERROR_CLASSES, RoceNetError
 __all__ = [
     "HostState",
     "SnapshotWarning",
+    "VerbsView",
+    "VerbsDevice",
+    "VerbsPort",
+    "VerbsGid",
+    "NoRdma",
     "Interface",
     "LinkStats",
     "Address",
@@ -334,6 +342,67 @@ class SnapshotWarning(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class VerbsGid(_Record):
+    """One populated GID table entry as libibverbs reports it."""
+
+    _RUST: ClassVar[str] = "VerbsGid"
+    index: int
+    gid: str
+    gid_type: Optional[str]
+    ndev_ifindex: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerbsPort(_Record):
+    """One port as ``ibv_query_port`` reports it."""
+
+    _RUST: ClassVar[str] = "VerbsPort"
+    port: int
+    state: str
+    phys_state: Optional[str]
+    link_layer: Optional[str]
+    active_mtu: Optional[int]
+    max_mtu: Optional[int]
+    gid_tbl_len: int
+    gids: Tuple[VerbsGid, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerbsDevice(_Record):
+    """One device as libibverbs sees it (``error``: why it could not be read)."""
+
+    _RUST: ClassVar[str] = "VerbsDevice"
+    name: str
+    node_guid: Optional[str]
+    fw_ver: Optional[str]
+    ports: Tuple[VerbsPort, ...]
+    error: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NoRdma(_Record):
+    """Why RDMA cannot be used: ``reason`` (``no_library``, ``no_kernel_support``,
+    ``no_devices``, ``no_device_files``, ``not_built``) and ``detail``."""
+
+    _RUST: ClassVar[str] = "NoRdma"
+    reason: str
+    detail: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerbsView(_Record):
+    """The RDMA devices as libibverbs reports them (``verbs_view``,
+    ``snapshot --verbs``); ``unavailable`` says why there are none."""
+
+    _RUST: ClassVar[str] = "VerbsView"
+    library: Optional[str]
+    gid_query: Optional[str]
+    unavailable: Optional[NoRdma]
+    devices: Tuple[VerbsDevice, ...]
+    warnings: Tuple[SnapshotWarning, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class HostState(_Record):
     """One snapshot of a host's (or a namespace's) networking.
 
@@ -360,6 +429,7 @@ class HostState(_Record):
     sysctls: SysctlView
     table_names: Dict[int, str]
     rdma: Tuple[RdmaDevice, ...]
+    verbs: Optional[VerbsView] = None
     warnings: Tuple[SnapshotWarning, ...] = ()
     _native: Optional[Any] = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -588,11 +658,6 @@ class LabNic(_Record):
     address: str
     prefix_len: int
 
-    @classmethod
-    def from_json(cls, text: str) -> "LabNic":
-        """Build from JSON text (plain fields; no library validation)."""
-        return cls(**json.loads(text))
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Subject(_Record):
@@ -749,6 +814,11 @@ _ALL: Tuple[type, ...] = (
     RdmaPort,
     RdmaDevice,
     SnapshotWarning,
+    VerbsGid,
+    VerbsPort,
+    VerbsDevice,
+    NoRdma,
+    VerbsView,
     HostState,
     NicDesired,
     DesiredState,

@@ -6,11 +6,12 @@
 //! ([`crate::RdmaDevice`]): a difference is a finding (`verbs-sysfs-mismatch`).
 
 use super::{GidType, Warning};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
 
 /// Why RDMA cannot be used on this host (or by this build).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum NoRdmaReason {
@@ -48,7 +49,7 @@ impl std::fmt::Display for NoRdmaReason {
 }
 
 /// RDMA is not usable here: the reason and the specifics (what was tried, errno).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NoRdma {
     /// Which case.
     pub reason: NoRdmaReason,
@@ -57,7 +58,7 @@ pub struct NoRdma {
 }
 
 /// How the GID table was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GidQuery {
     /// `ibv_query_gid_table` (rdma-core >= 32): every valid entry in one call.
@@ -70,7 +71,7 @@ pub enum GidQuery {
 }
 
 /// One populated GID table entry as libibverbs reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VerbsGid {
     /// Index in the port's table.
     pub index: u32,
@@ -84,7 +85,7 @@ pub struct VerbsGid {
 }
 
 /// One port as `ibv_query_port` reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VerbsPort {
     /// Port number (from 1).
     pub port: u32,
@@ -105,7 +106,7 @@ pub struct VerbsPort {
 }
 
 /// One device as libibverbs sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VerbsDevice {
     /// Device name (`ibv_get_device_name`).
     pub name: String,
@@ -121,7 +122,7 @@ pub struct VerbsDevice {
 }
 
 /// What libibverbs reports about the host's RDMA devices.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VerbsView {
     /// The library that answered (`libibverbs.so.1`); `None` when none loaded.
     pub library: Option<String>,

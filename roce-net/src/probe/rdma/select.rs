@@ -1,6 +1,6 @@
 //! Which device, port and GID index a probe from a source address uses.
 //!
-//! The rule is the NCCL advice's (`nccl::roce_v2_gid_indices`): the RDMA port
+//! The rule is the NCCL advice's (`scope::roce_v2_gid_index`): the RDMA port
 //! behind the netdev that holds the address (the NIC scope's `rdma_ports`), and
 //! the lowest-index RoCE v2 GID whose IPv4-mapped address is that address. A
 //! RoCE v2 GID is what makes the NIC send from that address: it is the one a job
@@ -207,29 +207,34 @@ pub fn select(
             .iter()
             .min_by_key(|g| g.index)
             .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("{r} has no GID")))?,
-        None => p
-            .gids
-            .iter()
-            .filter(|g| gid_matches(g, &source) && g.gid_type == Some(GidType::RoceV2))
-            .min_by_key(|g| g.index)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotFound,
-                    format!(
-                        "{r} has no RoCE v2 GID for {source}: a RoCE v2 probe cannot send from \
+        None => match source {
+            // The scope's own rule, the one the NCCL advice uses.
+            IpAddr::V4(v4) => crate::scope::roce_v2_gid_index(p, v4)
+                .and_then(|i| p.gids.iter().find(|g| g.index == i)),
+            IpAddr::V6(_) => p
+                .gids
+                .iter()
+                .filter(|g| gid_matches(g, &source) && g.gid_type == Some(GidType::RoceV2))
+                .min_by_key(|g| g.index),
+        }
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{r} has no RoCE v2 GID for {source}: a RoCE v2 probe cannot send from \
                          it (GIDs: {}); see the doctor's gid-rocev2-missing finding, or give \
                          --gid-index to try another",
-                        list(p.gids.iter().map(|g| format!(
+                    list(p.gids.iter().map(|g| format!(
                             "{} {} {}",
                             g.index,
                             g.gid,
                             g.gid_type.as_ref().map(|t| t.short().to_string()).unwrap_or_default()
                         )))
-                    ),
-                )
-            })?,
+                ),
+            )
+        })?,
     };
-    let nccl = crate::nccl::roce_v2_gid_indices(state)
+    let nccl = crate::scope::roce_v2_gid_indices(state)
         .get(&r)
         .copied()
         .flatten();

@@ -84,7 +84,7 @@ fn the_source_address_picks_its_nics_port_and_roce_v2_gid() {
 #[test]
 fn every_nic_of_the_fixture_agrees_with_the_nccl_advice() {
     let st = connectx8();
-    let nccl = crate::nccl::roce_v2_gid_indices(&st);
+    let nccl = crate::scope::roce_v2_gid_indices(&st);
     for n in 0..8u32 {
         let s = select(&st, ip(&format!("198.18.0.{}", 11 + n)), None, None, None).unwrap();
         let r = crate::scope::PortRef {

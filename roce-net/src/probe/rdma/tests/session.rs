@@ -113,8 +113,14 @@ fn python_golden(r: &RdmaProbeReport, name: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }
-    let disk: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(shape(&disk), shape(&now), "{} has another shape; rerun with UPDATE_FIXTURES=1", path.display());
+    let disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        shape(&disk),
+        shape(&now),
+        "{} has another shape; rerun with UPDATE_FIXTURES=1",
+        path.display()
+    );
 }
 
 fn check_success(c: &RdmaProbeReport, s: &RdmaServerReport, peer_device: &str) {
