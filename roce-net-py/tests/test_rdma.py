@@ -94,3 +94,19 @@ def test_recorded_failure_report_keeps_cause_and_evidence():
     assert f.value["type"] == "errno" and f.value["name"] == "ETIMEDOUT"
     assert any(c.startswith("ip route get") for c in f.fix)
     assert r.to_dict() == d
+
+
+def test_a_snapshot_with_the_verbs_view_has_typed_verbs():
+    p = Path(__file__).resolve().parents[2] / "roce-net/tests/fixtures/doctor/verbs-sysfs-mismatch.bad.json"
+    st = roce_net.load_snapshot(p)
+    assert isinstance(st.verbs, roce_net.VerbsView)
+    assert st.verbs.gid_query == "table"
+    dev = st.verbs.devices[0]
+    assert isinstance(dev, roce_net.VerbsDevice) and isinstance(dev.ports[0], roce_net.VerbsPort)
+    g = [x for x in dev.ports[0].gids if x.index == 3][0]
+    assert isinstance(g, roce_net.VerbsGid) and g.gid_type == "roce_v1"
+    ids = [f.id for f in roce_net.doctor(st)]
+    assert ids.count("verbs-sysfs-mismatch") == 2
+    # A snapshot without the view keeps verbs=None and its JSON has no "verbs".
+    h = roce_net.load_snapshot(p.parent / "healthy.json")
+    assert h.verbs is None and '"verbs"' not in h.to_json()

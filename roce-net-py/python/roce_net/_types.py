@@ -348,7 +348,7 @@ class VerbsGid(_Record):
     _RUST: ClassVar[str] = "VerbsGid"
     index: int
     gid: str
-    gid_type: Optional[str]
+    gid_type: Optional[Any]
     ndev_ifindex: Optional[int]
 
 
@@ -417,6 +417,7 @@ class HostState(_Record):
     """
 
     _RUST: ClassVar[str] = "HostState"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"verbs"})
     schema_version: int
     hostname: str
     netns: Optional[str]
