@@ -37,6 +37,10 @@ all)
   command -v dpkg-deb >/dev/null || need+=(dpkg)
   command -v gzip >/dev/null || need+=(gzip)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+  # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
+  # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
+  [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+  command -v cc >/dev/null || need+=(gcc)
   # promtool (Prometheus' own text-format parser and linter) judges `roce-net
   # metrics`. Only the binary is wanted: policy-rc.d keeps apt from starting
   # the server, and the unit the package enables for boot is disabled again.
@@ -71,19 +75,34 @@ all)
 
   log "cargo clippy"
   cargo clippy --workspace --all-targets -- -D warnings
+  cargo clippy --workspace --all-targets --features verbs -- -D warnings
 
   log "cargo test --no-run (building every test binary)"
   mkdir -p "$(dirname "$bins")"
-  # One line per test binary: its path and the package directory cargo would run
-  # it in, so the root part runs exactly what `cargo test` would.
-  cargo test --workspace --no-run --locked --message-format=json-render-diagnostics |
-    python3 -c '
+  # One line per test binary: its path, the package directory cargo would run it
+  # in, and its arguments, so the root part runs exactly what `cargo test` would.
+  list_bins() { # ARGS_FOR_THE_BINARY -- CARGO_TEST_ARGS...
+    local args=$1
+    shift 2
+    cargo test --no-run --locked --message-format=json-render-diagnostics "$@" |
+      ARGS=$args python3 -c '
 import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
-        print(m["executable"], os.path.dirname(m["manifest_path"]), sep="\t")
-' >"$bins.tmp"
+        print(m["executable"], os.path.dirname(m["manifest_path"]), os.environ["ARGS"], sep="\t")
+'
+  }
+  {
+    list_bins "--include-ignored" -- --workspace
+    # The verbs feature: only what it adds (the library's verbs/rdma unit and lab
+    # tests, the CLI's probe rdma tests); everything else runs above.
+    list_bins "--include-ignored verbs rdma" -- -p roce-net --features verbs --lib
+    # Its own target directory: the CLI binary these tests run (built with the
+    # feature) would otherwise replace the one the tests above run.
+    list_bins "" -- -p roce-net-cli --features verbs --test cli_rdma \
+      --target-dir "$(target_dir)/verbs"
+  } >"$bins.tmp"
   mv "$bins.tmp" "$bins"
   echo "$(wc -l <"$bins") test binaries"
 
@@ -134,17 +153,18 @@ fi
 mkdir -p /run/netns
 mount -t tmpfs -o mode=0755 rnt-test-netns /run/netns
 
-log "Rust tests (unit, fixture, golden and namespace lab tests)"
+log "Rust tests (unit, fixture, golden and namespace lab tests; the verbs feature's)"
 # Lab tests must fail, not skip, when they cannot run in CI.
 export CI="${CI:-}"
 # Lab tests are #[ignore = "needs root ..."], so plain `cargo test` lists them as
 # ignored; here they run, and without root they would fail, not skip.
 passed=0 failed=0 failing=()
-while IFS=$'\t' read -r exe dir; do
+while IFS=$'\t' read -r exe dir args; do
   out=$(mktemp)
-  echo "     Running $exe"
+  echo "     Running $exe $args"
   # cargo runs a test binary in its package's directory; so does this.
-  if (cd "$dir" && "$exe" --test-threads=2 --include-ignored) 2>&1 | tee "$out"; then :; else
+  # shellcheck disable=SC2086 # $args is a list of words
+  if (cd "$dir" && "$exe" --test-threads=2 $args) 2>&1 | tee "$out"; then :; else
     failing+=("$exe")
   fi
   p=0 f=0
@@ -157,6 +177,12 @@ if [ ${#failing[@]} -gt 0 ]; then
   printf 'failing test binary: %s\n' "${failing[@]}" >&2
   exit 1
 fi
+
+log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab tests)"
+# Only what the feature adds: the library's verbs/rdma unit and lab tests and the
+# CLI's probe rdma tests; everything else ran above.
+cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
+cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
 
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"
