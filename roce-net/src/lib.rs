@@ -56,8 +56,8 @@ pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
     GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning,
-    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId,
+    Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
     RT_TABLE_UNSPEC,
 };
 pub use model::{
@@ -89,7 +89,8 @@ pub use fib::{
 };
 pub use fleet::{
     host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
-    FleetReport, HostSummary, FLEET_CHECK_IDS,
+    FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
+    MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
