@@ -97,18 +97,6 @@ impl Host {
         self.with_netlink(|nl| nl.route_get(dst, src, None))
     }
 
-    /// Send ARP requests for `target` out of `dev` inside this host's namespace and
-    /// report every distinct MAC that answers (see [`crate::probe::arp`]). More than
-    /// one MAC for one address is ARP flux as the wire sees it.
-    pub fn probe_arp(
-        &self,
-        dev: &str,
-        target: std::net::Ipv4Addr,
-        opts: crate::probe::ArpProbeOptions,
-    ) -> Result<crate::probe::ArpProbeResult> {
-        self.target.run(|| crate::probe::arp(dev, target, opts))
-    }
-
     /// Capture the whole snapshot.
     pub fn snapshot(&self) -> Result<HostState> {
         let mut state = self.target.run(|| {

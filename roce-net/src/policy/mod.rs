@@ -10,15 +10,17 @@
 //!
 //! The schema reference is `docs/policy.md`.
 
+mod backend;
 mod de;
 mod glob;
 mod resolve;
+
+pub use backend::Backend;
 
 pub(crate) use resolve::{ForeignObject, Layout, Obstacle};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{protocol, HostState};
-use crate::persist::Backend;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -284,7 +286,7 @@ impl Default for RoutingPolicy {
 #[serde(rename_all = "lowercase")]
 pub enum FlushMode {
     /// Entries that are FAILED/INCOMPLETE or show ARP-flux damage (see
-    /// [`crate::plan::PollutionReason`]).
+    /// the planner's `PollutionReason`).
     #[default]
     Polluted,
     /// Every dynamic entry (never PERMANENT or NOARP ones).
