@@ -16,6 +16,7 @@ mod de;
 mod glob;
 mod resolve;
 mod schema;
+mod yaml;
 
 pub use backend::Backend;
 pub use schema::{
@@ -38,14 +39,24 @@ pub(crate) fn policy_err(path: &str, msg: impl std::fmt::Display) -> Error {
 }
 impl Policy {
     /// Parse a YAML policy document (an empty document is the default policy).
+    /// Refuses duplicate keys, nesting deeper than 64 levels, documents over
+    /// 1 MiB and more than one document, naming the line.
     pub fn from_yaml(text: &str) -> Result<Policy> {
-        let v: serde_json::Value = serde_yaml::from_str(text)
-            .map_err(|e| Error::new(ErrorKind::Policy, format!("policy is not valid YAML: {e}")))?;
-        Policy::from_value(v)
+        Policy::from_value(yaml::parse(text)?)
     }
 
     /// Parse a JSON policy document.
     pub fn from_json(text: &str) -> Result<Policy> {
+        if text.len() > yaml::MAX_BYTES {
+            return Err(Error::new(
+                ErrorKind::Policy,
+                format!(
+                    "policy is not valid JSON: the document is {} bytes; at most {} are accepted",
+                    text.len(),
+                    yaml::MAX_BYTES
+                ),
+            ));
+        }
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| Error::new(ErrorKind::Policy, format!("policy is not valid JSON: {e}")))?;
         Policy::from_value(v)
@@ -71,8 +82,7 @@ impl Policy {
 
     /// Read a policy file; `.json` files are read as JSON, everything else as YAML.
     pub fn load(path: &std::path::Path) -> Result<Policy> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(e, format!("reading policy {}", path.display())))?;
+        let text = read_bounded(path)?;
         let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
         let p = if is_json {
             Policy::from_json(&text)
@@ -94,8 +104,26 @@ impl Policy {
 
     /// The policy as YAML (every field, defaults filled in).
     pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(self).unwrap_or_default()
+        yaml::emit(&self.to_value())
     }
+}
+
+/// Read a policy file, at most one byte more than a document may have (so a
+/// larger one is refused by the parser, not read whole).
+fn read_bounded(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| Error::io(e, format!("reading policy {}", path.display())))?;
+    let mut buf = Vec::new();
+    f.take(yaml::MAX_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(e, format!("reading policy {}", path.display())))?;
+    String::from_utf8(buf).map_err(|_| {
+        Error::new(
+            ErrorKind::Policy,
+            format!("policy {} is not UTF-8 text", path.display()),
+        )
+    })
 }
 
 #[cfg(test)]
