@@ -25,6 +25,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["error", "model", "scope", "fib", "policy", "plan"],
     ),
     ("fleet", &["error", "model", "scope", "doctor", "nccl"]),
+    (
+        "metrics",
+        &["error", "model", "scope", "doctor", "nccl", "fleet"],
+    ),
     ("probe", &["error", "model", "kernel", "host", "netns"]),
     (
         "apply",

@@ -63,6 +63,7 @@ pub use rules::rules_in_order;
 use crate::model::{Family, HostState, Route, RouteType};
 use ipv4::{loopback_source_check, resolve_v4};
 use ipv6::resolve_v6;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -122,7 +123,7 @@ impl Flow {
 }
 
 /// The route the kernel would pick for a flow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FibDecision {
     /// Route type of the result (`unicast`, `local`, `broadcast`, ...).
     pub kind: RouteType,

@@ -33,6 +33,7 @@ pub use write::{write_files, WriteReport, BACKUP_SUFFIX};
 
 use crate::error::Result;
 use crate::plan::DesiredState;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,7 +58,7 @@ pub const IFUP_HOOK_PATH: &str = "/etc/network/if-up.d/roce-net";
 pub const IFDOWN_HOOK_PATH: &str = "/etc/network/if-down.d/roce-net";
 
 /// One file to write on the target host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RenderedFile {
     /// Absolute path as on the target host (e.g. `/etc/sysctl.d/90-roce-net.conf`).
     pub path: PathBuf,
