@@ -449,10 +449,8 @@ fn mtu_mismatch() {
 #[test]
 fn mtu_expected_by_option() {
     let s = base().0;
-    let opts = roce_net::DoctorOptions {
-        expected_mtu: Some(4200),
-        ..Default::default()
-    };
+    let mut opts = roce_net::DoctorOptions::default();
+    opts.expected_mtu = Some(4200);
     let f = roce_net::doctor_with(&s, &opts);
     assert_eq!(only(&f, "mtu-mismatch").len(), 4);
 }
@@ -551,10 +549,8 @@ fn netdev_backlog_low() {
         x.remediation.commands,
         vec!["sysctl -w net.core.netdev_max_backlog=250000"]
     );
-    let opts = roce_net::DoctorOptions {
-        min_netdev_max_backlog: 1000,
-        ..Default::default()
-    };
+    let mut opts = roce_net::DoctorOptions::default();
+    opts.min_netdev_max_backlog = 1000;
     assert!(roce_net::doctor_with(&s, &opts).is_empty());
 }
 

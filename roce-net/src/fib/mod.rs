@@ -124,6 +124,7 @@ impl Flow {
 
 /// The route the kernel would pick for a flow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct FibDecision {
     /// Route type of the result (`unicast`, `local`, `broadcast`, ...).
     pub kind: RouteType,

@@ -44,6 +44,7 @@ pub fn host_label(state: &HostState) -> String {
 
 /// One host's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct HostSummary {
     /// Host name, as [`host_label`] gives it.
     pub hostname: String,
@@ -65,6 +66,7 @@ pub struct HostSummary {
 
 /// Summaries and cross-host findings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct FleetReport {
     /// One summary per snapshot, in input order.
     pub hosts: Vec<HostSummary>,

@@ -82,6 +82,7 @@ pub struct NetplanDevice {
 
 /// Host facts the renderers cannot guess.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RenderOptions {
     /// ifname -> the existing systemd-networkd `.network` file name that matches it
     /// (e.g. `10-ens1f0.network`). Missing entries assume `10-<ifname>.network`
