@@ -48,7 +48,7 @@ pub fn host_label(state: &HostState) -> String {
 pub struct HostSummary {
     /// Host name, as [`host_label`] gives it.
     pub hostname: String,
-    /// NICs in scope (see [`crate::scope`]).
+    /// NICs in scope (see [`crate::nic_scope`]).
     pub nics: Vec<String>,
     /// RDMA device names.
     pub rdma_devices: Vec<String>,

@@ -179,7 +179,7 @@ impl Policy {
 
     /// Check the policy against a host: every NIC it names exists and has an IPv4
     /// address, tables and priorities are free of foreign routes and rules, and
-    /// gateways are on the NICs' subnets. Errors are [`ErrorKind::Policy`] with the
+    /// gateways are on the NICs' subnets. Errors are [`ErrorKind::Policy`](crate::ErrorKind::Policy) with the
     /// field path.
     pub fn validate(&self, host: &HostState) -> Result<()> {
         self.layout(host).map(|_| ())
