@@ -460,11 +460,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     "--timeout must be between 0 and 3600 seconds",
                 ));
             }
-            let opts = roce_net::ArpProbeOptions {
-                count: *count,
-                timeout: Duration::from_secs_f64(*timeout),
-                source: None,
-            };
+            let opts = roce_net::ArpProbeOptions::new(*count, Duration::from_secs_f64(*timeout));
             let r = host(&cli)?.probe_arp(dev, *target, opts)?;
             if cli.json {
                 print_json(&r)?;

@@ -114,9 +114,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
-    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
-    POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection,
+    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.
@@ -130,8 +130,7 @@ pub use apply::{
 pub use persist::{
     detect as detect_backend, detect_explained as detect_backend_explained,
     diff_files as diff_persistence, render as render_persistence, write_files as write_persistence,
-    Backend, DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX,
+    DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
 };
 pub use rt_tables::TABLE_NAMES_FILE;
 

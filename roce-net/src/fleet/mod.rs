@@ -77,10 +77,11 @@ pub fn host_label(state: &HostState) -> String {
 
 /// One host's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct HostSummary {
     /// Host name, as [`host_label`] gives it.
     pub hostname: String,
-    /// NICs in scope (see [`crate::scope`]).
+    /// NICs in scope (see [`crate::nic_scope`]).
     pub nics: Vec<String>,
     /// RDMA device names.
     pub rdma_devices: Vec<String>,
@@ -98,6 +99,7 @@ pub struct HostSummary {
 
 /// Summaries and cross-host findings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct FleetReport {
     /// One summary per snapshot, in input order.
     pub hosts: Vec<HostSummary>,
