@@ -65,7 +65,8 @@ def inventory(lab: roce_net.Lab, tmp: Path) -> Path:
 def play(inv: Path, tmp: Path, tag: str, *extra: str) -> dict:
     out_dir = tmp / tag
     out_dir.mkdir()
-    env = dict(ansible_env(tmp), ANSIBLE_FORKS=str(HOSTS), ANSIBLE_ASYNC_DIR=str(tmp / "async"))
+    # Pipelining: each module is piped to the interpreter, without temp files (async tasks still use them).
+    env = dict(ansible_env(tmp), ANSIBLE_FORKS=str(HOSTS), ANSIBLE_ASYNC_DIR=str(tmp / "async"), ANSIBLE_PIPELINING="1")
     t0 = time.monotonic()
     r = subprocess.run(
         [_bin("ansible-playbook"), "-i", str(inv), "-f", str(HOSTS), str(EXAMPLES / "rdma-matrix.yml"),

@@ -327,8 +327,8 @@ def verdict(cells, srv):
             parts.append("RDMA failed on %d of %d pair(s): %s" % (len(bad), len(cells), "; ".join(
                 "%s -> %s %s" % (c["client"], c["server"] or c["peer"], c["cause"]) for c in bad[:10])))
         if bad_srv:
-            parts.append("server(s) %s" % "; ".join("%s %s (%s)" % (e["host"], e["status"], e["reason"] or e["message"])
-                                                   for e in bad_srv))
+            parts.append("server(s) %s" % "; ".join(
+                "%s %s (%s)" % (e["host"], e["status"], e["reason"] or e["message"]) for e in bad_srv))
         if not cells:
             parts.append("no client probed")
         if hosts:

@@ -35,7 +35,7 @@ description:
     RV(rdma_available=false) and RV(no_rdma) holds the library's reason
     (C(no_kernel_support), ...), so the results of every host reach a matrix
     (M(roce_net.roce.roce_net_rdma_matrix)).
-  - A probe changes no configuration - RV(changed) is always false. In check
+  - A probe changes no configuration - C(changed) is always false. In check
     mode nothing is opened or sent - the module reads this host's routes and
     whether RDMA is usable, and says what it would probe.
 options:
