@@ -105,7 +105,7 @@ matrix:
   elements: dict
 cells:
   description:
-    - Every probed pair - C(client), C(server), C(peer), C(status) (C(ok), C(failed),
+    - Every probed pair - C(client), C(server), C(peer), C(label) (the column's), C(status) (C(ok), C(failed),
       C(no_rdma), C(error), C(would_probe)), C(cause), C(reason) (C(no_rdma) -
       the library's reason), C(side) (C(no_rdma) - C(client) or C(server)),
       C(message), C(fix), C(text) (the table's short form).

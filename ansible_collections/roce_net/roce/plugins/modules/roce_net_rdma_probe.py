@@ -400,8 +400,8 @@ def probe_one(rn, host, peer, kwargs, connect_retry, clock=time.monotonic, sleep
 
 def would_probe(rn, host, peer, source, tcp_port):
     """Check mode: where a probe to ``peer`` would go (the route, read only)."""
-    entry = dict(peer=peer, tcp_port=tcp_port, status="would_probe", cause=None, report=None, source=source,
-                 route=None)
+    entry = dict(peer=peer, tcp_port=tcp_port, status="would_probe", cause=None, stage=None, value=None, evidence={},
+                 fix=[], attempts=0, report=None, source=source, route=None)
     try:
         d = host.route_get(peer, src=source)
     except (rn.RoceNetError, ValueError) as err:

@@ -230,6 +230,9 @@ def test_client_check_mode_says_what_it_would_probe_and_probes_nothing(fake, cap
     assert first["status"] == "would_probe" and first["source"] == "198.18.9.11" and first["route"]["dev"] == "r0"
     assert first["message"] == "would probe RDMA to %s:18520 from 198.18.9.11 (dev r0)" % OK
     assert second["route"] is None and "unreachable" in second["route_error"]
+    # The same keys as a real run's entries (nothing ran: no attempt, no report).
+    assert set(["stage", "value", "evidence", "fix", "attempts", "report"]) <= set(first)
+    assert first["attempts"] == 0 and first["report"] is None
     assert out["results"] == out["would_probe"]
     assert out["summary"]["would_probe"] == 2
     assert out["msg"].endswith("RDMA is not available here now (no_kernel_support)")
