@@ -178,12 +178,6 @@ if [ ${#failing[@]} -gt 0 ]; then
   exit 1
 fi
 
-log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab tests)"
-# Only what the feature adds: the library's verbs/rdma unit and lab tests and the
-# CLI's probe rdma tests; everything else ran above.
-cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
-cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
-
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"
   scripts/test-python.sh --root-part
