@@ -74,8 +74,21 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
     },
-    /// GID tables with show_gids-compatible columns.
+    /// GID tables exactly as mlnx-tools' show_gids prints them (`show_gids [DEV [PORT]]`).
     Gids {
+        /// Only this RDMA device.
+        device: Option<String>,
+        /// Only this port of the device.
+        port: Option<u32>,
+        /// Show a saved snapshot instead of the live host.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+    },
+    /// RDMA ports and their netdevs as OFED's ibdev2netdev prints them.
+    Ibdev2netdev {
+        /// Also print PCI address, device id, part number, product name, firmware, port state.
+        #[arg(short, long)]
+        verbose: bool,
         /// Show a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
@@ -305,12 +318,29 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::show(&st));
             }
         }
-        Cmd::Gids { from } => {
+        Cmd::Gids { device, port, from } => {
             let st = state(&cli, from)?;
+            let filter = roce_net::GidFilter {
+                device: device.clone(),
+                port: *port,
+            };
+            let rows = roce_net::show_gids(&st, &filter)?;
             if cli.json {
-                print_json(&render::gid_rows(&st))?;
+                print_json(&rows)?;
             } else {
-                out(&render::gids(&st));
+                out(&roce_net::render_show_gids(&rows));
+            }
+        }
+        Cmd::Ibdev2netdev { verbose, from } => {
+            let st = state(&cli, from)?;
+            let rows = roce_net::ibdev2netdev(&st);
+            if cli.json {
+                print_json(&rows)?;
+            } else {
+                let text = roce_net::render_ibdev2netdev(&rows, *verbose);
+                if !text.is_empty() {
+                    out(&text);
+                }
             }
         }
         Cmd::Snapshot { output } => {

@@ -1,8 +1,7 @@
 //! Human-readable rendering: aligned tables in `ip`'s vocabulary.
 
 use roce_net::HostState;
-use roce_net::{protocol, ConfKey, GidEntry, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
-use serde::Serialize;
+use roce_net::{protocol, ConfKey, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
 use std::fmt::Write;
 
 /// A plain aligned text table.
@@ -61,80 +60,6 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref()
         .map(|x| x.to_string())
         .unwrap_or_else(|| "-".into())
-}
-
-/// The GID as sysfs and show_gids print it: eight groups of four hex digits.
-pub fn gid_text(g: &GidEntry) -> String {
-    g.gid
-        .segments()
-        .iter()
-        .map(|s| format!("{s:04x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// One show_gids row.
-#[derive(Serialize)]
-pub struct GidRow {
-    dev: String,
-    port: u32,
-    index: u32,
-    gid: String,
-    ipv4: Option<String>,
-    ver: String,
-    netdev: Option<String>,
-}
-
-/// Every populated GID as show_gids rows.
-pub fn gid_rows(st: &HostState) -> Vec<GidRow> {
-    let mut rows = Vec::new();
-    for d in &st.rdma {
-        for p in &d.ports {
-            for g in &p.gids {
-                rows.push(GidRow {
-                    dev: d.name.clone(),
-                    port: p.port,
-                    index: g.index,
-                    gid: gid_text(g),
-                    ipv4: g.ipv4.map(|a| a.to_string()),
-                    ver: g
-                        .gid_type
-                        .as_ref()
-                        .map(|t| t.short().to_string())
-                        .unwrap_or_default(),
-                    netdev: g.netdev.clone(),
-                });
-            }
-        }
-    }
-    rows
-}
-
-/// `roce-net gids`: show_gids-compatible columns.
-pub fn gids(st: &HostState) -> String {
-    let mut t = Table::new(&["DEV", "PORT", "INDEX", "GID", "IPv4", "VER", "DEV"]);
-    for r in gid_rows(st) {
-        t.row(vec![
-            r.dev,
-            r.port.to_string(),
-            r.index.to_string(),
-            r.gid,
-            r.ipv4.unwrap_or_default(),
-            r.ver,
-            r.netdev.unwrap_or_default(),
-        ]);
-    }
-    let mut s = t.render();
-    let _ = writeln!(
-        s,
-        "n_gids_found={}",
-        st.rdma
-            .iter()
-            .flat_map(|d| &d.ports)
-            .map(|p| p.gids.len())
-            .sum::<usize>()
-    );
-    s
 }
 
 fn addrs_of(st: &HostState, ifname: &str) -> String {

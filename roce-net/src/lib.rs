@@ -46,17 +46,18 @@ mod rt_tables;
 mod scope;
 #[cfg(test)]
 mod test_support;
+mod views;
 
 // Errors (DESIGN decision 9).
 pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
-    Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp,
+    Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
+    Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision,
+    RouteType, Rule, RuleAction, Scope, Sysctl, SysctlView, Trust, Tuning, TuningKey, Warning,
+    RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
@@ -83,6 +84,12 @@ pub use fleet::{
 };
 pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+
+// Views other tools print (show_gids, ibdev2netdev), from a snapshot.
+pub use views::{
+    ibdev2netdev, render_ibdev2netdev, render_show_gids, show_gids, GidFilter, GidRow,
+    Ibdev2NetdevRow,
+};
 
 // Declare, plan.
 pub use plan::{

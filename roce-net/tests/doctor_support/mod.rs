@@ -66,6 +66,8 @@ impl B {
             carrier: Some(true),
             master: None,
             stats: LinkStats::default(),
+            ethtool_stats: None,
+            qos: None,
         });
         b.0.sysctls
             .interfaces
@@ -92,6 +94,8 @@ impl B {
             carrier: Some(true),
             master: None,
             stats: LinkStats::default(),
+            ethtool_stats: None,
+            qos: None,
         });
         let c = InterfaceConf {
             configured: conf(0),
@@ -508,6 +512,9 @@ impl B {
             hca_type: Some("MT4129".into()),
             pci_addr: None,
             netdevs: vec![netdev.into()],
+            pci_device_id: None,
+            product_name: None,
+            part_number: None,
             ports: vec![RdmaPort {
                 port: 1,
                 state: Some("ACTIVE".into()),
@@ -519,6 +526,8 @@ impl B {
                 gids,
                 counters: BTreeMap::new(),
                 hw_counters: BTreeMap::new(),
+                gid_tbl_len: None,
+                rdma_cm: None,
             }],
         });
         self

@@ -1,0 +1,341 @@
+//! `roce-net gids` and `roce-net ibdev2netdev` on the sysfs fixture trees, against
+//! models of the tools they reproduce, written from the tools' documented
+//! behaviour (not their code):
+//!
+//! * show_gids, mlnx-tools `sbin/show_gids` (commit 8fbfd9c; the `ls -v` slot
+//!   order of revision adaec78): header and dashes lines, one tab-separated line
+//!   per GID except the all-zero GID and `fe80::` with a zero interface id, IPv4
+//!   column from the last 32 bits when the first group is `0000` (two spaces
+//!   after it), VER = the type text from its first `v`/`V`, `n_gids_found=N`.
+//! * ibdev2netdev, mlnx-tools `ofed_scripts/ibdev2netdev`: `<dev> port <p> ==>
+//!   <netdev> (<Up|Down>)`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("roce-net/tests/fixtures/sysfs")
+        .join(case)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_roce-net"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running roce-net")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn cat(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn ls(p: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(p)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `ls -v`: numeric order for slot numbers.
+fn ls_v(p: &Path) -> Vec<String> {
+    let mut v = ls(p);
+    v.sort_by_key(|s| s.parse::<u64>().unwrap_or(u64::MAX));
+    v
+}
+
+/// The model: what show_gids prints for the tree at `root` (optionally one
+/// device, as `show_gids --dev=DEV`, and one port).
+fn show_gids_model(root: &Path, dev: Option<&str>, port: Option<&str>) -> String {
+    let ib = root.join("class/infiniband");
+    let mut out = String::from("DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n");
+    out.push_str("---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n");
+    let mut count = 0;
+    let devs = match dev {
+        Some(d) => vec![d.to_string()],
+        None => ls(&ib),
+    };
+    for d in devs {
+        for p in ls_v(&ib.join(&d).join("ports")) {
+            if port.is_some_and(|x| x != p) {
+                continue;
+            }
+            let pdir = ib.join(&d).join("ports").join(&p);
+            for g in ls_v(&pdir.join("gids")) {
+                let gid = cat(&pdir.join("gids").join(&g)).unwrap();
+                if gid == "0000:0000:0000:0000:0000:0000:0000:0000"
+                    || gid == "fe80:0000:0000:0000:0000:0000:0000:0000"
+                {
+                    continue;
+                }
+                let ndev = cat(&pdir.join("gid_attrs/ndevs").join(&g)).unwrap_or_default();
+                let ty = cat(&pdir.join("gid_attrs/types").join(&g)).unwrap_or_default();
+                let ty = ty.find(['v', 'V']).map(|i| &ty[i..]).unwrap_or("");
+                if gid.split(':').next() == Some("0000") {
+                    let b = |a: usize| u8::from_str_radix(&gid[a..a + 2], 16).unwrap();
+                    let v4 = format!("{}.{}.{}.{}", b(30), b(32), b(35), b(37));
+                    out.push_str(&format!("{d}\t{p}\t{g}\t{gid}\t{v4}  \t{ty}\t{ndev}\n"));
+                } else {
+                    out.push_str(&format!("{d}\t{p}\t{g}\t{gid}\t\t\t{ty}\t{ndev}\n"));
+                }
+                count += 1;
+            }
+        }
+    }
+    out.push_str(&format!("n_gids_found={count}\n"));
+    out
+}
+
+const CASES: &[&str] = &[
+    "connectx8",
+    "connectx16",
+    "sparse",
+    "port-down",
+    "rocep",
+    "bond",
+    "vlan-after",
+    "vlan-before",
+    "vlan-only",
+    "ipv6-only",
+    "rocev1-only",
+    "netns-other",
+    "ib-port",
+];
+
+#[test]
+fn gids_equal_show_gids_row_for_row_on_every_tree() {
+    for case in CASES {
+        let root = fixture(case);
+        let want = show_gids_model(&root, None, None);
+        let got = stdout(&run(&["--sysfs-root", root.to_str().unwrap(), "gids"]));
+        assert_eq!(got, want, "case {case}");
+        // Scripts that skip the two header lines and cut columns see the same.
+        let rows: Vec<&str> = got
+            .lines()
+            .skip(2)
+            .filter(|l| !l.starts_with("n_gids"))
+            .collect();
+        assert!(rows.iter().all(|l| l.split('\t').count() >= 7), "{case}");
+    }
+}
+
+#[test]
+fn slots_come_in_numeric_order_and_fe80_zero_is_skipped() {
+    // connectx16 has 255 slots: `ls` would list 10 before 2; numeric order here.
+    let root = fixture("vlan-before");
+    let got = stdout(&run(&[
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "gids",
+        "mlx5_0",
+    ]));
+    let idx: Vec<u32> = got
+        .lines()
+        .skip(2)
+        .filter(|l| !l.starts_with("n_gids"))
+        .map(|l| l.split('\t').nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(idx, (0..8).collect::<Vec<_>>());
+    let root = fixture("ib-port");
+    let got = stdout(&run(&[
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "gids",
+        "mlx5_0",
+    ]));
+    assert!(
+        !got.contains("fe80:0000:0000:0000:0000:0000:0000:0000"),
+        "{got}"
+    );
+    assert!(got.ends_with("n_gids_found=1\n"), "{got}");
+}
+
+#[test]
+fn device_and_port_filters() {
+    let root = fixture("port-down");
+    let r = root.to_str().unwrap();
+    assert_eq!(
+        stdout(&run(&["--sysfs-root", r, "gids", "mlx4_0"])),
+        show_gids_model(&root, Some("mlx4_0"), None)
+    );
+    assert_eq!(
+        stdout(&run(&["--sysfs-root", r, "gids", "mlx4_0", "1"])),
+        show_gids_model(&root, Some("mlx4_0"), Some("1"))
+    );
+    let two = stdout(&run(&["--sysfs-root", r, "gids", "mlx4_0", "2"]));
+    assert!(two.ends_with("n_gids_found=0\n"), "{two}");
+    // Unknown names are errors that say what exists (exit 66, nothing on stdout).
+    let o = run(&["--sysfs-root", r, "gids", "mlx5_9"]);
+    assert_eq!(o.status.code(), Some(66));
+    assert!(o.stdout.is_empty());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("no RDMA device \"mlx5_9\" (devices: mlx4_0)"),
+        "{e}"
+    );
+    let o = run(&["--sysfs-root", r, "gids", "mlx4_0", "3"]);
+    assert_eq!(o.status.code(), Some(66));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no port 3 (ports: 1, 2)"));
+}
+
+#[test]
+fn gids_json_has_the_same_rows_and_consistent_nulls() {
+    for case in ["connectx8", "ib-port", "vlan-only"] {
+        let root = fixture(case);
+        let r = root.to_str().unwrap();
+        let text = stdout(&run(&["--sysfs-root", r, "gids"]));
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout(&run(&["--sysfs-root", r, "--json", "gids"]))).unwrap();
+        let rows = json.as_array().unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .skip(2)
+            .filter(|l| !l.starts_with("n_gids"))
+            .collect();
+        assert_eq!(rows.len(), lines.len(), "{case}");
+        for (row, line) in rows.iter().zip(&lines) {
+            let c: Vec<&str> = line.split('\t').collect();
+            assert_eq!(row["dev"], c[0]);
+            assert_eq!(row["port"].to_string(), c[1]);
+            assert_eq!(row["index"].to_string(), c[2]);
+            assert_eq!(row["gid"], c[3]);
+            // Every field is present; an empty column is null, never "".
+            for k in ["ipv4", "ver", "netdev"] {
+                assert!(row.get(k).is_some(), "{case}: {row}");
+                assert_ne!(row[k], "", "{case}: {row}");
+            }
+            match row["ipv4"].as_str() {
+                Some(v4) => assert_eq!(c[4], format!("{v4}  ")),
+                None => assert_eq!(c[4], ""),
+            }
+            let ver = c[c.len() - 2];
+            let nd = c[c.len() - 1];
+            assert_eq!(row["ver"].as_str().unwrap_or(""), ver);
+            assert_eq!(row["netdev"].as_str().unwrap_or(""), nd);
+        }
+    }
+    // The InfiniBand port's GID has no netdev: null.
+    let root = fixture("ib-port");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "--json",
+        "gids",
+        "mlx5_0",
+    ])))
+    .unwrap();
+    assert!(json[0]["netdev"].is_null(), "{json}");
+    assert!(json[0]["ipv4"].is_null(), "{json}");
+    assert_eq!(json[0]["ver"], "v1");
+}
+
+/// A snapshot of the fixture tree whose interfaces are exactly `ifaces`
+/// (name, admin up, carrier), so link states do not depend on this machine.
+fn snapshot_with(case: &str, ifaces: &[(&str, bool, Option<bool>)]) -> PathBuf {
+    let root = fixture(case);
+    let mut v: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "snapshot",
+    ])))
+    .unwrap();
+    let list: Vec<serde_json::Value> = ifaces
+        .iter()
+        .enumerate()
+        .map(|(i, (name, up, carrier))| {
+            serde_json::json!({
+                "index": i + 2, "name": name, "kind": null, "mac": null, "mtu": 9000,
+                "admin_up": up, "oper_state": if *up && *carrier == Some(true) { "UP" } else { "DOWN" },
+                "carrier": carrier, "master": null,
+                "stats": {"rx_packets": 0, "tx_packets": 0, "rx_bytes": 0, "tx_bytes": 0,
+                          "rx_errors": 0, "tx_errors": 0, "rx_dropped": 0, "tx_dropped": 0}
+            })
+        })
+        .collect();
+    v["interfaces"] = serde_json::Value::Array(list);
+    v["addresses"] = serde_json::json!([]);
+    let path = std::env::temp_dir().join(format!(
+        "rnt-views-{case}-{}-{}.json",
+        std::process::id(),
+        ifaces.len()
+    ));
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn ibdev2netdev_maps_every_port_to_its_own_netdev() {
+    // OFED's script maps mlx4 port 2 to enp5s0 (the first netdev with the same
+    // PCI resource); its dev_port says enp5s0d1.
+    let snap = snapshot_with(
+        "port-down",
+        &[("enp5s0", true, Some(true)), ("enp5s0d1", false, None)],
+    );
+    let got = stdout(&run(&["ibdev2netdev", "--from", snap.to_str().unwrap()]));
+    assert_eq!(
+        got,
+        "mlx4_0 port 1 ==> enp5s0 (Up)\nmlx4_0 port 2 ==> enp5s0d1 (Down)\n"
+    );
+    // Netdevs this namespace does not have (moved elsewhere): NA.
+    let snap = snapshot_with("connectx8", &[]);
+    let got = stdout(&run(&[
+        "ibdev2netdev",
+        "-v",
+        "--from",
+        snap.to_str().unwrap(),
+    ]));
+    let first = got.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "0000:0c:00.0 mlx5_0 (MT4129 - MCX75310AAS-NEAT) NVIDIA ConnectX-7 HHHL adapter card, \
+         400GbE / NDR IB (default mode), Single-port OSFP, PCIe 5.0 x16 fw 28.39.1002 port 1 \
+         (ACTIVE) ==> ens1f0np0 (NA)"
+    );
+    assert_eq!(got.lines().count(), 8);
+    // No VPD, no device id: NA where the script prints NA; padding as the script.
+    let snap = snapshot_with("rocep", &[("enp65s0f0np0", true, Some(false))]);
+    let got = stdout(&run(&[
+        "ibdev2netdev",
+        "-v",
+        "--from",
+        snap.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        got,
+        "0000:41:00.0 rocep65s0f0 (NA - NA)  fw 22.36.1010 port 1 (ACTIVE) ==> enp65s0f0np0 (Down)\n"
+    );
+    let snap = snapshot_with("port-down", &[]);
+    let got = stdout(&run(&[
+        "ibdev2netdev",
+        "-v",
+        "--from",
+        snap.to_str().unwrap(),
+    ]));
+    assert!(got.contains(" port 2 (DOWN  ) ==> enp5s0d1 (NA)"), "{got}");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+        "--json",
+        "ibdev2netdev",
+        "--from",
+        snap.to_str().unwrap(),
+    ])))
+    .unwrap();
+    assert_eq!(json[1]["netdev"], "enp5s0d1");
+    assert!(json[1]["part_number"].is_null());
+}
