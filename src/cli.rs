@@ -99,13 +99,34 @@ enum Cmd {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
+    /// Ask the kernel which route a flow takes, printed as `ip route get` prints it.
     RouteGet {
         /// Destination address.
         dst: IpAddr,
         /// Source address (`from`).
         #[arg(long = "from", value_name = "SRC")]
         src: Option<IpAddr>,
+        /// Look up as if the packet arrived on this interface (`iif`).
+        #[arg(long, value_name = "DEV")]
+        iif: Option<String>,
+        /// Output interface (`oif`).
+        #[arg(long, value_name = "DEV")]
+        oif: Option<String>,
+        /// Firewall mark (`mark`; decimal or 0x hex).
+        #[arg(long, value_name = "MARK", value_parser = parse_u32_auto)]
+        mark: Option<u32>,
+        /// IP protocol (`ipproto`): tcp, udp, icmp, ipv6-icmp, sctp, dccp, gre or a number.
+        #[arg(long, value_name = "PROTO", value_parser = parse_ipproto)]
+        ipproto: Option<u8>,
+        /// Source port (`sport`).
+        #[arg(long, value_name = "PORT")]
+        sport: Option<u16>,
+        /// Destination port (`dport`).
+        #[arg(long, value_name = "PORT")]
+        dport: Option<u16>,
+        /// Print as `ip -d route get` (type `unicast`, table `main`).
+        #[arg(short, long)]
+        details: bool,
     },
     /// Send probes from this host and report what answers.
     Probe {
@@ -215,6 +236,34 @@ enum ProbeCmd {
         #[arg(long, default_value_t = 2.0)]
         timeout: f64,
     },
+}
+
+/// A u32 in decimal or `0x` hex (as iproute2's `get_unsigned(.., 0)`).
+fn parse_u32_auto(s: &str) -> Result<u32, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("{s:?} is not a number (decimal or 0x hex) from 0 to 4294967295"))
+}
+
+/// An IP protocol name (as `/etc/protocols` names them) or number.
+fn parse_ipproto(s: &str) -> Result<u8, String> {
+    Ok(match s {
+        "icmp" => 1,
+        "igmp" => 2,
+        "tcp" => 6,
+        "udp" => 17,
+        "dccp" => 33,
+        "ipv6-icmp" | "icmpv6" => 58,
+        "gre" => 47,
+        "esp" => 50,
+        "sctp" => 132,
+        "udplite" => 136,
+        n => n.parse().map_err(|_| {
+            format!("unknown IP protocol {n:?}: use tcp, udp, icmp, ipv6-icmp, sctp, dccp, gre or a number 0-255")
+        })?,
+    })
 }
 
 /// Entry point.
@@ -352,12 +401,32 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 None => out(&text),
             }
         }
-        Cmd::RouteGet { dst, src } => {
-            let d = host(&cli)?.route_get(*dst, *src)?;
+        Cmd::RouteGet {
+            dst,
+            src,
+            iif,
+            oif,
+            mark,
+            ipproto,
+            sport,
+            dport,
+            details,
+        } => {
+            let q = roce_net::RouteQuery {
+                dst: Some(*dst),
+                from: *src,
+                iif: iif.clone(),
+                oif: oif.clone(),
+                mark: *mark,
+                ipproto: *ipproto,
+                sport: *sport,
+                dport: *dport,
+            };
+            let r = host(&cli)?.route_query(&q)?;
             if cli.json {
-                print_json(&d)?;
+                print_json(&r)?;
             } else {
-                out(&render::route_decision(*dst, *src, &d));
+                out(&r.render(*details));
             }
         }
         Cmd::Probe {

@@ -176,7 +176,7 @@ pub fn show(st: &HostState) -> String {
 
     s.push_str("\nPolicy rules\n");
     let mut t = Table::new(&[
-        "PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO",
+        "FAMILY", "PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO",
     ]);
     for r in &st.rules {
         let action = match r.action {
@@ -185,6 +185,10 @@ pub fn show(st: &HostState) -> String {
             a => format!("{a:?}").to_lowercase(),
         };
         t.row(vec![
+            match r.family {
+                roce_net::Family::Inet => "inet".to_string(),
+                roce_net::Family::Inet6 => "inet6".to_string(),
+            },
             r.priority.to_string(),
             format!(
                 "{}{}",
@@ -236,7 +240,14 @@ pub fn show(st: &HostState) -> String {
 
     s.push_str("\nNeighbours\n");
     let mut t = Table::new(&["IP", "DEV", "LLADDR", "STATE"]);
-    for n in &st.neighbors {
+    // As `ip neigh` lists them: entries whose only state is NOARP (multicast,
+    // broadcast, loopback, point-to-point) or that have no state are hidden.
+    let shown = st.neighbors.iter().filter(|n| {
+        n.state
+            .iter()
+            .any(|x| !matches!(x, roce_net::NeighState::Noarp))
+    });
+    for n in shown {
         let state: Vec<String> = n
             .state
             .iter()
@@ -260,29 +271,6 @@ pub fn show(st: &HostState) -> String {
             let _ = writeln!(s, "  {}: {}", w.source, w.message);
         }
     }
-    s
-}
-
-/// `roce-net route-get`.
-pub fn route_decision(
-    dst: std::net::IpAddr,
-    src: Option<std::net::IpAddr>,
-    d: &roce_net::RouteDecision,
-) -> String {
-    let mut s = format!("{:?} {dst}", d.kind).to_lowercase();
-    if let Some(g) = d.gateway {
-        let _ = write!(s, " via {g}");
-    }
-    if let Some(dev) = &d.dev {
-        let _ = write!(s, " dev {dev}");
-    }
-    if let Some(p) = d.prefsrc {
-        let _ = write!(s, " src {p}");
-    }
-    if let Some(f) = src {
-        let _ = write!(s, " from {f}");
-    }
-    let _ = write!(s, " table {}", d.table);
     s
 }
 

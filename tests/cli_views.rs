@@ -339,3 +339,216 @@ fn ibdev2netdev_maps_every_port_to_its_own_netdev() {
     assert_eq!(json[1]["netdev"], "enp5s0d1");
     assert!(json[1]["part_number"].is_null());
 }
+
+/// Lab tests are `#[ignore = "needs root ..."]` and fail, not skip, without root.
+fn require_root(test: &str) {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(root, "{test}: needs root to create network namespaces");
+}
+
+/// A lab namespace made with `ip`, removed on drop.
+struct Ns(String);
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn ip_ok(ns: &str, args: &str) {
+    let st = Command::new("ip")
+        .arg("-n")
+        .arg(ns)
+        .args(args.split_whitespace())
+        .status()
+        .unwrap();
+    assert!(st.success(), "ip -n {ns} {args}");
+}
+
+fn ip_out(ns: &str, args: &[&str]) -> Output {
+    Command::new("ip")
+        .arg("-n")
+        .arg(ns)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs root: builds a network namespace (scripts/test.sh runs it)"]
+fn route_get_prints_what_ip_route_get_prints() {
+    require_root("route_get_prints_what_ip_route_get_prints");
+    let name = format!("rnt-rg-{}", std::process::id());
+    assert!(Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap()
+        .success());
+    let ns = Ns(name);
+    ip_ok(&ns.0, "link set lo up");
+    for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
+        ip_ok(&ns.0, &format!("link add r{i} type veth peer name x{i}"));
+        ip_ok(&ns.0, &format!("addr add {a}/24 dev r{i}"));
+        ip_ok(&ns.0, &format!("link set r{i} up"));
+        ip_ok(&ns.0, &format!("link set x{i} up"));
+    }
+    for cmd in [
+        "route add 198.18.2.0/24 dev r1 src 198.18.2.12 table 70002",
+        "rule add from 198.18.2.12 lookup 70002 pref 1002",
+        "route add 198.18.9.0/24 dev r0 table 70001",
+        "rule add fwmark 0x10 lookup 70001 pref 1100",
+        "route add 198.18.7.0/24 dev r1 table 70003",
+        "rule add ipproto udp dport 4791 lookup 70003 pref 1200",
+        "route add 198.18.8.0/24 via 198.18.2.1 dev r0 metric 50",
+        "route add prohibit 198.18.96.0/20",
+        "route add unreachable 198.18.80.0/20",
+        "route add blackhole 198.18.112.0/20",
+    ] {
+        ip_ok(&ns.0, cmd);
+    }
+    let etc = tempfile::tempdir().unwrap();
+    let queries: &[&[&str]] = &[
+        &["198.18.2.50"],
+        &["198.18.2.50", "from", "198.18.2.12"],
+        &["198.18.2.50", "oif", "r1"],
+        &["198.18.9.1", "mark", "0x10"],
+        &["198.18.9.1", "mark", "16"],
+        &["198.18.7.1", "ipproto", "udp", "dport", "4791"],
+        &[
+            "198.18.7.1",
+            "ipproto",
+            "udp",
+            "sport",
+            "4791",
+            "dport",
+            "4791",
+        ],
+        &["198.18.8.1"],
+        &["198.18.2.11"],
+        &["198.18.2.11", "from", "198.18.2.50", "iif", "x0"],
+    ];
+    for q in queries {
+        let want = ip_out(&ns.0, &[&["route", "get"][..], q].concat());
+        assert!(want.status.success(), "ip route get {q:?}");
+        let mut args: Vec<&str> = vec!["--netns", &ns.0, "route-get", q[0]];
+        let mut it = q[1..].iter();
+        while let Some(k) = it.next() {
+            let v = it.next().unwrap();
+            args.push(match *k {
+                "from" => "--from",
+                "oif" => "--oif",
+                "iif" => "--iif",
+                "mark" => "--mark",
+                "ipproto" => "--ipproto",
+                "sport" => "--sport",
+                "dport" => "--dport",
+                other => panic!("{other}"),
+            });
+            args.push(v);
+        }
+        let got = stdout(&run(&args));
+        assert_eq!(got, String::from_utf8_lossy(&want.stdout), "query {q:?}");
+        // -d names the type and table main too.
+        let want = ip_out(&ns.0, &[&["-d", "route", "get"][..], q].concat());
+        args.push("-d");
+        assert_eq!(
+            stdout(&run(&args)),
+            String::from_utf8_lossy(&want.stdout),
+            "query -d {q:?}"
+        );
+    }
+    // Table names come from rt_tables, as iproute2's do.
+    std::fs::create_dir_all(etc.path().join("iproute2/rt_tables.d")).unwrap();
+    std::fs::write(
+        etc.path().join("iproute2/rt_tables.d/rails.conf"),
+        "70002 rail1\n",
+    )
+    .unwrap();
+    let got = stdout(&run(&[
+        "--netns",
+        &ns.0,
+        "--etc-root",
+        etc.path().to_str().unwrap(),
+        "route-get",
+        "198.18.2.50",
+        "--from",
+        "198.18.2.12",
+    ]));
+    assert!(
+        got.starts_with("198.18.2.50 from 198.18.2.12 dev r1 table rail1 uid 0 \n    cache"),
+        "{got}"
+    );
+    // `show` lists the neighbours `ip neigh` lists (NOARP entries hidden) and
+    // marks each rule's family.
+    ip_ok(
+        &ns.0,
+        "neigh add 198.18.2.98 lladdr 02:00:00:00:00:98 dev r0 nud noarp",
+    );
+    ip_ok(
+        &ns.0,
+        "neigh add 198.18.2.99 lladdr 02:00:00:00:00:99 dev r0 nud permanent",
+    );
+    ip_ok(
+        &ns.0,
+        "neigh add 198.18.2.97 lladdr 02:00:00:00:00:97 dev r1 nud stale",
+    );
+    let o = ip_out(&ns.0, &["neigh"]);
+    let mut want: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    want.sort();
+    let show = stdout(&run(&["--netns", &ns.0, "show"]));
+    let neigh = show.split("\nNeighbours\n").nth(1).unwrap();
+    let mut got: Vec<String> = neigh
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    got.sort();
+    assert_eq!(got, want, "{show}");
+    assert!(!got.contains(&"198.18.2.98".to_string()));
+    let rules = show.split("\nPolicy rules\n").nth(1).unwrap();
+    assert!(rules.starts_with("FAMILY"), "{rules}");
+    assert!(
+        rules
+            .lines()
+            .any(|l| l.starts_with("inet ") && l.contains("lookup 70002")),
+        "{rules}"
+    );
+    assert!(
+        rules
+            .lines()
+            .any(|l| l.starts_with("inet6") && l.contains("lookup main")),
+        "{rules}"
+    );
+    // What ip reports as "RTNETLINK answers: Permission denied" is a prohibit
+    // route, not a privilege problem.
+    for (dst, errno_text, kind) in [
+        ("198.18.96.1", "Permission denied", "prohibit"),
+        ("198.18.80.1", "No route to host", "unreachable"),
+        ("198.18.112.1", "Invalid argument", "blackhole"),
+    ] {
+        let o = ip_out(&ns.0, &["route", "get", dst]);
+        assert!(!o.status.success());
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(errno_text),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let got = stdout(&run(&["--netns", &ns.0, "route-get", dst]));
+        assert!(got.starts_with(&format!("{kind} {dst}: ")), "{got}");
+        assert!(!got.contains("root"), "{got}");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+            "--netns",
+            &ns.0,
+            "--json",
+            "route-get",
+            dst,
+        ])))
+        .unwrap();
+        assert_eq!(v["type"], kind);
+        assert!(v["dev"].is_null() && v["table"].is_null(), "{v}");
+    }
+}

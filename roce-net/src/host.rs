@@ -97,6 +97,23 @@ impl Host {
         self.with_netlink(|nl| nl.route_get(dst, src, None))
     }
 
+    /// `ip route get` with every selector (`from`, `iif`, `oif`, `mark`, `ipproto`,
+    /// `sport`, `dport`), answered exactly as the kernel answered, with the
+    /// matched table's name from this host's `rt_tables` (see
+    /// [`RouteReply::render`](crate::model::RouteReply::render) for iproute2's
+    /// text). A refused lookup (prohibit, unreachable, blackhole) is an answer.
+    pub fn route_query(&self, q: &crate::model::RouteQuery) -> Result<crate::model::RouteReply> {
+        let mut r = self.with_netlink(|nl| nl.route_query(q))?;
+        if let Some(t) = r.table {
+            let mut w = Vec::new();
+            let names = rt_tables::read_table_names(&self.etc_root, &mut w);
+            let mut st = HostState::empty("");
+            st.table_names = names;
+            r.table_name = Some(st.table_name(t));
+        }
+        Ok(r)
+    }
+
     /// Send ARP requests for `target` out of `dev` inside this host's namespace and
     /// report every distinct MAC that answers (see [`crate::probe::arp`]). More than
     /// one MAC for one address is ARP flux as the wire sees it.

@@ -56,8 +56,8 @@ pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp,
     Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
     Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision,
-    RouteType, Rule, RuleAction, Scope, Sysctl, SysctlView, Trust, Tuning, TuningKey, Warning,
-    RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope, Sysctl, SysctlView, Trust, Tuning,
+    TuningKey, Warning, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.

@@ -24,8 +24,8 @@ pub use neighbor::{NeighState, Neighbor};
 pub use qos::{DcbApp, Qos, Trust};
 pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaCmPort, RdmaDevice, RdmaPort};
 pub use route::{
-    NextHop, Route, RouteDecision, RouteType, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
-    RT_TABLE_UNSPEC,
+    NextHop, Route, RouteDecision, RouteQuery, RouteReply, RouteType, RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
