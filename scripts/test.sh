@@ -22,6 +22,8 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   command -v arping >/dev/null || need+=(iputils-arping)
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
+  # The lab tests compare the ethtool ioctl reader with `ethtool -S`.
+  command -v ethtool >/dev/null || need+=(ethtool)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
   if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive

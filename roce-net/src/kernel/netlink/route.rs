@@ -171,11 +171,12 @@ impl Netlink {
         };
         let r = self.route_query(&q)?;
         if let Some(errno) = r.refused {
-            return Err(Error::errno(
-                errno,
-                &format!("{}: {}", describe_query(&q), r.render(false)),
+            // Not a privilege problem even for EACCES: say what the kernel hit.
+            return Err(Error::new(
+                ErrorKind::Netlink,
+                format!("{}: {}", describe_query(&q), r.render(false)),
             )
-            .with_kind(ErrorKind::Netlink));
+            .with_errno(errno));
         }
         Ok(RouteDecision {
             table: r.table.unwrap_or(0),
