@@ -9,22 +9,34 @@ mod arp_announce;
 mod arp_ignore;
 mod asymmetric_egress;
 mod duplicate_address;
+mod firmware_differs;
 mod gid_index_inconsistent;
 mod gid_rocev2_missing;
+mod hw;
+mod link_degraded;
 mod mtu_mismatch;
 mod multiple_default_routes;
 mod neighbor_conflict;
 mod neighbor_failed;
 mod netdev_backlog_low;
+mod nic_phy_errors;
+mod nic_rx_discards;
+mod nic_rx_out_of_buffer;
 mod no_rdma_devices;
+mod pfc_pause_frames;
+mod pfc_pause_storm;
 mod port_down;
+mod qos_inconsistent;
+mod qos_trust_not_dscp;
 mod rdma_retransmits;
+mod roce_priority_no_pfc;
 mod rp_filter_strict;
 mod rx_drops;
 
 mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
+mod udp_mem_low;
 
 use crate::model::{
     ConfKey, ConfTarget, HostState, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
@@ -34,6 +46,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use crate::scope::{nic_scope, NicScope};
+
+pub(crate) use qos_inconsistent::signature as qos_signature;
 
 /// Every check id this module can report, in documentation order.
 pub const CHECK_IDS: &[&str] = &[
@@ -53,6 +67,17 @@ pub const CHECK_IDS: &[&str] = &[
     netdev_backlog_low::ID,
     rx_drops::ID,
     rdma_retransmits::ID,
+    nic_rx_discards::ID,
+    nic_rx_out_of_buffer::ID,
+    nic_phy_errors::ID,
+    pfc_pause_storm::ID,
+    pfc_pause_frames::ID,
+    roce_priority_no_pfc::ID,
+    qos_trust_not_dscp::ID,
+    qos_inconsistent::ID,
+    link_degraded::ID,
+    firmware_differs::ID,
+    udp_mem_low::ID,
     no_rdma_devices::ID,
     multiple_default_routes::ID,
     snapshot_partial::ID,
@@ -232,6 +257,15 @@ pub struct DoctorOptions {
     pub rule_priority_base: u32,
     /// The MTU every NIC in scope should have; `None` compares NICs with each other.
     pub expected_mtu: Option<u32>,
+    /// Physical-layer errors (`rx_crc_errors_phy` + `rx_symbol_err_phy`) are
+    /// reported from this many (default 1).
+    pub phy_errors_min: u64,
+    /// Pause frames on a PFC priority are reported (info) from this many
+    /// (default 1000000).
+    pub pause_frames_min: u64,
+    /// `net.ipv4.udp_mem` below this (pages: min, pressure, max) is reported
+    /// (default 764304 1019072 1528608, the seed case's tuning).
+    pub min_udp_mem: [u64; 3],
 }
 
 impl Default for DoctorOptions {
@@ -244,6 +278,9 @@ impl Default for DoctorOptions {
             table_base: 1000,
             rule_priority_base: 1000,
             expected_mtu: None,
+            phy_errors_min: 1,
+            pause_frames_min: 1_000_000,
+            min_udp_mem: [764_304, 1_019_072, 1_528_608],
         }
     }
 }
@@ -296,7 +333,7 @@ pub fn run(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 19] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 30] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
@@ -313,6 +350,17 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         netdev_backlog_low::check,
         rx_drops::check,
         rdma_retransmits::check,
+        nic_rx_discards::check,
+        nic_rx_out_of_buffer::check,
+        nic_phy_errors::check,
+        pfc_pause_storm::check,
+        pfc_pause_frames::check,
+        roce_priority_no_pfc::check,
+        qos_trust_not_dscp::check,
+        qos_inconsistent::check,
+        link_degraded::check,
+        firmware_differs::check,
+        udp_mem_low::check,
         no_rdma_devices::check,
         multiple_default_routes::check,
         snapshot_partial::check,

@@ -18,6 +18,9 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     "fleet-duplicate-address",
     "fleet-nic-count-differs",
     "fleet-subnet-layout-differs",
+    "fleet-firmware-differs",
+    "fleet-rate-differs",
+    "fleet-qos-differs",
 ];
 
 /// One host's summary.
@@ -39,6 +42,16 @@ pub struct HostSummary {
     pub mtus: BTreeSet<u32>,
     /// IPv4 subnets of the NICs in scope.
     pub subnets: BTreeSet<ipnet::IpNet>,
+    /// Firmware versions by device model (PCI device id, else HCA type).
+    #[serde(default)]
+    pub firmware: BTreeMap<String, BTreeSet<String>>,
+    /// Rates (Gb/s) of the active RDMA ports.
+    #[serde(default)]
+    pub rates: BTreeSet<String>,
+    /// The QoS of the NICs in scope that report DCB (PFC priorities, trust, DSCP
+    /// map; see `qos-inconsistent`), one entry per distinct setting.
+    #[serde(default)]
+    pub qos: BTreeSet<String>,
 }
 
 /// Summaries and cross-host findings.
@@ -74,6 +87,32 @@ pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
             .nics
             .iter()
             .flat_map(|n| n.ipv4.iter().map(|a| a.network()))
+            .collect(),
+        firmware: {
+            let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for d in &state.rdma {
+                if let (Some(model), Some(fw)) =
+                    (d.pci_device_id.as_ref().or(d.hca_type.as_ref()), &d.fw_ver)
+                {
+                    m.entry(model.clone()).or_default().insert(fw.clone());
+                }
+            }
+            m
+        },
+        rates: state
+            .rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .filter(|p| p.is_active())
+            .filter_map(|p| p.rate_gbps())
+            .map(|r| r.to_string())
+            .collect(),
+        qos: scope
+            .nics
+            .iter()
+            .filter_map(|n| state.interface(&n.ifname)?.qos.as_ref())
+            .filter(|q| q.dcb_available)
+            .map(crate::doctor::qos_signature)
             .collect(),
     }
 }
@@ -175,10 +214,94 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
              other rails are unreachable without routing",
             |_, _| (vec!["ip -br -4 addr".to_string()], None),
         );
+        firmware(&hosts, &mut findings);
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-rate-differs",
+            Severity::Warning,
+            |h| (!h.rates.is_empty()).then(|| join(&h.rates)),
+            "RDMA port rates (Gb/s)",
+            "a slower rail on one host slows every collective that crosses it",
+            |_, _| {
+                (
+                    vec!["cat /sys/class/infiniband/*/ports/*/rate".to_string()],
+                    None,
+                )
+            },
+        );
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-qos-differs",
+            Severity::Warning,
+            |h| (!h.qos.is_empty()).then(|| h.qos.iter().cloned().collect::<Vec<_>>().join("; ")),
+            "NIC QoS",
+            "hosts that disagree on the lossless priority, trust or DSCP map drop or pause \
+             each other's RoCE traffic",
+            |h, _| {
+                (
+                    h.nics
+                        .iter()
+                        .map(|n| format!("dcb pfc show dev {n}"))
+                        .collect(),
+                    None,
+                )
+            },
+        );
         duplicates(states, &mut findings);
     }
     doctor::sort_findings(&mut findings);
     FleetReport { hosts, findings }
+}
+
+/// `fleet-firmware-differs`: per device model, hosts whose firmware set differs
+/// from the majority of the hosts with that model.
+fn firmware(hosts: &[HostSummary], out: &mut Vec<Finding>) {
+    let models: BTreeSet<&String> = hosts.iter().flat_map(|h| h.firmware.keys()).collect();
+    for model in models {
+        let vals: Vec<(&HostSummary, String)> = hosts
+            .iter()
+            .filter_map(|h| h.firmware.get(model).map(|v| (h, join(v))))
+            .collect();
+        let only: Vec<String> = vals.iter().map(|(_, k)| k.clone()).collect();
+        let Some(common) = majority(&only) else {
+            continue;
+        };
+        let all: BTreeMap<&str, &str> = vals
+            .iter()
+            .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+            .collect();
+        for (h, k) in &vals {
+            if *k == common {
+                continue;
+            }
+            out.push(
+                Finding::new(
+                    "fleet-firmware-differs",
+                    Severity::Warning,
+                    host_subject(&h.hostname),
+                    format!(
+                        "{}: {model} firmware {k}, most hosts run {common}: firmware \
+                         differences change congestion control and RoCE behaviour between \
+                         the two ends of a connection",
+                        h.hostname
+                    ),
+                )
+                .evidence("model", model)
+                .evidence("value", k)
+                .evidence("majority", &common)
+                .evidence("hosts", &all)
+                .fix(
+                    vec![format!(
+                        "ssh {} cat /sys/class/infiniband/*/fw_ver",
+                        h.hostname
+                    )],
+                    None,
+                ),
+            );
+        }
+    }
 }
 
 fn join<T: std::fmt::Display>(v: &BTreeSet<T>) -> String {
