@@ -182,7 +182,7 @@ pub fn show(st: &HostState) -> String {
         let action = match r.action {
             RuleAction::ToTable => format!("lookup {}", st.table_name(r.table)),
             RuleAction::Goto => format!("goto {}", opt(&r.goto)),
-            a => format!("{a:?}").to_lowercase(),
+            a => a.to_string(),
         };
         t.row(vec![
             match r.family {
@@ -248,11 +248,7 @@ pub fn show(st: &HostState) -> String {
             .any(|x| !matches!(x, roce_net::NeighState::Noarp))
     });
     for n in shown {
-        let state: Vec<String> = n
-            .state
-            .iter()
-            .map(|x| format!("{x:?}").to_uppercase())
-            .collect();
+        let state: Vec<String> = n.state.iter().map(|x| x.to_string()).collect();
         t.row(vec![
             n.ip.to_string(),
             n.ifname.clone(),

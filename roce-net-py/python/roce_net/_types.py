@@ -149,6 +149,10 @@ class Interface(_Record):
     carrier: Optional[bool]
     master: Optional[str]
     stats: LinkStats
+    #: ``ethtool -S`` (name -> value), read for the NICs in scope.
+    ethtool_stats: Optional[Dict[str, int]] = None
+    #: DCB QoS (PFC, trust, DSCP map), read for the NICs in scope.
+    qos: Optional[Dict[str, Any]] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -308,6 +312,9 @@ class RdmaPort(_Record):
     gids: Tuple[GidEntry, ...]
     counters: Dict[str, int]
     hw_counters: Dict[str, int]
+    gid_tbl_len: Optional[int] = None
+    #: rdma_cm's configfs defaults (default_roce_mode, default_roce_tos).
+    rdma_cm: Optional[Dict[str, Any]] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -322,6 +329,9 @@ class RdmaDevice(_Record):
     pci_addr: Optional[str]
     netdevs: Tuple[str, ...]
     ports: Tuple[RdmaPort, ...]
+    pci_device_id: Optional[str] = None
+    product_name: Optional[str] = None
+    part_number: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -685,6 +695,9 @@ class HostSummary(_Record):
     gid_index: Optional[int]
     mtus: Tuple[int, ...]
     subnets: Tuple[str, ...]
+    firmware: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    rates: Tuple[str, ...] = ()
+    qos: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

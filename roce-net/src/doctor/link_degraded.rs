@@ -2,7 +2,7 @@
 //! host's other ports of the same link layer.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::nccl::port_netdev;
+use crate::scope::port_netdev;
 
 /// Check id.
 pub const ID: &str = "link-degraded";

@@ -59,7 +59,7 @@ pub fn ibdev2netdev(state: &HostState) -> Vec<Ibdev2NetdevRow> {
         let mut ports: Vec<_> = d.ports.iter().collect();
         ports.sort_by_key(|p| p.port);
         for p in ports {
-            let Some(nd) = crate::nccl::port_netdev(d, p) else {
+            let Some(nd) = crate::scope::port_netdev(d, p) else {
                 continue;
             };
             let link_state = match state.interface(&nd) {
