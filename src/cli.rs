@@ -200,8 +200,18 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
         /// Print only `export NAME=value` lines (for `eval`).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "check")]
         export: bool,
+        /// The NCCL release the job uses (`2.30`, `2.20.5`); default: advice for every release.
+        #[arg(long, value_name = "VERSION", value_parser = parse_nccl_version)]
+        nccl_version: Option<roce_net::NcclVersion>,
+        /// Check the NCCL environment you have (this process's NCCL_* variables, or
+        /// --env-file) instead of recommending one; exit code as for doctor.
+        #[arg(long)]
+        check: bool,
+        /// With --check: read the variables from FILE, parsed as NCCL parses nccl.conf.
+        #[arg(long, value_name = "FILE", requires = "check")]
+        env_file: Option<PathBuf>,
     },
     /// Findings that only show across hosts, from their saved snapshots.
     Fleet {
@@ -240,6 +250,37 @@ enum ProbeCmd {
         #[arg(long, default_value_t = 2.0)]
         timeout: f64,
     },
+}
+
+/// An NCCL release (`2.30`, `2.30.7-1`).
+fn parse_nccl_version(s: &str) -> Result<roce_net::NcclVersion, String> {
+    roce_net::NcclVersion::parse(s)
+        .ok_or_else(|| format!("{s:?} is not an NCCL version (like 2.30 or 2.20.5)"))
+}
+
+/// Read a text file of at most `max` bytes.
+fn read_bounded(p: &std::path::Path, max: u64) -> Result<String, Error> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).map_err(|e| Error::io(e, format!("reading {}", p.display())))?;
+    let mut buf = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(e, format!("reading {}", p.display())))?;
+    if buf.len() as u64 > max {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is larger than {max} bytes; is it an NCCL environment file?",
+                p.display()
+            ),
+        ));
+    }
+    String::from_utf8(buf).map_err(|_| {
+        Error::new(
+            ErrorKind::Parse,
+            format!("{} is not UTF-8 text", p.display()),
+        )
+    })
 }
 
 /// A u32 in decimal or `0x` hex (as iproute2's `get_unsigned(.., 0)`).
@@ -564,9 +605,35 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 _ => exit::OK,
             });
         }
-        Cmd::NcclEnv { from, export } => {
+        Cmd::NcclEnv {
+            from,
+            export,
+            nccl_version,
+            check,
+            env_file,
+        } => {
             let st = state(&cli, from)?;
-            let advice = roce_net::nccl_env(&st);
+            let opts = roce_net::NcclOptions {
+                version: *nccl_version,
+            };
+            if *check {
+                let env = match env_file {
+                    Some(p) => roce_net::NcclEnv::parse_conf(&read_bounded(p, 1 << 20)?),
+                    None => roce_net::NcclEnv::from_process(),
+                };
+                let findings = roce_net::nccl_check(&st, &env, &opts);
+                if cli.json {
+                    print_json(&findings)?;
+                } else {
+                    out(&render::nccl_check(&env, &findings));
+                }
+                return Ok(match roce_net::max_severity(&findings) {
+                    Some(roce_net::Severity::Error) => exit::ERRORS,
+                    Some(roce_net::Severity::Warning) => exit::WARNINGS,
+                    _ => exit::OK,
+                });
+            }
+            let advice = roce_net::nccl_env_with(&st, &opts);
             if cli.json {
                 print_json(&advice)?;
             } else if *export {

@@ -406,6 +406,73 @@ pub fn nccl(a: &roce_net::NcclAdvice) -> String {
     for n in &a.notes {
         let _ = writeln!(s, "note: {n}");
     }
+    if !a.picks.is_empty() {
+        s.push_str("\nGID NCCL uses per port (target: the RoCE v2 GID of the NIC's address)\n");
+        let mut t = Table::new(&[
+            "PORT",
+            "NETDEV",
+            "TARGET",
+            "2.21+ UNSET",
+            "2.21+ ADVISED",
+            "<2.21 UNSET",
+            "<2.21 ADVISED",
+        ]);
+        let pick = |o: &roce_net::PickOutcome| match (&o.selection, o.right) {
+            (roce_net::Selection::Index(i), Some(true)) => format!("{i} ok"),
+            (roce_net::Selection::Index(i), Some(false)) => format!("{i} WRONG"),
+            (roce_net::Selection::Index(i), None) => i.to_string(),
+            (roce_net::Selection::Fails(_), _) => "fails".to_string(),
+        };
+        for p in &a.picks {
+            t.row(vec![
+                p.port.to_string(),
+                opt(&p.netdev),
+                p.target
+                    .as_ref()
+                    .map(|g| g.index.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                pick(&p.auto_unset),
+                pick(&p.auto_advised),
+                pick(&p.legacy_unset),
+                pick(&p.legacy_advised),
+            ]);
+        }
+        s.push_str(&t.render());
+    }
+    s
+}
+
+/// `roce-net nccl-env --check`.
+pub fn nccl_check(env: &roce_net::NcclEnv, findings: &[roce_net::Finding]) -> String {
+    let nccl: Vec<String> = env
+        .vars
+        .iter()
+        .filter(|(k, _)| k.starts_with("NCCL_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut s = format!(
+        "nccl-env --check: {} NCCL variable(s){}\n",
+        nccl.len(),
+        if nccl.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", nccl.join(" "))
+        }
+    );
+    if findings.is_empty() {
+        s.push_str("no findings: NCCL will use the GIDs and interfaces this host means\n");
+        return s;
+    }
+    for f in findings {
+        let _ = writeln!(
+            s,
+            "  {} [{}] {}: {}",
+            f.severity, f.id, f.subject, f.message
+        );
+        for c in &f.remediation.commands {
+            let _ = writeln!(s, "      fix: {c}");
+        }
+    }
     s
 }
 

@@ -552,3 +552,132 @@ fn route_get_prints_what_ip_route_get_prints() {
         assert!(v["dev"].is_null() && v["table"].is_null(), "{v}");
     }
 }
+
+/// A snapshot of a fixture tree with the netdevs and addresses of its
+/// `netdevs.json` (what netlink would show on that host), written to a file.
+fn snapshot_of_tree(case: &str) -> PathBuf {
+    let root = fixture(case);
+    let nd: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("netdevs.json")).unwrap()).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "snapshot",
+    ])))
+    .unwrap();
+    let mut ifs = Vec::new();
+    let mut addrs = Vec::new();
+    for n in nd["interfaces"].as_array().unwrap() {
+        ifs.push(serde_json::json!({
+            "index": n["index"], "name": n["name"], "kind": null, "mac": null, "mtu": n["mtu"],
+            "admin_up": true, "oper_state": "UP", "carrier": true, "master": null,
+            "stats": {"rx_packets": 0, "tx_packets": 0, "rx_bytes": 0, "tx_bytes": 0,
+                      "rx_errors": 0, "tx_errors": 0, "rx_dropped": 0, "tx_dropped": 0}
+        }));
+        for a in n["addresses"].as_array().unwrap() {
+            let (ip, len) = a.as_str().unwrap().split_once('/').unwrap();
+            addrs.push(serde_json::json!({
+                "ifname": n["name"], "ifindex": n["index"], "address": ip,
+                "prefix_len": len.parse::<u8>().unwrap(), "scope": "global", "label": null
+            }));
+        }
+    }
+    v["interfaces"] = serde_json::Value::Array(ifs);
+    v["addresses"] = serde_json::Value::Array(addrs);
+    v["routes"] = serde_json::json!([]);
+    v["rules"] = serde_json::json!([]);
+    v["neighbors"] = serde_json::json!([]);
+    // The sysfs tree was read against this machine's netdevs: re-derive nothing,
+    // the RDMA part does not depend on them except the active MTU.
+    let path =
+        std::env::temp_dir().join(format!("rnt-views-tree-{case}-{}.json", std::process::id()));
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
+    let snap = snapshot_of_tree("vlan-before");
+    let s = snap.to_str().unwrap();
+    let text = stdout(&run(&["nccl-env", "--from", s]));
+    assert!(text.contains("NCCL_IB_ADDR_RANGE=198.18.0.0/24"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("mlx5_0:1")).unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // PORT NETDEV TARGET | 2.21+ unset | 2.21+ advised | <2.21 unset | <2.21 advised
+    assert_eq!(
+        &cols[..5],
+        ["mlx5_0:1", "ens1f0np0", "7", "5", "WRONG"],
+        "{row}"
+    );
+    assert_eq!(&cols[5..7], ["7", "ok"], "{row}");
+    let export = stdout(&run(&["nccl-env", "--export", "--from", s]));
+    assert!(
+        export.contains("export NCCL_IB_ADDR_RANGE='198.18.0.0/24'"),
+        "{export}"
+    );
+    // --check with no NCCL variables: NCCL 2.30 picks the VLAN's GID on two ports.
+    let o = Command::new(env!("CARGO_BIN_EXE_roce-net"))
+        .args(["nccl-env", "--check", "--from", s])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("[nccl-gid-pick-wrong] ens1f0np0 mlx5_0:1"),
+        "{t}"
+    );
+    // The same check with the advice in the process environment: clean.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_roce-net"));
+    c.args(["nccl-env", "--check", "--from", s]).env_clear();
+    for l in export.lines() {
+        let (k, v) = l.trim_start_matches("export ").split_once('=').unwrap();
+        c.env(k, v.trim_matches('\''));
+    }
+    let o = c.output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // A file is parsed as NCCL parses nccl.conf: quotes stay in the value.
+    let conf = std::env::temp_dir().join(format!("rnt-views-nccl-{}.conf", std::process::id()));
+    std::fs::write(&conf, "NCCL_IB_HCA=\"=mlx5_0\"\nNCCL_SOCKET_IFNAME==eth9\n").unwrap();
+    let o = run(&[
+        "--json",
+        "nccl-env",
+        "--check",
+        "--env-file",
+        conf.to_str().unwrap(),
+        "--from",
+        s,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = f
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "nccl-value-misparsed",
+        "nccl-hca-matches-nothing",
+        "nccl-socket-ifname-matches-nothing",
+    ] {
+        assert!(ids.contains(&id), "{id}: {ids:?}");
+    }
+    // For NCCL 2.20 only the index exists: no range is recommended.
+    let text = stdout(&run(&["nccl-env", "--nccl-version", "2.20", "--from", s]));
+    assert!(!text.contains("NCCL_IB_ADDR_RANGE="), "{text}");
+    let o = run(&["nccl-env", "--nccl-version", "two", "--from", s]);
+    assert_eq!(o.status.code(), Some(64));
+    let _ = std::fs::remove_file(conf);
+    let _ = std::fs::remove_file(snap);
+}

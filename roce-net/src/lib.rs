@@ -64,6 +64,7 @@ pub use model::{
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
+pub use kernel::sysfs::read_rdma as read_rdma_sysfs;
 pub use netns::{
     create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
 };
@@ -86,7 +87,12 @@ pub use fleet::{
     report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
     FLEET_CHECK_IDS,
 };
-pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
+pub use nccl::check::{check as nccl_check, NCCL_CHECK_IDS};
+pub use nccl::model::{select_gid as nccl_select_gid, NcclEnv, NcclVersion, Selection};
+pub use nccl::{
+    recommend as nccl_env, recommend_with as nccl_env_with, target_gid, GidChoice, GidPick,
+    NcclAdvice, NcclOptions, NcclVar, PickOutcome,
+};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 
 // Views other tools print (show_gids, ibdev2netdev), from a snapshot.

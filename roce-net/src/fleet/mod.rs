@@ -154,14 +154,14 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
             Severity::Warning,
             |h| h.gid_index.map(|i| i.to_string()),
             "NCCL GID index",
-            "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset and set \
-             NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_ADDR_FAMILY=AF_INET, or align the GID tables",
-            |_, _| {
+            "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset (NCCL 2.21 \
+             and later select per device: `roce-net nccl-env` on the host shows what they pick \
+             and whether NCCL_IB_ADDR_RANGE is needed), or align the GID tables",
+            |h, _| {
                 (
                     vec![
                         "unset NCCL_IB_GID_INDEX".to_string(),
-                        "export NCCL_IB_ROCE_VERSION_NUM=2".to_string(),
-                        "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
+                        format!("ssh {} roce-net nccl-env", h.hostname),
                     ],
                     None,
                 )
