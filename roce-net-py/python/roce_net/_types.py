@@ -669,6 +669,9 @@ class NcclAdvice(_Record):
     _RUST: ClassVar[str] = "NcclAdvice"
     vars: Tuple[NcclVar, ...]
     notes: Tuple[str, ...]
+    #: Per port: the target GID and what NCCL picks with no variables and with
+    #: the advice, for NCCL 2.21+ and before (plain dicts).
+    picks: Tuple[Dict[str, Any], ...] = ()
 
     def env(self) -> Dict[str, str]:
         """The variables that have a value, as a dict for ``os.environ.update``."""
