@@ -1,7 +1,10 @@
 """Typed, frozen result objects.
 
 Each class mirrors one serde struct of the Rust library field for field (same
-names, same JSON). Instances are built directly by the native module (see
+names, same JSON); the import checks that the classes cover exactly the structs
+the binding returns, and ``tests/test_schema.py`` checks each class's fields
+against the schema the binding exports (``_roce_net._schema()``, see
+docs/python.md). Instances are built directly by the native module (see
 ``roce-net-py/src/convert.rs``); they are immutable (assignment raises
 ``dataclasses.FrozenInstanceError``), sequences are tuples (except the
 ``routes`` of a snapshot from the library, a lazy immutable sequence, see
@@ -42,6 +45,9 @@ __all__ = [
     "RdmaDevice",
     "RdmaPort",
     "GidEntry",
+    "Qos",
+    "DcbApp",
+    "RdmaCmPort",
     "Change",
     "Plan",
     "DesiredState",
@@ -59,6 +65,10 @@ __all__ = [
     "FindingCounts",
     "NcclVar",
     "NcclAdvice",
+    "GidPick",
+    "GidChoice",
+    "PickOutcome",
+    "PortRef",
     "HostSummary",
     "FleetReport",
     "ApplyReport",
@@ -152,7 +162,7 @@ class Interface(_Record):
     #: ``ethtool -S`` (name -> value), read for the NICs in scope.
     ethtool_stats: Optional[Dict[str, int]] = None
     #: DCB QoS (PFC, trust, DSCP map), read for the NICs in scope.
-    qos: Optional[Dict[str, Any]] = None
+    qos: Optional["Qos"] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -286,6 +296,43 @@ class SysctlView(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class DcbApp(_Record):
+    """One entry of a NIC's DCB APP table (selector, protocol, priority)."""
+
+    _RUST: ClassVar[str] = "DcbApp"
+    selector: int
+    protocol: int
+    priority: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Qos(_Record):
+    """A NIC's QoS as DCB reports it: PFC priorities, trust, DSCP map.
+    ``dcb_available`` is False for drivers without DCB (veth): nothing else is known."""
+
+    _RUST: ClassVar[str] = "Qos"
+    dcb_available: bool
+    pfc_enabled: Optional[Tuple[int, ...]]
+    pfc_cap: Optional[int]
+    pfc_requests: Tuple[int, ...]
+    pfc_indications: Tuple[int, ...]
+    prio_tc: Optional[Tuple[int, ...]]
+    trust: Optional[str]
+    dscp_prio: Dict[int, int]
+    app: Tuple[DcbApp, ...]
+    dcbx: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RdmaCmPort(_Record):
+    """rdma_cm's configfs defaults for one port."""
+
+    _RUST: ClassVar[str] = "RdmaCmPort"
+    default_roce_mode: Optional[str]
+    default_roce_tos: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GidEntry(_Record):
     """One populated slot of a port's GID table."""
 
@@ -314,7 +361,7 @@ class RdmaPort(_Record):
     hw_counters: Dict[str, int]
     gid_tbl_len: Optional[int] = None
     #: rdma_cm's configfs defaults (default_roce_mode, default_roce_tos).
-    rdma_cm: Optional[Dict[str, Any]] = None
+    rdma_cm: Optional[RdmaCmPort] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -598,11 +645,6 @@ class LabNic(_Record):
     address: str
     prefix_len: int
 
-    @classmethod
-    def from_json(cls, text: str) -> "LabNic":
-        """Build from JSON text (plain fields; no library validation)."""
-        return cls(**json.loads(text))
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Subject(_Record):
@@ -663,6 +705,52 @@ class NcclVar(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class PortRef(_Record):
+    """One port of an RDMA device."""
+
+    _RUST: ClassVar[str] = "PortRef"
+    device: str
+    port: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GidChoice(_Record):
+    """One GID table slot NCCL may use."""
+
+    _RUST: ClassVar[str] = "GidChoice"
+    index: int
+    gid: str
+    gid_type: Optional[Any]
+    netdev: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PickOutcome(_Record):
+    """What NCCL ends up with on a port: ``selection`` is ``{"index": n}`` or
+    ``{"fails": why}``; ``right`` says whether it is the target GID."""
+
+    _RUST: ClassVar[str] = "PickOutcome"
+    selection: Any
+    gid: Optional[GidChoice]
+    right: Optional[bool]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GidPick(_Record):
+    """Per port: the GID NCCL should use, and what it picks with no variables and
+    with the advice, for NCCL 2.21+ (``auto_*``) and before (``legacy_*``)."""
+
+    _RUST: ClassVar[str] = "GidPick"
+    port: PortRef
+    netdev: Optional[str]
+    target: Optional[GidChoice]
+    auto_unset: PickOutcome
+    auto_advised: PickOutcome
+    legacy_unset: PickOutcome
+    legacy_advised: PickOutcome
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class NcclAdvice(_Record):
     """NCCL settings for one host, each with its reasoning."""
 
@@ -671,7 +759,7 @@ class NcclAdvice(_Record):
     notes: Tuple[str, ...]
     #: Per port: the target GID and what NCCL picks with no variables and with
     #: the advice, for NCCL 2.21+ and before (plain dicts).
-    picks: Tuple[Dict[str, Any], ...] = ()
+    picks: Tuple[GidPick, ...]
 
     def env(self) -> Dict[str, str]:
         """The variables that have a value, as a dict for ``os.environ.update``."""
@@ -698,9 +786,9 @@ class HostSummary(_Record):
     gid_index: Optional[int]
     mtus: Tuple[int, ...]
     subnets: Tuple[str, ...]
-    firmware: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    rates: Tuple[str, ...] = ()
-    qos: Tuple[str, ...] = ()
+    firmware: Dict[str, Tuple[str, ...]]
+    rates: Tuple[str, ...]
+    qos: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -761,6 +849,9 @@ _ALL: Tuple[type, ...] = (
     InterfaceConf,
     Tuning,
     SysctlView,
+    DcbApp,
+    Qos,
+    RdmaCmPort,
     GidEntry,
     RdmaPort,
     RdmaDevice,
@@ -782,6 +873,10 @@ _ALL: Tuple[type, ...] = (
     Finding,
     FindingCounts,
     NcclVar,
+    PortRef,
+    GidChoice,
+    PickOutcome,
+    GidPick,
     NcclAdvice,
     HostSummary,
     FleetReport,

@@ -7,6 +7,7 @@
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::model::{HostState, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -24,7 +25,7 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
 ];
 
 /// One host's summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HostSummary {
     /// Host name.
     pub hostname: String,
@@ -43,19 +44,16 @@ pub struct HostSummary {
     /// IPv4 subnets of the NICs in scope.
     pub subnets: BTreeSet<ipnet::IpNet>,
     /// Firmware versions by device model (PCI device id, else HCA type).
-    #[serde(default)]
     pub firmware: BTreeMap<String, BTreeSet<String>>,
     /// Rates (Gb/s) of the active RDMA ports.
-    #[serde(default)]
     pub rates: BTreeSet<String>,
     /// The QoS of the NICs in scope that report DCB (PFC priorities, trust, DSCP
     /// map; see `qos-inconsistent`), one entry per distinct setting.
-    #[serde(default)]
     pub qos: BTreeSet<String>,
 }
 
 /// Summaries and cross-host findings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FleetReport {
     /// One summary per snapshot, in input order.
     pub hosts: Vec<HostSummary>,

@@ -1,9 +1,10 @@
 //! A NIC's QoS as DCB reports it over rtnetlink (`RTM_GETDCB`, IEEE 802.1Qaz/Qbb).
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How the NIC classifies received traffic into priorities.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Trust {
     /// By the VLAN tag's PCP bits (untagged RoCE traffic lands on priority 0).
@@ -22,7 +23,9 @@ impl std::fmt::Display for Trust {
 }
 
 /// One entry of the DCB APP table (`struct dcb_app`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct DcbApp {
     /// Selector (`IEEE_8021QAZ_APP_SEL_*`: 1 ethertype, 2 TCP/SCTP port, 3 UDP/DCCP
     /// port, 4 TCP/SCTP/UDP/DCCP port, 5 DSCP).
@@ -38,7 +41,7 @@ pub struct DcbApp {
 /// `dcb_available == false` means the driver has no DCB support (the kernel
 /// answers `EOPNOTSUPP`, as for veth): nothing else is known then, which is not an
 /// error.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Qos {
     /// The driver answers DCB requests.
     pub dcb_available: bool,
@@ -48,10 +51,8 @@ pub struct Qos {
     /// How many priorities can have PFC at once (`ieee_pfc.pfc_cap`).
     pub pfc_cap: Option<u8>,
     /// PFC frames requested per priority (`ieee_pfc.requests`, sent).
-    #[serde(default)]
     pub pfc_requests: Vec<u64>,
     /// PFC frames indicated per priority (`ieee_pfc.indications`, received).
-    #[serde(default)]
     pub pfc_indications: Vec<u64>,
     /// Priority -> traffic class (`ieee_ets.prio_tc`), when ETS is reported.
     pub prio_tc: Option<Vec<u8>>,
@@ -59,10 +60,8 @@ pub struct Qos {
     /// them exactly in DSCP trust, `mlx5e_dcbnl_dscp_app()`), else `pcp`.
     pub trust: Option<Trust>,
     /// DSCP -> priority, from the APP table's DSCP entries (selector 5).
-    #[serde(default)]
     pub dscp_prio: BTreeMap<u8, u8>,
     /// The APP table's other entries.
-    #[serde(default)]
     pub app: Vec<DcbApp>,
     /// DCBX mode bits (`DCB_ATTR_DCBX`: 0x1 LLD managed, 0x2 CEE, 0x4 IEEE, 0x8 static).
     pub dcbx: Option<u8>,

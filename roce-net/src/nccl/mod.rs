@@ -16,11 +16,12 @@ pub mod model;
 use crate::model::{Family, GidType, HostState, RdmaPort, RT_TABLE_MAIN};
 use crate::scope::{find_port, nic_address, nic_scope, port_netdev, roce_v2_gid_index, PortRef};
 use model::{select_gid, AddrFamily, NcclEnv, NcclVersion, Selection};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv6Addr};
 /// One environment variable recommendation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclVar {
     /// Variable name (`NCCL_IB_HCA`).
     pub name: String,
@@ -31,7 +32,7 @@ pub struct NcclVar {
 }
 
 /// NCCL settings for one host.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NcclAdvice {
     /// Variables, in a stable order.
     pub vars: Vec<NcclVar>,
@@ -39,7 +40,6 @@ pub struct NcclAdvice {
     pub notes: Vec<String>,
     /// Per port: the GID NCCL should use, and what it picks with no variables
     /// and with the advice, for NCCL 2.21+ and before.
-    #[serde(default)]
     pub picks: Vec<GidPick>,
 }
 
@@ -59,7 +59,7 @@ impl NcclAdvice {
 }
 
 /// Options for [`recommend_with`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclOptions {
     /// The NCCL release the job uses; `None`: advice that holds for every
     /// release, with what differs before 2.21 said.
@@ -67,7 +67,7 @@ pub struct NcclOptions {
 }
 
 /// One GID table slot NCCL may use.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GidChoice {
     /// Index in the table.
     pub index: u32,
@@ -80,7 +80,7 @@ pub struct GidChoice {
 }
 
 /// What NCCL ends up with on a port under one environment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PickOutcome {
     /// The model's answer.
     pub selection: Selection,
@@ -92,7 +92,7 @@ pub struct PickOutcome {
 
 /// Per port: the GID NCCL should use and what it picks without and with the
 /// advice, for NCCL 2.21+ (the model's release) and for releases before 2.21.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GidPick {
     /// The port.
     pub port: PortRef,

@@ -26,12 +26,15 @@
 //! version when its type read fails), the model takes the comparison as "differs".
 
 use crate::model::{GidType, RdmaPort};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
 
 /// An NCCL release, `major.minor` (the patch level never changes the selection).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct NcclVersion {
     /// Major version (2).
     pub major: u32,
@@ -77,7 +80,7 @@ impl std::fmt::Display for NcclVersion {
 }
 
 /// NCCL's environment: variable name -> value, as NCCL sees it (`ncclGetEnv`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclEnv {
     /// The variables (only `NCCL_*` ones matter here).
     pub vars: BTreeMap<String, String>,
@@ -206,7 +209,7 @@ pub fn atoi(s: &str) -> i64 {
 }
 
 /// Address family NCCL selects GIDs of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum AddrFamily {
     /// `AF_INET`: IPv4-mapped GIDs.
     Inet,
@@ -223,7 +226,7 @@ pub fn addr_family(env: &NcclEnv) -> AddrFamily {
 }
 
 /// What `envIbAddrRange()` made of `NCCL_IB_ADDR_RANGE`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum AddrRange {
     /// Unset, or ignored (invalid address or mask): every GID matches.
     Any,
@@ -357,7 +360,7 @@ pub fn valid_gid(g: &Ipv6Addr) -> bool {
 }
 
 /// How NCCL's GID selection ends on one port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Selection {
     /// NCCL uses this GID index.

@@ -12,11 +12,12 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{GidEntry, GidType, HostState};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// Which GIDs to list (`show_gids [DEV [PORT]]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GidFilter {
     /// Only this RDMA device.
     pub device: Option<String>,
@@ -25,7 +26,7 @@ pub struct GidFilter {
 }
 
 /// One row of `show_gids`. `--json` serialises these; unknown values are `null`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GidRow {
     /// RDMA device.
     pub dev: String,

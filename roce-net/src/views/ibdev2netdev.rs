@@ -15,11 +15,12 @@
 //! the script leaves them out.
 
 use crate::model::HostState;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// One mapped port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Ibdev2NetdevRow {
     /// RDMA device.
     pub device: String,
