@@ -229,3 +229,20 @@ fn dcb_not_available_and_counters_unread_are_silent() {
     let f = roce_net::doctor(&b.0);
     assert!(f.is_empty(), "{f:#?}");
 }
+
+#[test]
+fn snapshots_without_the_new_fields_load_and_keep_their_json() {
+    // healthy.json predates ethtool statistics, QoS, rdma_cm, the VPD and the
+    // table length: it loads (serde defaults) and writes back byte for byte
+    // (the new fields are omitted while unknown), so schema_version stays 1.
+    let path = doctor_support::fixture_dir().join("healthy.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("ethtool_stats") && !text.contains("gid_tbl_len"));
+    let s = HostState::from_json(&text).unwrap();
+    assert_eq!(s.schema_version, 1);
+    assert!(s
+        .interfaces
+        .iter()
+        .all(|i| i.ethtool_stats.is_none() && i.qos.is_none()));
+    assert_eq!(s.to_json() + "\n", text);
+}

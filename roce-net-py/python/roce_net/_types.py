@@ -149,6 +149,7 @@ class Interface(_Record):
     """A network interface (netdev)."""
 
     _RUST: ClassVar[str] = "Interface"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"ethtool_stats", "qos"})
     index: int
     name: str
     kind: Optional[str]
@@ -349,6 +350,7 @@ class RdmaPort(_Record):
     """One port of an RDMA device."""
 
     _RUST: ClassVar[str] = "RdmaPort"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"gid_tbl_len", "rdma_cm"})
     port: int
     state: Optional[str]
     phys_state: Optional[str]
@@ -369,6 +371,7 @@ class RdmaDevice(_Record):
     """An RDMA device (``/sys/class/infiniband/<name>``)."""
 
     _RUST: ClassVar[str] = "RdmaDevice"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"pci_device_id", "product_name", "part_number"})
     name: str
     node_guid: Optional[str]
     fw_ver: Optional[str]

@@ -71,10 +71,10 @@ pub struct Interface {
     /// The driver's statistics (`ethtool -S`: `ETHTOOL_GSTRINGS` names and
     /// `ETHTOOL_GSTATS` values), read for the NICs in scope; `None` when not read
     /// or when the driver has none. A name the driver repeats keeps its first value.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ethtool_stats: Option<BTreeMap<String, u64>>,
     /// QoS from DCB (PFC, trust, DSCP map), read for the NICs in scope; `None` when
     /// not read.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<Qos>,
 }

@@ -89,11 +89,11 @@ pub struct RdmaPort {
     pub hw_counters: BTreeMap<String, u64>,
     /// Number of slots of the GID table (entries of `gids/`, empty ones included):
     /// the `gid_tbl_len` NCCL walks. `None` in snapshots taken before it was read.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gid_tbl_len: Option<u32>,
     /// rdma_cm's per-port defaults from configfs
     /// (`<configfs>/rdma_cm/<dev>/ports/<p>/`), when the device's directory exists.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma_cm: Option<RdmaCmPort>,
 }
 
@@ -156,13 +156,13 @@ pub struct RdmaDevice {
     pub netdevs: Vec<String>,
     /// PCI device id (`device/device`, e.g. `0x1021`); `ibdev2netdev -v` prints it
     /// in decimal as `MT4129`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_device_id: Option<String>,
     /// The product name: the identifier string of the PCI VPD (`device/vpd`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product_name: Option<String>,
     /// The part number: the `PN` keyword of the PCI VPD.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part_number: Option<String>,
     /// Ports.
     pub ports: Vec<RdmaPort>,

@@ -548,10 +548,6 @@ pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
     };
     let legacy_only = opts.version.is_some_and(|v| !v.auto_gid());
     let auto_only = opts.version.is_some_and(|v| v.auto_gid());
-    let vtext = match opts.version {
-        Some(v) => format!("NCCL {v}"),
-        None => "every NCCL release".to_string(),
-    };
 
     // Ports: the RDMA ports of the NICs in scope; when the RDMA netdevs are in
     // another namespace, say so instead of "no active port".
@@ -717,7 +713,6 @@ pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
             legacy_only,
             auto_only,
         );
-        let _ = &vtext;
     }
 
     // NCCL_SOCKET_IFNAME
