@@ -82,6 +82,7 @@ from ._roce_net import (
     doctor,
     route_lookup,
     fleet_report,
+    render_metrics,
     nccl_env,
     Host,
     Lab,
@@ -115,6 +116,7 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "render_metrics",
     "route_lookup",
     # result types
     "HostState",
