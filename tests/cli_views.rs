@@ -248,7 +248,7 @@ fn gids_json_has_the_same_rows_and_consistent_nulls() {
 
 /// A snapshot of the fixture tree whose interfaces are exactly `ifaces`
 /// (name, admin up, carrier), so link states do not depend on this machine.
-fn snapshot_with(case: &str, ifaces: &[(&str, bool, Option<bool>)]) -> PathBuf {
+fn snapshot_with(case: &str, ifaces: &[(&str, bool, Option<bool>)]) -> Snap {
     let root = fixture(case);
     let mut v: serde_json::Value = serde_json::from_str(&stdout(&run(&[
         "--sysfs-root",
@@ -271,13 +271,25 @@ fn snapshot_with(case: &str, ifaces: &[(&str, bool, Option<bool>)]) -> PathBuf {
         .collect();
     v["interfaces"] = serde_json::Value::Array(list);
     v["addresses"] = serde_json::json!([]);
-    let path = std::env::temp_dir().join(format!(
-        "rnt-views-{case}-{}-{}.json",
-        std::process::id(),
-        ifaces.len()
-    ));
-    std::fs::write(&path, v.to_string()).unwrap();
-    path
+    Snap::write(&v)
+}
+
+/// A snapshot file in its own temporary directory, removed on drop.
+struct Snap {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Snap {
+    fn write(v: &serde_json::Value) -> Snap {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("snapshot.json");
+        std::fs::write(&path, v.to_string()).unwrap();
+        Snap { _dir: dir, path }
+    }
+    fn to_str(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
 }
 
 #[test]
@@ -288,19 +300,14 @@ fn ibdev2netdev_maps_every_port_to_its_own_netdev() {
         "port-down",
         &[("enp5s0", true, Some(true)), ("enp5s0d1", false, None)],
     );
-    let got = stdout(&run(&["ibdev2netdev", "--from", snap.to_str().unwrap()]));
+    let got = stdout(&run(&["ibdev2netdev", "--from", snap.to_str()]));
     assert_eq!(
         got,
         "mlx4_0 port 1 ==> enp5s0 (Up)\nmlx4_0 port 2 ==> enp5s0d1 (Down)\n"
     );
     // Netdevs this namespace does not have (moved elsewhere): NA.
     let snap = snapshot_with("connectx8", &[]);
-    let got = stdout(&run(&[
-        "ibdev2netdev",
-        "-v",
-        "--from",
-        snap.to_str().unwrap(),
-    ]));
+    let got = stdout(&run(&["ibdev2netdev", "-v", "--from", snap.to_str()]));
     let first = got.lines().next().unwrap();
     assert_eq!(
         first,
@@ -311,29 +318,19 @@ fn ibdev2netdev_maps_every_port_to_its_own_netdev() {
     assert_eq!(got.lines().count(), 8);
     // No VPD, no device id: NA where the script prints NA; padding as the script.
     let snap = snapshot_with("rocep", &[("enp65s0f0np0", true, Some(false))]);
-    let got = stdout(&run(&[
-        "ibdev2netdev",
-        "-v",
-        "--from",
-        snap.to_str().unwrap(),
-    ]));
+    let got = stdout(&run(&["ibdev2netdev", "-v", "--from", snap.to_str()]));
     assert_eq!(
         got,
         "0000:41:00.0 rocep65s0f0 (NA - NA)  fw 22.36.1010 port 1 (ACTIVE) ==> enp65s0f0np0 (Down)\n"
     );
     let snap = snapshot_with("port-down", &[]);
-    let got = stdout(&run(&[
-        "ibdev2netdev",
-        "-v",
-        "--from",
-        snap.to_str().unwrap(),
-    ]));
+    let got = stdout(&run(&["ibdev2netdev", "-v", "--from", snap.to_str()]));
     assert!(got.contains(" port 2 (DOWN  ) ==> enp5s0d1 (NA)"), "{got}");
     let json: serde_json::Value = serde_json::from_str(&stdout(&run(&[
         "--json",
         "ibdev2netdev",
         "--from",
-        snap.to_str().unwrap(),
+        snap.to_str(),
     ])))
     .unwrap();
     assert_eq!(json[1]["netdev"], "enp5s0d1");
@@ -555,7 +552,7 @@ fn route_get_prints_what_ip_route_get_prints() {
 
 /// A snapshot of a fixture tree with the netdevs and addresses of its
 /// `netdevs.json` (what netlink would show on that host), written to a file.
-fn snapshot_of_tree(case: &str) -> PathBuf {
+fn snapshot_of_tree(case: &str) -> Snap {
     let root = fixture(case);
     let nd: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("netdevs.json")).unwrap()).unwrap();
@@ -589,16 +586,13 @@ fn snapshot_of_tree(case: &str) -> PathBuf {
     v["neighbors"] = serde_json::json!([]);
     // The sysfs tree was read against this machine's netdevs: re-derive nothing,
     // the RDMA part does not depend on them except the active MTU.
-    let path =
-        std::env::temp_dir().join(format!("rnt-views-tree-{case}-{}.json", std::process::id()));
-    std::fs::write(&path, v.to_string()).unwrap();
-    path
+    Snap::write(&v)
 }
 
 #[test]
 fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
     let snap = snapshot_of_tree("vlan-before");
-    let s = snap.to_str().unwrap();
+    let s = snap.to_str();
     let text = stdout(&run(&["nccl-env", "--from", s]));
     assert!(text.contains("NCCL_IB_ADDR_RANGE=198.18.0.0/24"), "{text}");
     let row = text.lines().find(|l| l.starts_with("mlx5_0:1")).unwrap();
@@ -647,7 +641,8 @@ fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
         String::from_utf8_lossy(&o.stdout)
     );
     // A file is parsed as NCCL parses nccl.conf: quotes stay in the value.
-    let conf = std::env::temp_dir().join(format!("rnt-views-nccl-{}.conf", std::process::id()));
+    let conf_dir = tempfile::tempdir().unwrap();
+    let conf = conf_dir.path().join("nccl.conf");
     std::fs::write(&conf, "NCCL_IB_HCA=\"=mlx5_0\"\nNCCL_SOCKET_IFNAME==eth9\n").unwrap();
     let o = run(&[
         "--json",
@@ -678,6 +673,4 @@ fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
     assert!(!text.contains("NCCL_IB_ADDR_RANGE="), "{text}");
     let o = run(&["nccl-env", "--nccl-version", "two", "--from", s]);
     assert_eq!(o.status.code(), Some(64));
-    let _ = std::fs::remove_file(conf);
-    let _ = std::fs::remove_file(snap);
 }
