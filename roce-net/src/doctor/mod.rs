@@ -37,6 +37,7 @@ mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
 mod udp_mem_low;
+mod verbs_sysfs_mismatch;
 
 use crate::model::{
     ConfKey, ConfTarget, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
@@ -82,6 +83,7 @@ pub const CHECK_IDS: &[&str] = &[
     firmware_differs::ID,
     udp_mem_low::ID,
     no_rdma_devices::ID,
+    verbs_sysfs_mismatch::ID,
     multiple_default_routes::ID,
     snapshot_partial::ID,
 ];
@@ -339,7 +341,7 @@ pub fn run(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 30] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 31] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
@@ -368,6 +370,7 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         firmware_differs::check,
         udp_mem_low::check,
         no_rdma_devices::check,
+        verbs_sysfs_mismatch::check,
         multiple_default_routes::check,
         snapshot_partial::check,
     ];
