@@ -57,8 +57,8 @@ pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp,
     Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats,
     NeighState, Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route,
-    RouteDecision, RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope, Sysctl,
-    SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
+    RouteDecision, RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat,
+    Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
     WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
@@ -91,7 +91,8 @@ pub use fib::{
 };
 pub use fleet::{
     host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
-    FleetReport, HostSummary, FLEET_CHECK_IDS,
+    FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
+    MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
 pub use nccl::check::{check as nccl_check, NCCL_CHECK_IDS};
 pub use nccl::model::{select_gid as nccl_select_gid, NcclEnv, NcclVersion, Selection};
@@ -126,9 +127,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
-    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
-    POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection,
+    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.
@@ -142,8 +143,7 @@ pub use apply::{
 pub use persist::{
     detect as detect_backend, detect_explained as detect_backend_explained,
     diff_files as diff_persistence, render as render_persistence, write_files as write_persistence,
-    Backend, DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX,
+    DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
 };
 pub use rt_tables::TABLE_NAMES_FILE;
 

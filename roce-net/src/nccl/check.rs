@@ -529,7 +529,7 @@ fn socket_ifname(state: &HostState, env: &NcclEnv, out: &mut Vec<Finding>) {
         .filter(|i| i.admin_up && matches!(i.oper_state, OperState::Up | OperState::Unknown))
         .filter(|i| {
             state.addresses_of(&i.name).any(|a| {
-                fam.map_or(true, |v4| a.address.is_ipv4() == v4)
+                fam.is_none_or(|v4| a.address.is_ipv4() == v4)
                     && a.address != IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
             })
         })
