@@ -246,6 +246,159 @@ fn gids_json_has_the_same_rows_and_consistent_nulls() {
     assert_eq!(json[0]["ver"], "v1");
 }
 
+/// mlnx-tools' own `show_gids` (vendored unchanged under `tests/fixtures/mlnx-tools/`:
+/// `show_gids-8fbfd9c` is `sbin/show_gids` at Mellanox/mlnx-tools master 8fbfd9c,
+/// last changed in f0a9afc; `show_gids-adaec78` is the "improvements for large
+/// scale" revision, with `--dev=` and `ls -v`), run on a fixture tree. The script
+/// reads the fixed path `/sys/class/infiniband`, so it runs in a private mount
+/// namespace whose `/sys/class` is a tmpfs holding one symlink to the tree: the
+/// machine's own `/sys` is not touched.
+fn real_show_gids(rev: &str, root: &Path, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mlnx-tools")
+        .join(format!("show_gids-{rev}"));
+    let o = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs rnt-show-gids /sys/class && \
+             ln -s \"$1/class/infiniband\" /sys/class/infiniband && shift && \
+             exec env LC_ALL=C bash \"$@\"",
+        )
+        .arg("sh")
+        .arg(root)
+        .arg(&script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running unshare");
+    assert!(
+        o.status.success(),
+        "show_gids-{rev} on {}: {}",
+        root.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The GID lines of a show_gids output, each block of one port sorted by slot:
+/// what the 2016 script prints once its `ls` order (10 before 2) is undone.
+fn rows_in_slot_order(out: &str) -> Vec<String> {
+    let mut rows: Vec<(String, String, u32, String)> = out
+        .lines()
+        .skip(2)
+        .filter(|l| !l.starts_with("n_gids_found="))
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            (
+                c[0].into(),
+                c[1].into(),
+                c[2].parse().unwrap(),
+                l.to_string(),
+            )
+        })
+        .collect();
+    // A stable sort keeps show_gids' device and port order.
+    let mut i = 0;
+    while i < rows.len() {
+        let j = (i..rows.len())
+            .find(|&j| rows[j].0 != rows[i].0 || rows[j].1 != rows[i].1)
+            .unwrap_or(rows.len());
+        rows[i..j].sort_by_key(|r| r.2);
+        i = j;
+    }
+    rows.into_iter().map(|r| r.3).collect()
+}
+
+#[test]
+#[ignore = "needs root: runs mlnx-tools' show_gids in a private mount namespace (scripts/test.sh runs it)"]
+fn gids_equal_the_real_show_gids_on_every_tree() {
+    require_root("gids_equal_the_real_show_gids_on_every_tree");
+    for case in CASES {
+        let root = fixture(case);
+        let r = root.to_str().unwrap();
+        let ours = stdout(&run(&["--sysfs-root", r, "gids"]));
+        // The revision with `ls -v`: byte for byte.
+        let real = real_show_gids("adaec78", &root, &[]);
+        assert_eq!(
+            ours, real,
+            "case {case}: roce-net gids vs show_gids (adaec78)"
+        );
+        // The master revision lists slots in `ls` order; the same lines otherwise.
+        let master = real_show_gids("8fbfd9c", &root, &[]);
+        let (head, count) = (
+            master.lines().take(2).collect::<Vec<_>>(),
+            master.lines().last().unwrap(),
+        );
+        assert_eq!(head, ours.lines().take(2).collect::<Vec<_>>(), "{case}");
+        assert_eq!(count, ours.lines().last().unwrap(), "{case}");
+        assert_eq!(
+            rows_in_slot_order(&master),
+            rows_in_slot_order(&ours),
+            "case {case}: show_gids (8fbfd9c) rows"
+        );
+        // And the test's own model agrees with both.
+        assert_eq!(show_gids_model(&root, None, None), real, "{case}: model");
+    }
+    // More than ten GIDs on a port: master's `ls` puts 10..12 before 2, the bug
+    // not copied. A copy of connectx8 with three more GIDs (a VLAN's) on mlx5_0.
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture("connectx8"))
+        .arg(tmp.path().join("t"))
+        .status()
+        .unwrap()
+        .success());
+    let root = tmp.path().join("t");
+    let port = root.join("class/infiniband/mlx5_0/ports/1");
+    for (slot, gid, ty) in [
+        (10, "0000:0000:0000:0000:0000:ffff:c612:6401", "IB/RoCE v1"),
+        (11, "0000:0000:0000:0000:0000:ffff:c612:6401", "RoCE v2"),
+        (12, "2001:0db8:0000:0064:0000:0000:0000:0001", "RoCE v2"),
+    ] {
+        std::fs::write(port.join(format!("gids/{slot}")), format!("{gid}\n")).unwrap();
+        std::fs::write(
+            port.join(format!("gid_attrs/types/{slot}")),
+            format!("{ty}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            port.join(format!("gid_attrs/ndevs/{slot}")),
+            "ens1f0np0.100\n",
+        )
+        .unwrap();
+    }
+    let r = root.to_str().unwrap();
+    let ours = stdout(&run(&["--sysfs-root", r, "gids", "mlx5_0"]));
+    assert_eq!(ours, real_show_gids("adaec78", &root, &["--dev=mlx5_0"]));
+    let master = real_show_gids("8fbfd9c", &root, &["mlx5_0"]);
+    let slots = |out: &str| -> Vec<u32> {
+        out.lines()
+            .skip(2)
+            .filter(|l| !l.starts_with("n_gids"))
+            .map(|l| l.split('\t').nth(2).unwrap().parse().unwrap())
+            .collect()
+    };
+    assert_eq!(slots(&master), [0, 1, 10, 11, 12, 2, 3], "{master}");
+    assert_eq!(slots(&ours), [0, 1, 2, 3, 10, 11, 12], "{ours}");
+    assert_eq!(rows_in_slot_order(&master), rows_in_slot_order(&ours));
+    // One device: `show_gids mlx5_0` (master) and `--dev=mlx5_0` (adaec78).
+    for case in ["connectx8", "port-down", "ib-port"] {
+        let root = fixture(case);
+        let r = root.to_str().unwrap();
+        let dev = if case == "port-down" {
+            "mlx4_0"
+        } else {
+            "mlx5_0"
+        };
+        let ours = stdout(&run(&["--sysfs-root", r, "gids", dev]));
+        let real = real_show_gids("adaec78", &root, &[&format!("--dev={dev}")]);
+        assert_eq!(ours, real, "case {case} {dev}");
+        let master = real_show_gids("8fbfd9c", &root, &[dev]);
+        assert_eq!(rows_in_slot_order(&master), rows_in_slot_order(&ours));
+    }
+}
+
 /// A snapshot of the fixture tree whose interfaces are exactly `ifaces`
 /// (name, admin up, carrier), so link states do not depend on this machine.
 fn snapshot_with(case: &str, ifaces: &[(&str, bool, Option<bool>)]) -> Snap {
