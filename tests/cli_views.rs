@@ -490,6 +490,129 @@ fn ibdev2netdev_maps_every_port_to_its_own_netdev() {
     assert!(json[1]["part_number"].is_null());
 }
 
+/// mlnx-tools' own `ibdev2netdev` (`sbin/ibdev2netdev` at c3aad38, its last
+/// revision there before 290a843 moved it back to OFED; vendored unchanged) on a
+/// copy of a fixture tree completed with what the script also reads:
+/// `class/net/<netdev>` with `dev_id`, `carrier` (from `carriers`) and `device`,
+/// the PCI function's `vendor` (0x15b3) and `resource`, `bus/pci/devices`. It runs
+/// in a private mount namespace whose `/sys/class` and `/sys/bus` are tmpfs
+/// mounts holding symlinks to the copy.
+fn real_ibdev2netdev(case: &str, carriers: &[(&str, bool)], verbose: bool) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture(case))
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::create_dir_all(root.join("class/net")).unwrap();
+    std::fs::create_dir_all(root.join("bus/pci/devices")).unwrap();
+    let bridge = root.join("devices/pci0000:00/0000:00:01.0");
+    for pci in ls(&bridge) {
+        let pdir = bridge.join(&pci);
+        std::fs::write(pdir.join("vendor"), "0x15b3\n").unwrap();
+        std::fs::write(pdir.join("resource"), format!("resource of {pci}\n")).unwrap();
+        let rel = format!("../../../devices/pci0000:00/0000:00:01.0/{pci}");
+        std::os::unix::fs::symlink(&rel, root.join("bus/pci/devices").join(&pci)).unwrap();
+        for nd in ls(&pdir.join("net")) {
+            let ndir = pdir.join("net").join(&nd);
+            let up = carriers.iter().any(|(n, c)| *n == nd && *c);
+            std::fs::write(ndir.join("dev_id"), "0x0\n").unwrap();
+            std::fs::write(ndir.join("carrier"), if up { "1\n" } else { "0\n" }).unwrap();
+            std::os::unix::fs::symlink("../..", ndir.join("device")).unwrap();
+            std::os::unix::fs::symlink(
+                format!("../../devices/pci0000:00/0000:00:01.0/{pci}/net/{nd}"),
+                root.join("class/net").join(&nd),
+            )
+            .unwrap();
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mlnx-tools/ibdev2netdev-c3aad38");
+    let o = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs rnt-ibdev2netdev /sys/class && \
+             mount -t tmpfs rnt-ibdev2netdev /sys/bus && \
+             ln -s \"$1/class/infiniband\" /sys/class/infiniband && \
+             ln -s \"$1/class/net\" /sys/class/net && mkdir /sys/bus/pci && \
+             ln -s \"$1/bus/pci/devices\" /sys/bus/pci/devices && shift && \
+             exec env LC_ALL=C bash \"$@\"",
+        )
+        .arg("sh")
+        .arg(&root)
+        .arg(&script)
+        .args(if verbose { &["-v"][..] } else { &[][..] })
+        .stdin(Stdio::null())
+        .output()
+        .expect("running unshare");
+    assert!(
+        o.status.success(),
+        "ibdev2netdev on {case}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+#[ignore = "needs root: runs OFED's ibdev2netdev in a private mount namespace (scripts/test.sh runs it)"]
+fn ibdev2netdev_equals_the_real_script_except_where_the_script_is_wrong() {
+    require_root("ibdev2netdev_equals_the_real_script_except_where_the_script_is_wrong");
+    // connectx8: eight NICs, VPDs, device ids, firmware.
+    let nds: Vec<String> = (1..=8).map(|n| format!("ens{n}f0np0")).collect();
+    let carriers: Vec<(&str, bool)> = nds.iter().map(|n| (n.as_str(), n != "ens3f0np0")).collect();
+    let ifaces: Vec<(&str, bool, Option<bool>)> =
+        carriers.iter().map(|(n, c)| (*n, true, Some(*c))).collect();
+    let snap = snapshot_with("connectx8", &ifaces);
+    let ours = stdout(&run(&["ibdev2netdev", "--from", snap.to_str()]));
+    let real = real_ibdev2netdev("connectx8", &carriers, false);
+    assert!(
+        real.contains("mlx5_2 port 1 ==> ens3f0np0 (Down)"),
+        "{real}"
+    );
+    assert_eq!(ours, real);
+    // -v: the same lines but for the part number. roce-net decodes the VPD-R
+    // `PN` keyword; the script takes the 4th printable string of the VPD
+    // (`strings | head -4 | tail -1`), which in this VPD (PN padded to 20 bytes,
+    // then EC, SN, V0) is the serial number run into the next keyword.
+    let ours = stdout(&run(&["ibdev2netdev", "-v", "--from", snap.to_str()]));
+    let real = real_ibdev2netdev("connectx8", &carriers, true);
+    assert!(real.contains("(MT4129 - MT2245X00001V0)"), "{real}");
+    assert_eq!(
+        ours,
+        real.replace("(MT4129 - MT2245X00001V0)", "(MT4129 - MCX75310AAS-NEAT)")
+    );
+    // No VPD, no device id: NA where the script prints NA, the same padding.
+    let snap = snapshot_with("rocep", &[("enp65s0f0np0", true, Some(false))]);
+    let real = real_ibdev2netdev("rocep", &[], true);
+    assert_eq!(
+        stdout(&run(&["ibdev2netdev", "-v", "--from", snap.to_str()])),
+        real
+    );
+    // The mlx4 dual-port NIC whose port 2 is down (no GID, so no ndevs/0): the
+    // script falls back to "the first netdev with the PCI function's resource"
+    // and names port 1's netdev; dev_port says enp5s0d1.
+    let carriers = [("enp5s0", true), ("enp5s0d1", false)];
+    let snap = snapshot_with(
+        "port-down",
+        &[
+            ("enp5s0", true, Some(true)),
+            ("enp5s0d1", false, Some(false)),
+        ],
+    );
+    let real = real_ibdev2netdev("port-down", &carriers, false);
+    assert_eq!(
+        real,
+        "mlx4_0 port 1 ==> enp5s0 (Up)\nmlx4_0 port 2 ==> enp5s0 (Up)\n"
+    );
+    assert_eq!(
+        stdout(&run(&["ibdev2netdev", "--from", snap.to_str()])),
+        "mlx4_0 port 1 ==> enp5s0 (Up)\nmlx4_0 port 2 ==> enp5s0d1 (Down)\n"
+    );
+}
+
 /// Lab tests are `#[ignore = "needs root ..."]` and fail, not skip, without root.
 fn require_root(test: &str) {
     // SAFETY: geteuid has no preconditions.
