@@ -1,14 +1,15 @@
 //! `roce-net gids` and `roce-net ibdev2netdev` on the sysfs fixture trees, against
-//! models of the tools they reproduce, written from the tools' documented
-//! behaviour (not their code):
+//! the tools they reproduce: models written from the tools' behaviour (every
+//! test) and the real scripts, vendored unchanged in `tests/fixtures/mlnx-tools/`
+//! (the root tests: they run in a private mount namespace):
 //!
-//! * show_gids, mlnx-tools `sbin/show_gids` (commit 8fbfd9c; the `ls -v` slot
-//!   order of revision adaec78): header and dashes lines, one tab-separated line
+//! * show_gids, mlnx-tools `sbin/show_gids` (master 8fbfd9c, and the `ls -v` /
+//!   `--dev=` revision adaec78): header and dashes lines, one tab-separated line
 //!   per GID except the all-zero GID and `fe80::` with a zero interface id, IPv4
 //!   column from the last 32 bits when the first group is `0000` (two spaces
 //!   after it), VER = the type text from its first `v`/`V`, `n_gids_found=N`.
-//! * ibdev2netdev, mlnx-tools `ofed_scripts/ibdev2netdev`: `<dev> port <p> ==>
-//!   <netdev> (<Up|Down>)`.
+//! * ibdev2netdev, mlnx-tools `sbin/ibdev2netdev` (c3aad38): `<dev> port <p> ==>
+//!   <netdev> (<Up|Down>)`, and `-v`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
