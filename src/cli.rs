@@ -727,9 +727,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             env_file,
         } => {
             let st = state(&cli, from)?;
-            let opts = roce_net::NcclOptions {
-                version: *nccl_version,
-            };
+            let opts = roce_net::NcclOptions::for_version(*nccl_version);
             if *check {
                 let env = match env_file {
                     Some(p) => roce_net::NcclEnv::parse_conf(&read_bounded(p, 1 << 20)?),

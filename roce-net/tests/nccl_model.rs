@@ -112,12 +112,7 @@ fn vlan_after_the_physical_nic_nccl_picks_right_and_only_old_nccl_needs_the_inde
         assert!(a.get(v).is_none(), "{v}: {:?}", a.get(v));
     }
     // For NCCL 2.30 alone nothing is needed.
-    let a = roce_net::nccl_env_with(
-        &s,
-        &NcclOptions {
-            version: Some(V230),
-        },
-    );
+    let a = roce_net::nccl_env_with(&s, &NcclOptions::for_version(Some(V230)));
     assert_eq!(val(&a, "NCCL_IB_GID_INDEX"), None);
     assert!(a
         .get("NCCL_IB_GID_INDEX")
@@ -179,9 +174,7 @@ fn vlan_before_the_physical_nic_nccl_picks_the_vlan_and_the_rail_range_fixes_it(
             .map(|l| l.split_once('=').unwrap())
             .map(|(k, v)| (k.to_string(), v.to_string())),
     );
-    let opts = NcclOptions {
-        version: Some(V230),
-    };
+    let opts = NcclOptions::for_version(Some(V230));
     assert!(roce_net::nccl_check(&s, &advised, &opts).is_empty());
     let f = roce_net::nccl_check(&s, &NcclEnv::default(), &opts);
     let wrong: Vec<_> = f.iter().filter(|f| f.id == "nccl-gid-pick-wrong").collect();
@@ -489,9 +482,7 @@ fn check_flags_socket_ifname_ranges_quotes_and_traffic_class() {
         &opts,
     );
     assert!(f.iter().any(|f| f.id == "nccl-addr-range-invalid"));
-    let old = NcclOptions {
-        version: NcclVersion::parse("2.22"),
-    };
+    let old = NcclOptions::for_version(NcclVersion::parse("2.22"));
     let f = roce_net::nccl_check(&s, &env(&[hca, ("NCCL_IB_ADDR_RANGE", "198.18.0.0")]), &old);
     assert!(f
         .iter()

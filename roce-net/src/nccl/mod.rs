@@ -60,10 +60,18 @@ impl NcclAdvice {
 
 /// Options for [`recommend_with`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct NcclOptions {
     /// The NCCL release the job uses; `None`: advice that holds for every
     /// release, with what differs before 2.21 said.
     pub version: Option<NcclVersion>,
+}
+
+impl NcclOptions {
+    /// Advice for one NCCL release (`None`: for every release).
+    pub fn for_version(version: Option<NcclVersion>) -> Self {
+        NcclOptions { version }
+    }
 }
 
 /// One GID table slot NCCL may use.
