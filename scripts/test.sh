@@ -33,6 +33,8 @@ all)
   command -v arping >/dev/null || need+=(iputils-arping)
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
+  # The lab tests compare the ethtool ioctl reader with `ethtool -S`.
+  command -v ethtool >/dev/null || need+=(ethtool)
   command -v objdump >/dev/null || need+=(binutils)
   command -v dpkg-deb >/dev/null || need+=(dpkg)
   command -v gzip >/dev/null || need+=(gzip)
