@@ -7,8 +7,8 @@
 //! can apply one NIC's routes and rules and exit 0 for every other interface.
 
 use super::common::{ip_route_args, ip_rule_args, sh_quote, Layout, HEADER};
-use super::{RenderedFile, IFDOWN_HOOK_PATH, IFUP_HOOK_PATH};
-use crate::error::Result;
+use super::{RenderOptions, RenderedFile, IFDOWN_HOOK_PATH, IFUP_HOOK_PATH};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::Family;
 use crate::plan::DesiredState;
 use std::fmt::Write as _;
@@ -21,7 +21,11 @@ fn fam(f: Family) -> &'static str {
     }
 }
 
-pub(crate) fn render(d: &DesiredState, layout: &Layout<'_>) -> Result<Vec<RenderedFile>> {
+pub(crate) fn render(
+    d: &DesiredState,
+    layout: &Layout<'_>,
+    opts: &RenderOptions,
+) -> Result<Vec<RenderedFile>> {
     let mut up = String::new();
     let mut down = String::new();
     for (s, what) in [(&mut up, "after"), (&mut down, "before")] {
@@ -45,6 +49,17 @@ pub(crate) fn render(d: &DesiredState, layout: &Layout<'_>) -> Result<Vec<Render
             continue;
         }
         let ifname = &item.nic.ifname;
+        if !opts.ifupdown_ifaces.contains(ifname) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{ifname} has no `iface` stanza in the node's ifupdown configuration \
+                     (/etc/network/interfaces and what it sources): ifupdown never runs hooks \
+                     for it, so roce-net's routes and rules would never be applied; define it \
+                     there first, or persist with the stack that configures it"
+                ),
+            ));
+        }
         let _ = writeln!(up, "{})", sh_quote(ifname));
         let _ = writeln!(down, "{})", sh_quote(ifname));
         for r in &item.routes {
