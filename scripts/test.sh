@@ -23,10 +23,18 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+  # The real tools the persistence boot simulations feed roce-net's rendering to
+  # (tests/persist_boot.rs); policy-rc.d keeps apt from starting their services.
+  [ -x /lib/systemd/systemd-networkd ] || need+=(systemd)
+  command -v netplan >/dev/null || need+=(netplan.io)
+  command -v ifup >/dev/null || need+=(ifupdown)
+  command -v nmcli >/dev/null || need+=(network-manager)
+  /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
+    2>/dev/null || need+=(python3-gi gir1.2-nm-1.0)
   if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq "${need[@]}"
+    apt-get install -y -qq --no-install-recommends "${need[@]}"
   fi
 fi
 
