@@ -455,6 +455,30 @@ impl Node {
         );
     }
 
+    /// Poll until `plan` is empty (a daemon is still reconfiguring).
+    fn wait_plan_empty(&self, policy: &[&str], d: &Daemon) {
+        let t0 = Instant::now();
+        loop {
+            // While a NIC has no address the automatic NIC selection (and so
+            // the table layout) differs and plan may refuse: keep waiting.
+            let mut a = vec!["--json", "plan"];
+            a.extend_from_slice(policy);
+            let o = self.cli(&a);
+            let p: serde_json::Value =
+                serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+            if o.status.success() && p["changes"].as_array().is_some_and(|c| c.is_empty()) {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "plan still not empty after 20 s: {}\n{}",
+                text(&o),
+                d.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn apply(&self, policy: &[&str]) {
         let mut a = vec!["apply", "--yes"];
         a.extend_from_slice(policy);
@@ -626,6 +650,17 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
     // apply on top: nothing to do, nothing duplicated.
     node.apply(&[]);
     node.assert_no_duplicate_rules(4);
+    // A link flap: the kernel drops every route through r0 (networkd's
+    // ManageForeign* settings cannot keep them), networkd puts the persisted
+    // ones back when the carrier returns.
+    run_ip(&node.ns, &["link", "set", "dev", "r0", "down"]);
+    assert!(
+        !route_show_named_table(&node, "roce_r0").contains("dev r0"),
+        "the kernel keeps routes through a down link?"
+    );
+    run_ip(&node.ns, &["link", "set", "dev", "r0", "up"]);
+    node.wait_plan_empty(&[], &d);
+    node.assert_fixed(&[]);
     d.stop();
 
     // roce-net's runtime rules (proto 201) in place when networkd starts: networkd
