@@ -159,6 +159,10 @@ enum Cmd {
         /// Diagnose a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
+        /// Policy the routing fixes are planned with; the built-in default policy
+        /// (what `apply` uses without one) when omitted.
+        #[arg(short = 'f', long = "policy", value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// NCCL environment matching this host's RDMA devices and GID tables.
     NcclEnv {
@@ -463,9 +467,13 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(&plan, &report, &stale));
             }
         }
-        Cmd::Doctor { from } => {
+        Cmd::Doctor { from, policy } => {
             let st = state(&cli, from)?;
-            let findings = roce_net::doctor(&st);
+            let mut opts = roce_net::DoctorOptions::default();
+            if policy.is_some() {
+                opts.policy = Some(load_policy(policy)?);
+            }
+            let findings = roce_net::doctor_with(&st, &opts);
             if cli.json {
                 print_json(&serde_json::json!({
                     "host": st.hostname,

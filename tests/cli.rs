@@ -416,7 +416,7 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("+ rule from 198.18.2.12 lookup 1002"),
+        text(&o).contains("+ rule from 198.18.2.12 lookup roce_r1(1002) pref 1002"),
         "{}",
         text(&o)
     );

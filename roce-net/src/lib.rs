@@ -53,10 +53,11 @@ pub use error::{Error, ErrorKind, Result};
 // The model: the snapshot and its parts.
 pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
+    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    RuleAction, Scope, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning,
+    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
@@ -67,7 +68,10 @@ pub use netns::{
 };
 
 // Which NICs are managed, and which address of each.
-pub use scope::{nic_scope, nics_in_scope, NicScope, PortRef, ScopeMode, ScopedNic};
+pub use scope::{
+    natural_cmp, nic_address, nic_scope, nics_in_scope, port_netdev, roce_v2_gid_index,
+    roce_v2_gid_indices, NicScope, PortRef, ScopeMode, ScopedNic,
+};
 
 // Diagnose.
 pub use doctor::{
@@ -81,13 +85,13 @@ pub use fleet::{
     report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
     FLEET_CHECK_IDS,
 };
-pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
+pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 
 // Declare, plan.
 pub use plan::{
-    desired_state, fingerprint, neigh_line, plan, polluted_neighbors, route_line, rule_line,
-    Change, DesiredState, NicDesired, Plan, PollutedNeighbor, PollutionReason,
+    desired_state, fingerprint, plan, polluted_neighbors, Change, DesiredState, NicDesired, Plan,
+    PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
     ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,

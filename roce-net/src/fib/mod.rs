@@ -272,22 +272,10 @@ pub fn rules_in_order(state: &HostState, family: Family) -> Vec<Rule> {
         .cloned()
         .collect();
     if rules.is_empty() {
-        let mk = |priority: u32, table: u32| Rule {
-            family,
-            priority,
-            src: None,
-            dst: None,
-            iif: None,
-            oif: None,
-            fwmark: None,
-            fwmask: None,
-            tos: 0,
-            invert: false,
-            table,
-            action: RuleAction::ToTable,
-            goto: None,
-            suppress_prefixlen: None,
-            protocol: crate::model::protocol::KERNEL,
+        let mk = |priority: u32, table: u32| {
+            Rule::lookup(priority, table)
+                .family(family)
+                .protocol(crate::model::protocol::KERNEL)
         };
         rules.push(mk(0, RT_TABLE_LOCAL));
         rules.push(mk(32766, RT_TABLE_MAIN));

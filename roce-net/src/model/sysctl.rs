@@ -211,8 +211,66 @@ impl Sysctl {
 }
 
 impl fmt::Display for Sysctl {
+    /// The name as `sysctl(8)` shows it ([`Sysctl::display_name`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.display_name())
+    }
+}
+
+impl Sysctl {
+    /// `name=value` as `sysctl -w` and `sysctl.d` take it (values with several
+    /// fields separated by single spaces).
+    pub fn assign<'a>(&'a self, value: &'a str) -> SysctlAssignment<'a> {
+        SysctlAssignment {
+            sysctl: self,
+            value,
+        }
+    }
+
+    /// The command that sets it now: `sysctl -w net.ipv4.conf.r1.arp_ignore=1`
+    /// (quoted for the shell when the value has several fields).
+    pub fn write_command(&self, value: &str) -> String {
+        let a = self.assign(value).to_string();
+        if a.contains(' ') {
+            format!("sysctl -w '{a}'")
+        } else {
+            format!("sysctl -w {a}")
+        }
+    }
+}
+
+/// A sysctl with a value ([`Sysctl::assign`]): `net.ipv4.conf.all.arp_ignore=1`.
+#[derive(Debug, Clone, Copy)]
+pub struct SysctlAssignment<'a> {
+    sysctl: &'a Sysctl,
+    value: &'a str,
+}
+
+impl fmt::Display for SysctlAssignment<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.sysctl, SysctlValue(Some(self.value)))
+    }
+}
+
+/// A sysctl value as shown in plans: fields separated by single spaces (the
+/// kernel separates them by tabs), `(unread)` when it could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct SysctlValue<'a>(pub Option<&'a str>);
+
+impl fmt::Display for SysctlValue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => {
+                for (i, w) in v.split_whitespace().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    f.write_str(w)?;
+                }
+                Ok(())
+            }
+            None => f.write_str("(unread)"),
+        }
     }
 }
 

@@ -22,13 +22,12 @@ mod change;
 mod fingerprint;
 mod neigh;
 mod planner;
-pub(crate) mod render;
 
 pub use change::Change;
 pub use fingerprint::fingerprint;
 pub use neigh::{polluted_neighbors, PollutedNeighbor, PollutionReason};
+pub(crate) use planner::plan_past_obstacles;
 pub use planner::{desired_state, plan};
-pub use render::{neigh_line, route_line, rule_line};
 
 use crate::model::{Route, Rule, Sysctl};
 use serde::{Deserialize, Serialize};
@@ -99,14 +98,14 @@ impl Plan {
     /// ```text
     /// ~ sysctl net.ipv4.conf.all.arp_ignore 0 -> 1
     /// + route 198.18.0.0/24 dev r1 src 198.18.0.11 table roce_r1(1001) proto 201
-    /// + rule from 198.18.0.11 lookup 1001 pref 1001 proto 201
+    /// + rule from 198.18.0.11 lookup roce_r1(1001) pref 1001 proto 201
     /// - neigh 198.18.0.100 dev r2 lladdr 02:00:00:00:01:02 STALE
     /// ```
     pub fn render_diff(&self) -> String {
         let names = &self.desired.table_names;
         let mut out = String::new();
         for c in &self.changes {
-            for line in c.diff_lines(Some(names)) {
+            for line in c.diff_lines(names) {
                 out.push_str(&line);
                 out.push('\n');
             }

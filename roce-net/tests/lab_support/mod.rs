@@ -71,13 +71,55 @@ pub fn ip_batch(ns: &str, script: &str) {
     );
 }
 
+/// The names iproute2 itself reads for a database (`rt_tables`, `rt_protos`):
+/// `/etc/iproute2/<db>`, `<db>.d/*.conf`, and the distribution's copies under
+/// `/usr/share` and `/usr/lib`. `ip` prints these names, so a test comparing
+/// with `ip -j` must map them back whatever the machine's files say (another
+/// tool, or roce-net itself, may have registered names there).
+fn iproute2_names(db: &str) -> std::collections::BTreeMap<String, u32> {
+    let mut out = std::collections::BTreeMap::new();
+    for root in ["/usr/lib/iproute2", "/usr/share/iproute2", "/etc/iproute2"] {
+        let mut files = vec![std::path::PathBuf::from(format!("{root}/{db}"))];
+        if let Ok(rd) = std::fs::read_dir(format!("{root}/{db}.d")) {
+            let mut conf: Vec<_> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("conf"))
+                .collect();
+            conf.sort();
+            files.extend(conf);
+        }
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else {
+                continue;
+            };
+            for line in text.lines() {
+                let mut w = line.split_whitespace();
+                let (Some(id), Some(name)) = (w.next(), w.next()) else {
+                    continue;
+                };
+                let id = id
+                    .strip_prefix("0x")
+                    .map_or_else(|| id.parse().ok(), |h| u32::from_str_radix(h, 16).ok());
+                if let (Some(id), false) = (id, name.starts_with('#')) {
+                    out.insert(name.to_string(), id);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// iproute2's table name to number.
 pub fn table_id(v: Option<&serde_json::Value>) -> u32 {
     match v.and_then(|t| t.as_str()) {
         None | Some("main") => 254,
         Some("local") => 255,
         Some("default") => 253,
-        Some(n) => n.parse().expect("numeric table"),
+        Some(n) => n.parse().unwrap_or_else(|_| {
+            *iproute2_names("rt_tables").get(n).unwrap_or_else(|| {
+                panic!("table {n:?} is neither a number nor a name iproute2 reads")
+            })
+        }),
     }
 }
 
@@ -91,7 +133,14 @@ pub fn proto_id(v: Option<&serde_json::Value>) -> u8 {
         Some("static") => 4,
         Some("dhcp") => 16,
         Some("ra") => 9,
-        Some(n) => n.parse().expect("numeric protocol"),
+        Some(n) => n.parse().unwrap_or_else(|_| {
+            iproute2_names("rt_protos")
+                .get(n)
+                .and_then(|id| u8::try_from(*id).ok())
+                .unwrap_or_else(|| {
+                    panic!("protocol {n:?} is neither a number nor a name iproute2 reads")
+                })
+        }),
     }
 }
 
