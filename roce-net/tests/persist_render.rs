@@ -474,9 +474,9 @@ fn ifupdown_hook_applies_only_its_interfaces() {
     assert_eq!(rc, 0);
     assert_eq!(
         log,
-        "ip -4 route replace 198.18.0.0/24 dev bond0.100 table 100003 proto 201 scope link src 198.18.0.13\n\
-         ip -4 rule del from 198.18.0.13/32 lookup 100003 pref 1003 protocol 201\n\
-         ip -4 rule add from 198.18.0.13/32 lookup 100003 pref 1003 protocol 201\n"
+        "ip -4 route replace 198.18.0.0/24 dev bond0.100 src 198.18.0.13 table 100003 proto 201\n\
+         ip -4 rule del from 198.18.0.13 lookup 100003 pref 1003 proto 201\n\
+         ip -4 rule add from 198.18.0.13 lookup 100003 pref 1003 proto 201\n"
     );
     let (rc, log, _) = run_with_fakes(
         &script(&up.content),
@@ -494,10 +494,8 @@ fn ifupdown_hook_applies_only_its_interfaces() {
         &[("IFACE", "ens1f0np0"), ("MODE", "stop")],
     );
     assert_eq!(rc, 0);
-    assert!(
-        log.contains("ip -4 rule del from 198.18.0.10/32 lookup 100000 pref 1000 protocol 201\n")
-    );
-    assert!(log.contains("ip -4 route del 198.19.0.0/16 dev ens1f0np0 table 100000 via 198.18.0.1 proto 201 scope global src 198.18.0.10 metric 100\n"));
+    assert!(log.contains("ip -4 rule del from 198.18.0.10 lookup 100000 pref 1000 proto 201\n"));
+    assert!(log.contains("ip -4 route del 198.19.0.0/16 via 198.18.0.1 dev ens1f0np0 src 198.18.0.10 table 100000 proto 201 metric 100\n"));
     assert!(!log.contains(" add "));
 }
 
@@ -582,10 +580,10 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
     );
     let up = roce_net::render_persistence(&d, Backend::Ifupdown, &o).unwrap();
     let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
-    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 table 100000 proto 201 scope global src 2001:db8::10 || rc=1\n"), "{hook}");
+    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 src 2001:db8::10 scope global table 100000 proto 201 || rc=1\n"), "{hook}");
     assert!(
         hook.contains(
-            "\tip -6 rule add from 2001:db8::10/128 lookup 100000 pref 1000 protocol 201 || rc=1\n"
+            "\tip -6 rule add from 2001:db8::10 lookup 100000 pref 1000 proto 201 || rc=1\n"
         ),
         "{hook}"
     );

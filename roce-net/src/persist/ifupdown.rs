@@ -6,7 +6,7 @@
 //! is run (through run-parts) for every interface, with its name in `$IFACE`, so it
 //! can apply one NIC's routes and rules and exit 0 for every other interface.
 
-use super::common::{ip_route_args, ip_rule_args, sh_quote, Layout, HEADER};
+use super::common::{sh_quote, Layout, HEADER};
 use super::{RenderOptions, RenderedFile, IFDOWN_HOOK_PATH, IFUP_HOOK_PATH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Family;
@@ -63,8 +63,12 @@ pub(crate) fn render(
         let _ = writeln!(up, "{})", sh_quote(ifname));
         let _ = writeln!(down, "{})", sh_quote(ifname));
         for r in &item.routes {
-            let dev = r.dev.as_deref().unwrap_or(ifname);
-            let args = ip_route_args(r, dev, d.protocol);
+            // The route's own iproute2 syntax (model Display), on the NIC and
+            // with roce-net's protocol, so ownership survives a reboot.
+            let mut owned = (*r).clone();
+            owned.dev.get_or_insert_with(|| ifname.clone());
+            owned.protocol = d.protocol;
+            let args = owned.to_string();
             let _ = writeln!(up, "\tip {} route replace {args} || rc=1", fam(r.family));
             let _ = writeln!(
                 down,
@@ -73,7 +77,9 @@ pub(crate) fn render(
             );
         }
         for r in &item.rules {
-            let args = ip_rule_args(r, d.protocol);
+            let mut owned = (*r).clone();
+            owned.protocol = d.protocol;
+            let args = owned.to_string();
             // Delete first so that running the hook again does not stack duplicates.
             let _ = writeln!(
                 up,
