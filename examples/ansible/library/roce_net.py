@@ -145,9 +145,10 @@ def load_policy(module):
     module.fail_json(msg="give policy or policy_file")
 
 
-def persist(plan, backend, root, check):
-    """Render and write (or, in check mode, only compare) the persistent files."""
-    files = roce_net.render_persistence(plan, backend)
+def persist(plan, state, backend, root, check):
+    """Render onto the node's own configuration under root (discovered from it and
+    the host's state) and write (or, in check mode, only compare) the files."""
+    files = roce_net.render_persistence(plan, backend, root=root, state=state)
     report = roce_net.write_persistence(files, root, dry_run=check)
     return report.to_dict()
 
@@ -232,7 +233,7 @@ def main():
             report = host.apply(plan, confirm_timeout=timeout, state_dir=p["state_dir"])
             result["applied"] = report.to_dict() if hasattr(report, "to_dict") else report
         if p["persist"]:
-            report = persist(plan, p["persist"], p["persist_root"], module.check_mode)
+            report = persist(plan, state, p["persist"], p["persist_root"], module.check_mode)
             result["persisted"] = report
             result["changed"] = result["changed"] or bool(report["written"])
     except roce_net.RoceNetError as e:
