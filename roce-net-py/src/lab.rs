@@ -1,12 +1,12 @@
 //! `roce_net.Lab`: throwaway network-namespace topologies (root only).
 
-use crate::convert::construct;
+use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
 use crate::host::Host;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple, PyType};
-use roce_net::{Lab as RLab, LabNic};
+use pyo3::types::{PyTuple, PyType};
 use roce_net::{Error, ErrorKind};
+use roce_net::{Lab as RLab, LabNic};
 use std::sync::Mutex;
 
 /// A set of lab namespaces (`rnt-<tag>-<pid>-<n>-<role>`), removed by `close()`,
@@ -24,12 +24,7 @@ fn closed() -> PyErr {
 }
 
 fn nic<'py>(py: Python<'py>, n: &LabNic) -> PyResult<Bound<'py, PyAny>> {
-    let kw = PyDict::new(py);
-    kw.set_item("namespace", &n.namespace)?;
-    kw.set_item("name", &n.name)?;
-    kw.set_item("address", n.address.to_string())?;
-    kw.set_item("prefix_len", n.prefix_len)?;
-    construct(py, "LabNic", &kw)
+    to_py(py, n)
 }
 
 impl Lab {

@@ -15,6 +15,7 @@ mod persist;
 mod plan;
 mod policy;
 mod routes;
+mod schema;
 mod ser;
 mod state;
 
@@ -24,6 +25,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SCHEMA_VERSION", roce_net::HostState::SCHEMA_VERSION)?;
     m.add_function(wrap_pyfunction!(convert::register, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema, m)?)?;
     m.add_class::<state::NativeState>()?;
     m.add_class::<routes::RouteSeq>()?;
     m.add_class::<plan::NativePlan>()?;

@@ -108,6 +108,7 @@ def test_facts_module_without_roce_net_reports_missing_lib(tmp_path):
         assert "roce_net" in out["msg"] and "Failed to import" in out["msg"], out
 
 
+@pytest.mark.needs_root
 def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     ns = seed_lab.host_ns
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
@@ -170,6 +171,7 @@ def run_module(args: dict, tmp_path: Path) -> dict:
     return json.loads(r.stdout)
 
 
+@pytest.mark.needs_root
 def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
     if importlib.util.find_spec("ansible") is None:
         cannot_run("ansible-core is not installed")

@@ -5,10 +5,13 @@
 //! a context chain (outermost last), the errno when the kernel gave one, and the
 //! kernel's extended-ack text when netlink supplied it.
 
+use schemars::JsonSchema;
 use std::fmt;
 
 /// The class of an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {

@@ -42,6 +42,7 @@ __all__ = [
     "__version__",
     "SCHEMA_VERSION",
     "_register",
+    "_schema",
     "NativeState",
     "RouteSeq",
     "NativePlan",
@@ -71,6 +72,9 @@ _Path = Union[str, os.PathLike[str]]
 _IP = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
 
 def _register(classes: Dict[str, Any], errors: Dict[str, Any], base_error: Type[BaseException]) -> None: ...
+def _schema() -> Dict[str, Any]:
+    """What the binding returns: every exported type (name, shape, serde fields),
+    their JSON Schema definitions and the library's error kinds."""
 def _from_json(type_name: str, text: str) -> Any: ...
 def load_snapshot(path: _Path) -> HostState:
     """Read a snapshot JSON file (``roce-net snapshot --json``). Raises ParseError / NotFoundError."""

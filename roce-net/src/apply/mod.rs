@@ -28,6 +28,7 @@ use crate::kernel::procfs;
 use crate::plan::{self, Change, Plan};
 use crate::rt_tables::{check_table_name, set_table_names};
 use execute::{execute, Target};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -66,7 +67,7 @@ impl Default for ApplyOptions {
 }
 
 /// What an apply did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApplyReport {
     /// Number of changes applied.
     pub applied: usize,
@@ -80,7 +81,7 @@ pub struct ApplyReport {
 }
 
 /// What a rollback did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RollbackReport {
     /// One line per change undone, in the order undone.
     pub undone: Vec<String>,
@@ -500,7 +501,7 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
 }
 
 /// What the watchdog did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WatchdogOutcome {
     /// Confirmed in time; nothing done.

@@ -31,6 +31,7 @@ use crate::model::{
 };
 use crate::plan::{Change, NicDesired, Plan};
 use crate::policy::{ForeignObject, Obstacle, Policy};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -61,7 +62,9 @@ pub const CHECK_IDS: &[&str] = &[
 ];
 
 /// How bad a finding is. Ordered from least to most severe, so `max()` is the worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Worth knowing; nothing is broken.
@@ -83,7 +86,9 @@ impl std::fmt::Display for Severity {
 }
 
 /// What a finding is about. Unused fields are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize, JsonSchema,
+)]
 pub struct Subject {
     /// Host name (set by fleet findings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,7 +162,7 @@ impl std::fmt::Display for Subject {
 }
 
 /// How to fix a finding.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Remediation {
     /// Exact commands that fix it now (not persistent across reboots).
     pub commands: Vec<String>,
@@ -166,7 +171,7 @@ pub struct Remediation {
 }
 
 /// One problem found on a host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     /// Stable check id (`arp-ignore`, `asymmetric-egress`, ...).
     pub id: String,
@@ -250,7 +255,7 @@ impl Default for DoctorOptions {
 }
 
 /// Counts of findings by severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Errors.
     pub error: usize,

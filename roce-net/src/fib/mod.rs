@@ -46,6 +46,7 @@ use crate::model::{
     Family, HostState, Route, RouteType, Rule, RuleAction, Scope, RT_TABLE_DEFAULT, RT_TABLE_LOCAL,
     RT_TABLE_MAIN,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -105,7 +106,7 @@ impl Flow {
 }
 
 /// The route the kernel would pick for a flow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FibDecision {
     /// Route type of the result (`unicast`, `local`, `broadcast`, ...).
     pub kind: RouteType,

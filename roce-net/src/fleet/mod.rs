@@ -7,6 +7,7 @@
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::model::{HostState, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -21,7 +22,7 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
 ];
 
 /// One host's summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HostSummary {
     /// Host name.
     pub hostname: String,
@@ -42,7 +43,7 @@ pub struct HostSummary {
 }
 
 /// Summaries and cross-host findings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FleetReport {
     /// One summary per snapshot, in input order.
     pub hosts: Vec<HostSummary>,

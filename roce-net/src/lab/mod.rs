@@ -38,7 +38,9 @@ pub const SEED_PEER_HOST: u8 = 100;
 pub const SEED_MAX_NICS: usize = 64;
 
 /// One lab interface: a veth end in a lab namespace, plugged into the switch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct LabNic {
     /// The namespace the interface lives in.
     pub namespace: String,

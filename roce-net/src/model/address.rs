@@ -1,11 +1,12 @@
 use super::table::IpVerb;
 use super::Scope;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::IpAddr;
 
 /// An IP address assigned to an interface.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Address {
     /// Interface name.
     pub ifname: String,

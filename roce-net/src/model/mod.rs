@@ -7,6 +7,8 @@
 //! They never carry netlink crate types, so the JSON schema
 //! (`HostState::SCHEMA_VERSION`) stays stable across dependency upgrades.
 
+use schemars::JsonSchema;
+
 mod address;
 mod host_state;
 mod hwaddr;
@@ -39,7 +41,17 @@ pub use table::{IpVerb, TableId, WithTableNames};
 
 /// Address family of a route, rule or address.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Family {

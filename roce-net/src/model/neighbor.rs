@@ -1,11 +1,14 @@
 use super::table::IpVerb;
 use super::HwAddr;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::IpAddr;
 
 /// One bit of a neighbour entry's state (`NUD_*`), named as `ip neigh` prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum NeighState {
     /// Resolution in progress.
@@ -58,7 +61,7 @@ impl NeighState {
 }
 
 /// A neighbour (ARP / NDP) table entry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Neighbor {
     /// Interface name.
     pub ifname: String,

@@ -1,5 +1,6 @@
 use super::table::{family_flag, IpVerb, TableText, WithTableNames};
 use super::{Family, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +17,18 @@ pub const RT_TABLE_LOCAL: u32 = 255;
 
 /// Route type (`RTN_*`), serialised with iproute2's names.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Default,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum RouteType {
@@ -81,7 +93,7 @@ impl RouteType {
 }
 
 /// One next hop of a multipath route.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct NextHop {
     /// Gateway, if any.
     pub gateway: Option<IpAddr>,
@@ -92,7 +104,7 @@ pub struct NextHop {
 }
 
 /// A route in any routing table.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Route {
     /// Address family.
     pub family: Family,
@@ -126,7 +138,7 @@ pub struct Route {
 /// The kernel's answer to `ip route get DST [from SRC] [oif DEV]`: which routing
 /// table matched (looked up with `RTM_F_LOOKUP_TABLE`, so policy rules are taken
 /// into account) and where a packet would leave.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct RouteDecision {
     /// The routing table whose route matched (full 32-bit `RTA_TABLE`).
     pub table: u32,

@@ -1,12 +1,13 @@
 use super::table::{family_flag, IpVerb, TableText, WithTableNames};
 use super::Family;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
 /// What a policy rule does when it matches (`FR_ACT_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleAction {
     /// Look the packet up in `table`.
@@ -54,7 +55,7 @@ impl RuleAction {
 }
 
 /// A routing policy rule (`ip rule`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Rule {
     /// Address family.
     pub family: Family,

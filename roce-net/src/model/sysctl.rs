@@ -1,3 +1,4 @@
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,7 +14,9 @@ pub enum Combine {
 }
 
 /// A per-interface IPv4 sysctl under `net.ipv4.conf.<iface>.`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfKey {
     /// `arp_ignore` (0..=8).
@@ -96,7 +99,9 @@ impl fmt::Display for ConfKey {
 }
 
 /// Which `net.ipv4.conf.*` directory a value lives in.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfTarget {
     /// `conf/all`: combined with every interface's own value.
@@ -119,7 +124,9 @@ impl ConfTarget {
 }
 
 /// Host-wide tuning sysctls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TuningKey {
     /// `net.core.netdev_max_backlog`.
@@ -172,7 +179,9 @@ impl TuningKey {
 
 /// A sysctl roce-net reads or writes, identified by structure, never by a dotted
 /// string (interface names may contain dots).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Sysctl {
     /// `net.ipv4.conf.<target>.<key>`.
@@ -275,7 +284,7 @@ impl fmt::Display for SysctlValue<'_> {
 }
 
 /// The per-interface values of every [`ConfKey`]; `None` where unreadable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ConfValues {
     /// `arp_ignore`.
     pub arp_ignore: Option<u32>,
@@ -326,7 +335,7 @@ impl ConfValues {
 }
 
 /// One interface's sysctls: what is configured on it and what the kernel uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct InterfaceConf {
     /// The values in `conf/<iface>/`.
     pub configured: ConfValues,
@@ -335,7 +344,7 @@ pub struct InterfaceConf {
 }
 
 /// Host-wide tuning values.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Tuning {
     /// `net.core.netdev_max_backlog`.
     pub netdev_max_backlog: Option<u64>,
@@ -360,7 +369,7 @@ impl Tuning {
 }
 
 /// Every sysctl roce-net cares about, for one network namespace.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SysctlView {
     /// `net.ipv4.conf.all.*`.
     pub all: ConfValues,

@@ -6,11 +6,12 @@
 
 use crate::model::{Family, HostState, RT_TABLE_MAIN};
 use crate::scope::{find_port, nic_scope, roce_v2_gid_indices, PortRef};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One environment variable recommendation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclVar {
     /// Variable name (`NCCL_IB_HCA`).
     pub name: String,
@@ -21,7 +22,7 @@ pub struct NcclVar {
 }
 
 /// NCCL settings for one host.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NcclAdvice {
     /// Variables, in a stable order.
     pub vars: Vec<NcclVar>,

@@ -37,6 +37,7 @@ pub use write::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::HostState;
 use crate::plan::DesiredState;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -163,7 +164,7 @@ impl FromStr for Backend {
 }
 
 /// One file to write on the target host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RenderedFile {
     /// Absolute path as on the target host (e.g. `/etc/sysctl.d/90-roce-net.conf`).
     pub path: PathBuf,

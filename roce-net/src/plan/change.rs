@@ -1,10 +1,11 @@
 use crate::model::{Neighbor, Route, Rule, Sysctl, SysctlValue};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One typed change to a host, with what it replaces, so it can be shown as a
 /// diff, applied, and inverted for rollback.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Change {
     /// Write a sysctl. `before` is `None` when it could not be read.

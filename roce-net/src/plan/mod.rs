@@ -30,12 +30,13 @@ pub(crate) use planner::plan_past_obstacles;
 pub use planner::{desired_state, plan};
 
 use crate::model::{Route, Rule, Sysctl};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// What roce-net wants for one NIC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NicDesired {
     /// Interface name.
     pub ifname: String,
@@ -53,7 +54,7 @@ pub struct NicDesired {
 
 /// The full desired state a policy produces on a host; the plan is its diff
 /// against the current state, and persistence renders it whole.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct DesiredState {
     /// Per-NIC layout.
     pub nics: Vec<NicDesired>,
@@ -70,7 +71,7 @@ pub struct DesiredState {
 }
 
 /// An ordered list of changes, with the state it was made from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// Host name the plan was made on.
     pub hostname: String,
@@ -83,6 +84,9 @@ pub struct Plan {
     /// The whole desired state.
     pub desired: DesiredState,
     /// The policy the plan was made from; apply re-plans with it to verify.
+    /// (Plain data in the JSON Schema: a policy is validated by
+    /// [`Policy::from_value`](crate::Policy::from_value).)
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub policy: crate::policy::Policy,
 }
 
