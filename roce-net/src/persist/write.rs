@@ -94,7 +94,6 @@ pub struct WriteReport {
     pub backups: Vec<PathBuf>,
     /// Files roce-net did not write that it replaced, kept as
     /// `<file>.roce-net.orig` for [`remove_files`] to restore.
-    #[serde(default)]
     pub originals: Vec<PathBuf>,
     /// One diff per input file, in input order.
     pub diffs: Vec<FileDiff>,
