@@ -45,6 +45,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::nccl_env, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::fleet_report, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::render_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::route_lookup, m)?)?;
     Ok(())
 }

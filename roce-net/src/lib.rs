@@ -35,6 +35,7 @@ mod fleet;
 mod host;
 mod kernel;
 mod lab;
+mod metrics;
 mod model;
 mod nccl;
 mod netns;
@@ -82,11 +83,16 @@ pub use fib::{
     resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
 };
 pub use fleet::{
-    report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
-    FLEET_CHECK_IDS,
+    host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
+    FleetReport, HostSummary, FLEET_CHECK_IDS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+
+// Monitor: Prometheus text for node_exporter's textfile collector.
+pub use metrics::{
+    render as render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS,
+};
 
 // Declare, plan.
 pub use plan::{
@@ -119,4 +125,7 @@ pub use persist::{
 pub use rt_tables::TABLE_NAMES_FILE;
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
-pub use lab::{Lab, LabNic, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE};
+pub use lab::{
+    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
+    SWITCH_BRIDGE,
+};

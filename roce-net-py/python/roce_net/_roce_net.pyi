@@ -62,6 +62,7 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "render_metrics",
     "route_lookup",
 ]
 
@@ -162,6 +163,8 @@ class Host:
         """Apply a plan as a transaction (drift check, journal, verify, rollback on failure)."""
     def confirm(self, *, state_dir: Optional[_Path] = None) -> None:
         """Confirm an apply made with ``confirm_timeout``."""
+    def apply_status(self, *, state_dir: Optional[_Path] = None) -> Optional[Dict[str, Any]]:
+        """The last apply's journal as a dict (``state``, ``steps``...), or None."""
     def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
         """Undo the last apply from its journal."""
     def _watchdog(self, *, state_dir: Optional[_Path] = None) -> Any: ...
@@ -218,6 +221,11 @@ class Lab:
     @classmethod
     def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
         """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
+    @classmethod
+    def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "py-fleet") -> Lab:
+        """``hosts`` host namespaces with ``nics`` NICs each, all in 198.18.0.0/16 on one bridge."""
+    @property
+    def fleet_hosts(self) -> Tuple[str, ...]: ...
     @property
     def prefix(self) -> str: ...
     @property
@@ -251,6 +259,8 @@ def fleet_report(
     states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
 ) -> FleetReport:
     """Per-host summaries and cross-host findings over many snapshots."""
+def render_metrics(state: HostState, options: Optional[Mapping[str, Any]] = None) -> str:
+    """Prometheus text exposition format for the snapshot and its doctor findings."""
 def route_lookup(
     state: HostState,
     dst: _IP,
