@@ -31,6 +31,10 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   command -v nmcli >/dev/null || need+=(network-manager)
   /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
     2>/dev/null || need+=(python3-gi gir1.2-nm-1.0)
+  # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
+  # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
+  [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+  command -v cc >/dev/null || need+=(gcc)
   if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
@@ -64,6 +68,7 @@ cargo fmt --all -- --check
 
 log "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features verbs -- -D warnings
 
 log "cargo test (unit, fixture, golden and namespace lab tests)"
 # Lab tests must fail, not skip, when they cannot run in CI.
@@ -71,6 +76,12 @@ export CI="${CI:-}"
 # Lab tests are #[ignore = "needs root ..."], so plain `cargo test` lists them as
 # ignored; here they run, and without root they would fail, not skip.
 cargo test --workspace -- --test-threads=2 --include-ignored
+
+log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab tests)"
+# Only what the feature adds: the library's verbs/rdma unit and lab tests and the
+# CLI's probe rdma tests; everything else ran above.
+cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
+cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
 
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"

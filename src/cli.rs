@@ -37,6 +37,12 @@ pub mod exit {
     pub const FAILURE: u8 = 70;
     /// The user declined at the prompt.
     pub const DECLINED: u8 = 5;
+    /// `probe rdma`: the probe ran and RDMA failed (the report says the likely cause).
+    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    pub const PROBE_FAILED: u8 = 6;
+    /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
+    /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
+    pub const NO_RDMA: u8 = 69;
 }
 
 #[derive(Parser, Debug)]
@@ -85,6 +91,16 @@ enum Cmd {
         /// Write to FILE instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Also read the devices through libibverbs (the verbs view), for the
+        /// doctor's verbs-sysfs-mismatch check.
+        #[arg(long)]
+        verbs: bool,
+    },
+    /// RDMA devices, ports and GID tables as libibverbs sees them (exit 69 without RDMA).
+    Verbs {
+        /// libibverbs to load (soname or path) instead of libibverbs.so.1.
+        #[arg(long, value_name = "PATH")]
+        libibverbs: Option<PathBuf>,
     },
     /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
     RouteGet {
@@ -163,6 +179,9 @@ enum Cmd {
         /// (what `apply` uses without one) when omitted.
         #[arg(short = 'f', long = "policy", value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// Also compare the devices libibverbs sees with sysfs (live host only).
+        #[arg(long, conflicts_with = "from")]
+        verbs: bool,
     },
     /// NCCL environment matching this host's RDMA devices and GID tables.
     NcclEnv {
@@ -222,6 +241,9 @@ enum ProbeCmd {
         #[arg(long, default_value_t = 2.0)]
         timeout: f64,
     },
+    /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
+    /// bandwidth both ways, or the failure's likely cause.
+    Rdma(Box<crate::rdma::RdmaArgs>),
 }
 
 /// Entry point.
@@ -258,6 +280,7 @@ pub fn exit_code(e: &Error) -> u8 {
         ErrorKind::Drift => exit::DRIFT,
         ErrorKind::RolledBack | ErrorKind::Verify => exit::ROLLED_BACK,
         ErrorKind::RollbackFailed => exit::ROLLBACK_FAILED,
+        ErrorKind::NoRdma => exit::NO_RDMA,
         _ => exit::FAILURE,
     }
 }
@@ -346,7 +369,7 @@ pub fn out(s: &str) {
     }
 }
 
-fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
+pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
     let s = serde_json::to_string_pretty(v)
         .map_err(|e| Error::new(ErrorKind::Io, format!("serialising output: {e}")))?;
     out(&s);
@@ -371,8 +394,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::gids(&st));
             }
         }
-        Cmd::Snapshot { output } => {
-            let st = host(&cli)?.snapshot()?;
+        Cmd::Snapshot { output, verbs } => {
+            let h = host(&cli)?;
+            let mut st = h.snapshot()?;
+            if *verbs {
+                st.verbs = Some(h.verbs_view(&roce_net::VerbsOptions::default()));
+            }
             let text = st.to_json();
             match output {
                 Some(p) => std::fs::write(p, text + "\n")
@@ -388,6 +415,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::route_decision(*dst, *src, &d));
             }
         }
+        Cmd::Verbs { libibverbs } => return crate::rdma::verbs(&host(&cli)?, libibverbs, cli.json),
+        Cmd::Probe {
+            what: ProbeCmd::Rdma(a),
+        } => return crate::rdma::probe(&host(&cli)?, a, cli.json),
         Cmd::Probe {
             what:
                 ProbeCmd::Arp {
@@ -517,8 +548,15 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(&plan, &report, &stale));
             }
         }
-        Cmd::Doctor { from, policy } => {
-            let st = state(&cli, from)?;
+        Cmd::Doctor {
+            from,
+            policy,
+            verbs,
+        } => {
+            let mut st = state(&cli, from)?;
+            if *verbs {
+                st.verbs = Some(host(&cli)?.verbs_view(&roce_net::VerbsOptions::default()));
+            }
             let mut opts = roce_net::DoctorOptions::default();
             if policy.is_some() {
                 opts.policy = Some(load_policy(policy)?);

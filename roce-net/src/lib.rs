@@ -60,10 +60,15 @@ pub use model::{
     TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
     RT_TABLE_UNSPEC,
 };
+pub use model::{
+    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
+    VerbsView,
+};
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
+pub use kernel::verbs::{read_view as verbs_view, verbs_built, VerbsOptions};
 pub use netns::{
     create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
 };
@@ -88,6 +93,14 @@ pub use fleet::{
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+// RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
+#[cfg(feature = "verbs")]
+pub use probe::rdma::{
+    explain as explain_rdma_failure, select as select_rdma_port, wc_status_name, Bandwidth, Cause,
+    EndpointSummary, ExplainInput, FailureValue, Latency, ProbeFailure, RdmaProbeOptions,
+    RdmaProbeReport, RdmaServerReport, Role as ProbeRole, Selection as RdmaSelection, Stage,
+    DEFAULT_TCP_PORT,
+};
 
 // Monitor: Prometheus text for node_exporter's textfile collector.
 pub use metrics::{
