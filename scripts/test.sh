@@ -25,20 +25,24 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
   # The real tools the persistence boot simulations feed roce-net's rendering to
   # (tests/persist_boot.rs); policy-rc.d keeps apt from starting their services.
-  [ -x /lib/systemd/systemd-networkd ] || need+=(systemd)
-  command -v netplan >/dev/null || need+=(netplan.io)
-  command -v ifup >/dev/null || need+=(ifupdown)
-  command -v nmcli >/dev/null || need+=(network-manager)
+  # Installed without recommends (network-manager's pull in modem, wifi and VPN
+  # stacks the tests do not use).
+  boot=()
+  [ -x /lib/systemd/systemd-networkd ] || boot+=(systemd)
+  command -v netplan >/dev/null || boot+=(netplan.io)
+  command -v ifup >/dev/null || boot+=(ifupdown)
+  command -v nmcli >/dev/null || boot+=(network-manager)
   /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
-    2>/dev/null || need+=(python3-gi gir1.2-nm-1.0)
+    2>/dev/null || boot+=(python3-gi gir1.2-nm-1.0)
   # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
   # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
   [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
   command -v cc >/dev/null || need+=(gcc)
-  if [ ${#need[@]} -gt 0 ]; then
+  if [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${need[@]}"
+    [ ${#need[@]} -eq 0 ] || apt-get install -y -qq "${need[@]}"
+    [ ${#boot[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${boot[@]}"
   fi
   # promtool (Prometheus' own text-format parser and linter) judges `roce-net
   # metrics`. Only the binary is wanted: policy-rc.d keeps apt from starting
