@@ -3,8 +3,8 @@
 use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
 use crate::plan::native_plan;
-use pyo3::prelude::*;
 use crate::state::native_state;
+use pyo3::prelude::*;
 use roce_net::{Backend, NetplanRenderer, NmProfile, PersistRoot, RenderOptions, RenderedFile};
 use roce_net::{Error, ErrorKind};
 use std::collections::BTreeMap;
@@ -72,7 +72,9 @@ pub fn render_persistence<'py>(
             Some(r) => {
                 return Err(py_err(Error::new(
                     ErrorKind::InvalidInput,
-                    format!("netplan_devices[{k:?}]: renderer {r:?} is not networkd or NetworkManager"),
+                    format!(
+                        "netplan_devices[{k:?}]: renderer {r:?} is not networkd or NetworkManager"
+                    ),
                 )))
             }
         };

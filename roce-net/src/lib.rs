@@ -56,8 +56,8 @@ pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
     GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning,
-    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId,
+    Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
     RT_TABLE_UNSPEC,
 };
 pub use model::{
@@ -89,7 +89,8 @@ pub use fib::{
 };
 pub use fleet::{
     host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
-    FleetReport, HostSummary, FLEET_CHECK_IDS,
+    FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
+    MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
@@ -113,9 +114,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
-    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
-    POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection,
+    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.
@@ -130,10 +131,10 @@ pub use persist::{
     choose_backend, detect as detect_backend, detect_explained as detect_backend_explained,
     diff_files as diff_persistence, discover as discover_config, prepare as prepare_persistence,
     remove_files as remove_persistence, render as render_persistence,
-    write_files as write_persistence, write_files_at as write_persistence_at, Backend, Claim,
-    DiffStatus, FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig,
-    PersistPlan, PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX, ORIGINAL_SUFFIX,
+    write_files as write_persistence, write_files_at as write_persistence_at, Claim, DiffStatus,
+    FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan,
+    PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
+    ORIGINAL_SUFFIX,
 };
 pub use rt_tables::TABLE_NAMES_FILE;
 

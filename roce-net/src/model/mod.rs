@@ -23,7 +23,7 @@ mod table;
 mod verbs;
 
 pub use address::Address;
-pub use host_state::{HostState, Warning};
+pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};

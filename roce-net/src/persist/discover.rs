@@ -461,7 +461,7 @@ fn ini(text: &str) -> Vec<(String, String, String, usize)> {
 
 mod netplan {
     use super::*;
-    use serde_yaml::Value;
+    use serde_json::Value;
 
     /// Device-type sections netplan 0.106 knows.
     const KINDS: &[&str] = &[
@@ -517,11 +517,13 @@ mod netplan {
             let Some(text) = read_bounded(path, warnings) else {
                 continue;
             };
-            let doc: Value = match serde_yaml::from_str(&text) {
+            // The policy's bounded YAML reader (depth, size, aliases, duplicate keys).
+            let doc: Value = match crate::policy::yaml::parse(&text) {
                 Ok(v) => v,
                 Err(e) => {
                     warnings.push(format!(
-                        "{} is not valid YAML ({e}); netplan itself would refuse it",
+                        "{} could not be read as YAML ({e}); its definitions are not taken \
+                         into account: fix the file (netplan generate reports what it makes of it)",
                         path.display()
                     ));
                     continue;
@@ -534,11 +536,11 @@ mod netplan {
                 np.global_renderer = Some(r.to_string());
             }
             for kind in KINDS {
-                let Some(sec) = net.get(*kind).and_then(Value::as_mapping) else {
+                let Some(sec) = net.get(*kind).and_then(Value::as_object) else {
                     continue;
                 };
                 for (k, v) in sec {
-                    let Some(id) = k.as_str() else { continue };
+                    let id = k.as_str();
                     if id == "renderer" {
                         if let Some(r) = v.as_str() {
                             np.section_renderer.insert(kind.to_string(), r.to_string());
@@ -564,10 +566,10 @@ mod netplan {
                     if d.file.as_os_str().is_empty() {
                         d.file = path.clone();
                     }
-                    if let Some(m) = v.get("match").and_then(Value::as_mapping) {
+                    if let Some(m) = v.get("match").and_then(Value::as_object) {
                         d.has_match = true;
                         for (mk, mv) in m {
-                            match (mk.as_str(), mv.as_str()) {
+                            match (Some(mk.as_str()), mv.as_str()) {
                                 (Some("name"), Some(s)) => d.match_name = Some(s.to_string()),
                                 (Some("macaddress"), Some(s)) => d.match_mac = Some(s.to_string()),
                                 _ => d.match_other = true,
