@@ -898,8 +898,13 @@ mod networkd {
     /// networkd's own answer, when it runs: `NETWORK_FILE=` in its link state file.
     fn from_state(root: &PersistRoot, f: &Facts<'_>) -> Option<PathBuf> {
         let idx = f.index?;
-        let text =
-            std::fs::read_to_string(root.run.join(format!("systemd/netif/links/{idx}"))).ok()?;
+        // Absent when networkd does not run: not worth a warning; bounded like
+        // every other read.
+        let path = root.run.join(format!("systemd/netif/links/{idx}"));
+        if !path.is_file() {
+            return None;
+        }
+        let text = read_bounded(&path, &mut Vec::new())?;
         let line = text.lines().find_map(|l| l.strip_prefix("NETWORK_FILE="))?;
         let p = line.trim();
         (!p.is_empty()).then(|| PathBuf::from(p))
