@@ -105,6 +105,23 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The admin's files (`admin`, a [`tree`] taken before `persist`) are all still
+/// under `root` with the same content: roce-net only adds files of its own.
+fn assert_admin_untouched(admin: &[(PathBuf, String)], root: &Path) {
+    let now = tree(root);
+    for f in admin {
+        assert!(now.contains(f), "{} was changed or removed", f.0.display());
+    }
+}
+
+/// [`tree`] without what the tools write at run time (`run/`, networkd's logs).
+fn config_tree(root: &Path) -> Vec<(PathBuf, String)> {
+    tree(root)
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with("run") && !p.to_string_lossy().starts_with("networkd."))
+        .collect()
+}
+
 /// Every file under `dir` with its content (symlinks as `-> target`).
 fn tree(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
@@ -752,6 +769,7 @@ fn netplan_boot_extends_cloud_init_definitions_only() {
         ],
     );
     let admin = tree(node.root());
+    let admin_cfg = config_tree(node.root());
     // r3 is not in netplan: refused, nothing written, whether detected or asked for.
     for args in [&[][..], &["--backend", "netplan"][..]] {
         let mut a = vec!["persist", "--root", node.root().to_str().unwrap()];
@@ -766,6 +784,7 @@ fn netplan_boot_extends_cloud_init_definitions_only() {
     let pol = ["-f", pol.to_str().unwrap()];
     let v = node.persist(&pol);
     assert_eq!(v["backend"], "netplan", "{v}");
+    assert_admin_untouched(&admin, node.root());
     let yaml = std::fs::read_to_string(node.root().join("etc/netplan/90-roce-net.yaml")).unwrap();
     let docs = yaml_rust2::YamlLoader::load_from_str(&yaml).unwrap();
     let doc = &docs[0];
@@ -804,6 +823,27 @@ fn netplan_boot_extends_cloud_init_definitions_only() {
     node.apply(&pol);
     node.assert_no_duplicate_rules(3);
     node.assert_plan_empty(&pol);
+    d.stop();
+
+    // The way back: exactly the admin's netplan again, which netplan accepts.
+    let o = node.cli(&[
+        "persist",
+        "--remove",
+        "--root",
+        node.root().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(config_tree(node.root()), admin_cfg, "{}", text(&o));
+    let o = Command::new("netplan")
+        .args(["generate", "--root-dir"])
+        .arg(node.root())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "netplan generate after remove: {}",
+        text(&o)
+    );
 }
 
 /// netplan with `renderer: NetworkManager`: netplan 0.106 drops `routing-policy`
@@ -822,8 +862,10 @@ fn netplan_with_networkmanager_renderer_keeps_the_rules() {
             ("r1", "02:00:00:00:04:01", "198.18.0.12"),
         ],
     );
+    let admin = config_tree(node.root());
     let v = node.persist(&[]);
     assert_eq!(v["backend"], "netplan", "{v}");
+    assert_admin_untouched(&admin, node.root());
     let o = Command::new("netplan")
         .args(["generate", "--root-dir"])
         .arg(node.root())
@@ -853,6 +895,14 @@ fn netplan_with_networkmanager_renderer_keeps_the_rules() {
         assert_eq!(rules[0]["from_len"], 32, "{prof}");
         assert_eq!(rules[0]["table"], table, "{prof}");
     }
+    let o = node.cli(&[
+        "persist",
+        "--remove",
+        "--root",
+        node.root().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(config_tree(node.root()), admin, "{}", text(&o));
 }
 
 // ---------------------------------------------------------------------------
@@ -1017,8 +1067,10 @@ fn ifupdown_boot_runs_the_hooks_for_its_stanzas() {
     for d in ["if-pre-up.d", "if-up.d", "if-down.d", "if-post-down.d"] {
         std::fs::create_dir_all(node.root().join("etc/network").join(d)).unwrap();
     }
+    let admin = config_tree(node.root());
     let v = node.persist(&[]);
     assert_eq!(v["backend"], "ifupdown", "{v}");
+    assert_admin_untouched(&admin, node.root());
     node.reset_to_boot(&["r0", "r1"]);
     node.sysctl_boot();
     let ifupdown = |cmd: &str| {
@@ -1041,10 +1093,33 @@ fn ifupdown_boot_runs_the_hooks_for_its_stanzas() {
     node.assert_plan_empty(&[]);
     node.apply(&[]);
     node.assert_no_duplicate_rules(2);
+    node.assert_plan_empty(&[]);
     ifupdown(&format!("ifdown {state} r0"));
     assert!(
         !node.rules().iter().any(|r| r.1 == "198.18.0.11"),
         "{:?}",
+        node.rules()
+    );
+
+    // The way back: the hooks are gone, so the next ifup adds no rules.
+    let o = node.cli(&[
+        "persist",
+        "--remove",
+        "--root",
+        node.root().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(config_tree(node.root()), admin, "{}", text(&o));
+    for d in ["if-up.d", "if-down.d"] {
+        assert!(
+            node.root().join("etc/network").join(d).is_dir(),
+            "{d} must stay"
+        );
+    }
+    ifupdown(&format!("ifup {state} r0"));
+    assert!(
+        !node.rules().iter().any(|r| r.1 == "198.18.0.11"),
+        "after --remove, ifup still adds rules: {:?}",
         node.rules()
     );
 }
