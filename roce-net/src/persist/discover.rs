@@ -608,8 +608,8 @@ mod netplan {
                 let name_ok = d
                     .match_name
                     .as_deref()
-                    .map_or(true, |g| glob_match(g, f.name));
-                let mac_ok = d.match_mac.as_deref().map_or(true, |m| f.mac_is(m));
+                    .is_none_or(|g| glob_match(g, f.name));
+                let mac_ok = d.match_mac.as_deref().is_none_or(|m| f.mac_is(m));
                 if d.match_other && name_ok && mac_ok {
                     nic.undetermined.push(format!(
                         "netplan {}.{} in {} matches on more than name and MAC (driver?); \
@@ -722,7 +722,7 @@ mod nm {
         for p in ps {
             let by_name = p.ifname.as_deref() == Some(f.name);
             let by_mac = p.mac.as_deref().is_some_and(|m| f.mac_is(m))
-                && p.ifname.as_deref().map_or(true, |n| n == f.name);
+                && p.ifname.as_deref().is_none_or(|n| n == f.name);
             if !(by_name || by_mac) {
                 continue;
             }
