@@ -622,6 +622,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
 
     let v = node.persist(&[]);
     assert_eq!(v["backend"], "networkd", "{v}");
+    assert_admin_untouched(&admin, node.root());
     let want = [
         ("r0", "/etc/systemd/network/20-r0.network"),
         ("r1", "/etc/systemd/network/30-rdma1.network"),
@@ -950,8 +951,10 @@ fn networkmanager_profiles_found_by_uuid_round_trip_through_libnm() {
             .iter()
             .map(|f| nm_parse(&dir.join(f)))
             .collect();
+    let admin = config_tree(node.root());
     let v = node.persist(&[]);
     assert_eq!(v["backend"], "networkmanager", "{v}");
+    assert_admin_untouched(&admin, node.root());
     let script = node.root().join("etc/roce-net/nm-apply.sh");
     let undo = node.root().join("etc/roce-net/nm-remove.sh");
     let log = run_nm_script(&node, &script);
