@@ -43,6 +43,8 @@ fn iface(index: u32, name: &str, mac: &str) -> Interface {
         carrier: Some(true),
         master: None,
         stats: LinkStats::default(),
+        ethtool_stats: None,
+        qos: None,
     }
 }
 
