@@ -39,6 +39,21 @@ all)
   command -v dpkg-deb >/dev/null || need+=(dpkg)
   command -v gzip >/dev/null || need+=(gzip)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+  # The real tools the persistence boot simulations feed roce-net's rendering to
+  # (tests/persist_boot.rs: systemd-networkd, netplan generate, ifup/ifdown,
+  # nmcli --offline and libnm through python3-gi). They only ever run inside lab
+  # namespaces. Installed without recommends (network-manager's pull in modem,
+  # wifi and VPN stacks the tests do not use); a policy-rc.d that refuses every
+  # start is put in place for the install when the machine has none, and the
+  # units these packages enable for the next boot are disabled again, so the
+  # machine's own network is never handed to them.
+  boot=()
+  [ -x /lib/systemd/systemd-networkd ] || boot+=(systemd)
+  command -v netplan >/dev/null || boot+=(netplan.io)
+  command -v ifup >/dev/null || boot+=(ifupdown)
+  command -v nmcli >/dev/null || boot+=(network-manager)
+  /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
+    2>/dev/null || boot+=(python3-gi gir1.2-nm-1.0)
   # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
   # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
   [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
@@ -48,10 +63,33 @@ all)
   # the server, and the unit the package enables for boot is disabled again.
   promtool=0
   command -v promtool >/dev/null || promtool=1
-  if [ "${SKIP_INSTALL:-0}" != 1 ] && { [ ${#need[@]} -gt 0 ] || [ $promtool = 1 ]; }; then
-    log "installing system packages: ${need[*]} $([ $promtool = 1 ] && echo prometheus)"
-    script='export DEBIAN_FRONTEND=noninteractive; apt-get update -qq'
+  if [ "${SKIP_INSTALL:-0}" != 1 ] &&
+    { [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ] || [ $promtool = 1 ]; }; then
+    log "installing system packages: ${need[*]} ${boot[*]} $([ $promtool = 1 ] && echo prometheus)"
+    script='export DEBIAN_FRONTEND=noninteractive
+      if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf "%s\n" "#!/bin/sh" "exit 101" >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d; trap "rm -f /usr/sbin/policy-rc.d" EXIT
+      fi
+      apt-get update -qq'
     [ ${#need[@]} -gt 0 ] && script+="; apt-get install -y -qq ${need[*]}"
+    if [ ${#boot[@]} -gt 0 ]; then
+      script+="; apt-get install -y -qq --no-install-recommends ${boot[*]}"
+      units=()
+      [[ " ${boot[*]} " == *" network-manager "* ]] &&
+        units+=(NetworkManager.service NetworkManager-wait-online.service
+          NetworkManager-dispatcher.service)
+      [[ " ${boot[*]} " == *" ifupdown "* ]] && units+=(networking.service)
+      [[ " ${boot[*]} " == *" systemd "* ]] &&
+        units+=(systemd-networkd.service systemd-networkd.socket)
+      # systemctl disable works without a running systemd; where it cannot, the
+      # links the packages made go by hand.
+      links=("${units[@]/#//etc/systemd/system/*.wants/}")
+      [[ " ${units[*]} " == *" NetworkManager-dispatcher.service "* ]] &&
+        links+=(/etc/systemd/system/dbus-org.freedesktop.nm-dispatcher.service)
+      [ ${#units[@]} -gt 0 ] &&
+        script+="; systemctl disable ${units[*]} >/dev/null 2>&1 || rm -f ${links[*]}"
+    fi
     [ $promtool = 1 ] && script+='; apt-get install -y -qq --no-install-recommends prometheus;
       systemctl disable prometheus.service >/dev/null 2>&1 ||
       rm -f /etc/systemd/system/multi-user.target.wants/prometheus.service'

@@ -199,10 +199,14 @@ enum Cmd {
         /// detected from the host when omitted.
         #[arg(long, value_name = "BACKEND")]
         backend: Option<String>,
-        /// Show what would be written, change nothing.
+        /// Show what would be written (or removed), change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Write under DIR instead of / (for review or image building).
+        /// Remove every file persist wrote and restore what it replaced.
+        #[arg(long, conflicts_with_all = ["policy", "backend"])]
+        remove: bool,
+        /// The node's root: read its configuration and write under DIR instead of /
+        /// (for review, image building or tests); `--etc-root` moves /etc alone.
         #[arg(long, value_name = "DIR", default_value = "/")]
         root: PathBuf,
     },
@@ -664,30 +668,50 @@ fn run(cli: Cli) -> Result<u8, Error> {
             policy,
             backend,
             dry_run,
+            remove,
             root,
         } => {
+            let mut target = roce_net::PersistRoot::new(root);
+            if let Some(e) = &cli.etc_root {
+                target = target.with_etc(e);
+            }
+            if *remove {
+                let report = roce_net::remove_persistence(&target, &[], *dry_run)?;
+                if cli.json {
+                    print_json(&serde_json::json!({"remove": report}))?;
+                } else {
+                    out(&render::persist_remove(&report));
+                }
+                return Ok(exit::OK);
+            }
             let policy = load_policy(policy)?;
             let h = host(&cli)?;
             let st = h.snapshot()?;
             let desired = roce_net::desired_state(&st, &policy)?;
-            let (backend, why) = match backend.as_deref().map(str::parse::<roce_net::Backend>) {
-                Some(Ok(b)) => (b, "given on the command line".to_string()),
+            let chosen = match backend.as_deref().map(str::parse::<roce_net::Backend>) {
+                Some(Ok(b)) => Some((b, "given on the command line".to_string())),
                 Some(Err(e)) => return Err(e),
-                None => match policy.persistence.backend.backend() {
-                    Some(b) => (b, "set in the policy".to_string()),
-                    None => {
-                        roce_net::detect_backend_explained(&root.join("etc"), &root.join("run"))
-                    }
-                },
+                None => policy
+                    .persistence
+                    .backend
+                    .backend()
+                    .map(|b| (b, "set in the policy".to_string())),
             };
-            let files = roce_net::render_persistence(&desired, backend, &Default::default())?;
-            let report = roce_net::write_persistence(&files, root, *dry_run)?;
+            let plan = roce_net::prepare_persistence(&desired, &st, &target, chosen)?;
+            let report = roce_net::write_persistence_at(&plan.files, &target, *dry_run)?;
+            let stale = roce_net::remove_persistence(&target, &plan.files, *dry_run)?;
             if cli.json {
-                print_json(
-                    &serde_json::json!({"backend": backend.name(), "reason": why, "files": files, "report": report}),
-                )?;
+                print_json(&serde_json::json!({
+                    "backend": plan.backend.name(),
+                    "reason": plan.reason,
+                    "warnings": plan.warnings,
+                    "config": plan.config,
+                    "files": plan.files,
+                    "report": report,
+                    "stale": stale,
+                }))?;
             } else {
-                out(&render::persist(backend, &why, &files, &report));
+                out(&render::persist(&plan, &report, &stale));
             }
         }
         Cmd::Doctor {

@@ -307,12 +307,14 @@ pub fn plan(p: &roce_net::Plan) -> String {
 
 /// `roce-net persist`.
 pub fn persist(
-    backend: roce_net::Backend,
-    why: &str,
-    files: &[roce_net::RenderedFile],
+    plan: &roce_net::PersistPlan,
     report: &roce_net::WriteReport,
+    stale: &roce_net::RemoveReport,
 ) -> String {
-    let mut s = format!("backend {} ({why})\n", backend.name());
+    let mut s = format!("backend {} ({})\n", plan.backend.name(), plan.reason);
+    for w in &plan.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
     for d in &report.diffs {
         let _ = writeln!(s, "{:?} {}", d.status, d.path.display());
         if !d.diff.is_empty() {
@@ -322,10 +324,29 @@ pub fn persist(
             }
         }
     }
-    for f in files {
+    for f in &plan.files {
         if let Some(n) = &f.note {
             let _ = writeln!(s, "note: {}: {n}", f.path.display());
         }
+    }
+    let verb = if report.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    for p in &stale.removed {
+        let _ = writeln!(
+            s,
+            "{verb} roce-net's earlier {} (no longer rendered)",
+            p.display()
+        );
+    }
+    for p in &stale.restored {
+        let _ = writeln!(
+            s,
+            "{verb} roce-net's earlier {} and put back what it replaced",
+            p.display()
+        );
     }
     if report.dry_run {
         s.push_str("dry run: nothing written\n");
@@ -339,6 +360,42 @@ pub fn persist(
         for b in &report.backups {
             let _ = writeln!(s, "previous content kept in {}", b.display());
         }
+        for b in &report.originals {
+            let _ = writeln!(
+                s,
+                "the file roce-net replaced is kept in {} (`persist --remove` restores it)",
+                b.display()
+            );
+        }
+    }
+    s
+}
+
+/// `roce-net persist --remove`.
+pub fn persist_remove(r: &roce_net::RemoveReport) -> String {
+    let mut s = String::new();
+    let (rm, rs) = if r.dry_run {
+        ("would remove", "would restore")
+    } else {
+        ("removed", "restored")
+    };
+    for p in &r.removed {
+        let _ = writeln!(s, "{rm} {}", p.display());
+    }
+    for p in &r.restored {
+        let _ = writeln!(s, "{rs} {} (what was there before roce-net)", p.display());
+    }
+    for p in &r.foreign {
+        let _ = writeln!(s, "left {}: roce-net did not write it", p.display());
+    }
+    for (p, what) in &r.left {
+        let _ = writeln!(s, "left {}: {what}", p.display());
+    }
+    if r.removed.is_empty() && r.restored.is_empty() {
+        s.push_str("nothing of roce-net's persistence found\n");
+    }
+    if r.dry_run {
+        s.push_str("dry run: nothing changed\n");
     }
     s
 }

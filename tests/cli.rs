@@ -440,7 +440,7 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
         .args([
             "persist",
             "--backend",
-            "networkd",
+            "rt_tables.d",
             "--dry-run",
             "--root",
             root.path().to_str().unwrap(),
@@ -470,8 +470,9 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    // `--etc-root` (in the common arguments) moves /etc, `--root` the rest.
     let written =
-        std::fs::read_to_string(root.path().join("etc/sysctl.d/90-roce-net.conf")).unwrap();
+        std::fs::read_to_string(lab.etc.path().join("sysctl.d/90-roce-net.conf")).unwrap();
     assert!(
         written.contains("net.ipv4.conf.all.arp_ignore = 1"),
         "{written}"

@@ -116,7 +116,12 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
     before = host.snapshot()
 
-    (tmp_path / "root").mkdir()
+    # The node's own networkd configuration, which roce-net's drop-ins extend.
+    netdir = tmp_path / "root/etc/systemd/network"
+    netdir.mkdir(parents=True)
+    for nic in seed_lab.nics:
+        (netdir / f"20-{nic.name}.network").write_text(f"[Match]\nName={nic.name}\n")
+    admin = sorted(p for p in (tmp_path / "root").rglob("*"))
     persist = ("-e", "persist=networkd", "-e", f"persist_root={tmp_path / 'root'}")
     out = run_playbook(ns, tmp_path, "--check", "--diff", *persist)
     res = out["result"]
@@ -125,7 +130,7 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert "+rule from 198.18.0.12 lookup" in out["out"]  # the diff is shown
     assert "error arp-ignore:" in out["out"]  # findings are reported
     assert res["persisted"]["dry_run"] is True and res["persisted"]["written"], res
-    assert not any((tmp_path / "root").rglob("*"))  # check mode wrote nothing
+    assert sorted((tmp_path / "root").rglob("*")) == admin  # check mode wrote nothing
     assert "rule from 198.18.0.12 lookup" in res["diff"]["after"], res["diff"]
     assert "net.ipv4.conf.r1.arp_ignore 0" in res["diff"]["before"], res["diff"]
     assert "net.ipv4.conf.r1.arp_ignore 1" in res["diff"]["after"], res["diff"]
@@ -134,6 +139,8 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     out = run_playbook(ns, tmp_path, *persist)
     assert out["changed"] >= 1 and out["result"]["applied"]["applied"] > 0
     assert (tmp_path / "root/etc/sysctl.d/90-roce-net.conf").is_file()
+    for nic in seed_lab.nics:
+        assert (netdir / f"20-{nic.name}.network.d/90-roce-net.conf").is_file(), nic
     after = host.snapshot()
     for nic in seed_lab.nics:
         assert any(r.src == f"{nic.address}/32" for r in after.rules), (nic, after.rules)

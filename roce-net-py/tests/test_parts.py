@@ -145,8 +145,18 @@ def test_plan_on_compliant_state_is_empty():
 def test_render_and_write_persistence(tmp_path):
     _, plan = _plan_for_fixture()
     assert "networkd" in roce_net.persistence_backends()
-    files = roce_net.render_persistence(plan, "networkd")
+    # roce-net never guesses which .network file configures a NIC: without
+    # discovery or explicit names, networkd is refused, naming the NIC.
+    with pytest.raises(roce_net.RoceNetError) as ei:
+        roce_net.render_persistence(plan, "networkd")
+    assert ei.value.kind == "invalid_input" and "networkd" in str(ei.value)
+    files = roce_net.render_persistence(
+        plan,
+        "networkd",
+        networkd_files={n.ifname: f"20-{n.ifname}.network" for n in plan.desired.nics},
+    )
     assert all(isinstance(f, roce_net.RenderedFile) for f in files)
+    assert any(f.path.endswith(".network.d/90-roce-net.conf") for f in files)
     paths = [f.path for f in files]
     assert "/etc/sysctl.d/90-roce-net.conf" in paths
     sysctl = next(f for f in files if f.path == "/etc/sysctl.d/90-roce-net.conf")

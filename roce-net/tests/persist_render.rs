@@ -8,7 +8,7 @@ use roce_net::{
     protocol, ConfKey, ConfTarget, Family, Route, RouteType, Rule, RuleAction, Scope, Sysctl,
     TuningKey,
 };
-use roce_net::{Backend, NetplanDevice, RenderOptions, RenderedFile};
+use roce_net::{Backend, NetplanDevice, NetplanRenderer, NmProfile, RenderOptions, RenderedFile};
 use roce_net::{DesiredState, NicDesired};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -100,21 +100,42 @@ fn desired() -> DesiredState {
     d
 }
 
+/// Where each NIC is configured, as discovery would report it: every NIC is
+/// known to every backend (a missing one is refused, see
+/// `nics_the_backend_does_not_configure_are_refused`).
 fn options() -> RenderOptions {
     let mut o = RenderOptions::default();
-    o.networkd_files
-        .insert("ens1f0np0".into(), "25-rdma0.network".into());
-    o.networkd_files
-        .insert("ens1f1np1".into(), "25-rdma1.network".into());
-    o.nm_connections
-        .insert("ens1f0np0".into(), "RDMA port 0".into());
-    o.netplan_devices.insert(
-        "ens2f0np0".into(),
-        NetplanDevice {
-            kind: "ethernets".into(),
-            id: "rdma2".into(),
-        },
-    );
+    for (i, (ifname, _, _)) in NICS.iter().enumerate() {
+        o.networkd_files
+            .insert(ifname.to_string(), format!("25-rdma{i}.network"));
+        o.nm_connections.insert(
+            ifname.to_string(),
+            NmProfile {
+                uuid: Some(format!("5fb0a4b3-0c5e-4d5c-9a4e-00000000000{i}")),
+                id: if i == 0 {
+                    "Wired connection 1".into()
+                } else {
+                    format!("RDMA port {i}")
+                },
+            },
+        );
+        o.ifupdown_ifaces.insert(ifname.to_string());
+    }
+    for (ifname, kind, id) in [
+        ("ens1f0np0", "ethernets", "ens1f0np0"),
+        ("ens1f1np1", "ethernets", "ens1f1np1"),
+        ("ens2f0np0", "ethernets", "rdma2"),
+        ("bond0.100", "vlans", "bond0.100"),
+    ] {
+        o.netplan_devices.insert(
+            ifname.into(),
+            NetplanDevice {
+                kind: kind.into(),
+                id: id.into(),
+                renderer: NetplanRenderer::Networkd,
+            },
+        );
+    }
     o
 }
 
@@ -255,13 +276,13 @@ fn every_backend_has_sysctls_and_all_but_sysctl_d_have_names() {
 }
 
 #[test]
-fn networkd_drop_ins_use_known_files_and_note_assumed_ones() {
+fn networkd_drop_ins_go_next_to_the_known_files() {
     let files = roce_net::render_persistence(&desired(), Backend::Networkd, &options()).unwrap();
     let known = find(
         &files,
         "/etc/systemd/network/25-rdma0.network.d/90-roce-net.conf",
     );
-    assert!(known.note.is_none());
+    assert!(known.note.as_deref().unwrap().contains("25-rdma0.network"));
     let c = &known.content;
     for line in [
         "[Route]\nDestination=198.18.0.0/24\nTable=100000\nPreferredSource=198.18.0.10\nScope=link\nProtocol=201\n",
@@ -270,21 +291,37 @@ fn networkd_drop_ins_use_known_files_and_note_assumed_ones() {
     ] {
         assert!(c.contains(line), "missing {line:?} in\n{c}");
     }
-    let assumed = find(
+    find(
         &files,
-        "/etc/systemd/network/10-bond0.100.network.d/90-roce-net.conf",
+        "/etc/systemd/network/25-rdma3.network.d/90-roce-net.conf",
     );
-    assert!(assumed
-        .note
-        .as_deref()
-        .unwrap()
-        .contains("networkctl status bond0.100"));
     let conf = find(&files, "/etc/systemd/networkd.conf.d/90-roce-net.conf");
     assert!(conf
         .content
         .contains("[Network]\nManageForeignRoutingPolicyRules=no\nManageForeignRoutes=no\n"));
     // 1 sysctl + 2 names + networkd.conf + 4 drop-ins.
     assert_eq!(files.len(), 8);
+}
+
+#[test]
+fn nics_the_backend_does_not_configure_are_refused() {
+    for b in [
+        Backend::Networkd,
+        Backend::Netplan,
+        Backend::NetworkManager,
+        Backend::Ifupdown,
+    ] {
+        let mut o = options();
+        o.networkd_files.remove("ens2f0np0");
+        o.netplan_devices.remove("ens2f0np0");
+        o.nm_connections.remove("ens2f0np0");
+        o.ifupdown_ifaces.remove("ens2f0np0");
+        let e = roce_net::render_persistence(&desired(), b, &o).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{b}");
+        assert!(e.to_string().contains("ens2f0np0"), "{b}: {e}");
+    }
+    // sysctl.d and rt_tables.d attach nothing to an interface.
+    roce_net::render_persistence(&desired(), Backend::SysctlD, &RenderOptions::default()).unwrap();
 }
 
 #[test]
@@ -296,7 +333,7 @@ fn netplan_yaml_parses_and_has_the_expected_structure() {
     let v = &docs[0];
     let net = &v["network"];
     assert_eq!(net["version"], Yaml::Integer(2));
-    // A dotted name defaults to a VLAN definition; an explicit ID is honoured.
+    // The definition's own section and ID are used, whatever the kernel name.
     let vlan = &net["vlans"]["bond0.100"];
     assert_eq!(vlan["routes"][0]["to"], yaml_str("198.18.0.0/24"));
     assert_eq!(vlan["routes"][0]["from"], yaml_str("198.18.0.13"));
@@ -361,14 +398,15 @@ fn networkmanager_script_modifies_existing_profiles_only() {
         roce_net::render_persistence(&desired(), Backend::NetworkManager, &options()).unwrap();
     let f = find(&files, "/etc/roce-net/nm-apply.sh");
     assert_eq!(f.mode, 0o700);
-    assert!(f
-        .content
-        .contains("add 'RDMA port 0' ipv4.routes '198.18.0.0/24 table=100000 src=198.18.0.10'\n"));
+    let u0 = "uuid '5fb0a4b3-0c5e-4d5c-9a4e-000000000000'";
+    assert!(f.content.contains(&format!(
+        "add {u0} ipv4.routes '198.18.0.0/24 table=100000 src=198.18.0.10'\n"
+    )));
+    assert!(f.content.contains(&format!(
+        "add {u0} ipv4.routes '198.19.0.0/16 198.18.0.1 100 table=100000 src=198.18.0.10'\n"
+    )));
     assert!(f.content.contains(
-        "add 'RDMA port 0' ipv4.routes '198.19.0.0/16 198.18.0.1 100 table=100000 src=198.18.0.10'\n"
-    ));
-    assert!(f.content.contains(
-        "add 'bond0.100' ipv4.routing-rules 'priority 1003 from 198.18.0.13/32 table 100003'\n"
+        "add uuid '5fb0a4b3-0c5e-4d5c-9a4e-000000000003' ipv4.routing-rules 'priority 1003 from 198.18.0.13/32 table 100003'\n"
     ));
     for l in f
         .content
@@ -380,25 +418,34 @@ fn networkmanager_script_modifies_existing_profiles_only() {
             "must not set ipv4.route-table: {l}"
         );
     }
-    assert!(f.note.as_deref().unwrap().contains("ens1f1np1"));
     // Executed against a fake nmcli: every value is removed, then added, per profile.
     let (rc, log, _) = run_with_fakes(&f.content, &["nmcli"], &[]);
     assert_eq!(rc, 0);
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(
         lines[0],
-        "nmcli -g ipv4.route-table connection show RDMA port 0"
+        "nmcli -g ipv4.route-table connection show uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000"
     );
     assert_eq!(
         lines[1],
-        "nmcli connection modify RDMA port 0 -ipv4.routes 198.18.0.0/24 table=100000 src=198.18.0.10"
+        "nmcli connection modify uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000 -ipv4.routes 198.18.0.0/24 table=100000 src=198.18.0.10"
     );
     assert_eq!(
         lines[2],
-        "nmcli connection modify RDMA port 0 +ipv4.routes 198.18.0.0/24 table=100000 src=198.18.0.10"
+        "nmcli connection modify uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000 +ipv4.routes 198.18.0.0/24 table=100000 src=198.18.0.10"
     );
     let adds = lines.iter().filter(|l| l.contains(" +ipv4.")).count();
     assert_eq!(adds, 9, "{log}");
+    // The undo script removes the same values and adds nothing.
+    let u = find(&files, "/etc/roce-net/nm-remove.sh");
+    let (rc, log, _) = run_with_fakes(&u.content, &["nmcli"], &[]);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        log.lines().filter(|l| l.contains(" -ipv4.")).count(),
+        9,
+        "{log}"
+    );
+    assert!(!log.contains(" +ipv4."), "{log}");
 }
 
 #[test]
@@ -422,9 +469,9 @@ fn ifupdown_hook_applies_only_its_interfaces() {
     assert_eq!(rc, 0);
     assert_eq!(
         log,
-        "ip -4 route replace 198.18.0.0/24 dev bond0.100 table 100003 proto 201 scope link src 198.18.0.13\n\
-         ip -4 rule del from 198.18.0.13/32 lookup 100003 pref 1003 protocol 201\n\
-         ip -4 rule add from 198.18.0.13/32 lookup 100003 pref 1003 protocol 201\n"
+        "ip -4 route replace 198.18.0.0/24 dev bond0.100 src 198.18.0.13 table 100003 proto 201\n\
+         ip -4 rule del from 198.18.0.13 lookup 100003 pref 1003 proto 201\n\
+         ip -4 rule add from 198.18.0.13 lookup 100003 pref 1003 proto 201\n"
     );
     let (rc, log, _) = run_with_fakes(
         &script(&up.content),
@@ -442,10 +489,8 @@ fn ifupdown_hook_applies_only_its_interfaces() {
         &[("IFACE", "ens1f0np0"), ("MODE", "stop")],
     );
     assert_eq!(rc, 0);
-    assert!(
-        log.contains("ip -4 rule del from 198.18.0.10/32 lookup 100000 pref 1000 protocol 201\n")
-    );
-    assert!(log.contains("ip -4 route del 198.19.0.0/16 dev ens1f0np0 table 100000 via 198.18.0.1 proto 201 scope global src 198.18.0.10 metric 100\n"));
+    assert!(log.contains("ip -4 rule del from 198.18.0.10 lookup 100000 pref 1000 proto 201\n"));
+    assert!(log.contains("ip -4 route del 198.19.0.0/16 via 198.18.0.1 dev ens1f0np0 src 198.18.0.10 table 100000 proto 201 metric 100\n"));
     assert!(!log.contains(" add "));
 }
 
@@ -519,30 +564,37 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
     rule.family = Family::Inet6;
     rule.src = Some("2001:db8::10/128".parse().unwrap());
     d.rules.push(rule);
-    let up =
-        roce_net::render_persistence(&d, Backend::Ifupdown, &RenderOptions::default()).unwrap();
+    let mut o = RenderOptions::default();
+    o.ifupdown_ifaces.insert("eth1".into());
+    o.nm_connections.insert(
+        "eth1".into(),
+        NmProfile {
+            uuid: None,
+            id: "eth1".into(),
+        },
+    );
+    let up = roce_net::render_persistence(&d, Backend::Ifupdown, &o).unwrap();
     let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
-    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 table 100000 proto 201 scope global src 2001:db8::10 || rc=1\n"), "{hook}");
+    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 src 2001:db8::10 scope global table 100000 proto 201 || rc=1\n"), "{hook}");
     assert!(
         hook.contains(
-            "\tip -6 rule add from 2001:db8::10/128 lookup 100000 pref 1000 protocol 201 || rc=1\n"
+            "\tip -6 rule add from 2001:db8::10 lookup 100000 pref 1000 proto 201 || rc=1\n"
         ),
         "{hook}"
     );
-    let nm = roce_net::render_persistence(&d, Backend::NetworkManager, &RenderOptions::default())
-        .unwrap();
+    let nm = roce_net::render_persistence(&d, Backend::NetworkManager, &o).unwrap();
     let script = &find(&nm, "/etc/roce-net/nm-apply.sh").content;
     assert!(
-        script.contains("if check_profile 'eth1' ipv6; then"),
+        script.contains("if check_profile id 'eth1' ipv6; then"),
         "{script}"
     );
     assert!(
-        script.contains("add 'eth1' ipv6.routes '2001:db8::/64 table=100000 src=2001:db8::10'"),
+        script.contains("add id 'eth1' ipv6.routes '2001:db8::/64 table=100000 src=2001:db8::10'"),
         "{script}"
     );
     assert!(
         script.contains(
-            "add 'eth1' ipv6.routing-rules 'priority 1000 from 2001:db8::10/128 table 100000'"
+            "add id 'eth1' ipv6.routing-rules 'priority 1000 from 2001:db8::10/128 table 100000'"
         ),
         "{script}"
     );

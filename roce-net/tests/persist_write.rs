@@ -312,3 +312,23 @@ fn detection_of_enabled_but_not_running_services() {
     .unwrap();
     assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
 }
+
+#[test]
+fn an_oversized_existing_file_is_refused_not_read_whole() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("etc/sysctl.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("90-roce-net.conf");
+    // Sparse: 16 MiB + 1 byte without using the disk.
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len((16 << 20) + 1).unwrap();
+    drop(f);
+    let before = tree(root.path());
+    let files = [file("/etc/sysctl.d/90-roce-net.conf", "x = 1\n", 0o644)];
+    let e = roce_net::write_persistence(&files, root.path(), false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("larger than"), "{e}");
+    assert!(e.to_string().contains("90-roce-net.conf"), "{e}");
+    assert_eq!(tree(root.path()), before);
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), (16 << 20) + 1);
+}

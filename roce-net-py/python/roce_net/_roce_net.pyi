@@ -198,11 +198,19 @@ def render_persistence(
     plan: Plan,
     backend: str,
     *,
+    root: Optional[_Path] = None,
+    state: Optional[HostState] = None,
     networkd_files: Optional[Mapping[str, str]] = None,
     nm_connections: Optional[Mapping[str, str]] = None,
-    netplan_devices: Optional[Mapping[str, Tuple[str, str]]] = None,
+    netplan_devices: Optional[Mapping[str, Sequence[str]]] = None,
+    ifupdown_ifaces: Optional[Sequence[str]] = None,
 ) -> Tuple[RenderedFile, ...]:
-    """Boot-persistent files for the plan's desired state (``persistence_backends()`` names)."""
+    """Boot-persistent files for the plan's desired state (``persistence_backends()`` names).
+
+    With ``root`` (the node's ``/``) and ``state`` (its snapshot), the name each NIC
+    has in the backend's configuration is discovered; the maps give them
+    explicitly (``nm_connections``: ifname -> profile UUID). A NIC the backend
+    does not configure raises ``invalid_input``."""
 def write_persistence(
     files: Iterable[RenderedFile], root: Optional[_Path] = None, dry_run: bool = False
 ) -> WriteReport:

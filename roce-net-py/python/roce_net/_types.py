@@ -703,6 +703,7 @@ class WriteReport(_Record):
     written: Tuple[str, ...]
     unchanged: Tuple[str, ...]
     backups: Tuple[str, ...]
+    originals: Tuple[str, ...]
     diffs: Tuple[FileDiff, ...]
 
 

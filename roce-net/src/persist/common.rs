@@ -290,67 +290,6 @@ pub(crate) fn render_names(d: &DesiredState) -> Result<Vec<RenderedFile>> {
     Ok(out)
 }
 
-/// `ip` command arguments for a route (without the leading `ip -4 route replace`).
-pub(crate) fn ip_route_args(r: &Route, dev: &str, protocol: u8) -> String {
-    let mut s = format!("{} dev {dev} table {}", r.dst, r.table);
-    if let Some(g) = r.gateway {
-        let _ = write!(s, " via {g}");
-    }
-    let _ = write!(s, " proto {protocol} scope {}", r.scope);
-    if let Some(p) = r.prefsrc {
-        let _ = write!(s, " src {p}");
-    }
-    if let Some(m) = r.metric {
-        let _ = write!(s, " metric {m}");
-    }
-    if r.tos != 0 {
-        let _ = write!(s, " tos {}", r.tos);
-    }
-    s
-}
-
-/// `ip rule` selector and action arguments (without `ip -4 rule add`).
-pub(crate) fn ip_rule_args(r: &Rule, protocol: u8) -> String {
-    let mut s = String::new();
-    if r.invert {
-        s.push_str("not ");
-    }
-    match r.src {
-        Some(n) => {
-            let _ = write!(s, "from {n}");
-        }
-        None => s.push_str("from all"),
-    }
-    if let Some(n) = r.dst {
-        let _ = write!(s, " to {n}");
-    }
-    if let Some(i) = &r.iif {
-        let _ = write!(s, " iif {i}");
-    }
-    if let Some(o) = &r.oif {
-        let _ = write!(s, " oif {o}");
-    }
-    if let Some(m) = r.fwmark {
-        match r.fwmask {
-            Some(k) => {
-                let _ = write!(s, " fwmark {m:#x}/{k:#x}");
-            }
-            None => {
-                let _ = write!(s, " fwmark {m:#x}");
-            }
-        }
-    }
-    if r.tos != 0 {
-        let _ = write!(s, " tos {}", r.tos);
-    }
-    let _ = write!(s, " lookup {}", r.table);
-    if let Some(p) = r.suppress_prefixlen {
-        let _ = write!(s, " suppress_prefixlength {p}");
-    }
-    let _ = write!(s, " pref {} protocol {protocol}", r.priority);
-    s
-}
-
 /// Quote for POSIX sh with single quotes.
 pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))

@@ -1,4 +1,7 @@
-//! Guessing which backend configures a host's network.
+//! A coarse hint of which backend configures a host's network, from marker files
+//! only. `roce-net persist` does not use it: [`super::discover`] reads each
+//! stack's configuration and [`super::choose_backend`] picks the stack that
+//! really configures the NICs.
 
 use super::Backend;
 use std::path::Path;

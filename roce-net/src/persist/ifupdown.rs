@@ -6,9 +6,9 @@
 //! is run (through run-parts) for every interface, with its name in `$IFACE`, so it
 //! can apply one NIC's routes and rules and exit 0 for every other interface.
 
-use super::common::{ip_route_args, ip_rule_args, sh_quote, Layout, HEADER};
-use super::{RenderedFile, IFDOWN_HOOK_PATH, IFUP_HOOK_PATH};
-use crate::error::Result;
+use super::common::{sh_quote, Layout, HEADER};
+use super::{RenderOptions, RenderedFile, IFDOWN_HOOK_PATH, IFUP_HOOK_PATH};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::Family;
 use crate::plan::DesiredState;
 use std::fmt::Write as _;
@@ -21,7 +21,11 @@ fn fam(f: Family) -> &'static str {
     }
 }
 
-pub(crate) fn render(d: &DesiredState, layout: &Layout<'_>) -> Result<Vec<RenderedFile>> {
+pub(crate) fn render(
+    d: &DesiredState,
+    layout: &Layout<'_>,
+    opts: &RenderOptions,
+) -> Result<Vec<RenderedFile>> {
     let mut up = String::new();
     let mut down = String::new();
     for (s, what) in [(&mut up, "after"), (&mut down, "before")] {
@@ -45,11 +49,26 @@ pub(crate) fn render(d: &DesiredState, layout: &Layout<'_>) -> Result<Vec<Render
             continue;
         }
         let ifname = &item.nic.ifname;
+        if !opts.ifupdown_ifaces.contains(ifname) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{ifname} has no `iface` stanza in the node's ifupdown configuration \
+                     (/etc/network/interfaces and what it sources): ifupdown never runs hooks \
+                     for it, so roce-net's routes and rules would never be applied; define it \
+                     there first, or persist with the stack that configures it"
+                ),
+            ));
+        }
         let _ = writeln!(up, "{})", sh_quote(ifname));
         let _ = writeln!(down, "{})", sh_quote(ifname));
         for r in &item.routes {
-            let dev = r.dev.as_deref().unwrap_or(ifname);
-            let args = ip_route_args(r, dev, d.protocol);
+            // The route's own iproute2 syntax (model Display), on the NIC and
+            // with roce-net's protocol, so ownership survives a reboot.
+            let mut owned = (*r).clone();
+            owned.dev.get_or_insert_with(|| ifname.clone());
+            owned.protocol = d.protocol;
+            let args = owned.to_string();
             let _ = writeln!(up, "\tip {} route replace {args} || rc=1", fam(r.family));
             let _ = writeln!(
                 down,
@@ -58,7 +77,9 @@ pub(crate) fn render(d: &DesiredState, layout: &Layout<'_>) -> Result<Vec<Render
             );
         }
         for r in &item.rules {
-            let args = ip_rule_args(r, d.protocol);
+            let mut owned = (*r).clone();
+            owned.protocol = d.protocol;
+            let args = owned.to_string();
             // Delete first so that running the hook again does not stack duplicates.
             let _ = writeln!(
                 up,

@@ -2,9 +2,9 @@
 //! interfaces the existing netplan files define (netplan merges files by device ID).
 
 use super::common::{Layout, NicItems, HEADER};
-use super::{NetplanDevice, RenderOptions, RenderedFile, NETPLAN_PATH};
+use super::{NetplanDevice, NetplanRenderer, RenderOptions, RenderedFile, NETPLAN_PATH};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Route, Rule, Scope};
+use crate::model::{Family, Route, Rule, Scope};
 use crate::plan::DesiredState;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,56 +15,81 @@ pub(crate) fn render(
     layout: &Layout<'_>,
     opts: &RenderOptions,
 ) -> Result<Vec<RenderedFile>> {
-    // kind -> [(id, items)], both in a stable order.
-    let mut by_kind: BTreeMap<String, Vec<(String, &NicItems<'_>)>> = BTreeMap::new();
-    let mut assumed = Vec::new();
+    // kind -> [(device, items)], both in a stable order.
+    let mut by_kind: BTreeMap<String, Vec<(&NetplanDevice, &NicItems<'_>)>> = BTreeMap::new();
     for item in &layout.nics {
         if item.routes.is_empty() && item.rules.is_empty() {
             continue;
         }
         let ifname = &item.nic.ifname;
-        let dev = match opts.netplan_devices.get(ifname) {
-            Some(dev) => dev.clone(),
-            None => {
-                let kind = if ifname.contains('.') {
-                    "vlans"
-                } else {
-                    "ethernets"
-                };
-                assumed.push(format!("{ifname} under {kind}"));
-                NetplanDevice {
-                    kind: kind.into(),
-                    id: ifname.clone(),
-                }
-            }
+        let Some(dev) = opts.netplan_devices.get(ifname) else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{ifname} is not defined in the node's netplan configuration: a netplan \
+                     file that defined it anew would hand it to the renderer with no addresses \
+                     (networkd then removes the addresses it has), so roce-net only extends \
+                     existing definitions; define {ifname} in /etc/netplan first, or persist \
+                     with the stack that configures it"
+                ),
+            ));
         };
         check_key(&dev.kind)?;
         check_key(&dev.id)?;
-        by_kind.entry(dev.kind).or_default().push((dev.id, item));
+        by_kind
+            .entry(dev.kind.clone())
+            .or_default()
+            .push((dev, item));
     }
     let mut s = String::new();
     s.push_str(HEADER);
     s.push('\n');
     s.push_str(
         "# Adds per-NIC routes and policy rules to interfaces defined in the other files\n\
-         # of /etc/netplan (netplan merges definitions with the same ID). It deliberately\n\
-         # defines no addresses, DHCP or match: rules, so it changes nothing else.\n\
+         # of /etc/netplan (netplan merges definitions with the same ID). It defines no\n\
+         # interface, address, DHCP or match: rule, so it changes nothing else.\n\
+         # Devices rendered by NetworkManager get their rules as keyfile passthrough:\n\
+         # netplan 0.106 drops routing-policy for that renderer.\n\
          network:\n  version: 2\n",
     );
+    let mut nm_devices = Vec::new();
     for (kind, devs) in &by_kind {
         let _ = writeln!(s, "  {kind}:");
-        for (id, item) in devs {
-            let _ = writeln!(s, "    \"{id}\":");
+        for (dev, item) in devs {
+            let _ = writeln!(s, "    \"{}\":", dev.id);
             if !item.routes.is_empty() {
                 s.push_str("      routes:\n");
                 for r in &item.routes {
                     route_entry(&mut s, r)?;
                 }
             }
-            if !item.rules.is_empty() {
-                s.push_str("      routing-policy:\n");
-                for r in &item.rules {
-                    rule_entry(&mut s, r);
+            if item.rules.is_empty() {
+                continue;
+            }
+            match dev.renderer {
+                NetplanRenderer::Networkd => {
+                    s.push_str("      routing-policy:\n");
+                    for r in &item.rules {
+                        rule_entry(&mut s, r);
+                    }
+                }
+                NetplanRenderer::NetworkManager => {
+                    nm_devices.push(dev.id.clone());
+                    s.push_str("      networkmanager:\n        passthrough:\n");
+                    for r in &item.rules {
+                        let fam = match r.family {
+                            Family::Inet => "ipv4",
+                            Family::Inet6 => "ipv6",
+                        };
+                        // The keyfile index is the priority: unique per family,
+                        // stable, and far from the low indexes admins use.
+                        let _ = writeln!(
+                            s,
+                            "          \"{fam}.routing-rule{}\": \"{}\"",
+                            r.priority,
+                            super::nm::rule_value(r)
+                        );
+                    }
                 }
             }
         }
@@ -72,25 +97,32 @@ pub(crate) fn render(
     let mut note = String::from(
         "run `netplan generate` to check, then `netplan apply`. netplan cannot set a route \
          protocol: after a reboot the routes and rules carry the renderer's protocol \
-         (static) instead of roce-net's number. The file must stay mode 0600.",
+         (static) instead of roce-net's number, which the planner accepts as its own. The \
+         file must stay mode 0600.",
     );
-    if !assumed.is_empty() {
+    if !nm_devices.is_empty() {
         let _ = write!(
             note,
-            " Assumed netplan IDs (must match the existing definitions, including the \
-             device type): {}.",
-            assumed.join(", ")
+            " {} rendered by NetworkManager: their rules are passed through to the \
+             generated keyfiles (networkmanager.passthrough), because netplan 0.106 drops \
+             routing-policy for that renderer.",
+            nm_devices.join(", ")
         );
     }
-    Ok(vec![
-        RenderedFile {
-            path: PathBuf::from(NETPLAN_PATH),
-            content: s,
-            mode: 0o600,
-            note: Some(note),
-        },
-        networkd_conf_for_netplan(),
-    ])
+    let any_networkd = by_kind
+        .values()
+        .flatten()
+        .any(|(d, _)| d.renderer == NetplanRenderer::Networkd);
+    let mut out = vec![RenderedFile {
+        path: PathBuf::from(NETPLAN_PATH),
+        content: s,
+        mode: 0o600,
+        note: Some(note),
+    }];
+    if any_networkd {
+        out.push(networkd_conf_for_netplan());
+    }
+    Ok(out)
 }
 
 /// netplan's default renderer is systemd-networkd, which deletes foreign routes and
@@ -98,8 +130,8 @@ pub(crate) fn render(
 fn networkd_conf_for_netplan() -> RenderedFile {
     let mut f = super::networkd::networkd_conf();
     f.note = Some(
-        "only read when netplan renders to systemd-networkd (its default); harmless with \
-         the NetworkManager renderer."
+        "for the devices netplan renders to systemd-networkd (its default): keeps the \
+         policy rules roce-net applies at runtime when networkd reconfigures a link."
             .into(),
     );
     f

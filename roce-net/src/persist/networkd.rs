@@ -20,22 +20,18 @@ pub(crate) fn render(
             continue;
         }
         let ifname = &item.nic.ifname;
-        let (file, note) = match opts.networkd_files.get(ifname) {
-            Some(f) => {
-                check_network_file(f)?;
-                (f.clone(), None)
-            }
-            None => {
-                let f = format!("10-{ifname}.network");
-                let note = format!(
-                    "the .network file that configures {ifname} is not known; this drop-in \
-                     assumes it is {f}. networkd ignores a drop-in whose .network file does \
-                     not exist: find the real one with `networkctl status {ifname}` (Network \
-                     File:) and render again with that name."
-                );
-                (f, Some(note))
-            }
+        let Some(file) = opts.networkd_files.get(ifname) else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "no systemd-networkd .network file is known to configure {ifname}: a \
+                     drop-in is only read next to the file networkd really matches, so \
+                     roce-net does not guess one (find it with `networkctl status {ifname}`, \
+                     Network File:, or let `roce-net persist` discover it)"
+                ),
+            ));
         };
+        check_network_file(file)?;
         let mut s = String::new();
         s.push_str(HEADER);
         s.push('\n');
@@ -51,10 +47,16 @@ pub(crate) fn render(
             rule_section(&mut s, r);
         }
         out.push(RenderedFile {
-            path: PathBuf::from(format!("/etc/systemd/network/{file}.d/90-roce-net.conf")),
+            path: PathBuf::from(format!(
+                "/etc/systemd/network/{file}.d/{}",
+                super::NETWORKD_DROPIN_NAME
+            )),
             content: s,
             mode: 0o644,
-            note,
+            note: Some(format!(
+                "merged into {file} (networkd reads drop-ins from /etc for a .network file in \
+                 any of its directories); applies at the next `networkctl reload` or boot."
+            )),
         });
     }
     Ok(out)

@@ -8,8 +8,8 @@
 //! existing profile and lets NetworkManager persist it in whatever format it uses.
 
 use super::common::{sh_quote, Layout, HEADER};
-use super::{RenderOptions, RenderedFile, NM_SCRIPT_PATH};
-use crate::error::Result;
+use super::{RenderOptions, RenderedFile, NM_REMOVE_PATH, NM_SCRIPT_PATH};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Family, Route, Rule, Scope};
 use crate::plan::DesiredState;
 use std::fmt::Write as _;
@@ -21,52 +21,67 @@ pub(crate) fn render(
     opts: &RenderOptions,
 ) -> Result<Vec<RenderedFile>> {
     let mut s = String::new();
+    let mut u = String::new();
     s.push_str("#!/bin/sh\n");
     s.push_str(HEADER);
     s.push('\n');
     s.push_str(SCRIPT_HEAD);
-    let mut assumed = Vec::new();
+    u.push_str("#!/bin/sh\n");
+    u.push_str(HEADER);
+    u.push('\n');
+    u.push_str(REMOVE_HEAD);
     for item in &layout.nics {
         if item.routes.is_empty() && item.rules.is_empty() {
             continue;
         }
         let ifname = &item.nic.ifname;
-        let conn = match opts.nm_connections.get(ifname) {
-            Some(c) => c.clone(),
-            None => {
-                assumed.push(ifname.clone());
-                ifname.clone()
-            }
+        let Some(prof) = opts.nm_connections.get(ifname) else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "no NetworkManager profile is known to configure {ifname}; roce-net adds \
+                     to the profile that really manages a NIC (by UUID) and never creates \
+                     one (find it with `nmcli -f GENERAL.CONNECTION device show {ifname}`, or \
+                     let `roce-net persist` discover it from the keyfiles)"
+                ),
+            ));
         };
-        let q = sh_quote(&conn);
-        let _ = writeln!(
-            s,
-            "\n# {ifname}: table {} ({}), connection {q}",
-            item.nic.table, item.nic.table_name
-        );
+        // nmcli's connection identifier: `uuid <UUID>` (or `id <name>` for a
+        // keyfile without a UUID), never a bare name that could match another.
+        let (sel, val) = match &prof.uuid {
+            Some(u) => ("uuid", u.as_str()),
+            None => ("id", prof.id.as_str()),
+        };
+        let q = format!("{sel} {}", sh_quote(val));
+        for out in [&mut s, &mut u] {
+            let _ = writeln!(
+                out,
+                "\n# {ifname}: table {} ({}), profile {} ({})",
+                item.nic.table,
+                item.nic.table_name,
+                prof.id.replace('\n', " "),
+                prof.uuid.as_deref().unwrap_or("no uuid")
+            );
+        }
         let fam = if item.nic.address.is_ipv4() {
             "ipv4"
         } else {
             "ipv6"
         };
         let _ = writeln!(s, "if check_profile {q} {fam}; then");
+        let _ = writeln!(u, "if exists {q}; then");
         for r in &item.routes {
-            let _ = writeln!(
-                s,
-                "\tadd {q} {}.routes {}",
-                family_prefix(r.family),
-                sh_quote(&route_value(r))
-            );
+            let v = sh_quote(&route_value(r));
+            let _ = writeln!(s, "\tadd {q} {}.routes {v}", family_prefix(r.family));
+            let _ = writeln!(u, "\tdel {q} {}.routes {v}", family_prefix(r.family));
         }
         for r in &item.rules {
-            let _ = writeln!(
-                s,
-                "\tadd {q} {}.routing-rules {}",
-                family_prefix(r.family),
-                sh_quote(&rule_value(r))
-            );
+            let v = sh_quote(&rule_value(r));
+            let _ = writeln!(s, "\tadd {q} {}.routing-rules {v}", family_prefix(r.family));
+            let _ = writeln!(u, "\tdel {q} {}.routing-rules {v}", family_prefix(r.family));
         }
         s.push_str("fi\n");
+        u.push_str("fi\n");
     }
     s.push_str(
         "\n# The profiles are saved; NetworkManager applies them at the next activation.\n\
@@ -74,32 +89,37 @@ pub(crate) fn render(
          # take them over now without taking the link down: nmcli device reapply <ifname>\n\
          exit \"$rc\"\n",
     );
-    let mut note = String::from(
-        "run this script once as root (it is idempotent). It leaves ipv4.route-table at its \
-         current value and warns when a profile sets it: with policy routing enabled \
-         NetworkManager removes routes it did not configure from every table on that device.",
-    );
-    if !assumed.is_empty() {
-        let _ = write!(
-            note,
-            " Assumed connection names equal to interface names for: {} (check with `nmcli -f \
-             GENERAL.CONNECTION device show <ifname>`).",
-            assumed.join(", ")
-        );
-    }
-    Ok(vec![RenderedFile {
-        path: PathBuf::from(NM_SCRIPT_PATH),
-        content: s,
-        mode: 0o700,
-        note: Some(note),
-    }])
+    u.push_str("exit \"$rc\"\n");
+    let note = "run this script once as root (it is idempotent); /etc/roce-net/nm-remove.sh \
+                takes the same values out again. Each profile is addressed by its UUID. It \
+                leaves ipv4.route-table at its current value and warns when a profile sets it: \
+                with policy routing enabled NetworkManager removes routes it did not configure \
+                from every table on that device.";
+    Ok(vec![
+        RenderedFile {
+            path: PathBuf::from(NM_SCRIPT_PATH),
+            content: s,
+            mode: 0o700,
+            note: Some(note.into()),
+        },
+        RenderedFile {
+            path: PathBuf::from(NM_REMOVE_PATH),
+            content: u,
+            mode: 0o700,
+            note: Some(
+                "undoes nm-apply.sh: removes exactly the routes and rules it added, from the \
+                 same profiles."
+                    .into(),
+            ),
+        },
+    ])
 }
 
 const SCRIPT_HEAD: &str = r#"#
 # Adds roce-net's per-NIC routes and policy rules to the existing NetworkManager
-# connection profiles. Only the listed values are touched; addresses and every
-# other property stay as they are. Safe to run again: each value is removed first
-# (when present) and added once.
+# connection profiles, addressed by UUID. Only the listed values are touched;
+# addresses and every other property stay as they are. Safe to run again: each
+# value is removed first (when present) and added once.
 #
 # Routing tables: NetworkManager only deletes routes it did not configure from
 # the main table as long as a profile's ipv4.route-table is 0 (the default). Once
@@ -110,26 +130,47 @@ const SCRIPT_HEAD: &str = r#"#
 set -u
 rc=0
 
-# add CONNECTION PROPERTY VALUE
+# add SELECTOR CONNECTION PROPERTY VALUE
 add() {
-	nmcli connection modify "$1" -"$2" "$3" >/dev/null 2>&1 || true
-	if ! nmcli connection modify "$1" +"$2" "$3"; then
-		echo "roce-net: could not add $2 '$3' to connection '$1'" >&2
+	nmcli connection modify "$1" "$2" -"$3" "$4" >/dev/null 2>&1 || true
+	if ! nmcli connection modify "$1" "$2" +"$3" "$4"; then
+		echo "roce-net: could not add $3 '$4' to connection $1 '$2'" >&2
 		rc=1
 	fi
 }
 
-# check_profile CONNECTION FAMILY: the profile must exist; warn about route-table.
+# check_profile SELECTOR CONNECTION FAMILY: the profile must exist; warn about route-table.
 check_profile() {
-	if ! t=$(nmcli -g "$2.route-table" connection show "$1" 2>/dev/null); then
-		echo "roce-net: NetworkManager has no connection '$1'; skipped (find it with: nmcli -f GENERAL.CONNECTION device show <ifname>)" >&2
+	if ! t=$(nmcli -g "$3.route-table" connection show "$1" "$2" 2>/dev/null); then
+		echo "roce-net: NetworkManager has no connection with $1 '$2'; skipped (find it with: nmcli -f GENERAL.CONNECTION,GENERAL.CON-UUID device show <ifname>)" >&2
 		rc=1
 		return 1
 	fi
 	if [ -n "$t" ] && [ "$t" != 0 ]; then
-		echo "roce-net: warning: connection '$1' sets $2.route-table=$t; NetworkManager then removes routes it did not configure from all tables on its device" >&2
+		echo "roce-net: warning: connection $1 '$2' sets $3.route-table=$t; NetworkManager then removes routes it did not configure from all tables on its device" >&2
 	fi
 	return 0
+}
+"#;
+
+const REMOVE_HEAD: &str = r#"#
+# Takes roce-net's routes and policy rules out of the NetworkManager profiles that
+# /etc/roce-net/nm-apply.sh added them to (by UUID); nothing else is touched.
+set -u
+rc=0
+
+# exists SELECTOR CONNECTION
+exists() {
+	nmcli -g connection.uuid connection show "$1" "$2" >/dev/null 2>&1
+}
+
+# del SELECTOR CONNECTION PROPERTY VALUE (removing an absent value is not an
+# error for nmcli 1.42).
+del() {
+	if ! nmcli connection modify "$1" "$2" -"$3" "$4"; then
+		echo "roce-net: could not remove $3 '$4' from connection $1 '$2'" >&2
+		rc=1
+	fi
 }
 "#;
 
@@ -170,7 +211,7 @@ fn route_value(r: &Route) -> String {
 }
 
 /// nmcli's routing-rule syntax (ip-rule-like, `priority` first and mandatory).
-fn rule_value(r: &Rule) -> String {
+pub(crate) fn rule_value(r: &Rule) -> String {
     let mut s = format!("priority {}", r.priority);
     match (r.src, r.dst) {
         (None, None) => s.push_str(match r.family {

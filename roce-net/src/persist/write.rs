@@ -1,6 +1,6 @@
 //! Writing rendered files safely: relative to a root, component by component with
 //! `openat(O_NOFOLLOW)`, atomically (temp file + fsync + rename), keeping a backup,
-//! and never through a symlink.
+//! and never through a symlink; and removing what roce-net wrote.
 
 use super::diff::{diff_one, DiffStatus, FileDiff};
 use super::RenderedFile;
@@ -18,6 +18,68 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Suffix of the file that keeps a file's previous content.
 pub const BACKUP_SUFFIX: &str = ".roce-net.bak";
+/// Suffix of the file that keeps what was there before roce-net first wrote a
+/// path (restored by [`remove_files`]).
+pub const ORIGINAL_SUFFIX: &str = ".roce-net.orig";
+
+/// Where the node's trees are: the target host's `/`, with `/etc` and `/run`
+/// possibly elsewhere (`--root`, `--etc-root`; temp dirs in tests).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersistRoot {
+    /// The host's `/` (paths outside `/etc` and `/run` live under it).
+    pub root: PathBuf,
+    /// The host's `/etc`.
+    pub etc: PathBuf,
+    /// The host's `/run`.
+    pub run: PathBuf,
+}
+
+impl PersistRoot {
+    /// `root`, with `root/etc` and `root/run`.
+    pub fn new(root: impl Into<PathBuf>) -> PersistRoot {
+        let root = root.into();
+        PersistRoot {
+            etc: root.join("etc"),
+            run: root.join("run"),
+            root,
+        }
+    }
+
+    /// The same, with `/etc` at `etc`.
+    pub fn with_etc(mut self, etc: impl Into<PathBuf>) -> PersistRoot {
+        self.etc = etc.into();
+        self
+    }
+
+    /// The same, with `/run` at `run`.
+    pub fn with_run(mut self, run: impl Into<PathBuf>) -> PersistRoot {
+        self.run = run.into();
+        self
+    }
+
+    /// The directory a host path lives under and the path relative to it, as an
+    /// absolute path (`/etc/x` -> (`etc`, `/x`)).
+    fn locate(&self, host: &Path) -> Result<(&Path, PathBuf)> {
+        relative(host)?;
+        for (prefix, base) in [("/etc", &self.etc), ("/run", &self.run)] {
+            // The default layout is walked from the root itself, so that a
+            // symlinked `etc` under it is refused like any other component.
+            if *base == self.root.join(&prefix[1..]) {
+                continue;
+            }
+            if let Ok(rest) = host.strip_prefix(prefix) {
+                return Ok((base.as_path(), Path::new("/").join(rest)));
+            }
+        }
+        Ok((self.root.as_path(), host.to_path_buf()))
+    }
+
+    /// Where a host path is on disk.
+    pub fn on_disk(&self, host: &Path) -> Result<PathBuf> {
+        let (base, rel) = self.locate(host)?;
+        Ok(base.join(relative(&rel)?))
+    }
+}
 
 /// What [`write_files`] did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -30,43 +92,60 @@ pub struct WriteReport {
     pub unchanged: Vec<PathBuf>,
     /// Backups of previous contents (`<file>.roce-net.bak`) made (would be made).
     pub backups: Vec<PathBuf>,
+    /// Files roce-net did not write that it replaced, kept as
+    /// `<file>.roce-net.orig` for [`remove_files`] to restore.
+    pub originals: Vec<PathBuf>,
     /// One diff per input file, in input order.
     pub diffs: Vec<FileDiff>,
 }
 
 /// Write `files` under `root` (`/` on a real host; their absolute paths are taken
-/// relative to it).
+/// relative to it). Same as [`write_files_at`] with [`PersistRoot::new`].
+pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result<WriteReport> {
+    write_files_at(files, &PersistRoot::new(root), dry_run)
+}
+
+/// Write `files` under `target` (`/etc/...` paths under `target.etc`).
 ///
 /// All files are checked before anything is written: a symlink anywhere under
-/// `root` on a file's path, a non-regular file at the target, or a path that is
+/// the root on a file's path, a non-regular file at the target, or a path that is
 /// not absolute and plain fails the whole call with nothing changed. Then each
 /// changed file is written to a temp file in its directory (`O_CREAT|O_EXCL|
 /// O_NOFOLLOW`), given its mode, fsynced, and renamed over the target; the
 /// previous content, if any, is kept as `<file>.roce-net.bak` (replacing an older
-/// backup). Missing parent directories are created (mode 0755). Files whose
-/// content and mode already match are not rewritten. With `dry_run`, nothing is
-/// written and the report lists what would be.
-pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result<WriteReport> {
+/// backup), and a file roce-net did not write is also kept, once, as
+/// `<file>.roce-net.orig`. Missing parent directories are created (mode 0755).
+/// Files whose content and mode already match are not rewritten. With `dry_run`,
+/// nothing is written and the report lists what would be.
+pub fn write_files_at(
+    files: &[RenderedFile],
+    target: &PersistRoot,
+    dry_run: bool,
+) -> Result<WriteReport> {
     let mut report = WriteReport {
         dry_run,
         ..WriteReport::default()
     };
     let mut todo = Vec::new();
     for f in files {
-        let existing = inspect(root, &f.path)?;
+        let (base, hp) = target.locate(&f.path)?;
+        let existing = inspect(base, &hp)?;
         let d = diff_one(f, &existing);
-        let on_disk = root.join(relative(&f.path)?);
+        let on_disk = base.join(relative(&hp)?);
         match d.status {
             DiffStatus::Unchanged => report.unchanged.push(on_disk),
             _ => {
-                if existing.content.is_some() {
-                    report.backups.push(PathBuf::from(format!(
-                        "{}{BACKUP_SUFFIX}",
-                        on_disk.display()
-                    )));
+                let mut keep_orig = false;
+                if let Some(old) = &existing.content {
+                    report.backups.push(suffixed(&on_disk, BACKUP_SUFFIX));
+                    let orig = suffixed(&hp, ORIGINAL_SUFFIX);
+                    if !is_ours(old) && inspect(base, &orig)?.content.is_none() {
+                        report.originals.push(suffixed(&on_disk, ORIGINAL_SUFFIX));
+                        keep_orig = true;
+                    }
                 }
                 report.written.push(on_disk);
-                todo.push((f, existing));
+                todo.push((f, base, hp, existing, keep_orig));
             }
         }
         report.diffs.push(d);
@@ -74,11 +153,177 @@ pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result
     if dry_run {
         return Ok(report);
     }
-    for (f, existing) in todo {
-        write_one(root, f, &existing)
+    for (f, base, hp, existing, keep_orig) in todo {
+        write_one(base, &hp, f, &existing, keep_orig)
             .map_err(|e| e.context(format!("writing {}", f.path.display())))?;
     }
     Ok(report)
+}
+
+fn suffixed(p: &Path, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{}{suffix}", p.display()))
+}
+
+/// True when a file's text carries roce-net's header in its first lines.
+pub(crate) fn is_ours(content: &[u8]) -> bool {
+    let head: Vec<u8> = content.iter().take(512).copied().collect();
+    String::from_utf8_lossy(&head)
+        .lines()
+        .take(3)
+        .any(|l| l == super::common::HEADER)
+}
+
+/// What [`remove_files`] did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RemoveReport {
+    /// True when nothing was changed on disk.
+    pub dry_run: bool,
+    /// roce-net's files removed (on-disk paths).
+    pub removed: Vec<PathBuf>,
+    /// Files put back from `<file>.roce-net.orig` (on-disk paths).
+    pub restored: Vec<PathBuf>,
+    /// Files at roce-net's paths that roce-net did not write: left alone.
+    pub foreign: Vec<PathBuf>,
+    /// roce-net's files deliberately left, with what to do about them.
+    pub left: Vec<(PathBuf, String)>,
+}
+
+/// Every host path roce-net's persistence may have written under `target`: the
+/// fixed paths and the systemd-networkd drop-ins in `/etc/systemd/network`.
+fn owned_candidates(target: &PersistRoot) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = super::OWNED_PATHS.iter().map(PathBuf::from).collect();
+    let dir = target.etc.join("systemd/network");
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        let mut names: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .take(4096)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".network.d"))
+            .collect();
+        names.sort();
+        for n in names {
+            v.push(PathBuf::from(format!(
+                "/etc/systemd/network/{n}/{}",
+                super::NETWORKD_DROPIN_NAME
+            )));
+        }
+    }
+    v
+}
+
+/// Remove what roce-net's persistence wrote under `target`, except the files in
+/// `keep` (what a new rendering writes), and put back what it replaced.
+///
+/// Only files that carry roce-net's header are touched: a file at one of
+/// roce-net's paths that someone else wrote is listed in `foreign` and left
+/// alone. For each removed file, `<file>.roce-net.orig` (what was there before
+/// roce-net first wrote the path) is restored if present, and
+/// `<file>.roce-net.bak` is deleted; a drop-in directory left empty is removed.
+/// A full removal (empty `keep`) leaves the NetworkManager undo script in place
+/// (listed in `left`): the profiles it changed are NetworkManager's to change.
+pub fn remove_files(
+    target: &PersistRoot,
+    keep: &[RenderedFile],
+    dry_run: bool,
+) -> Result<RemoveReport> {
+    let mut report = RemoveReport {
+        dry_run,
+        ..RemoveReport::default()
+    };
+    let kept: Vec<&Path> = keep.iter().map(|f| f.path.as_path()).collect();
+    let mut todo = Vec::new();
+    for host in owned_candidates(target) {
+        if kept.contains(&host.as_path()) {
+            continue;
+        }
+        let (base, hp) = target.locate(&host)?;
+        let existing = inspect(base, &hp)?;
+        let Some(content) = existing.content else {
+            continue;
+        };
+        let on_disk = base.join(relative(&hp)?);
+        if !is_ours(&content) {
+            report.foreign.push(on_disk);
+            continue;
+        }
+        if keep.is_empty() && host == Path::new(super::NM_REMOVE_PATH) {
+            report.left.push((
+                on_disk,
+                "run it once as root to take roce-net's routes and rules out of the                  NetworkManager profiles (nmcli connection modify <uuid> -ipv4.routes ...),                  then delete it"
+                    .into(),
+            ));
+            continue;
+        }
+        let orig = inspect(base, &suffixed(&hp, ORIGINAL_SUFFIX))?;
+        if orig.content.is_some() {
+            report.restored.push(on_disk);
+        } else {
+            report.removed.push(on_disk);
+        }
+        todo.push((base, hp, orig));
+    }
+    if dry_run {
+        return Ok(report);
+    }
+    for (base, hp, orig) in todo {
+        remove_one(base, &hp, &orig).map_err(|e| {
+            e.context(format!(
+                "removing roce-net's {}",
+                base.join(relative(&hp).unwrap_or_default()).display()
+            ))
+        })?;
+    }
+    Ok(report)
+}
+
+fn unlink_at(dir: &OwnedFd, name: &str, shown: &Path, flags: libc::c_int) -> Result<()> {
+    let c = CString::new(name)
+        .map_err(|_| Error::new(ErrorKind::InvalidInput, "file name contains a NUL byte"))?;
+    // SAFETY: valid fd and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), flags) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            return Err(Error::io(e, format!("removing {}", shown.display())));
+        }
+    }
+    Ok(())
+}
+
+fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
+    let shown = base.join(relative(hp)?);
+    let Some((dir, name)) = walk_parent(base, hp, false)? else {
+        return Ok(());
+    };
+    let file = String::from_utf8_lossy(name.as_bytes()).into_owned();
+    match &orig.content {
+        Some(old) => {
+            atomic_replace(&dir, &name, old, orig.mode.unwrap_or(0o644), &shown)?;
+            unlink_at(&dir, &format!("{file}{ORIGINAL_SUFFIX}"), &shown, 0)?;
+        }
+        None => unlink_at(&dir, &file, &shown, 0)?,
+    }
+    unlink_at(&dir, &format!("{file}{BACKUP_SUFFIX}"), &shown, 0)?;
+    // SAFETY: valid fd.
+    if unsafe { libc::fsync(dir.as_raw_fd()) } != 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("syncing the directory of {}", shown.display()),
+        ));
+    }
+    drop(dir);
+    // A networkd drop-in directory left empty goes too (it was made for the drop-in).
+    if let Some(parent) = hp.parent() {
+        if parent.extension().is_some_and(|e| e == "d")
+            && parent.to_string_lossy().ends_with(".network.d")
+        {
+            if let Some((pdir, pname)) = walk_parent(base, parent, false)? {
+                // rmdir fails (ENOTEMPTY) when other drop-ins are there: fine.
+                // SAFETY: valid fd and NUL-terminated name.
+                unsafe { libc::unlinkat(pdir.as_raw_fd(), pname.as_ptr(), libc::AT_REMOVEDIR) };
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What is at a target path now.
@@ -224,6 +469,13 @@ fn walk_parent(root: &Path, path: &Path, create: bool) -> Result<Option<(OwnedFd
         Some(x) => x,
         None => return Err(Error::new(ErrorKind::InvalidInput, "empty path")),
     };
+    if create && !root.exists() {
+        std::fs::create_dir_all(root)
+            .map_err(|e| Error::io(e, format!("creating directory {}", root.display())))?;
+    }
+    if !create && !root.exists() {
+        return Ok(None);
+    }
     let mut dir = open_root(root)?;
     let mut shown = root.to_path_buf();
     for c in parents {
@@ -251,6 +503,9 @@ fn walk_parent(root: &Path, path: &Path, create: bool) -> Result<Option<(OwnedFd
     }
     Ok(Some((dir, cstr(last)?)))
 }
+
+/// The largest existing file [`inspect`] reads (to compare and back up).
+const MAX_EXISTING: u64 = 16 << 20;
 
 /// Read what is at `path` under `root` now, refusing symlinks on the way.
 pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
@@ -290,8 +545,20 @@ pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
     // SAFETY: fd is a fresh, valid descriptor we own.
     let mut f = unsafe { File::from_raw_fd(fd) };
     let mut buf = Vec::new();
-    f.read_to_end(&mut buf)
+    (&mut f)
+        .take(MAX_EXISTING + 1)
+        .read_to_end(&mut buf)
         .map_err(|e| Error::io(e, format!("reading {}", shown.display())))?;
+    if buf.len() as u64 > MAX_EXISTING {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is larger than {MAX_EXISTING} bytes, which no configuration file \
+                 roce-net writes is; move it away and run again",
+                shown.display()
+            ),
+        ));
+    }
     Ok(Existing {
         content: Some(buf),
         mode: Some(st.st_mode & 0o7777),
@@ -375,9 +642,15 @@ fn atomic_replace(
     result
 }
 
-fn write_one(root: &Path, f: &RenderedFile, before: &Existing) -> Result<()> {
-    let shown = root.join(relative(&f.path)?);
-    let Some((dir, name)) = walk_parent(root, &f.path, true)? else {
+fn write_one(
+    root: &Path,
+    hp: &Path,
+    f: &RenderedFile,
+    before: &Existing,
+    keep_orig: bool,
+) -> Result<()> {
+    let shown = root.join(relative(hp)?);
+    let Some((dir, name)) = walk_parent(root, hp, true)? else {
         return Err(Error::new(
             ErrorKind::Io,
             format!(
@@ -414,6 +687,18 @@ fn write_one(root: &Path, f: &RenderedFile, before: &Existing) -> Result<()> {
         }
         atomic_replace(&dir, &bak, old, before.mode.unwrap_or(0o600), &bak_shown)
             .map_err(|e| e.context("keeping the previous content as a backup"))?;
+        if keep_orig {
+            let orig_name = format!(
+                "{}{ORIGINAL_SUFFIX}",
+                String::from_utf8_lossy(name.as_bytes())
+            );
+            let orig = CString::new(orig_name).map_err(|_| {
+                Error::new(ErrorKind::InvalidInput, "original name contains a NUL byte")
+            })?;
+            let orig_shown = suffixed(&shown, ORIGINAL_SUFFIX);
+            atomic_replace(&dir, &orig, old, before.mode.unwrap_or(0o600), &orig_shown)
+                .map_err(|e| e.context("keeping the file roce-net replaces"))?;
+        }
     }
     atomic_replace(&dir, &name, f.content.as_bytes(), f.mode & 0o7777, &shown)?;
     // Make the renames durable.

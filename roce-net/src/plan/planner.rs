@@ -246,15 +246,10 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
             .get(&route_key(want))
             .map(Vec::as_slice)
             .unwrap_or_default();
-        if let Some(&i) = bucket
-            .iter()
-            .find(|i| !route_used[**i] && host_routes[**i] == nw)
-        {
-            route_used[i] = true;
-            continue;
-        }
         // Recreated from persisted configuration by another tool, which cannot set
         // our protocol: it satisfies the policy, and a foreign object stays as is.
+        // It is preferred over our own copy, which then goes as a duplicate: the
+        // boot configuration's object is the one that comes back on every boot.
         // (The key has no protocol, so such a route is in the same bucket.)
         if let Some(&i) = bucket.iter().find(|i| {
             !route_used[**i] && host.routes[**i].protocol != p && {
@@ -263,6 +258,13 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
                 h == nw
             }
         }) {
+            route_used[i] = true;
+            continue;
+        }
+        if let Some(&i) = bucket
+            .iter()
+            .find(|i| !route_used[**i] && host_routes[**i] == nw)
+        {
             route_used[i] = true;
             continue;
         }
@@ -300,14 +302,11 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
             .get(&(want.family, want.priority, want.table))
             .map(Vec::as_slice)
             .unwrap_or_default();
-        if let Some(&i) = bucket
-            .iter()
-            .find(|i| !rule_used[**i] && host_rules[**i] == nw)
-        {
-            rule_used[i] = true;
-            continue;
-        }
-        // As for routes: the same rule recreated by another tool with its protocol.
+        // As for routes: the same rule recreated by another tool with its protocol
+        // (systemd-networkd 252 has no protocol setting for rules: `proto static`)
+        // satisfies the policy and wins over our own copy, which is then deleted
+        // as a duplicate. Never the other way round: the foreign rule comes back
+        // on every boot, so replacing it would be a fight on every boot.
         if let Some(&i) = bucket.iter().find(|i| {
             !rule_used[**i] && host.rules[**i].protocol != p && {
                 let mut h = host_rules[**i].clone();
@@ -315,6 +314,13 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
                 h == nw
             }
         }) {
+            rule_used[i] = true;
+            continue;
+        }
+        if let Some(&i) = bucket
+            .iter()
+            .find(|i| !rule_used[**i] && host_rules[**i] == nw)
+        {
             rule_used[i] = true;
             continue;
         }

@@ -16,7 +16,7 @@ mod de;
 mod glob;
 mod resolve;
 mod schema;
-mod yaml;
+pub(crate) mod yaml;
 
 pub use backend::Backend;
 pub use schema::{

@@ -66,8 +66,9 @@ options:
     type: str
     choices: [sysctl.d, rt_tables.d, networkd, netplan, networkmanager, ifupdown]
   persist_root:
-    description: Prefix for the persistent files' paths (for staging or tests);
-      the directory must exist.
+    description: The node's root (for staging or tests); its own network
+      configuration is read there to find which file or profile configures each
+      NIC, and roce-net's files are written there. The directory must exist.
     type: path
     default: /
 requirements:
@@ -289,7 +290,8 @@ def main():
     try:
         policy = load_policy(module, rn)
         host = host_from_params(p)
-        plan = rn.plan(host.snapshot(), policy)
+        state = host.snapshot()
+        plan = rn.plan(state, policy)
         result["plan"] = plan.to_dict()
         result["changes"] = list(plan.describe())
         result["changed"] = not plan.is_empty()
@@ -299,7 +301,9 @@ def main():
             report = host.apply(plan, confirm_timeout=p["confirm_timeout"] or None, state_dir=p["state_dir"])
             result["applied"] = report.to_dict()
         if p["persist"]:
-            files = rn.render_persistence(plan, p["persist"])
+            # Onto the node's own configuration under persist_root (roce-net never
+            # defines an interface the node does not; see docs/persistence.md).
+            files = rn.render_persistence(plan, p["persist"], root=p["persist_root"], state=state)
             report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode).to_dict()
             result["persisted"] = report
             result["changed"] = result["changed"] or bool(report["written"])
