@@ -544,12 +544,7 @@ fn apply(
 ) -> Result<u8, Error> {
     let h = host(cli)?;
     let plan = match plan_file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| Error::io(e, format!("reading plan {}", f.display())))?;
-            roce_net::Plan::from_json(&text)
-                .map_err(|e| e.context(format!("in plan {}", f.display())))?
-        }
+        Some(f) => roce_net::Plan::load(f)?,
         None => roce_net::plan(&h.snapshot()?, &load_policy(policy)?)?,
     };
     if plan.is_empty() {

@@ -33,6 +33,7 @@ mod error;
 mod fib;
 mod fleet;
 mod host;
+mod input;
 mod kernel;
 mod lab;
 mod model;
@@ -52,13 +53,16 @@ pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
-    Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning,
-    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
-    RT_TABLE_UNSPEC,
+    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
+    Address, Combine, ConfKey, ConfTarget, ConfValues, Family, GidEntry, GidType, HostState,
+    HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor, NextHop, OperState,
+    RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule, RuleAction, Scope, Sysctl,
+    SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning, TuningKey, Warning,
+    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
+
+// Bounded reading of outside files (docs/reliability.md lists the limits).
+pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, InputKind};
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
@@ -113,7 +117,9 @@ pub use persist::{
     Backend, DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport,
     BACKUP_SUFFIX,
 };
-pub use rt_tables::TABLE_NAMES_FILE;
+pub use rt_tables::{
+    table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,
+};
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{Lab, LabNic, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE};

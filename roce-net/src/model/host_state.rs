@@ -113,8 +113,7 @@ impl HostState {
 
     /// Read a snapshot file.
     pub fn load(path: &Path) -> Result<HostState> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(e, format!("reading snapshot {}", path.display())))?;
+        let text = crate::input::read_input_text(path, crate::input::InputKind::Snapshot)?;
         Self::from_json(&text).map_err(|e| e.context(format!("in snapshot {}", path.display())))
     }
 

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
@@ -289,9 +289,8 @@ pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
     }
     // SAFETY: fd is a fresh, valid descriptor we own.
     let mut f = unsafe { File::from_raw_fd(fd) };
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf)
-        .map_err(|e| Error::io(e, format!("reading {}", shown.display())))?;
+    let buf = crate::input::read_stream(&mut f, crate::input::InputKind::NodeConfig, "a file")
+        .map_err(|e| e.context(format!("reading {}", shown.display())))?;
     Ok(Existing {
         content: Some(buf),
         mode: Some(st.st_mode & 0o7777),

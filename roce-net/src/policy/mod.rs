@@ -12,6 +12,7 @@
 
 mod de;
 mod glob;
+mod host_tuning;
 mod resolve;
 
 pub(crate) use resolve::{ForeignObject, Layout, Obstacle};
@@ -406,8 +407,7 @@ impl Policy {
 
     /// Read a policy file; `.json` files are read as JSON, everything else as YAML.
     pub fn load(path: &std::path::Path) -> Result<Policy> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(e, format!("reading policy {}", path.display())))?;
+        let text = crate::input::read_input_text(path, crate::input::InputKind::Policy)?;
         let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
         let p = if is_json {
             Policy::from_json(&text)
@@ -496,6 +496,19 @@ impl Policy {
     fn check_routing(&self) -> Result<()> {
         let r = &self.routing;
         let p = &r.table_name_prefix;
+        if p.len() > crate::rt_tables::MAX_TABLE_PREFIX_LEN {
+            return Err(policy_err(
+                "routing.table_name_prefix",
+                format!(
+                    "the prefix has {} bytes; at most {} fit (a table name is the prefix and \
+                     an interface name of up to 15 bytes, and iproute2's rt_tables files hold \
+                     names of up to {} bytes safely)",
+                    p.len(),
+                    crate::rt_tables::MAX_TABLE_PREFIX_LEN,
+                    crate::rt_tables::MAX_TABLE_NAME_LEN
+                ),
+            ));
+        }
         if let Some(c) = p
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
@@ -621,6 +634,7 @@ impl Policy {
     /// Validate against a host and compute the per-NIC layout.
     pub(crate) fn layout(&self, host: &HostState) -> Result<Layout> {
         self.check()?;
+        host_tuning::check(self, host)?;
         resolve::resolve(self, host)
     }
 
@@ -631,6 +645,7 @@ impl Policy {
         host: &HostState,
     ) -> Result<(Layout, Vec<Obstacle>)> {
         self.check()?;
+        host_tuning::check(self, host)?;
         resolve::resolve_past_obstacles(self, host)
     }
 }

@@ -22,6 +22,7 @@
 
 mod addr;
 mod link;
+mod names;
 mod neigh;
 mod route;
 mod rule;

@@ -366,12 +366,15 @@ fn handle_datagram(
                 ))
             }
             _ => {
-                let msg = RouteNetlinkMessage::parse_with_param(payload, mtype).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Parse,
-                        format!("{what}: cannot decode netlink message type {mtype}: {e}"),
-                    )
-                })?;
+                let (decodable, raw_names) = super::names::prepare(mtype, payload);
+                let mut msg = RouteNetlinkMessage::parse_with_param(&decodable[..], mtype)
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorKind::Parse,
+                            format!("{what}: cannot decode netlink message type {mtype}: {e}"),
+                        )
+                    })?;
+                super::names::restore(&mut msg, &raw_names);
                 sink(msg)?;
             }
         }
