@@ -47,6 +47,11 @@ mod rt_tables;
 mod scope;
 #[cfg(test)]
 mod test_support;
+// Fuzz harnesses: only for `cargo fuzz` (cfg(fuzzing)) and this crate's tests,
+// never in the product (docs/fuzzing.md).
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzzing;
 
 // Errors (DESIGN decision 9).
 pub use error::{Error, ErrorKind, Result};

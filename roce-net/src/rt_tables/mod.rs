@@ -141,6 +141,19 @@ fn read_file(
             return true;
         }
     };
+    parse_names_text(&text, path, max, out, warnings);
+    true
+}
+
+/// The `<number> <name>` lines of one database file's text into `out`; bad lines
+/// are warnings (at most 16 per file, then one summary).
+pub(crate) fn parse_names_text(
+    text: &str,
+    path: &Path,
+    max: u32,
+    out: &mut BTreeMap<u32, String>,
+    warnings: &mut Vec<Warning>,
+) {
     // At most this many warnings per file: a file of garbage is one short report.
     const MAX_LINE_WARNINGS: usize = 16;
     let mut bad = 0usize;
@@ -173,7 +186,6 @@ fn read_file(
             format!("{} more lines skipped (not shown)", bad - MAX_LINE_WARNINGS),
         );
     }
-    true
 }
 
 /// Parse one line: `Ok(None)` for blank and comment lines.

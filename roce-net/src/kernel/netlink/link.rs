@@ -25,7 +25,7 @@ fn oper_state(s: State) -> OperState {
 }
 
 /// Convert one link message; the master is returned as an index for a second pass.
-fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
+pub(super) fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
     let mut i = Interface {
         index: m.header.index,
         name: String::new(),

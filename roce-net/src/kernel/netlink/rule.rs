@@ -13,7 +13,7 @@ use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleFlags, RuleMessa
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
 
-fn to_rule(m: RuleMessage) -> Option<Rule> {
+pub(super) fn to_rule(m: RuleMessage) -> Option<Rule> {
     let family = match m.header.family {
         AddressFamily::Inet => Family::Inet,
         AddressFamily::Inet6 => Family::Inet6,

@@ -5,7 +5,7 @@
 //! Reading never fails as a whole: a file that cannot be read or parsed becomes a
 //! [`Warning`] and the rest of the device is still returned. See `docs/rdma-sysfs.md`.
 
-mod gids;
+pub(crate) mod gids;
 mod text;
 
 use crate::model::{active_mtu_for_netdev_mtu, Interface, RdmaDevice, RdmaPort, Warning};
@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+#[cfg(any(fuzzing, test))]
+pub(crate) use gids::parse_gid;
 pub use text::strip_enum_prefix;
 
 use text::{read_attr, warn};
