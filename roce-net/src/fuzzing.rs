@@ -1,8 +1,8 @@
 //! Fuzz harnesses: one function per parser of outside input.
 //!
 //! Compiled only for `cargo fuzz` (which sets `cfg(fuzzing)`) and for this
-//! crate's own unit tests, which run every harness over the committed corpus
-//! (`fuzz/corpus/<target>/`) so CI replays what the long runs found without a
+//! crate's own unit tests, which run every harness over the committed seeds and
+//! corpus (`fuzz/seeds/<target>/`, `fuzz/corpus/<target>/`) so CI replays what the long runs found without a
 //! fuzzer. Never part of the product. Each harness feeds arbitrary bytes to one
 //! parser and checks what must hold whatever the bytes: no panic, bounded and
 //! escaped messages, and round trips (what parses, re-serialises to an equal
@@ -196,17 +196,23 @@ mod tests {
     //! every harness: CI runs the fuzz findings as plain tests.
     use std::path::PathBuf;
 
+    /// The seeds and the corpus of a target (`fuzz/seeds/<t>`, `fuzz/corpus/<t>`).
     fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../fuzz/corpus")
-            .join(target);
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
         let mut out = Vec::new();
-        for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let p = e.unwrap().path();
-            let b = std::fs::read(&p).unwrap();
-            out.push((p, b));
+        for kind in ["seeds", "corpus"] {
+            let dir = root.join(kind).join(target);
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                assert_ne!(kind, "seeds", "no seeds in {}", dir.display());
+                continue;
+            };
+            for e in rd {
+                let p = e.unwrap().path();
+                let b = std::fs::read(&p).unwrap();
+                out.push((p, b));
+            }
         }
-        assert!(!out.is_empty(), "no corpus in {}", dir.display());
+        assert!(!out.is_empty(), "no seeds for {target}");
         out
     }
 
@@ -253,7 +259,7 @@ mod tests {
     /// Real kernel dumps of a lab namespace (a link named `r\xff`, addresses,
     /// routes in a table above 255, rules, neighbours) go through the netlink
     /// harness datagram by datagram. With `ROCE_NET_FUZZ_SEEDS=DIR` the
-    /// datagrams are also written there (how `fuzz/corpus/netlink` was seeded).
+    /// datagrams are also written there (how `fuzz/seeds/netlink` was made).
     #[test]
     #[ignore = "needs root: creates a network namespace"]
     fn real_kernel_dumps_go_through_the_netlink_harness() {
