@@ -23,10 +23,23 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+  # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
+  # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
+  [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+  command -v cc >/dev/null || need+=(gcc)
   if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq "${need[@]}"
+  fi
+  # promtool (Prometheus' own text-format parser and linter) judges `roce-net
+  # metrics`. Only the binary is wanted: policy-rc.d keeps apt from starting
+  # the server, and the unit the package enables for boot is disabled again.
+  if ! command -v promtool >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus
+    systemctl disable prometheus.service >/dev/null 2>&1 || rm -f /etc/systemd/system/multi-user.target.wants/prometheus.service
   fi
 fi
 
@@ -47,6 +60,7 @@ cargo fmt --all -- --check
 
 log "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features verbs -- -D warnings
 
 log "cargo test (unit, fixture, golden and namespace lab tests)"
 # Lab tests must fail, not skip, when they cannot run in CI.
@@ -54,6 +68,12 @@ export CI="${CI:-}"
 # Lab tests are #[ignore = "needs root ..."], so plain `cargo test` lists them as
 # ignored; here they run, and without root they would fail, not skip.
 cargo test --workspace -- --test-threads=2 --include-ignored
+
+log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab tests)"
+# Only what the feature adds: the library's verbs/rdma unit and lab tests and the
+# CLI's probe rdma tests; everything else ran above.
+cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
+cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
 
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"

@@ -37,6 +37,12 @@ pub mod exit {
     pub const FAILURE: u8 = 70;
     /// The user declined at the prompt.
     pub const DECLINED: u8 = 5;
+    /// `probe rdma`: the probe ran and RDMA failed (the report says the likely cause).
+    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    pub const PROBE_FAILED: u8 = 6;
+    /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
+    /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
+    pub const NO_RDMA: u8 = 69;
 }
 
 #[derive(Parser, Debug)]
@@ -85,6 +91,16 @@ enum Cmd {
         /// Write to FILE instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Also read the devices through libibverbs (the verbs view), for the
+        /// doctor's verbs-sysfs-mismatch check.
+        #[arg(long)]
+        verbs: bool,
+    },
+    /// RDMA devices, ports and GID tables as libibverbs sees them (exit 69 without RDMA).
+    Verbs {
+        /// libibverbs to load (soname or path) instead of libibverbs.so.1.
+        #[arg(long, value_name = "PATH")]
+        libibverbs: Option<PathBuf>,
     },
     /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
     RouteGet {
@@ -159,6 +175,9 @@ enum Cmd {
         /// (what `apply` uses without one) when omitted.
         #[arg(short = 'f', long = "policy", value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// Also compare the devices libibverbs sees with sysfs (live host only).
+        #[arg(long, conflicts_with = "from")]
+        verbs: bool,
     },
     /// NCCL environment matching this host's RDMA devices and GID tables.
     NcclEnv {
@@ -168,6 +187,18 @@ enum Cmd {
         /// Print only `export NAME=value` lines (for `eval`).
         #[arg(long)]
         export: bool,
+    },
+    /// Prometheus text format for node_exporter's textfile collector: findings by
+    /// check and severity, NIC and RDMA port state, drop / retransmit / congestion
+    /// counters (docs/metrics.md).
+    Metrics {
+        /// Render a saved snapshot instead of the live host.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Write to FILE atomically (a temporary file in the same directory, then
+        /// rename), as the textfile collector requires; name it `*.prom`.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Findings that only show across hosts, from their saved snapshots.
     Fleet {
@@ -206,6 +237,9 @@ enum ProbeCmd {
         #[arg(long, default_value_t = 2.0)]
         timeout: f64,
     },
+    /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
+    /// bandwidth both ways, or the failure's likely cause.
+    Rdma(Box<crate::rdma::RdmaArgs>),
 }
 
 /// Entry point.
@@ -242,6 +276,7 @@ pub fn exit_code(e: &Error) -> u8 {
         ErrorKind::Drift => exit::DRIFT,
         ErrorKind::RolledBack | ErrorKind::Verify => exit::ROLLED_BACK,
         ErrorKind::RollbackFailed => exit::ROLLBACK_FAILED,
+        ErrorKind::NoRdma => exit::NO_RDMA,
         _ => exit::FAILURE,
     }
 }
@@ -283,6 +318,44 @@ fn state(cli: &Cli, from: &Option<PathBuf>) -> Result<HostState, Error> {
     }
 }
 
+/// Write `data` to `path` so a reader sees the old file or the whole new one,
+/// never a part: a temporary file in the same directory (named so node_exporter's
+/// textfile collector, which reads only `*.prom`, skips it), then rename(2) over
+/// `path`. The temporary file is removed when anything fails.
+fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
+    let name = path.file_name().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{}: give a file name to write the metrics to",
+                path.display()
+            ),
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(
+            e,
+            format!("writing {} (via {})", path.display(), tmp.display()),
+        )
+    })
+}
+
 /// Print to stdout; a closed pipe (`| head`) is not an error.
 pub fn out(s: &str) {
     let mut o = std::io::stdout().lock();
@@ -292,7 +365,7 @@ pub fn out(s: &str) {
     }
 }
 
-fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
+pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
     let s = serde_json::to_string_pretty(v)
         .map_err(|e| Error::new(ErrorKind::Io, format!("serialising output: {e}")))?;
     out(&s);
@@ -317,8 +390,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::gids(&st));
             }
         }
-        Cmd::Snapshot { output } => {
-            let st = host(&cli)?.snapshot()?;
+        Cmd::Snapshot { output, verbs } => {
+            let h = host(&cli)?;
+            let mut st = h.snapshot()?;
+            if *verbs {
+                st.verbs = Some(h.verbs_view(&roce_net::VerbsOptions::default()));
+            }
             let text = st.to_json();
             match output {
                 Some(p) => std::fs::write(p, text + "\n")
@@ -334,6 +411,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::route_decision(*dst, *src, &d));
             }
         }
+        Cmd::Verbs { libibverbs } => return crate::rdma::verbs(&host(&cli)?, libibverbs, cli.json),
+        Cmd::Probe {
+            what: ProbeCmd::Rdma(a),
+        } => return crate::rdma::probe(&host(&cli)?, a, cli.json),
         Cmd::Probe {
             what:
                 ProbeCmd::Arp {
@@ -443,8 +524,15 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(backend, &why, &files, &report));
             }
         }
-        Cmd::Doctor { from, policy } => {
-            let st = state(&cli, from)?;
+        Cmd::Doctor {
+            from,
+            policy,
+            verbs,
+        } => {
+            let mut st = state(&cli, from)?;
+            if *verbs {
+                st.verbs = Some(host(&cli)?.verbs_view(&roce_net::VerbsOptions::default()));
+            }
             let mut opts = roce_net::DoctorOptions::default();
             if policy.is_some() {
                 opts.policy = Some(load_policy(policy)?);
@@ -482,6 +570,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&lines.join("\n"));
             } else {
                 out(&render::nccl(&advice));
+            }
+        }
+        Cmd::Metrics { from, output } => {
+            let st = state(&cli, from)?;
+            let text = roce_net::render_metrics(&st, &roce_net::doctor(&st));
+            match output {
+                Some(p) => write_atomic(p, text.as_bytes())?,
+                None => out(&text),
             }
         }
         Cmd::Fleet { snapshots } => {

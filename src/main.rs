@@ -3,6 +3,7 @@
 
 mod cli;
 mod demo;
+mod rdma;
 mod render;
 
 use std::process::ExitCode;

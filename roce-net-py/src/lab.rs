@@ -55,6 +55,31 @@ impl Lab {
         })
     }
 
+    /// A fleet: `hosts` host namespaces `...-h1`.. on one bridge, each with
+    /// `nics` NICs `r0..` at 198.18.<k>.11/16, .12/16, ... on host k. Kernel
+    /// defaults, nothing fixed. Needs root.
+    #[classmethod]
+    #[pyo3(signature = (hosts=8, nics=2, *, tag="py-fleet"))]
+    fn fleet(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        hosts: usize,
+        nics: usize,
+        tag: &str,
+    ) -> PyResult<Lab> {
+        let tag = tag.to_string();
+        let lab = py.detach(move || RLab::fleet(&tag, hosts, nics)).py()?;
+        Ok(Lab {
+            inner: Mutex::new(Some(lab)),
+        })
+    }
+
+    /// The fleet lab's host namespaces, `...-h1` first (empty for a seed lab).
+    #[getter]
+    fn fleet_hosts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.with(|l| PyTuple::new(py, l.fleet_hosts()))
+    }
+
     /// The common name prefix of the lab's namespaces.
     #[getter]
     fn prefix(&self) -> PyResult<String> {

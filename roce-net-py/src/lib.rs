@@ -14,6 +14,7 @@ mod lab;
 mod persist;
 mod plan;
 mod policy;
+mod rdma;
 mod routes;
 mod schema;
 mod ser;
@@ -45,6 +46,8 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::nccl_env, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::fleet_report, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::render_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::route_lookup, m)?)?;
+    rdma::add(m)?;
     Ok(())
 }

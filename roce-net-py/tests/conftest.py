@@ -30,7 +30,7 @@ PREFIX = f"rnt-py-{os.getpid()}"
 _counter = itertools.count()
 
 #: Fixtures that create namespaces: a test using one must be marked needs_root.
-LAB_FIXTURES = frozenset({"make_netns", "seed_lab"})
+LAB_FIXTURES = frozenset({"make_netns", "seed_lab", "fleet_lab"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

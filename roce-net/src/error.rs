@@ -43,6 +43,10 @@ pub enum ErrorKind {
     Unsupported,
     /// A wait ran out of time.
     Timeout,
+    /// RDMA cannot be used here: no libibverbs, no kernel support, no devices,
+    /// no `/dev/infiniband`, or a build without the `verbs` feature (the message
+    /// says which).
+    NoRdma,
 }
 
 impl ErrorKind {
@@ -63,6 +67,7 @@ impl ErrorKind {
             ErrorKind::RollbackFailed => "rollback_failed",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::NoRdma => "no_rdma",
         }
     }
 }

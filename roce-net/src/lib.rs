@@ -36,6 +36,7 @@ mod host;
 mod input;
 mod kernel;
 mod lab;
+mod metrics;
 mod model;
 mod nccl;
 mod netns;
@@ -65,6 +66,10 @@ pub use model::{
     SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning, TuningKey, Warning,
     WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
+pub use model::{
+    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
+    VerbsView,
+};
 
 // Bounded reading of outside files (docs/reliability.md lists the limits).
 pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, InputKind};
@@ -72,6 +77,7 @@ pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, I
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
+pub use kernel::verbs::{read_view as verbs_view, verbs_built, VerbsOptions};
 pub use netns::{
     create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
 };
@@ -91,11 +97,24 @@ pub use fib::{
     resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
 };
 pub use fleet::{
-    report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
-    FLEET_CHECK_IDS,
+    host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
+    FleetReport, HostSummary, FLEET_CHECK_IDS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+// RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
+#[cfg(feature = "verbs")]
+pub use probe::rdma::{
+    explain as explain_rdma_failure, select as select_rdma_port, wc_status_name, Bandwidth, Cause,
+    EndpointSummary, ExplainInput, FailureValue, Latency, ProbeFailure, RdmaProbeOptions,
+    RdmaProbeReport, RdmaServerReport, Role as ProbeRole, Selection as RdmaSelection, Stage,
+    DEFAULT_TCP_PORT,
+};
+
+// Monitor: Prometheus text for node_exporter's textfile collector.
+pub use metrics::{
+    render as render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS,
+};
 
 // Declare, plan.
 pub use plan::{
@@ -127,4 +146,7 @@ pub use rt_tables::{
 };
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
-pub use lab::{Lab, LabNic, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE};
+pub use lab::{
+    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
+    SWITCH_BRIDGE,
+};

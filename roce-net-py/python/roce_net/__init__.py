@@ -29,8 +29,14 @@ from ._errors import (
     RolledBackError,
     UnsupportedError,
     VerifyError,
+    NoRdmaError,
 )
 from ._types import (
+    VerbsView,
+    VerbsDevice,
+    VerbsPort,
+    VerbsGid,
+    NoRdma,
     CHANGE_FIELDS,
     Address,
     Change,
@@ -75,6 +81,7 @@ from ._roce_net import (
     doctor,
     route_lookup,
     fleet_report,
+    render_metrics,
     nccl_env,
     Host,
     Lab,
@@ -86,6 +93,18 @@ from ._roce_net import (
     render_persistence,
     save_snapshot,
     write_persistence,
+)
+
+from ._rdma import (
+    RdmaBandwidth,
+    RdmaEndpoint,
+    RdmaFailure,
+    RdmaLatency,
+    RdmaProbeResult,
+    RdmaServerResult,
+    probe_rdma,
+    probe_rdma_server,
+    verbs_view,
 )
 
 __version__: str = _roce_net.__version__
@@ -108,7 +127,11 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "render_metrics",
     "route_lookup",
+    "probe_rdma",
+    "probe_rdma_server",
+    "verbs_view",
     # result types
     "HostState",
     "SnapshotWarning",
@@ -149,6 +172,17 @@ __all__ = [
     "ApplyReport",
     "RollbackReport",
     "FibDecision",
+    "VerbsView",
+    "VerbsDevice",
+    "VerbsPort",
+    "VerbsGid",
+    "NoRdma",
+    "RdmaProbeResult",
+    "RdmaServerResult",
+    "RdmaEndpoint",
+    "RdmaLatency",
+    "RdmaBandwidth",
+    "RdmaFailure",
     # errors
     "RoceNetError",
     "RoceNetPermissionError",
@@ -165,5 +199,6 @@ __all__ = [
     "RollbackFailedError",
     "UnsupportedError",
     "RoceNetTimeoutError",
+    "NoRdmaError",
     "ERROR_CLASSES",
 ]

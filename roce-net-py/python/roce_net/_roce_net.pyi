@@ -22,6 +22,7 @@ from typing import (
 )
 
 from ._types import (
+    VerbsView,
     ApplyReport,
     FibDecision,
     ArpProbeResult,
@@ -62,7 +63,11 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "render_metrics",
     "route_lookup",
+    "_probe_rdma",
+    "_probe_rdma_server",
+    "_verbs_view",
 ]
 
 __version__: str
@@ -162,6 +167,8 @@ class Host:
         """Apply a plan as a transaction (drift check, journal, verify, rollback on failure)."""
     def confirm(self, *, state_dir: Optional[_Path] = None) -> None:
         """Confirm an apply made with ``confirm_timeout``."""
+    def apply_status(self, *, state_dir: Optional[_Path] = None) -> Optional[Dict[str, Any]]:
+        """The last apply's journal as a dict (``state``, ``steps``...), or None."""
     def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
         """Undo the last apply from its journal."""
     def _watchdog(self, *, state_dir: Optional[_Path] = None) -> Any: ...
@@ -210,6 +217,11 @@ class Lab:
     @classmethod
     def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
         """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
+    @classmethod
+    def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "py-fleet") -> Lab:
+        """``hosts`` host namespaces with ``nics`` NICs each, all in 198.18.0.0/16 on one bridge."""
+    @property
+    def fleet_hosts(self) -> Tuple[str, ...]: ...
     @property
     def prefix(self) -> str: ...
     @property
@@ -243,6 +255,8 @@ def fleet_report(
     states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
 ) -> FleetReport:
     """Per-host summaries and cross-host findings over many snapshots."""
+def render_metrics(state: HostState, options: Optional[Mapping[str, Any]] = None) -> str:
+    """Prometheus text exposition format for the snapshot and its doctor findings."""
 def route_lookup(
     state: HostState,
     dst: _IP,
@@ -254,3 +268,36 @@ def route_lookup(
 ) -> FibDecision:
     """Where the kernel would send the flow, computed offline from the snapshot
     (like ``ip route get`` on that host). NotFoundError when it would fail."""
+
+# probe rdma and the verbs view (wrapped by roce_net._rdma; GIL released).
+def _probe_rdma(
+    host: Host,
+    peer: _IP,
+    *,
+    source: Optional[_IP] = None,
+    device: Optional[str] = None,
+    port: Optional[int] = None,
+    gid_index: Optional[int] = None,
+    tcp_port: int = 18520,
+    size: int = 65536,
+    iterations: int = 1000,
+    latency_size: int = 64,
+    latency_iterations: int = 1000,
+    mtu: Optional[int] = None,
+    timeout: float = 10.0,
+    libibverbs: Optional[_Path] = None,
+) -> str: ...
+def _probe_rdma_server(
+    host: Host,
+    *,
+    source: _IP,
+    device: Optional[str] = None,
+    port: Optional[int] = None,
+    gid_index: Optional[int] = None,
+    tcp_port: int = 18520,
+    clients: int = 1,
+    duration: float = 60.0,
+    timeout: float = 10.0,
+    libibverbs: Optional[_Path] = None,
+) -> str: ...
+def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView: ...

@@ -25,6 +25,7 @@ mod rx_drops;
 mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
+mod verbs_sysfs_mismatch;
 
 use crate::model::{
     ConfKey, ConfTarget, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
@@ -57,6 +58,7 @@ pub const CHECK_IDS: &[&str] = &[
     rx_drops::ID,
     rdma_retransmits::ID,
     no_rdma_devices::ID,
+    verbs_sysfs_mismatch::ID,
     multiple_default_routes::ID,
     snapshot_partial::ID,
 ];
@@ -302,7 +304,7 @@ pub fn run(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 19] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 20] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
@@ -320,6 +322,7 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         rx_drops::check,
         rdma_retransmits::check,
         no_rdma_devices::check,
+        verbs_sysfs_mismatch::check,
         multiple_default_routes::check,
         snapshot_partial::check,
     ];

@@ -1,4 +1,4 @@
-use super::{Address, Interface, Neighbor, RdmaDevice, Route, Rule, SysctlView};
+use super::{Address, Interface, Neighbor, RdmaDevice, Route, Rule, SysctlView, VerbsView};
 use crate::error::{Error, ErrorKind, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,11 @@ pub struct HostState {
     pub table_names: BTreeMap<u32, String>,
     /// RDMA devices.
     pub rdma: Vec<RdmaDevice>,
+    /// The same devices as libibverbs reports them, when the snapshot was taken
+    /// with the verbs view (`roce-net snapshot --verbs`); compared with `rdma` by
+    /// the doctor. Absent from the JSON when not taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbs: Option<VerbsView>,
     /// Parts that could not be read.
     #[serde(default)]
     pub warnings: Vec<Warning>,
@@ -65,6 +70,7 @@ impl HostState {
             sysctls: SysctlView::default(),
             table_names: BTreeMap::new(),
             rdma: Vec::new(),
+            verbs: None,
             warnings: Vec::new(),
         }
     }

@@ -21,6 +21,7 @@ mod rule;
 mod scope;
 mod sysctl;
 mod table;
+mod verbs;
 
 pub use address::Address;
 pub use host_state::{HostState, Warning};
@@ -40,6 +41,10 @@ pub use sysctl::{
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,
 };
 pub use table::{IpVerb, TableId, WithTableNames};
+pub use verbs::{
+    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
+    VerbsView,
+};
 
 /// Address family of a route, rule or address.
 #[derive(
