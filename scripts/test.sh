@@ -75,6 +75,14 @@ log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab te
 cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
 cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
 
+# The fuzz targets (docs/fuzzing.md): their seeds and corpus already ran as unit
+# tests above; here they are built with libFuzzer's instrumentation (stable
+# toolchain, no cargo-fuzz needed) and each is fuzzed for a few seconds.
+log "fuzz targets: build, ${FUZZ_SECS:-3}s each"
+fuzz_start=$(date +%s)
+scripts/fuzz.sh smoke "${FUZZ_SECS:-3}"
+echo "fuzz smoke run: $(( $(date +%s) - fuzz_start ))s"
+
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"
   scripts/test-python.sh
