@@ -86,11 +86,17 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
     },
-    /// Capture the whole host state as JSON.
+    /// Capture the whole host state as JSON (compact; see docs/cli.md, "Snapshot schema").
     Snapshot {
-        /// Write to FILE instead of standard output.
+        /// Write to FILE instead of standard output (gzip-compressed when FILE ends in `.gz`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Indented JSON for people, instead of compact JSON.
+        #[arg(long)]
+        pretty: bool,
+        /// gzip-compress the output (implied by `-o FILE.gz`).
+        #[arg(long)]
+        compress: bool,
         /// Also read the devices through libibverbs (the verbs view), for the
         /// doctor's verbs-sysfs-mismatch check.
         #[arg(long)]
@@ -390,17 +396,41 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::gids(&st));
             }
         }
-        Cmd::Snapshot { output, verbs } => {
+        Cmd::Snapshot {
+            output,
+            pretty,
+            compress,
+            verbs,
+        } => {
+            if output.is_none() && *compress && std::io::stdout().is_terminal() {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "refusing to write a compressed snapshot to a terminal; \
+                     use -o FILE.json.gz or redirect standard output",
+                ));
+            }
             let h = host(&cli)?;
             let mut st = h.snapshot()?;
             if *verbs {
                 st.verbs = Some(h.verbs_view(&roce_net::VerbsOptions::default()));
             }
-            let text = st.to_json();
             match output {
-                Some(p) => std::fs::write(p, text + "\n")
-                    .map_err(|e| Error::io(e, format!("writing snapshot to {}", p.display())))?,
-                None => out(&text),
+                Some(p) => {
+                    let mut format = roce_net::SnapshotFormat::for_path(p, *pretty);
+                    format.gzip |= *compress;
+                    st.save(p, format)?;
+                }
+                None => {
+                    let format = roce_net::SnapshotFormat {
+                        pretty: *pretty,
+                        gzip: *compress,
+                    };
+                    match st.write_to(std::io::stdout().lock(), format) {
+                        // A closed pipe (`| head`) is not an error.
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                        r => r.map_err(|e| Error::io(e, "writing snapshot to standard output"))?,
+                    }
+                }
             }
         }
         Cmd::RouteGet { dst, src } => {
@@ -430,11 +460,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     "--timeout must be between 0 and 3600 seconds",
                 ));
             }
-            let opts = roce_net::ArpProbeOptions {
-                count: *count,
-                timeout: Duration::from_secs_f64(*timeout),
-                source: None,
-            };
+            let opts = roce_net::ArpProbeOptions::new(*count, Duration::from_secs_f64(*timeout));
             let r = host(&cli)?.probe_arp(dev, *target, opts)?;
             if cli.json {
                 print_json(&r)?;
@@ -581,11 +607,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Fleet { snapshots } => {
-            let states = snapshots
-                .iter()
-                .map(|p| HostState::load(p))
-                .collect::<Result<Vec<_>, _>>()?;
-            let report = roce_net::fleet_report(&states);
+            // Each snapshot is summarised as it is loaded, one per core at a time.
+            let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            fleet.add_files(snapshots, threads)?;
+            let report = fleet.finish();
             if cli.json {
                 print_json(&report)?;
             } else {

@@ -97,62 +97,12 @@ impl Host {
         self.with_netlink(|nl| nl.route_get(dst, src, None))
     }
 
-    /// Send ARP requests for `target` out of `dev` inside this host's namespace and
-    /// report every distinct MAC that answers (see [`crate::probe::arp`]). More than
-    /// one MAC for one address is ARP flux as the wire sees it.
-    pub fn probe_arp(
-        &self,
-        dev: &str,
-        target: std::net::Ipv4Addr,
-        opts: crate::probe::ArpProbeOptions,
-    ) -> Result<crate::probe::ArpProbeResult> {
-        self.target.run(|| crate::probe::arp(dev, target, opts))
-    }
-
     /// The verbs view of this host's RDMA devices (libibverbs, with this host's
     /// sysfs root for the legacy GID type and to explain an empty list). Never
     /// fails: without RDMA it says why (`VerbsView::unavailable`).
     pub fn verbs_view(&self, opts: &crate::kernel::verbs::VerbsOptions) -> crate::model::VerbsView {
         let o = opts.clone().with_sysfs_root(self.sysfs_root.clone());
         crate::kernel::verbs::read_view(&o)
-    }
-
-    /// Probe RDMA to a `roce-net probe rdma --server` at `peer` (its TCP
-    /// address): choose the device, port and GID from the source address,
-    /// connect an RC queue pair, move data both ways, and report latency and
-    /// bandwidth, or the failure with its likely cause. Runs in this host's
-    /// namespace. `Err` only when the probe cannot start: bad options
-    /// (`InvalidInput`), no such address or port (`NotFound`), or no RDMA here
-    /// (`NoRdma`); an RDMA failure is a report with `ok: false`.
-    #[cfg(feature = "verbs")]
-    pub fn probe_rdma(
-        &self,
-        peer: std::net::IpAddr,
-        opts: &crate::probe::rdma::RdmaProbeOptions,
-    ) -> Result<crate::probe::rdma::RdmaProbeReport> {
-        opts.validate()?;
-        let state = self.snapshot()?;
-        let mut o = opts.clone();
-        o.verbs = o.verbs.with_sysfs_root(self.sysfs_root.clone());
-        let refresh = || self.snapshot().ok();
-        self.target
-            .run(|| crate::probe::rdma::run_client(&state, peer, &o, &refresh))
-    }
-
-    /// Serve `probe rdma` clients from `opts.source` until `opts.clients`
-    /// sessions ran or `opts.duration` passed; one report per session.
-    #[cfg(feature = "verbs")]
-    pub fn probe_rdma_server(
-        &self,
-        opts: &crate::probe::rdma::RdmaProbeOptions,
-    ) -> Result<crate::probe::rdma::RdmaServerReport> {
-        opts.validate()?;
-        let state = self.snapshot()?;
-        let mut o = opts.clone();
-        o.verbs = o.verbs.with_sysfs_root(self.sysfs_root.clone());
-        let refresh = || self.snapshot().ok();
-        self.target
-            .run(|| crate::probe::rdma::run_server(&state, &o, &refresh))
     }
 
     /// Capture the whole snapshot.

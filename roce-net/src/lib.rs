@@ -62,9 +62,10 @@ pub use model::{
     active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
     Address, Combine, ConfKey, ConfTarget, ConfValues, Family, GidEntry, GidType, HostState,
     HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor, NextHop, OperState,
-    RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule, RuleAction, Scope, Sysctl,
-    SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning, TuningKey, Warning,
-    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule, RuleAction, Scope,
+    SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId,
+    Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
@@ -98,7 +99,8 @@ pub use fib::{
 };
 pub use fleet::{
     host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
-    FleetReport, HostSummary, FLEET_CHECK_IDS,
+    FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
+    MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
@@ -122,9 +124,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
-    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
-    POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection,
+    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.
@@ -138,8 +140,7 @@ pub use apply::{
 pub use persist::{
     detect as detect_backend, detect_explained as detect_backend_explained,
     diff_files as diff_persistence, render as render_persistence, write_files as write_persistence,
-    Backend, DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX,
+    DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
 };
 pub use rt_tables::{
     table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,

@@ -174,6 +174,7 @@ pub struct Remediation {
 
 /// One problem found on a host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct Finding {
     /// Stable check id (`arp-ignore`, `asymmetric-egress`, ...).
     pub id: String,
@@ -225,6 +226,7 @@ impl Finding {
 /// `Default` holds the documented values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct DoctorOptions {
     /// `net.core.netdev_max_backlog` below this is reported (default 250000, the
     /// value NIC vendors recommend for 100G+ ports; the kernel default is 1000).
@@ -258,6 +260,7 @@ impl Default for DoctorOptions {
 
 /// Counts of findings by severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct Summary {
     /// Errors.
     pub error: usize,

@@ -24,7 +24,7 @@ mod table;
 mod verbs;
 
 pub use address::Address;
-pub use host_state::{HostState, Warning};
+pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
 pub use ifname::{ifname_from_kernel, ifname_is_valid, ifname_to_kernel};
 pub use interface::{Interface, LinkStats, OperState};

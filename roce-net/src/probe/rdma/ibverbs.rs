@@ -468,7 +468,7 @@ impl Queue for IbvQueue {
 
 impl IbvQueue {
     fn sge(&self, off: usize, len: usize) -> std::result::Result<ibv_sge, VerbsFailure> {
-        if off.checked_add(len).map_or(true, |e| e > self.buf.len()) {
+        if off.checked_add(len).is_none_or(|e| e > self.buf.len()) {
             return Err(VerbsFailure::new(
                 "work request outside the buffer",
                 Some(libc::EINVAL),

@@ -55,7 +55,7 @@ impl Selection {
     /// The port is `ACTIVE` (and `LinkUp` when the physical state is known).
     pub fn port_active(&self) -> bool {
         self.port_state.as_deref() == Some("ACTIVE")
-            && self.phys_state.as_deref().map_or(true, |p| p == "LinkUp")
+            && self.phys_state.as_deref().is_none_or(|p| p == "LinkUp")
     }
 }
 
