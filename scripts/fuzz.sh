@@ -31,6 +31,10 @@ FUZZ_OUT="${FUZZ_OUT:-${TMPDIR:-/tmp}/roce-net-fuzz}"
 # Inputs larger than the biggest seed are never needed to reach a parser's
 # states; 256 KiB keeps snapshots in.
 MAX_LEN=262144
+# Its own target directory (the instrumented build shares nothing with the
+# workspace's), under $CARGO_TARGET_DIR when that is set.
+FUZZ_TARGET="${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/fuzz}"
+FUZZ_TARGET="${FUZZ_TARGET:-fuzz/target}"
 
 flags() {
   local f="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
@@ -46,13 +50,14 @@ build() { # build PROFILE(dev|release)
   local prof=()
   [ "$1" = release ] && prof=(--release)
   RUSTFLAGS="$(flags)" cargo build --manifest-path fuzz/Cargo.toml --target "$TRIPLE" \
-    "${prof[@]}" --bins -q
+    --target-dir "$FUZZ_TARGET" \
+    --locked "${prof[@]}" --bins -q
 }
 
 bin() { # bin PROFILE TARGET
   local dir=debug
   [ "$1" = release ] && dir=release
-  echo "fuzz/target/$TRIPLE/$dir/$2"
+  echo "$FUZZ_TARGET/$TRIPLE/$dir/$2"
 }
 
 run_one() { # run_one PROFILE TARGET SECS KEEP(0|1)

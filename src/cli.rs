@@ -146,8 +146,12 @@ enum Cmd {
         /// Do not ask for confirmation.
         #[arg(short, long)]
         yes: bool,
-        /// Roll back on its own unless `roce-net confirm` arrives within SECS.
-        #[arg(long, value_name = "SECS")]
+        /// Roll back on its own unless `roce-net confirm` arrives within SECS
+        /// (1 to 86400).
+        // Bounded where it is parsed: a deadline of "now + 2^64-1 s" used to wrap
+        // into the past and roll back at once (issue 8, defect 10). One day is
+        // also the Python binding's limit.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
         confirm_timeout: Option<u64>,
     },
     /// Keep an apply made with --confirm-timeout.
@@ -236,7 +240,7 @@ enum ProbeCmd {
         /// Address to resolve.
         #[arg(long)]
         target: Ipv4Addr,
-        /// Requests to send.
+        /// Requests to send (1 to 1000).
         #[arg(long, default_value_t = 3)]
         count: u32,
         /// Seconds to listen for replies.

@@ -238,3 +238,79 @@ fn a_table_prefix_iproute2_cannot_hold_is_a_policy_error() {
         assert!(start.elapsed() < QUICK);
     }
 }
+
+#[test]
+fn a_policy_key_given_twice_is_refused_in_yaml_and_json() {
+    // A second `routing:` used to replace the first without a word.
+    let d = tempfile::tempdir().unwrap();
+    let snap = fixture("plan/fresh/current.json");
+    let yaml = d.path().join("dup.yaml");
+    std::fs::write(
+        &yaml,
+        "routing:\n  table_base: 2000\narp:\n  arp_ignore: 1\nrouting:\n  rule_priority_base: 500\n",
+    )
+    .unwrap();
+    let json = d.path().join("dup.json");
+    std::fs::write(
+        &json,
+        r#"{"routing": {"table_base": 2000}, "arp": {"arp_ignore": 1}, "routing": {"rule_priority_base": 500}}"#,
+    )
+    .unwrap();
+    for p in [&yaml, &json] {
+        let o = run_within(
+            &[
+                os("doctor"),
+                os("--from"),
+                snap.as_os_str(),
+                os("-f"),
+                p.as_os_str(),
+            ],
+            QUICK,
+        );
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(65), "{}: {t}", p.display());
+        assert!(t.contains("duplicate key \"routing\""), "{t}");
+        assert!(t.contains(&p.display().to_string()), "names the file: {t}");
+    }
+}
+
+#[test]
+fn a_confirm_timeout_out_of_range_is_a_usage_error() {
+    // `now + 18446744073709551615 s` wrapped into the past: an immediate
+    // rollback. The namespace does not exist, so an accepted value fails on it
+    // (not 64) and never reaches this machine's own network.
+    let d = tempfile::tempdir().unwrap();
+    let ns = format!("rnt-absent-{}", std::process::id());
+    let run = |secs: &str| {
+        run_within(
+            &[
+                os("--netns"),
+                os(&ns),
+                os("--state-dir"),
+                d.path().as_os_str(),
+                os("apply"),
+                os("--yes"),
+                os("--confirm-timeout"),
+                os(secs),
+            ],
+            QUICK,
+        )
+    };
+    for secs in ["18446744073709551615", "18446744073709551616", "0", "86401"] {
+        let o = run(secs);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(64), "--confirm-timeout {secs}: {t}");
+        assert!(t.contains("--confirm-timeout"), "{t}");
+        assert!(t.contains(secs), "{t}");
+    }
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "nothing written to the state directory"
+    );
+    // The largest accepted value gets past the parser (and fails on the namespace).
+    let o = run("86400");
+    let t = text(&o);
+    assert_ne!(o.status.code(), Some(64), "{t}");
+    assert!(t.contains(&ns), "{t}");
+}

@@ -113,10 +113,13 @@ pub fn policy_json(data: &[u8]) {
     }
 }
 
-/// A saved snapshot; what parses round-trips and can be diagnosed and planned.
+/// A saved snapshot, JSON or gzip-compressed JSON (as `--from` and `fleet` read
+/// it); what parses round-trips and can be diagnosed and planned.
 pub fn snapshot_json(data: &[u8]) {
-    let Some(t) = text(data) else { return };
-    match crate::HostState::from_json(t) {
+    if data.len() > MAX_INPUT {
+        return;
+    }
+    match crate::HostState::read_from(data) {
         Ok(st) => {
             let again = crate::HostState::from_json(&st.to_json()).expect("its own JSON parses");
             assert_eq!(again, st, "the snapshot round-trips");

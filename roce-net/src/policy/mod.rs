@@ -15,6 +15,7 @@ mod checks;
 mod de;
 mod glob;
 mod host_tuning;
+mod json;
 mod resolve;
 mod schema;
 mod yaml;
@@ -46,7 +47,8 @@ impl Policy {
         Policy::from_value(yaml::parse(text)?)
     }
 
-    /// Parse a JSON policy document.
+    /// Parse a JSON policy document. Refuses a key given twice in one object,
+    /// nesting deeper than 128 levels and documents over 1 MiB.
     pub fn from_json(text: &str) -> Result<Policy> {
         if text.len() > yaml::MAX_BYTES {
             return Err(Error::new(
@@ -58,7 +60,7 @@ impl Policy {
                 ),
             ));
         }
-        let v: serde_json::Value = serde_json::from_str(text)
+        let v = json::parse(text)
             .map_err(|e| Error::new(ErrorKind::Policy, format!("policy is not valid JSON: {e}")))?;
         Policy::from_value(v)
     }
