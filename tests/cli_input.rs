@@ -314,3 +314,50 @@ fn a_confirm_timeout_out_of_range_is_a_usage_error() {
     assert_ne!(o.status.code(), Some(64), "{t}");
     assert!(t.contains(&ns), "{t}");
 }
+
+#[test]
+#[ignore = "needs root: creates a network namespace (scripts/test.sh runs it)"]
+fn a_non_utf8_interface_name_is_shown_escaped_not_a_failed_snapshot() {
+    // SAFETY: geteuid has no preconditions.
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "a_non_utf8_interface_name_is_shown_escaped_not_a_failed_snapshot: needs root \
+         to create a network namespace; run it as root (sudo scripts/test.sh)"
+    );
+    // One link named `r\xff` (the kernel takes any bytes but `/`, NUL and
+    // whitespace) used to fail every snapshot with exit 65, naming nothing.
+    let mut lab = roce_net::Lab::new("i8b-cli").unwrap();
+    let ns = lab.add_namespace("h").unwrap();
+    let raw = std::ffi::OsStr::from_bytes(b"r\xff");
+    let o = Command::new("ip")
+        .args(["-n", &ns, "link", "add"])
+        .arg(raw)
+        .args(["type", "veth", "peer", "name", "rpeer"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let shown = roce_net::ifname_from_kernel(b"r\xff");
+    assert!(shown.is_ascii() && shown != "r", "escaped: {shown:?}");
+    for verb in ["show", "snapshot", "doctor"] {
+        let o = run_within(&[os("--netns"), os(&ns), os(verb)], QUICK);
+        let out = String::from_utf8(o.stdout.clone()).expect("the output is UTF-8");
+        assert!(
+            matches!(o.status.code(), Some(0..=2)),
+            "{verb}: exit {:?}: {}",
+            o.status.code(),
+            text(&o)
+        );
+        assert!(
+            !o.stdout.contains(&0xff),
+            "{verb}: no raw byte reaches the terminal"
+        );
+        let want = match verb {
+            // In JSON the escape's backslash is itself escaped.
+            "snapshot" => serde_json::to_string(&shown).unwrap(),
+            "show" => shown.clone(),
+            // doctor names only NICs it finds something on; it must just work.
+            _ => continue,
+        };
+        assert!(out.contains(&want), "{verb} shows {want}: {out}");
+    }
+}

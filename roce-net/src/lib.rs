@@ -62,10 +62,9 @@ pub use model::{
     active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
     Address, Combine, ConfKey, ConfTarget, ConfValues, Family, GidEntry, GidType, HostState,
     HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor, NextHop, OperState,
-    RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule, RuleAction, Scope,
-    SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId,
-    Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
-    RT_TABLE_UNSPEC,
+    RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule, RuleAction, Scope, SnapshotFormat,
+    Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning, TuningKey,
+    Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
