@@ -77,7 +77,7 @@ fn conf_target(i: usize) -> ConfTarget {
 }
 
 fn recompute_effective(st: &mut HostState) {
-    let all = st.sysctls.all.clone();
+    let all = st.sysctls.all;
     for c in st.sysctls.interfaces.values_mut() {
         c.effective = ConfValues::effective(&all, &c.configured);
     }
@@ -88,13 +88,13 @@ fn set_conf(st: &mut HostState, target: &ConfTarget, key: ConfKey, v: Option<u32
         ConfTarget::All => st.sysctls.all.set(key, v),
         ConfTarget::Default => st.sysctls.default.set(key, v),
         ConfTarget::Interface(n) => {
-            let default = st.sysctls.default.clone();
+            let default = st.sysctls.default;
             let e = st
                 .sysctls
                 .interfaces
                 .entry(n.clone())
                 .or_insert(InterfaceConf {
-                    configured: default.clone(),
+                    configured: default,
                     effective: default,
                 });
             e.configured.set(key, v);

@@ -378,7 +378,7 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
     for (pos, mut entries) in by_if {
         // By address, not in the kernel's dump order: the same host gives the
         // same plan (found by tests/prop_plan.rs).
-        entries.sort_by(|a, b| a.ip.cmp(&b.ip));
+        entries.sort_by_key(|n| n.ip);
         changes.push(Change::FlushNeighbors {
             ifname: nic_names[pos].clone(),
             entries,
