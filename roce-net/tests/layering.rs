@@ -29,7 +29,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "metrics",
         &["error", "model", "scope", "doctor", "nccl", "fleet"],
     ),
-    ("probe", &["error", "model", "kernel", "host", "netns"]),
+    // The RDMA probe chooses its GID like the scope does and explains a failure
+    // with the offline FIB (no route to the peer, asymmetric path).
+    (
+        "probe",
+        &["error", "model", "kernel", "host", "netns", "scope", "fib"],
+    ),
     (
         "apply",
         &[
