@@ -47,14 +47,14 @@ pub fn sysfs_attribute(data: &[u8]) {
     }
     let _ = crate::model::GidType::from_sysfs(t);
     let _ = t.parse::<u64>();
-    let w = crate::input::warning(
+    let w = crate::model::Warning::about_file(
         Path::new("/sys/class/infiniband/x/ports/1/gids/0"),
         format!(
             "GID {} is not a 128-bit address",
             crate::input::excerpt(t, 64)
         ),
     );
-    assert!(w.message.chars().count() <= crate::input::MAX_WARNING_CHARS + 40);
+    assert!(w.message.chars().count() <= crate::model::Warning::MAX_CHARS + 40);
     assert!(!w.message.chars().any(char::is_control));
 }
 

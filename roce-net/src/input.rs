@@ -202,7 +202,7 @@ pub fn excerpt_bytes(b: &[u8], max_chars: usize) -> String {
 
 /// Escape `b` (control characters, and quotes and backslashes when `quotes`) and
 /// cut it after `max_chars` characters; whether it was cut.
-fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
+pub(crate) fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
     let mut out = String::new();
     let mut shown = 0;
     for chunk in b.utf8_chunks() {
@@ -226,26 +226,6 @@ fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
         }
     }
     (out, false)
-}
-
-/// The most characters of a warning's message that are kept.
-pub(crate) const MAX_WARNING_CHARS: usize = 512;
-
-/// A [`Warning`](crate::model::Warning) about a file: the path and the message are
-/// escaped (no control character reaches a terminal or a log) and the message is
-/// cut at [`MAX_WARNING_CHARS`] characters, so whatever a file holds, a warning
-/// stays one short line.
-pub(crate) fn warning(path: &Path, message: String) -> crate::model::Warning {
-    use std::os::unix::ffi::OsStrExt;
-    let (source, _) = escape_cut(path.as_os_str().as_bytes(), MAX_WARNING_CHARS, false);
-    let (mut text, cut) = escape_cut(message.as_bytes(), MAX_WARNING_CHARS, false);
-    if cut {
-        text.push_str(&format!("... ({} bytes in all)", message.len()));
-    }
-    crate::model::Warning {
-        source,
-        message: text,
-    }
 }
 
 #[cfg(test)]
@@ -334,12 +314,12 @@ mod tests {
     #[test]
     fn warnings_are_bounded_and_escaped() {
         let huge = "fe80:".repeat(20_000_000 / 5);
-        let w = warning(
+        let w = crate::model::Warning::about_file(
             Path::new("/sys/x\n\u{1b}[31m"),
             format!("GID {huge} is bad\n\u{7}"),
         );
         assert!(
-            w.message.chars().count() < MAX_WARNING_CHARS + 40,
+            w.message.chars().count() < crate::model::Warning::MAX_CHARS + 40,
             "{}",
             w.message.len()
         );
@@ -350,7 +330,8 @@ mod tests {
         );
         assert!(!w.message.chars().any(char::is_control));
         assert_eq!(w.source, "/sys/x\\n\\u{1b}[31m");
-        let short = warning(Path::new("/a"), "cannot read: \"x\"".to_string());
+        let short =
+            crate::model::Warning::about_file(Path::new("/a"), "cannot read: \"x\"".to_string());
         assert_eq!(short.message, "cannot read: \"x\"");
     }
 }

@@ -122,7 +122,7 @@ fn conf_files(dir: &Path, warnings: &mut Vec<Warning>) -> Vec<String> {
 }
 
 fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
-    warnings.push(crate::input::warning(path, message));
+    warnings.push(crate::model::Warning::about_file(path, message));
 }
 
 /// Read one database file into `out`. Returns false only when the file does not

@@ -23,7 +23,7 @@ pub const PROC_SYS: &str = "/proc/sys";
 const CONF_DIR: &str = "net/ipv4/conf";
 
 fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
-    warnings.push(crate::input::warning(path, message));
+    warnings.push(crate::model::Warning::about_file(path, message));
 }
 
 /// The `conf/<iface>` directory name of a model interface name: the kernel's

@@ -23,9 +23,9 @@ pub(crate) fn read_attr_bytes(path: &Path) -> io::Result<Vec<u8>> {
     Ok(buf.trim_ascii().to_vec())
 }
 
-/// Record a warning about a path (bounded and escaped: see `crate::input::warning`).
+/// Record a warning about a path (bounded and escaped: see `crate::model::Warning::about_file`).
 pub(crate) fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
-    warnings.push(crate::input::warning(path, message));
+    warnings.push(crate::model::Warning::about_file(path, message));
 }
 
 /// The name part of the kernel's `<number>: <name>` enum text (`4: ACTIVE` ->
