@@ -89,7 +89,7 @@ fn non_regular(ft: std::fs::FileType) -> Option<&'static str> {
 /// Open `path` for reading without blocking on a FIFO and check that the
 /// descriptor is a regular file. Errors are `io::Error`s (`InvalidInput` for a
 /// non-regular file) so callers that classify errnos (sysfs) keep doing so.
-fn open_regular_io(path: &Path) -> io::Result<File> {
+pub(crate) fn open_regular_io(path: &Path) -> io::Result<File> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)

@@ -16,15 +16,26 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("netns", &["error"]),
     ("rt_tables", &["error", "input", "model"]),
     ("kernel", &["error", "input", "model", "netns", "rt_tables"]),
+    ("scope", &["error", "model"]),
+    // The snapshot reads ethtool statistics and DCB for the NICs in scope.
     (
         "host",
-        &["error", "input", "model", "kernel", "netns", "rt_tables"],
+        &[
+            "error",
+            "input",
+            "model",
+            "kernel",
+            "netns",
+            "rt_tables",
+            "scope",
+        ],
     ),
-    ("scope", &["error", "model"]),
     ("fib", &["error", "model"]),
     // The policy refuses table names iproute2 cannot hold (rt_tables' name rules).
     ("policy", &["error", "input", "model", "rt_tables", "scope"]),
-    ("nccl", &["error", "model", "scope"]),
+    // `nccl-env --check` reports doctor `Finding`s and shares its QoS signature.
+    ("nccl", &["error", "model", "scope", "doctor"]),
+    ("views", &["error", "model", "scope"]),
     (
         "plan",
         &["error", "input", "model", "scope", "fib", "policy"],
@@ -38,8 +49,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "metrics",
         &["error", "model", "scope", "doctor", "nccl", "fleet"],
     ),
-    // The RDMA probe chooses its GID like the scope does and explains a failure
-    // with the offline FIB (no route to the peer, asymmetric path).
+    // probe rdma picks the port of a source address (scope) and explains a
+    // failure with the offline route lookup (fib).
     (
         "probe",
         &["error", "model", "kernel", "host", "netns", "scope", "fib"],

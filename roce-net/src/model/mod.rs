@@ -15,6 +15,7 @@ mod hwaddr;
 mod ifname;
 mod interface;
 mod neighbor;
+mod qos;
 mod rdma;
 mod route;
 mod rule;
@@ -29,10 +30,11 @@ pub use hwaddr::HwAddr;
 pub use ifname::{ifname_from_kernel, ifname_is_valid, ifname_to_kernel};
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
-pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaDevice, RdmaPort};
+pub use qos::{DcbApp, Qos, Trust};
+pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaCmPort, RdmaDevice, RdmaPort};
 pub use route::{
-    NextHop, Route, RouteDecision, RouteType, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
-    RT_TABLE_UNSPEC,
+    NextHop, Route, RouteDecision, RouteQuery, RouteReply, RouteType, RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
