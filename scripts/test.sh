@@ -58,6 +58,8 @@ all)
   # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
   [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
   command -v cc >/dev/null || need+=(gcc)
+  # libfuzzer-sys compiles libFuzzer (C++) for the fuzz smoke run.
+  command -v c++ >/dev/null || need+=(g++)
   # promtool (Prometheus' own text-format parser and linter) judges `roce-net
   # metrics`. Only the binary is wanted: policy-rc.d keeps apt from starting
   # the server, and the unit the package enables for boot is disabled again.
@@ -145,6 +147,15 @@ for line in sys.stdin:
   } >"$bins.tmp"
   mv "$bins.tmp" "$bins"
   echo "$(wc -l <"$bins") test binaries"
+
+  # The fuzz targets (docs/fuzzing.md): their seeds and corpus run as the
+  # library's unit tests in the root part; here they are built with libFuzzer's
+  # instrumentation (stable toolchain, no cargo-fuzz needed) and each is fuzzed
+  # for a few seconds. No root needed, so it runs as the building user.
+  log "fuzz targets: build, ${FUZZ_SECS:-3}s each"
+  fuzz_start=$(date +%s)
+  scripts/fuzz.sh smoke "${FUZZ_SECS:-3}"
+  echo "fuzz smoke run: $(( $(date +%s) - fuzz_start ))s"
 
   log "cargo test --doc"
   cargo test --workspace --doc --locked

@@ -180,8 +180,12 @@ enum Cmd {
         /// Do not ask for confirmation.
         #[arg(short, long)]
         yes: bool,
-        /// Roll back on its own unless `roce-net confirm` arrives within SECS.
-        #[arg(long, value_name = "SECS")]
+        /// Roll back on its own unless `roce-net confirm` arrives within SECS
+        /// (1 to 86400).
+        // Bounded where it is parsed: a deadline of "now + 2^64-1 s" used to wrap
+        // into the past and roll back at once (issue 8, defect 10). One day is
+        // also the Python binding's limit.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
         confirm_timeout: Option<u64>,
     },
     /// Keep an apply made with --confirm-timeout.
@@ -284,7 +288,7 @@ enum ProbeCmd {
         /// Address to resolve.
         #[arg(long)]
         target: Ipv4Addr,
-        /// Requests to send.
+        /// Requests to send (1 to 1000).
         #[arg(long, default_value_t = 3)]
         count: u32,
         /// Seconds to listen for replies.
@@ -854,12 +858,7 @@ fn apply(
 ) -> Result<u8, Error> {
     let h = host(cli)?;
     let plan = match plan_file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| Error::io(e, format!("reading plan {}", f.display())))?;
-            roce_net::Plan::from_json(&text)
-                .map_err(|e| e.context(format!("in plan {}", f.display())))?
-        }
+        Some(f) => roce_net::Plan::load(f)?,
         None => roce_net::plan(&h.snapshot()?, &load_policy(policy)?)?,
     };
     if plan.is_empty() {

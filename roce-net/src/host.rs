@@ -206,7 +206,7 @@ fn read_nic_hw(nl: &mut netlink::Netlink, st: &mut HostState) {
 
 /// This machine's host name (`uname -n`), empty if unavailable.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
+    crate::input::read_attribute(std::path::Path::new("/proc/sys/kernel/hostname"))
+        .map(|b| String::from_utf8_lossy(b.trim_ascii()).into_owned())
         .unwrap_or_default()
 }

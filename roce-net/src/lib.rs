@@ -33,6 +33,7 @@ mod error;
 mod fib;
 mod fleet;
 mod host;
+mod input;
 mod kernel;
 mod lab;
 mod metrics;
@@ -47,6 +48,11 @@ mod rt_tables;
 mod scope;
 #[cfg(test)]
 mod test_support;
+// Fuzz harnesses: only for `cargo fuzz` (cfg(fuzzing)) and this crate's tests,
+// never in the product (docs/fuzzing.md).
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod views;
 
 // Errors (DESIGN decision 9).
@@ -54,17 +60,21 @@ pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp,
-    Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats,
-    NeighState, Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route,
-    RouteDecision, RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat,
-    Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
-    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
+    Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType,
+    HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor, NextHop,
+    OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery, RouteReply,
+    RouteType, Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment,
+    SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning, WithTableNames,
+    RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
     VerbsView,
 };
+
+// Bounded reading of outside files (docs/reliability.md lists the limits).
+pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, InputKind};
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
@@ -149,7 +159,9 @@ pub use persist::{
     PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
     ORIGINAL_SUFFIX,
 };
-pub use rt_tables::TABLE_NAMES_FILE;
+pub use rt_tables::{
+    table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,
+};
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{

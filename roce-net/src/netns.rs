@@ -95,8 +95,16 @@ impl NetnsTarget {
 /// Enter the namespace in `file` on the calling thread.
 fn enter(file: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
-    let f = std::fs::File::open(file)
-        .map_err(|e| Error::io(e, format!("opening network namespace {}", file.display())))?;
+    // O_NONBLOCK: a FIFO named as a namespace file fails setns(2) instead of
+    // blocking the open forever.
+    let f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(file)
+    }
+    .map_err(|e| Error::io(e, format!("opening network namespace {}", file.display())))?;
     // SAFETY: setns on a valid fd we own; it only affects the calling thread.
     let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if rc != 0 {

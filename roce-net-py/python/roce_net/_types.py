@@ -289,10 +289,15 @@ class SysctlView(_Record):
     """Every sysctl roce-net reads, for one namespace."""
 
     _RUST: ClassVar[str] = "SysctlView"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"initial_netns", "tuning_access"})
     all: ConfValues
     default: ConfValues
     interfaces: Dict[str, InterfaceConf]
     tuning: Tuning
+    #: Whether the snapshot was taken in the initial network namespace (None: not recorded).
+    initial_netns: Optional[bool] = None
+    #: Per tuning key: "writable", "read_only" or "absent" in this namespace.
+    tuning_access: Optional[Dict[str, str]] = None
 
     def effective(self, iface: str, key: str) -> Optional[int]:
         """The value the kernel acts on for ``key`` on ``iface`` (falls back to ``all``)."""

@@ -18,6 +18,29 @@ pub struct Warning {
     pub message: String,
 }
 
+impl Warning {
+    /// The most characters of a warning's message that are kept.
+    pub(crate) const MAX_CHARS: usize = 512;
+
+    /// A warning about a file: the path and the message are escaped (no control
+    /// character reaches a terminal or a log) and the message is cut at
+    /// [`Warning::MAX_CHARS`] characters, so whatever a file holds, a warning
+    /// stays one short line.
+    pub(crate) fn about_file(path: &Path, message: String) -> Warning {
+        use crate::input::escape_cut;
+        use std::os::unix::ffi::OsStrExt;
+        let (source, _) = escape_cut(path.as_os_str().as_bytes(), Self::MAX_CHARS, false);
+        let (mut text, cut) = escape_cut(message.as_bytes(), Self::MAX_CHARS, false);
+        if cut {
+            text.push_str(&format!("... ({} bytes in all)", message.len()));
+        }
+        Warning {
+            source,
+            message: text,
+        }
+    }
+}
+
 /// One typed, serialisable snapshot of a host's (or a namespace's) networking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HostState {
@@ -282,8 +305,7 @@ impl HostState {
     /// Read a snapshot file, JSON or gzip-compressed JSON (see
     /// [`HostState::read_from`]); errors name the file.
     pub fn load(path: &Path) -> Result<HostState> {
-        let f = std::fs::File::open(path)
-            .map_err(|e| Error::io(e, format!("reading snapshot {}", path.display())))?;
+        let f = crate::input::open_input(path, crate::input::InputKind::Snapshot)?;
         Self::read_from(f).map_err(|e| e.context(format!("in snapshot {}", path.display())))
     }
 

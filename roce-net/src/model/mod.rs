@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 mod address;
 mod host_state;
 mod hwaddr;
+mod ifname;
 mod interface;
 mod neighbor;
 mod qos;
@@ -26,6 +27,7 @@ mod verbs;
 pub use address::Address;
 pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
+pub use ifname::{ifname_from_kernel, ifname_is_valid, ifname_to_kernel};
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
 pub use qos::{DcbApp, Qos, Trust};
@@ -37,8 +39,8 @@ pub use route::{
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
 pub use sysctl::{
-    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAssignment, SysctlValue,
-    SysctlView, Tuning, TuningKey,
+    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess,
+    SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,
 };
 pub use table::{IpVerb, TableId, WithTableNames};
 pub use verbs::{

@@ -379,6 +379,33 @@ pub struct SysctlView {
     pub interfaces: BTreeMap<String, InterfaceConf>,
     /// Host tuning.
     pub tuning: Tuning,
+    /// Whether this is the initial network namespace, where the host-wide tuning
+    /// keys live (`None`: not recorded, e.g. a snapshot from an older roce-net).
+    /// Known from `net/core/netdev_max_backlog`, which the kernel registers for the
+    /// initial namespace only (net/core/sysctl_net_core.c, `net_core_table`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_netns: Option<bool>,
+    /// What this namespace lets roce-net do with each tuning key: whether it shows
+    /// the file and whether the file is writable (`None`: not recorded). In a
+    /// non-initial namespace `netdev_max_backlog` and `udp_mem` are absent and
+    /// (since Linux 6.x) `rmem_max`/`wmem_max` are read-only views of the initial
+    /// namespace's values; the planner refuses to tune such keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning_access: Option<BTreeMap<TuningKey, SysctlAccess>>,
+}
+
+/// Whether a sysctl file exists in a namespace and can be written there.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SysctlAccess {
+    /// Present and writable (its mode has the owner's write bit).
+    Writable,
+    /// Present, read-only (a view of the initial namespace's value).
+    ReadOnly,
+    /// Not shown in this namespace.
+    Absent,
 }
 
 impl SysctlView {

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
@@ -504,9 +504,6 @@ fn walk_parent(root: &Path, path: &Path, create: bool) -> Result<Option<(OwnedFd
     Ok(Some((dir, cstr(last)?)))
 }
 
-/// The largest existing file [`inspect`] reads (to compare and back up).
-const MAX_EXISTING: u64 = 16 << 20;
-
 /// Read what is at `path` under `root` now, refusing symlinks on the way.
 pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
     let shown = root.join(relative(path)?);
@@ -544,21 +541,8 @@ pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
     }
     // SAFETY: fd is a fresh, valid descriptor we own.
     let mut f = unsafe { File::from_raw_fd(fd) };
-    let mut buf = Vec::new();
-    (&mut f)
-        .take(MAX_EXISTING + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io(e, format!("reading {}", shown.display())))?;
-    if buf.len() as u64 > MAX_EXISTING {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "{} is larger than {MAX_EXISTING} bytes, which no configuration file \
-                 roce-net writes is; move it away and run again",
-                shown.display()
-            ),
-        ));
-    }
+    let buf = crate::input::read_stream(&mut f, crate::input::InputKind::NodeConfig, "a file")
+        .map_err(|e| e.context(format!("reading {}", shown.display())))?;
     Ok(Existing {
         content: Some(buf),
         mode: Some(st.st_mode & 0o7777),

@@ -132,6 +132,13 @@ impl Plan {
         })
     }
 
+    /// Read a plan file (`roce-net plan -o FILE`): a regular file of at most
+    /// [`InputKind::Plan`](crate::InputKind::Plan)'s limit, then [`Plan::from_json`].
+    pub fn load(path: &std::path::Path) -> crate::Result<Plan> {
+        let text = crate::input::read_input_text(path, crate::input::InputKind::Plan)?;
+        Plan::from_json(&text).map_err(|e| e.context(format!("in plan {}", path.display())))
+    }
+
     /// One line per change ([`Change::describe`]).
     pub fn describe(&self) -> Vec<String> {
         self.changes.iter().map(Change::describe).collect()

@@ -328,18 +328,27 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
     }
 
     // 5. Stale owned objects: rules first, then routes (gateway routes first).
-    for (i, r) in host.rules.iter().enumerate() {
-        if !rule_used[i] && r.protocol == p {
-            changes.push(Change::DeleteRule { rule: r.clone() });
-        }
+    // Both in a canonical order, not the kernel's dump order: the same host gives
+    // the same plan (found by tests/prop_plan.rs).
+    let mut stale_rules: Vec<&Rule> = host
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| !rule_used[*i] && r.protocol == p)
+        .map(|(_, r)| r)
+        .collect();
+    stale_rules.sort_by_cached_key(|r| (r.family, r.priority, r.table, r.to_string()));
+    for r in stale_rules {
+        changes.push(Change::DeleteRule { rule: r.clone() });
     }
-    let stale: Vec<&Route> = host
+    let mut stale: Vec<&Route> = host
         .routes
         .iter()
         .enumerate()
         .filter(|(i, r)| !route_used[*i] && r.protocol == p)
         .map(|(_, r)| r)
         .collect();
+    stale.sort_by_cached_key(|r| (r.family, r.table, r.dst, r.metric, r.tos, r.to_string()));
     let via = |r: &&Route| r.gateway.is_some() || !r.multipath.is_empty();
     for r in stale
         .iter()
@@ -372,7 +381,10 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
             by_if.entry(pos).or_default().push(n);
         }
     }
-    for (pos, entries) in by_if {
+    for (pos, mut entries) in by_if {
+        // By address, not in the kernel's dump order: the same host gives the
+        // same plan (found by tests/prop_plan.rs).
+        entries.sort_by_key(|n| n.ip);
         changes.push(Change::FlushNeighbors {
             ifname: nic_names[pos].clone(),
             entries,

@@ -73,6 +73,19 @@ impl Policy {
     fn check_routing(&self) -> Result<()> {
         let r = &self.routing;
         let p = &r.table_name_prefix;
+        if p.len() > crate::rt_tables::MAX_TABLE_PREFIX_LEN {
+            return Err(policy_err(
+                "routing.table_name_prefix",
+                format!(
+                    "the prefix has {} bytes; at most {} fit (a table name is the prefix and \
+                     an interface name of up to 15 bytes, and iproute2's rt_tables files hold \
+                     names of up to {} bytes safely)",
+                    p.len(),
+                    crate::rt_tables::MAX_TABLE_PREFIX_LEN,
+                    crate::rt_tables::MAX_TABLE_NAME_LEN
+                ),
+            ));
+        }
         if let Some(c) = p
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
@@ -198,6 +211,7 @@ impl Policy {
     /// Validate against a host and compute the per-NIC layout.
     pub(crate) fn layout(&self, host: &HostState) -> Result<Layout> {
         self.check()?;
+        super::host_tuning::check(self, host)?;
         resolve::resolve(self, host)
     }
 
@@ -208,6 +222,7 @@ impl Policy {
         host: &HostState,
     ) -> Result<(Layout, Vec<Obstacle>)> {
         self.check()?;
+        super::host_tuning::check(self, host)?;
         resolve::resolve_past_obstacles(self, host)
     }
 }

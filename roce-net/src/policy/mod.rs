@@ -14,6 +14,8 @@ mod backend;
 mod checks;
 mod de;
 mod glob;
+mod host_tuning;
+mod json;
 mod resolve;
 mod schema;
 pub(crate) mod yaml;
@@ -45,7 +47,8 @@ impl Policy {
         Policy::from_value(yaml::parse(text)?)
     }
 
-    /// Parse a JSON policy document.
+    /// Parse a JSON policy document. Refuses a key given twice in one object,
+    /// nesting deeper than 128 levels and documents over 1 MiB.
     pub fn from_json(text: &str) -> Result<Policy> {
         if text.len() > yaml::MAX_BYTES {
             return Err(Error::new(
@@ -57,7 +60,7 @@ impl Policy {
                 ),
             ));
         }
-        let v: serde_json::Value = serde_json::from_str(text)
+        let v = json::parse(text)
             .map_err(|e| Error::new(ErrorKind::Policy, format!("policy is not valid JSON: {e}")))?;
         Policy::from_value(v)
     }
@@ -82,7 +85,7 @@ impl Policy {
 
     /// Read a policy file; `.json` files are read as JSON, everything else as YAML.
     pub fn load(path: &std::path::Path) -> Result<Policy> {
-        let text = read_bounded(path)?;
+        let text = crate::input::read_input_text(path, crate::input::InputKind::Policy)?;
         let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
         let p = if is_json {
             Policy::from_json(&text)
@@ -106,24 +109,6 @@ impl Policy {
     pub fn to_yaml(&self) -> String {
         yaml::emit(&self.to_value())
     }
-}
-
-/// Read a policy file, at most one byte more than a document may have (so a
-/// larger one is refused by the parser, not read whole).
-fn read_bounded(path: &std::path::Path) -> Result<String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path)
-        .map_err(|e| Error::io(e, format!("reading policy {}", path.display())))?;
-    let mut buf = Vec::new();
-    f.take(yaml::MAX_BYTES as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io(e, format!("reading policy {}", path.display())))?;
-    String::from_utf8(buf).map_err(|_| {
-        Error::new(
-            ErrorKind::Policy,
-            format!("policy {} is not UTF-8 text", path.display()),
-        )
-    })
 }
 
 #[cfg(test)]

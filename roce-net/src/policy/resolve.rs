@@ -352,6 +352,18 @@ fn resolve_inner(
     // 6. Table names.
     if policy.register_table_names {
         for nic in &out {
+            if let Some(why) = crate::rt_tables::table_name_problem(&nic.table_name) {
+                return Err(policy_err(
+                    "routing.table_name_prefix",
+                    format!(
+                        "table name {} for {} (table {}) is not a valid iproute2 table name: \
+                         {why}; change the prefix or set register_table_names: false",
+                        crate::input::excerpt(&nic.table_name, 64),
+                        nic.ifname,
+                        nic.table
+                    ),
+                ));
+            }
             if let Some((id, _)) = host
                 .table_names
                 .iter()

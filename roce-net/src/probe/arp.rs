@@ -7,14 +7,19 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+/// The longest ARP probe (one hour): `Instant + timeout` must not overflow.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// The most requests one ARP probe sends.
+const MAX_COUNT: u32 = 1000;
+
 /// How to probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ArpProbeOptions {
-    /// Number of requests to send (at least 1). They are spread evenly over
+    /// Number of requests to send (1 to 1000). They are spread evenly over
     /// `timeout`, the first one immediately.
     pub count: u32,
-    /// How long to send and listen in total.
+    /// How long to send and listen in total (more than zero, at most an hour).
     pub timeout: Duration,
     /// Sender IPv4 address; by default the device's primary IPv4 address.
     pub source: Option<Ipv4Addr>,
@@ -100,6 +105,25 @@ pub fn arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProb
         return Err(Error::new(
             ErrorKind::InvalidInput,
             "ARP probe timeout must be greater than zero",
+        ));
+    }
+    if opts.timeout > MAX_TIMEOUT {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "ARP probe timeout {:?} is longer than {} s",
+                opts.timeout,
+                MAX_TIMEOUT.as_secs()
+            ),
+        ));
+    }
+    if opts.count > MAX_COUNT {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "ARP probe count {} is more than {MAX_COUNT} requests (a probe, not a flood)",
+                opts.count
+            ),
         ));
     }
     let ifr_name = ifname_bytes(dev)?;
@@ -464,5 +488,17 @@ mod tests {
             arp("lo", t, zero).unwrap_err().kind(),
             ErrorKind::InvalidInput
         );
+        // Values that would overflow the deadline or flood the link are refused
+        // before any socket is opened (the device need not exist).
+        for bad in [
+            ArpProbeOptions::new(3, Duration::MAX),
+            ArpProbeOptions::new(3, MAX_TIMEOUT + Duration::from_nanos(1)),
+            ArpProbeOptions::new(MAX_COUNT + 1, Duration::from_secs(2)),
+            ArpProbeOptions::new(u32::MAX, Duration::from_secs(2)),
+        ] {
+            let e = arp("rnt-absent0", t, bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}: {e}");
+            assert!(e.to_string().contains("ARP probe"), "{e}");
+        }
     }
 }

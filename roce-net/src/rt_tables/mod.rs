@@ -122,10 +122,7 @@ fn conf_files(dir: &Path, warnings: &mut Vec<Warning>) -> Vec<String> {
 }
 
 fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
-    warnings.push(Warning {
-        source: path.display().to_string(),
-        message,
-    });
+    warnings.push(crate::model::Warning::about_file(path, message));
 }
 
 /// Read one database file into `out`. Returns false only when the file does not
@@ -136,20 +133,41 @@ fn read_file(
     out: &mut BTreeMap<u32, String>,
     warnings: &mut Vec<Warning>,
 ) -> bool {
-    let text = match std::fs::read(path) {
+    let text = match crate::input::read_input(path, crate::input::InputKind::TableNames) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return false,
+        Err(e) if e.kind() == crate::ErrorKind::NotFound => return false,
         Err(e) => {
             warn(warnings, path, format!("cannot read: {e}"));
             return true;
         }
     };
+    parse_names_text(&text, path, max, out, warnings);
+    true
+}
+
+/// The `<number> <name>` lines of one database file's text into `out`; bad lines
+/// are warnings (at most 16 per file, then one summary).
+pub(crate) fn parse_names_text(
+    text: &str,
+    path: &Path,
+    max: u32,
+    out: &mut BTreeMap<u32, String>,
+    warnings: &mut Vec<Warning>,
+) {
+    // At most this many warnings per file: a file of garbage is one short report.
+    const MAX_LINE_WARNINGS: usize = 16;
+    let mut bad = 0usize;
+    let mut note = |warnings: &mut Vec<Warning>, msg: String| {
+        bad += 1;
+        if bad <= MAX_LINE_WARNINGS {
+            warn(warnings, path, msg);
+        }
+    };
     for (n, line) in text.lines().enumerate() {
         match parse_line(line) {
             Ok(None) => {}
-            Ok(Some((id, _))) if id > max => warn(
+            Ok(Some((id, _))) if id > max => note(
                 warnings,
-                path,
                 format!(
                     "line {}: number {id} is above the maximum {max}; skipped",
                     n + 1
@@ -158,10 +176,16 @@ fn read_file(
             Ok(Some((id, name))) => {
                 out.insert(id, name.to_string());
             }
-            Err(why) => warn(warnings, path, format!("line {}: {why}; skipped", n + 1)),
+            Err(why) => note(warnings, format!("line {}: {why}; skipped", n + 1)),
         }
     }
-    true
+    if bad > MAX_LINE_WARNINGS {
+        warn(
+            warnings,
+            path,
+            format!("{} more lines skipped (not shown)", bad - MAX_LINE_WARNINGS),
+        );
+    }
 }
 
 /// Parse one line: `Ok(None)` for blank and comment lines.
@@ -172,7 +196,10 @@ pub fn parse_line(line: &str) -> Result<Option<(u32, &str)>, String> {
     }
     let mut words = t.split_whitespace();
     let (Some(num), Some(name)) = (words.next(), words.next()) else {
-        return Err(format!("expected `<number> <name>`, found {:?}", t.trim()));
+        return Err(format!(
+            "expected `<number> <name>`, found {}",
+            crate::input::excerpt(t.trim(), 64)
+        ));
     };
     let id = match num.strip_prefix("0x").or_else(|| num.strip_prefix("0X")) {
         Some(hex) => u32::from_str_radix(hex, 16),
@@ -188,12 +215,67 @@ pub fn set_table_name(etc_root: &Path, id: u32, name: Option<&str>) -> Result<()
     set_table_names(etc_root, &[(id, name)])
 }
 
+/// The longest table name roce-net writes, in bytes.
+///
+/// iproute2 (lib/rt_names.c, 6.1 here) reads each `rt_tables` line with
+/// `fgets` into a 512-byte buffer: a longer line is reported as "Database ... is
+/// corrupted" and every line after it in that file is lost (tried here with a
+/// 600-character name). 63 bytes keeps every line far below that and `ip route`
+/// output readable; an interface name adds at most 15 bytes to the prefix, so
+/// a prefix may have [`MAX_TABLE_PREFIX_LEN`] bytes.
+pub const MAX_TABLE_NAME_LEN: usize = 63;
+
+/// The longest `routing.table_name_prefix`: [`MAX_TABLE_NAME_LEN`] less the 15
+/// bytes of the longest interface name.
+pub const MAX_TABLE_PREFIX_LEN: usize = MAX_TABLE_NAME_LEN - 15;
+
+/// Why `name` cannot be a table name in `rt_tables`, or `None` when it can:
+/// 1..=[`MAX_TABLE_NAME_LEN`] bytes of ASCII letters, digits, `_`, `-`, `.`; not a
+/// number (iproute2 would read `ip route show table 123` as table id 123); not one
+/// of iproute2's built-in names (`local`, `main`, `default`, `unspec`).
+pub fn table_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("it is empty".to_string());
+    }
+    if name.len() > MAX_TABLE_NAME_LEN {
+        return Some(format!(
+            "it has {} bytes, more than the {MAX_TABLE_NAME_LEN} iproute2's rt_tables files \
+             hold safely",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Some(format!(
+            "it contains {}; use letters, digits, '_', '-' or '.'",
+            crate::input::excerpt(&c.to_string(), 4)
+        ));
+    }
+    let numeric = name.bytes().all(|b| b.is_ascii_digit())
+        || name
+            .strip_prefix("0x")
+            .or_else(|| name.strip_prefix("0X"))
+            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    if numeric {
+        return Some("it is a number, which iproute2 reads as a table id".to_string());
+    }
+    if matches!(name, "local" | "main" | "default" | "unspec") {
+        return Some("it is one of iproute2's built-in table names".to_string());
+    }
+    None
+}
+
 /// Refuse a table name `rt_tables` cannot hold.
 pub(crate) fn check_table_name(id: u32, name: &str) -> Result<()> {
-    if name.is_empty() || name.chars().any(char::is_whitespace) {
+    if let Some(why) = table_name_problem(name) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
-            format!("table name {name:?} for table {id} must be one word"),
+            format!(
+                "table name {} for table {id} is not a valid iproute2 table name: {why}",
+                crate::input::excerpt(name, 64)
+            ),
         ));
     }
     Ok(())

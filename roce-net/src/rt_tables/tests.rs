@@ -94,3 +94,27 @@ fn default_entry_point_reads_etc() {
     assert_eq!(t.get(&1002).map(String::as_str), Some("nic2"));
     assert_eq!(t.get(&100).map(String::as_str), Some("nic0"));
 }
+
+#[test]
+fn table_names_iproute2_can_hold() {
+    use super::{check_table_name, table_name_problem, MAX_TABLE_NAME_LEN};
+    assert_eq!(table_name_problem("roce_r1"), None);
+    assert_eq!(table_name_problem(&"a".repeat(MAX_TABLE_NAME_LEN)), None);
+    for (bad, why) in [
+        ("", "empty"),
+        ("123", "number"),
+        ("0x1f", "number"),
+        ("main", "built-in"),
+        ("local", "built-in"),
+        ("roce_r\\xff", "contains"),
+        ("a b", "contains"),
+    ] {
+        let w = table_name_problem(bad).unwrap_or_else(|| panic!("{bad:?} accepted"));
+        assert!(w.contains(why), "{bad:?}: {w}");
+    }
+    let long = "a".repeat(5000);
+    let e = check_table_name(1001, &long).unwrap_err().to_string();
+    assert!(e.contains("5000 bytes") && e.len() < 400, "{e}");
+    // Hex digits after 0x only make a number when all of it is hex.
+    assert_eq!(table_name_problem("0xr1"), None);
+}

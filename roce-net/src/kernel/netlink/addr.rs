@@ -10,7 +10,7 @@ use netlink_packet_route::address::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
 
-fn to_address(m: AddressMessage, names: &IfNames) -> Option<Address> {
+pub(super) fn to_address(m: AddressMessage, names: &IfNames) -> Option<Address> {
     let mut local = None;
     let mut address = None;
     let mut label = None;

@@ -25,7 +25,7 @@ fn oper_state(s: State) -> OperState {
 }
 
 /// Convert one link message; the master is returned as an index for a second pass.
-fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
+pub(super) fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
     let mut i = Interface {
         index: m.header.index,
         name: String::new(),
@@ -105,7 +105,11 @@ impl Netlink {
     /// One link by name (`ip link show dev NAME`); `NotFound` when it is missing.
     pub fn link(&mut self, name: &str) -> Result<Interface> {
         let mut m = LinkMessage::default();
-        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        m.attributes
+            .push(LinkAttribute::Other(super::names::name_attr(
+                super::names::IFLA_IFNAME,
+                name,
+            )?));
         let replies = self
             .request(
                 RouteNetlinkMessage::GetLink(m),
@@ -136,7 +140,9 @@ impl Netlink {
     /// kernel builds and we parse the whole link message); this about 1 us, and
     /// adding a route or deleting a neighbour needs one lookup each.
     pub fn ifindex(&mut self, name: &str) -> Result<u32> {
-        let bytes = name.as_bytes();
+        // The kernel's bytes of the model's (escaped) name.
+        let raw = crate::model::ifname_to_kernel(name)?;
+        let bytes = raw.as_slice();
         if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
             return Err(no_such_interface(name));
         }

@@ -26,10 +26,11 @@
 mod addr;
 mod dcb;
 mod link;
+mod names;
 mod neigh;
 mod route;
 mod rule;
-mod socket;
+pub(crate) mod socket;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Interface;
@@ -113,4 +114,54 @@ pub(crate) fn no_such_interface(name: &str) -> Error {
         ErrorKind::NotFound,
         format!("no interface named {name:?} in this network namespace (see `ip link`)"),
     )
+}
+
+/// Decode one datagram as if the kernel sent it for exchange 1 and convert every
+/// message into the model, as a dump does (the fuzz target for netlink input).
+#[cfg(any(fuzzing, test))]
+pub(crate) fn decode_for_fuzzing(data: &[u8]) {
+    let ifs = vec![Interface {
+        index: 1,
+        name: "r1".into(),
+        kind: None,
+        mac: None,
+        mtu: 1500,
+        admin_up: true,
+        oper_state: crate::model::OperState::Up,
+        carrier: None,
+        master: None,
+        stats: Default::default(),
+        ethtool_stats: None,
+        qos: None,
+    }];
+    let names = IfNames::new(&ifs);
+    let mut interrupted = false;
+    let _ = socket::handle_datagram(data, 1, 0, "fuzz", &mut interrupted, &mut |mtype, p| {
+        match socket::decode(mtype, p, "fuzz")? {
+            RouteNetlinkMessage::NewLink(l) => {
+                let (i, _) = link::to_interface(l);
+                // Names from the kernel are always kept losslessly.
+                let raw = crate::model::ifname_to_kernel(&i.name).expect("escaped name decodes");
+                assert_eq!(crate::model::ifname_from_kernel(&raw), i.name);
+            }
+            RouteNetlinkMessage::NewAddress(a) => {
+                let _ = addr::to_address(a, &names);
+            }
+            RouteNetlinkMessage::NewRoute(r) => {
+                if let Some(r) = route::to_route(r, &names) {
+                    let _ = r.to_string();
+                }
+            }
+            RouteNetlinkMessage::NewRule(r) => {
+                if let Some(r) = rule::to_rule(r) {
+                    let _ = r.to_string();
+                }
+            }
+            RouteNetlinkMessage::NewNeighbour(n) => {
+                let _ = neigh::to_neighbor(n, &names);
+            }
+            _ => {}
+        }
+        Ok(())
+    });
 }

@@ -10,7 +10,7 @@ use netlink_packet_route::neighbour::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
 
-fn to_neighbor(m: NeighbourMessage, names: &IfNames) -> Option<Neighbor> {
+pub(super) fn to_neighbor(m: NeighbourMessage, names: &IfNames) -> Option<Neighbor> {
     if m.header.flags.contains(NeighbourFlags::Proxy) {
         return None;
     }

@@ -41,7 +41,7 @@ fn family_of(f: AddressFamily) -> Option<Family> {
     }
 }
 
-fn to_route(m: RouteMessage, names: &IfNames) -> Option<Route> {
+pub(super) fn to_route(m: RouteMessage, names: &IfNames) -> Option<Route> {
     if m.header.flags.contains(RouteFlags::Cloned) {
         return None;
     }

@@ -3,6 +3,7 @@
 //! Rules are written with an explicit action (`FR_ACT_TO_TBL` for table lookups),
 //! the protocol and the 32-bit `FRA_TABLE` attribute (DESIGN decision 6).
 
+use super::names;
 use super::Netlink;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Family, Rule, RuleAction as ModelAction};
@@ -12,7 +13,7 @@ use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleFlags, RuleMessa
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
 
-fn to_rule(m: RuleMessage) -> Option<Rule> {
+pub(super) fn to_rule(m: RuleMessage) -> Option<Rule> {
     let family = match m.header.family {
         AddressFamily::Inet => Family::Inet,
         AddressFamily::Inet6 => Family::Inet6,
@@ -113,10 +114,16 @@ fn rule_msg(r: &Rule, what: &str) -> Result<RuleMessage> {
         m.attributes.push(RuleAttribute::Destination(n.addr()));
     }
     if let Some(i) = &r.iif {
-        m.attributes.push(RuleAttribute::Iifname(i.clone()));
+        m.attributes.push(RuleAttribute::Other(names::name_attr(
+            names::FRA_IIFNAME,
+            i,
+        )?));
     }
     if let Some(o) = &r.oif {
-        m.attributes.push(RuleAttribute::Oifname(o.clone()));
+        m.attributes.push(RuleAttribute::Other(names::name_attr(
+            names::FRA_OIFNAME,
+            o,
+        )?));
     }
     if let Some(v) = r.fwmark {
         m.attributes.push(RuleAttribute::FwMark(v));

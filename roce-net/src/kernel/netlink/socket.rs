@@ -48,6 +48,14 @@ pub(crate) trait Transport {
     fn port(&self) -> u32;
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Test seam: when `Some`, every datagram this thread receives from the
+    /// kernel is also kept here (the fuzz corpus test captures real dumps).
+    pub(crate) static RECORDED: std::cell::RefCell<Option<Vec<Vec<u8>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// A `NETLINK_ROUTE` socket in the namespace of the thread that opened it.
 pub(crate) struct KernelTransport {
     sock: netlink_sys::Socket,
@@ -140,6 +148,12 @@ impl Transport for KernelTransport {
                 }
                 return Err(e);
             }
+            #[cfg(test)]
+            RECORDED.with(|r| {
+                if let Some(v) = r.borrow_mut().as_mut() {
+                    v.push(buf[..got as usize].to_vec());
+                }
+            });
             return Ok(got as usize);
         }
     }
@@ -166,7 +180,7 @@ pub(crate) struct Engine<T: Transport> {
 
 /// What a reply datagram told us.
 #[derive(Debug, PartialEq, Eq)]
-enum Step {
+pub(super) enum Step {
     /// More datagrams follow.
     More,
     /// The exchange is complete (ACK or `NLMSG_DONE`).
@@ -209,13 +223,7 @@ impl<T: Transport> Engine<T> {
         sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
     ) -> Result<bool> {
         self.collect_raw(seq, what, &mut |mtype, payload| {
-            let msg = RouteNetlinkMessage::parse_with_param(payload, mtype).map_err(|e| {
-                Error::new(
-                    ErrorKind::Parse,
-                    format!("{what}: cannot decode netlink message type {mtype}: {e}"),
-                )
-            })?;
-            sink(msg)
+            sink(decode(mtype, payload, what)?)
         })
     }
 
@@ -356,7 +364,21 @@ fn align4(n: usize) -> usize {
 }
 
 /// Process one datagram (possibly several netlink messages) of the exchange `seq`.
-fn handle_datagram(
+/// Decode one rtnetlink message. Names that are not UTF-8 are set aside and put
+/// back byte-exactly (netlink-packet-route refuses them: `names.rs`).
+pub(super) fn decode(mtype: u16, payload: &[u8], what: &str) -> Result<RouteNetlinkMessage> {
+    let (decodable, raw_names) = super::names::prepare(mtype, payload);
+    let mut msg = RouteNetlinkMessage::parse_with_param(&decodable[..], mtype).map_err(|e| {
+        Error::new(
+            ErrorKind::Parse,
+            format!("{what}: cannot decode netlink message type {mtype}: {e}"),
+        )
+    })?;
+    super::names::restore(&mut msg, &raw_names);
+    Ok(msg)
+}
+
+pub(super) fn handle_datagram(
     data: &[u8],
     seq: u32,
     port: u32,

@@ -10,7 +10,8 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
-    ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey, Warning,
+    ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess, SysctlView, Tuning,
+    TuningKey, Warning,
 };
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -22,15 +23,18 @@ pub const PROC_SYS: &str = "/proc/sys";
 const CONF_DIR: &str = "net/ipv4/conf";
 
 fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
-    warnings.push(Warning {
-        source: path.display().to_string(),
-        message,
-    });
+    warnings.push(crate::model::Warning::about_file(path, message));
 }
 
-/// True when `name` can be used as a single directory name under `conf/`.
-fn valid_component(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
+/// The `conf/<iface>` directory name of a model interface name: the kernel's
+/// exact bytes (the model escapes names that are not UTF-8, see
+/// `model::ifname`), `None` when they cannot be a single path component.
+fn conf_component(name: &str) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let raw = crate::model::ifname_to_kernel(name).ok()?;
+    let ok =
+        !raw.is_empty() && raw != b"." && raw != b".." && !raw.contains(&b'/') && !raw.contains(&0);
+    ok.then(|| std::ffi::OsString::from_vec(raw))
 }
 
 /// Read every sysctl roce-net cares about: `conf/all`, `conf/default` and
@@ -58,15 +62,18 @@ pub fn read_sysctls(
         if view.interfaces.contains_key(name) {
             continue;
         }
-        if !valid_component(name) {
+        let Some(dir) = conf_component(name) else {
             warn(
                 warnings,
                 &conf,
-                format!("interface name {name:?} cannot be a sysctl directory; skipped"),
+                format!(
+                    "interface name {} cannot be a sysctl directory; skipped",
+                    crate::input::excerpt(name, 64)
+                ),
             );
             continue;
-        }
-        if let Some(configured) = read_conf_dir(&conf.join(name), warnings) {
+        };
+        if let Some(configured) = read_conf_dir(&conf.join(dir), warnings) {
             let effective = ConfValues::effective(&view.all, &configured);
             view.interfaces.insert(
                 name.clone(),
@@ -78,7 +85,29 @@ pub fn read_sysctls(
         }
     }
     view.tuning = read_tuning(proc_sys, warnings);
+    let access = tuning_access(proc_sys);
+    view.initial_netns =
+        Some(access.get(&TuningKey::NetdevMaxBacklog) != Some(&SysctlAccess::Absent));
+    view.tuning_access = Some(access);
     view
+}
+
+/// Whether each tuning key's file exists under `proc_sys` and is writable (the
+/// owner's write bit: `/proc/sys` applies the mode even to root, so a 0444 file
+/// refuses every write with EACCES).
+fn tuning_access(proc_sys: &Path) -> std::collections::BTreeMap<TuningKey, SysctlAccess> {
+    use std::os::unix::fs::PermissionsExt;
+    TuningKey::ALL
+        .into_iter()
+        .map(|key| {
+            let a = match std::fs::metadata(proc_sys.join(key.proc_path())) {
+                Ok(m) if m.permissions().mode() & 0o200 != 0 => SysctlAccess::Writable,
+                Ok(_) => SysctlAccess::ReadOnly,
+                Err(_) => SysctlAccess::Absent,
+            };
+            (key, a)
+        })
+        .collect()
 }
 
 /// Every [`ConfKey`] in one `conf/<dir>`; `None` when the directory is missing (a
@@ -122,7 +151,10 @@ fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> 
                     warn(
                         warnings,
                         &dir.join(key.file_name()),
-                        format!("value {text:?} is not an unsigned number"),
+                        format!(
+                            "value {} is not an unsigned number",
+                            crate::input::excerpt(&text, 64)
+                        ),
                     );
                     None
                 }
@@ -187,11 +219,17 @@ fn read_small_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<String> {
             k => n += k,
         }
         if n == buf.len() {
-            // Longer than any value here: fall back to reading it whole.
-            let mut rest = Vec::new();
-            f.read_to_end(&mut rest)?;
+            // Longer than any value here: read the rest, bounded like every
+            // kernel attribute (`crate::input::read_attribute`).
+            let max = crate::input::InputKind::KernelAttribute.max_bytes();
             let mut all = buf.to_vec();
-            all.extend_from_slice(&rest);
+            (&mut f).take(max + 1 - n as u64).read_to_end(&mut all)?;
+            if all.len() as u64 > max {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("it is larger than the limit of {max} bytes"),
+                ));
+            }
             return Ok(String::from_utf8_lossy(&all).trim().to_string());
         }
     }
@@ -214,7 +252,10 @@ fn read_tuning(proc_sys: &Path, warnings: &mut Vec<Warning>) -> Tuning {
             warn(
                 warnings,
                 &path,
-                format!("value {text:?} is not in the kernel's format"),
+                format!(
+                    "value {} is not in the kernel's format",
+                    crate::input::excerpt(&text, 64)
+                ),
             )
         };
         match key {
@@ -247,7 +288,10 @@ fn parse_triple(s: &str) -> Option<[u64; 3]> {
 }
 
 fn read_trimmed(path: &Path) -> io::Result<String> {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string())
+    let b = crate::input::read_attribute(path)?;
+    String::from_utf8(b)
+        .map(|s| s.trim().to_string())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "content is not valid UTF-8"))
 }
 
 /// The file of a sysctl under `proc_sys`, refusing interface names that are not a
@@ -258,11 +302,17 @@ fn sysctl_path(proc_sys: &Path, s: &Sysctl) -> Result<PathBuf> {
         ..
     } = s
     {
-        if !valid_component(name) {
+        let Some(dir) = conf_component(name) else {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
-                format!("{name:?} is not a valid interface name for a sysctl"),
+                format!(
+                    "{} is not a valid interface name for a sysctl",
+                    crate::input::excerpt(name, 64)
+                ),
             ));
+        };
+        if let Sysctl::Conf { key, .. } = s {
+            return Ok(proc_sys.join(CONF_DIR).join(dir).join(key.file_name()));
         }
     }
     Ok(proc_sys.join(s.proc_path()))
@@ -405,8 +455,9 @@ fn write_checked(s: &Sysctl, path: &Path, canonical: &str) -> Result<()> {
         });
     }
     let mut now = String::new();
+    let max = crate::input::InputKind::KernelAttribute.max_bytes();
     f.rewind()
-        .and_then(|_| f.read_to_string(&mut now))
+        .and_then(|_| (&mut f).take(max).read_to_string(&mut now))
         .map_err(|e| read_error(e, s, path))?;
     let now = now.trim();
     if normalize(s, now) != canonical {

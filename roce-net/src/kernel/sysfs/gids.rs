@@ -1,5 +1,5 @@
 //! A port's GID table: `gids/<i>`, `gid_attrs/types/<i>`, `gid_attrs/ndevs/<i>`.
-use super::text::{read_attr, warn};
+use super::text::{read_attr, read_attr_bytes, warn};
 use crate::model::{GidEntry, GidType, Warning};
 use std::io;
 use std::net::Ipv6Addr;
@@ -64,7 +64,10 @@ pub(crate) fn read_gids(
             warn(
                 warnings,
                 &path,
-                format!("GID {text:?} is not a 128-bit address; slot skipped"),
+                format!(
+                    "GID {} is not a 128-bit address; slot skipped",
+                    crate::input::excerpt(&text, 64)
+                ),
             );
             continue;
         };
@@ -84,9 +87,10 @@ pub(crate) fn read_gids(
             }
         };
         let ndev_path = ndevs_dir.join(&idx);
-        let netdev = match read_attr(&ndev_path) {
+        // A netdev name need not be UTF-8: kept in the model's escaping.
+        let netdev = match read_attr_bytes(&ndev_path) {
             Ok(t) if t.is_empty() => None,
-            Ok(t) => Some(t),
+            Ok(t) => Some(crate::model::ifname_from_kernel(&t)),
             Err(e) if is_absent(&e) => None,
             Err(e) => {
                 warn(warnings, &ndev_path, format!("cannot read GID netdev: {e}"));

@@ -5,7 +5,7 @@
 //! Reading never fails as a whole: a file that cannot be read or parsed becomes a
 //! [`Warning`] and the rest of the device is still returned. See `docs/rdma-sysfs.md`.
 
-mod gids;
+pub(crate) mod gids;
 mod text;
 mod vpd;
 
@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+#[cfg(any(fuzzing, test))]
+pub(crate) use gids::parse_gid;
 pub use text::strip_enum_prefix;
 
 use text::{read_attr, warn};
@@ -114,6 +116,38 @@ fn names_in(dir: &Path, warnings: &mut Vec<Warning>) -> Option<Vec<String>> {
     }
 }
 
+/// The netdevs of a PCI function (`device/net/`), sorted, in the model's name
+/// escaping (a netdev name need not be UTF-8). Missing directory: empty.
+fn netdev_names(dir: &Path, warnings: &mut Vec<Warning>) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    match list_dir(dir) {
+        Ok(names) => {
+            let mut v: Vec<String> = names
+                .into_iter()
+                .map(|n| match n {
+                    Ok(s) => crate::model::ifname_from_kernel(s.as_bytes()),
+                    Err(raw) => crate::model::ifname_from_kernel(raw.as_bytes()),
+                })
+                .collect();
+            v.sort();
+            v
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            warn(warnings, dir, format!("cannot list directory: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+/// The path of a netdev's entry under `device/net/` (the kernel's bytes of the
+/// model name).
+fn netdev_path(net_dir: &Path, name: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = crate::model::ifname_to_kernel(name).ok()?;
+    Some(net_dir.join(std::ffi::OsStr::from_bytes(&raw)))
+}
+
 /// An optional device attribute: missing is normal (drivers differ), other
 /// failures are warnings.
 fn optional_attr(path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
@@ -157,7 +191,7 @@ fn read_device(
         }
     };
     let net_dir = device_link.join("net");
-    let netdevs = names_in(&net_dir, warnings).unwrap_or_default();
+    let netdevs = netdev_names(&net_dir, warnings);
     let pci_device_id = optional_attr(&device_link.join("device"), warnings);
     let vpd = read_vpd(&device_link.join("vpd"), warnings);
 
@@ -228,8 +262,8 @@ fn read_vpd(path: &Path, warnings: &mut Vec<Warning>) -> vpd::Vpd {
         )
     };
     let mut buf = Vec::new();
-    let res =
-        std::fs::File::open(path).and_then(|f| f.take(vpd::VPD_MAX as u64).read_to_end(&mut buf));
+    let res = crate::input::open_regular_io(path)
+        .and_then(|f| f.take(vpd::VPD_MAX as u64).read_to_end(&mut buf));
     match res {
         Ok(_) => vpd::parse_vpd(&buf),
         Err(e) if quiet(&e) => vpd::Vpd::default(),
@@ -297,7 +331,10 @@ fn enum_attr(path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
             warn(
                 warnings,
                 path,
-                format!("expected `<number>: <name>`, found {raw:?}; kept verbatim"),
+                format!(
+                    "expected `<number>: <name>`, found {}; kept verbatim",
+                    crate::input::excerpt(&raw, 64)
+                ),
             );
             Some(raw)
         }
@@ -361,7 +398,10 @@ fn netdev_by_dev_port(port: u32, ctx: &DeviceCtx<'_>) -> Option<String> {
     let want = port.checked_sub(1)?;
     let mut any_dev_port = false;
     for nd in ctx.netdevs {
-        if let Ok(s) = read_attr(&ctx.net_dir.join(nd).join("dev_port")) {
+        let Some(nd_dir) = netdev_path(ctx.net_dir, nd) else {
+            continue;
+        };
+        if let Ok(s) = read_attr(&nd_dir.join("dev_port")) {
             if let Ok(v) = s.parse::<u32>() {
                 any_dev_port = true;
                 if v == want {
@@ -398,7 +438,10 @@ fn read_counters(dir: &Path, warnings: &mut Vec<Warning>) -> BTreeMap<String, u6
                 Err(_) => warn(
                     warnings,
                     &path,
-                    format!("counter value {s:?} is not an unsigned number; skipped"),
+                    format!(
+                        "counter value {} is not an unsigned number; skipped",
+                        crate::input::excerpt(&s, 64)
+                    ),
                 ),
             },
             // The driver says it does not implement this counter: not a fault.

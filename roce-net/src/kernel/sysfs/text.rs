@@ -1,27 +1,31 @@
 //! Small helpers for sysfs attribute text.
 use crate::model::Warning;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 /// Read a sysfs attribute, with surrounding whitespace (the trailing newline) removed.
 ///
-/// sysfs attributes are at most a page, so one small buffer and one `read` usually
-/// suffice; this keeps a 2048-slot GID scan cheap.
+/// The kernel fills an attribute from one page at most; the read is bounded
+/// (`crate::input::read_attribute`: a regular file of at most 4 KiB, opened without
+/// blocking), so a FIFO or a huge file planted under a `--sysfs-root` is an error,
+/// not a hang or a flood.
 pub(crate) fn read_attr(path: &Path) -> io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    let mut buf = Vec::with_capacity(64);
-    f.read_to_end(&mut buf)?;
+    let buf = read_attr_bytes(path)?;
     let s = String::from_utf8(buf)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "content is not valid UTF-8"))?;
     Ok(s.trim().to_string())
 }
 
-/// Record a warning about a path.
+/// [`read_attr`] as raw bytes with surrounding ASCII whitespace removed (for
+/// attributes that hold an interface name, which need not be UTF-8).
+pub(crate) fn read_attr_bytes(path: &Path) -> io::Result<Vec<u8>> {
+    let buf = crate::input::read_attribute(path)?;
+    Ok(buf.trim_ascii().to_vec())
+}
+
+/// Record a warning about a path (bounded and escaped: see `crate::model::Warning::about_file`).
 pub(crate) fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
-    warnings.push(Warning {
-        source: path.display().to_string(),
-        message,
-    });
+    warnings.push(crate::model::Warning::about_file(path, message));
 }
 
 /// The name part of the kernel's `<number>: <name>` enum text (`4: ACTIVE` ->

@@ -264,13 +264,8 @@ impl GidSource for LibGids<'_> {
 
 /// A sysfs attribute (at most a page), trimmed; `None` when unreadable.
 fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut buf = Vec::with_capacity(64);
-    std::fs::File::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_end(&mut buf)
-        .ok()?;
+    // Bounded and never blocking on a FIFO under a `--sysfs-root`.
+    let buf = crate::input::read_attribute(path).ok()?;
     let s = String::from_utf8(buf).ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())

@@ -1,0 +1,337 @@
+//! Bounded reading of every file that comes from outside the library.
+//!
+//! A path a user names (`--from`, `-f POLICY`, `apply --plan`, fleet snapshots,
+//! `rt_tables` files under an `--etc-root`, attributes under a `--sysfs-root`) may
+//! be anything: a FIFO that never delivers EOF, `/dev/zero`, a directory, a file of
+//! gigabytes. Every such read goes through this module, which
+//!
+//! - opens with `O_NONBLOCK` (opening a FIFO for reading would otherwise wait for a
+//!   writer forever) and `O_CLOEXEC`, following symlinks (the user named the path);
+//! - checks with `fstat` on the opened descriptor that it is a regular file, and
+//!   refuses anything else with an error naming the file type;
+//! - reads at most the limit of its [`InputKind`] and refuses a longer file rather
+//!   than silently truncating it.
+//!
+//! The limits are documented in `docs/reliability.md` and `docs/fuzzing.md`.
+
+use crate::error::{Error, ErrorKind, Result};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// What kind of outside file is read; each has its own size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// A policy document (YAML or JSON): at most 1 MiB.
+    Policy,
+    /// A saved plan (`roce-net plan -o`, `apply --plan`): at most 64 MiB.
+    Plan,
+    /// A saved snapshot (`--from`, `fleet`): at most 1 GiB.
+    Snapshot,
+    /// An iproute2 name database (`rt_tables`, `rt_tables.d/*.conf`): at most 1 MiB.
+    TableNames,
+    /// A configuration file of the node that persistence reads before replacing
+    /// it (netplan, networkd, NetworkManager, ifupdown): at most 16 MiB.
+    NodeConfig,
+    /// One sysfs or procfs attribute (a GID, a counter, a sysctl): at most 4 KiB.
+    /// The kernel fills such files from one page at most; a larger one is not an
+    /// attribute (a planted file under a `--sysfs-root`, say).
+    KernelAttribute,
+}
+
+impl InputKind {
+    /// The largest file of this kind that is read, in bytes.
+    pub const fn max_bytes(self) -> u64 {
+        match self {
+            InputKind::Policy => 1 << 20,
+            InputKind::Plan => 64 << 20,
+            InputKind::Snapshot => 1 << 30,
+            InputKind::TableNames => 1 << 20,
+            InputKind::NodeConfig => 16 << 20,
+            InputKind::KernelAttribute => 4096,
+        }
+    }
+
+    /// What the file is, for messages ("policy", "snapshot").
+    pub const fn noun(self) -> &'static str {
+        match self {
+            InputKind::Policy => "policy",
+            InputKind::Plan => "plan",
+            InputKind::Snapshot => "snapshot",
+            InputKind::TableNames => "table-name file",
+            InputKind::NodeConfig => "configuration file",
+            InputKind::KernelAttribute => "kernel attribute",
+        }
+    }
+}
+
+/// A readable name of a non-regular file type, or `None` for a regular file.
+fn non_regular(ft: std::fs::FileType) -> Option<&'static str> {
+    if ft.is_file() {
+        None
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Open `path` for reading without blocking on a FIFO and check that the
+/// descriptor is a regular file. Errors are `io::Error`s (`InvalidInput` for a
+/// non-regular file) so callers that classify errnos (sysfs) keep doing so.
+pub(crate) fn open_regular_io(path: &Path) -> io::Result<File> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let ft = f.metadata()?.file_type();
+    if let Some(what) = non_regular(ft) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {what}, not a regular file"),
+        ));
+    }
+    Ok(f)
+}
+
+/// Read at most `max` bytes from `r`; more is an `InvalidData` error.
+fn read_capped_io(r: impl Read, max: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(max.min(64 << 10) as usize);
+    r.take(max.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it is larger than the limit of {max} bytes"),
+        ));
+    }
+    Ok(buf)
+}
+
+/// Read a small kernel attribute (sysfs, procfs): a regular file of at most
+/// [`InputKind::KernelAttribute`]'s limit. Keeps the kernel's errno (EINVAL for an
+/// empty GID slot, EOPNOTSUPP for an unsupported counter) in the `io::Error`.
+pub(crate) fn read_attribute(path: &Path) -> io::Result<Vec<u8>> {
+    let f = open_regular_io(path)?;
+    read_capped_io(f, InputKind::KernelAttribute.max_bytes())
+}
+
+fn to_error(e: io::Error, path: &Path, kind: InputKind) -> Error {
+    let what = format!("reading {} {}", kind.noun(), path.display());
+    match e.kind() {
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData if e.raw_os_error().is_none() => {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{what}: {e}; give the path of a {} file (at most {} bytes)",
+                    kind.noun(),
+                    kind.max_bytes()
+                ),
+            )
+        }
+        _ => Error::io(e, what),
+    }
+}
+
+/// Open a user-named file of `kind` for reading: symlinks are followed, a FIFO,
+/// device, directory or socket is refused without blocking. The caller must still
+/// bound what it reads (see [`read_stream`]).
+pub fn open_input(path: &Path, kind: InputKind) -> Result<File> {
+    open_regular_io(path).map_err(|e| to_error(e, path, kind))
+}
+
+/// Read a whole user-named file of `kind`: a regular file of at most
+/// [`InputKind::max_bytes`] bytes.
+pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>> {
+    let f = open_input(path, kind)?;
+    read_capped_io(f, kind.max_bytes()).map_err(|e| to_error(e, path, kind))
+}
+
+/// [`read_input`] as UTF-8 text.
+pub fn read_input_text(path: &Path, kind: InputKind) -> Result<String> {
+    let bytes = read_input(path, kind)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::Parse,
+            format!(
+                "{} {} is not UTF-8 text (invalid byte at offset {})",
+                kind.noun(),
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Read a whole stream (standard input, say) of `kind`, at most its limit.
+pub fn read_stream(r: impl Read, kind: InputKind, what: &str) -> Result<Vec<u8>> {
+    read_capped_io(r, kind.max_bytes()).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData if e.raw_os_error().is_none() => Error::new(
+            ErrorKind::InvalidInput,
+            format!("reading {} from {what}: {e}", kind.noun()),
+        ),
+        _ => Error::io(e, format!("reading {} from {what}", kind.noun())),
+    })
+}
+
+/// At most `max_chars` characters of `s` for a message, every control character,
+/// quote and backslash escaped (`\n`, `\u{1b}`), with the full length when cut:
+/// outside text never reaches a terminal or a log verbatim.
+pub fn excerpt(s: &str, max_chars: usize) -> String {
+    excerpt_bytes(s.as_bytes(), max_chars)
+}
+
+/// [`excerpt`] of raw bytes: bytes that are not UTF-8 are shown as `\xNN`.
+pub fn excerpt_bytes(b: &[u8], max_chars: usize) -> String {
+    let (body, cut) = escape_cut(b, max_chars, true);
+    if cut {
+        format!("\"{body}\"... ({} bytes in all)", b.len())
+    } else {
+        format!("\"{body}\"")
+    }
+}
+
+/// Escape `b` (control characters, and quotes and backslashes when `quotes`) and
+/// cut it after `max_chars` characters; whether it was cut.
+pub(crate) fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
+    let mut out = String::new();
+    let mut shown = 0;
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if shown == max_chars {
+                return (out, true);
+            }
+            if quotes || c.is_control() {
+                out.extend(c.escape_debug());
+            } else {
+                out.push(c);
+            }
+            shown += 1;
+        }
+        for byte in chunk.invalid() {
+            if shown == max_chars {
+                return (out, true);
+            }
+            out.push_str(&format!("\\x{byte:02x}"));
+            shown += 1;
+        }
+    }
+    (out, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn regular_file_within_the_limit_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("p.yaml");
+        std::fs::write(&p, "version: 1\n").unwrap();
+        assert_eq!(read_input(&p, InputKind::Policy).unwrap(), b"version: 1\n");
+        // A symlink the user named is followed.
+        let l = d.path().join("l.yaml");
+        std::os::unix::fs::symlink(&p, &l).unwrap();
+        assert_eq!(
+            read_input_text(&l, InputKind::Policy).unwrap(),
+            "version: 1\n"
+        );
+    }
+
+    #[test]
+    fn fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo");
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Without O_NONBLOCK this open would wait for a writer forever.
+        let e = read_input(&p, InputKind::Snapshot).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        let msg = e.to_string();
+        assert!(msg.contains("FIFO") && msg.contains("snapshot"), "{msg}");
+        let e = read_attribute(&p).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused() {
+        let e = read_input(Path::new("/dev/zero"), InputKind::Policy).unwrap_err();
+        assert!(e.to_string().contains("character device"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let e = read_input(d.path(), InputKind::Plan).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_not_truncated() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big");
+        let mut f = File::create(&p).unwrap();
+        f.write_all(&vec![b'a'; 4097]).unwrap();
+        drop(f);
+        let e = read_attribute(&p).unwrap_err();
+        assert!(e.to_string().contains("4096"), "{e}");
+        // Exactly at the limit is fine.
+        std::fs::write(&p, vec![b'a'; 4096]).unwrap();
+        assert_eq!(read_attribute(&p).unwrap().len(), 4096);
+        std::fs::write(&p, vec![b'a'; (1 << 20) + 1]).unwrap();
+        let e = read_input(&p, InputKind::Policy).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("1048576"), "{e}");
+    }
+
+    #[test]
+    fn streams_are_bounded() {
+        let e = read_stream(io::repeat(0), InputKind::Policy, "standard input").unwrap_err();
+        assert!(e.to_string().contains("standard input"), "{e}");
+        assert_eq!(
+            read_stream(&b"ab"[..], InputKind::Policy, "x").unwrap(),
+            b"ab"
+        );
+    }
+
+    #[test]
+    fn excerpts_escape_and_cut() {
+        assert_eq!(excerpt("ab", 10), "\"ab\"");
+        assert_eq!(excerpt("a\nb\u{1b}[2J", 10), "\"a\\nb\\u{1b}[2J\"");
+        let long = "x".repeat(1000);
+        let e = excerpt(&long, 8);
+        assert_eq!(e, "\"xxxxxxxx\"... (1000 bytes in all)");
+        assert_eq!(excerpt_bytes(b"r\xff", 10), "\"r\\xff\"");
+    }
+
+    #[test]
+    fn warnings_are_bounded_and_escaped() {
+        let huge = "fe80:".repeat(20_000_000 / 5);
+        let w = crate::model::Warning::about_file(
+            Path::new("/sys/x\n\u{1b}[31m"),
+            format!("GID {huge} is bad\n\u{7}"),
+        );
+        assert!(
+            w.message.chars().count() < crate::model::Warning::MAX_CHARS + 40,
+            "{}",
+            w.message.len()
+        );
+        assert!(
+            w.message.ends_with("bytes in all)"),
+            "{}",
+            &w.message[w.message.len() - 40..]
+        );
+        assert!(!w.message.chars().any(char::is_control));
+        assert_eq!(w.source, "/sys/x\\n\\u{1b}[31m");
+        let short =
+            crate::model::Warning::about_file(Path::new("/a"), "cannot read: \"x\"".to_string());
+        assert_eq!(short.message, "cannot read: \"x\"");
+    }
+}
