@@ -111,49 +111,55 @@ impl Host {
 
     /// Capture the whole snapshot.
     pub fn snapshot(&self) -> Result<HostState> {
-        let mut state = self.target.run(|| {
+        self.target.run(|| {
             let mut nl = netlink::Netlink::open()?;
-            let mut st = HostState::empty(&hostname());
-            st.interfaces = nl.links()?;
-            let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
-            // /proc/sys reads (six files per interface) overlap with the netlink
-            // dumps on a second thread; threads spawned here inherit this thread's
-            // network namespace, so both see the same one.
-            std::thread::scope(|scope| {
-                let sysctls = scope.spawn(|| {
-                    let mut w = Vec::new();
-                    let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
-                    (v, w)
-                });
-                let dumps = (|| -> Result<()> {
-                    st.addresses = nl.addresses(&st.interfaces)?;
-                    st.neighbors = nl.neighbors(&st.interfaces)?;
-                    st.routes = nl.routes(&st.interfaces)?;
-                    st.rules = nl.rules()?;
-                    Ok(())
-                })();
-                match sysctls.join() {
-                    Ok((v, mut w)) => {
-                        st.sysctls = v;
-                        st.warnings.append(&mut w);
-                    }
-                    Err(_) => st.warnings.push(crate::model::Warning {
-                        source: procfs::PROC_SYS.to_string(),
-                        message: "reading sysctls failed unexpectedly".to_string(),
-                    }),
+            self.snapshot_with(&mut nl)
+        })
+    }
+
+    /// [`Host::snapshot`] on the calling thread, which must already be inside
+    /// this host's namespace, through an open socket of that namespace (apply
+    /// runs a whole transaction on one such thread and socket).
+    pub(crate) fn snapshot_with(&self, nl: &mut netlink::Netlink) -> Result<HostState> {
+        let mut st = HostState::empty(&hostname());
+        st.interfaces = nl.links()?;
+        let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
+        // /proc/sys reads (six files per interface) overlap with the netlink
+        // dumps on a second thread; threads spawned here inherit this thread's
+        // network namespace, so both see the same one.
+        std::thread::scope(|scope| {
+            let sysctls = scope.spawn(|| {
+                let mut w = Vec::new();
+                let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
+                (v, w)
+            });
+            let dumps = (|| -> Result<()> {
+                st.addresses = nl.addresses(&st.interfaces)?;
+                st.neighbors = nl.neighbors(&st.interfaces)?;
+                st.routes = nl.routes(&st.interfaces)?;
+                st.rules = nl.rules()?;
+                Ok(())
+            })();
+            match sysctls.join() {
+                Ok((v, mut w)) => {
+                    st.sysctls = v;
+                    st.warnings.append(&mut w);
                 }
-                dumps
-            })?;
-            Ok(st)
+                Err(_) => st.warnings.push(crate::model::Warning {
+                    source: procfs::PROC_SYS.to_string(),
+                    message: "reading sysctls failed unexpectedly".to_string(),
+                }),
+            }
+            dumps
         })?;
-        state.netns = self.target.name().map(str::to_string);
-        state.captured_at = std::time::SystemTime::now()
+        st.netns = self.target.name().map(str::to_string);
+        st.captured_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        state.table_names = rt_tables::read_table_names(&self.etc_root, &mut state.warnings);
-        state.rdma = sysfs::read_rdma(&self.sysfs_root, &state.interfaces, &mut state.warnings);
-        Ok(state)
+        st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
+        st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
+        Ok(st)
     }
 }
 
