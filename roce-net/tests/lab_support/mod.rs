@@ -51,6 +51,37 @@ pub fn ip_json(ns: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out).expect("ip -j prints JSON")
 }
 
+/// `ip -n NS -N -j ARGS...` parsed as JSON: for routes and rules, whose tables
+/// and protocols `ip` would otherwise print with the names the machine's
+/// `/etc/iproute2` gives them (a node where roce-net ran names tables
+/// 1001-1008). With `-N` they are numbers, so no test depends on the host's
+/// `/etc`; route types and scopes are numbers too (see [`route_type`]).
+pub fn ip_json_numeric(ns: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["-N"];
+    a.extend_from_slice(args);
+    ip_json(ns, &a)
+}
+
+/// A route's type as iproute2 names it, from `-N` output (`"2"`) or a name.
+pub fn route_type(v: Option<&serde_json::Value>) -> Option<String> {
+    let t = v.and_then(|t| t.as_str())?;
+    Some(
+        match t {
+            "1" => "unicast",
+            "2" => "local",
+            "3" => "broadcast",
+            "4" => "anycast",
+            "5" => "multicast",
+            "6" => "blackhole",
+            "7" => "unreachable",
+            "8" => "prohibit",
+            "9" => "throw",
+            other => other,
+        }
+        .to_string(),
+    )
+}
+
 /// Run `ip -n NS -batch -` with `script` on stdin.
 pub fn ip_batch(ns: &str, script: &str) {
     use std::io::Write;
@@ -71,7 +102,8 @@ pub fn ip_batch(ns: &str, script: &str) {
     );
 }
 
-/// iproute2's table name to number.
+/// iproute2's table number (with `-N`; the three names iproute2 builds in are
+/// still understood).
 pub fn table_id(v: Option<&serde_json::Value>) -> u32 {
     match v.and_then(|t| t.as_str()) {
         None | Some("main") => 254,
