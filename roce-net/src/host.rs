@@ -121,47 +121,83 @@ impl Host {
     /// this host's namespace, through an open socket of that namespace (apply
     /// runs a whole transaction on one such thread and socket).
     pub(crate) fn snapshot_with(&self, nl: &mut netlink::Netlink) -> Result<HostState> {
+        self.snapshot_parts(nl, true, true)
+    }
+
+    /// [`Host::snapshot_with`], leaving out neighbours and/or RDMA devices when
+    /// the caller does not need them (apply's verify: it sets neither, and
+    /// ignores neighbour flushes when re-planning).
+    pub(crate) fn snapshot_parts(
+        &self,
+        nl: &mut netlink::Netlink,
+        neighbors: bool,
+        rdma: bool,
+    ) -> Result<HostState> {
         let mut st = HostState::empty(&hostname());
         st.interfaces = nl.links()?;
         let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
-        // /proc/sys reads (six files per interface) overlap with the netlink
-        // dumps on a second thread; threads spawned here inherit this thread's
-        // network namespace, so both see the same one.
-        std::thread::scope(|scope| {
-            let sysctls = scope.spawn(|| {
-                let mut w = Vec::new();
-                let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
-                (v, w)
-            });
-            let dumps = (|| -> Result<()> {
-                st.addresses = nl.addresses(&st.interfaces)?;
+        let read_sysctls = || {
+            let mut w = Vec::new();
+            let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
+            (v, w)
+        };
+        let dumps = |st: &mut HostState, nl: &mut netlink::Netlink| -> Result<()> {
+            st.addresses = nl.addresses(&st.interfaces)?;
+            if neighbors {
                 st.neighbors = nl.neighbors(&st.interfaces)?;
-                st.routes = nl.routes(&st.interfaces)?;
-                st.rules = nl.rules()?;
-                Ok(())
-            })();
-            match sysctls.join() {
-                Ok((v, mut w)) => {
-                    st.sysctls = v;
-                    st.warnings.append(&mut w);
-                }
-                Err(_) => st.warnings.push(crate::model::Warning {
-                    source: procfs::PROC_SYS.to_string(),
-                    message: "reading sysctls failed unexpectedly".to_string(),
-                }),
             }
-            dumps
-        })?;
+            st.routes = nl.routes(&st.interfaces)?;
+            st.rules = nl.rules()?;
+            Ok(())
+        };
+        if names.len() <= PARALLEL_SYSCTLS_FROM {
+            // A thread costs more than the few dozen files it would overlap.
+            dumps(&mut st, nl)?;
+            let (v, mut w) = read_sysctls();
+            st.sysctls = v;
+            st.warnings.append(&mut w);
+        } else {
+            // /proc/sys reads (six files per interface) overlap with the netlink
+            // dumps on a second thread; threads spawned here inherit this
+            // thread's network namespace, so both see the same one.
+            let mut part = HostState::empty("");
+            part.interfaces = std::mem::take(&mut st.interfaces);
+            std::thread::scope(|scope| {
+                let sysctls = scope.spawn(read_sysctls);
+                let r = dumps(&mut part, nl);
+                match sysctls.join() {
+                    Ok((v, mut w)) => {
+                        st.sysctls = v;
+                        st.warnings.append(&mut w);
+                    }
+                    Err(_) => st.warnings.push(crate::model::Warning {
+                        source: procfs::PROC_SYS.to_string(),
+                        message: "reading sysctls failed unexpectedly".to_string(),
+                    }),
+                }
+                r
+            })?;
+            st.interfaces = part.interfaces;
+            st.addresses = part.addresses;
+            st.neighbors = part.neighbors;
+            st.routes = part.routes;
+            st.rules = part.rules;
+        }
         st.netns = self.target.name().map(str::to_string);
         st.captured_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
         st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
-        st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
+        if rdma {
+            st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
+        }
         Ok(st)
     }
 }
+
+/// Above how many interfaces a snapshot reads `/proc/sys` on a second thread.
+const PARALLEL_SYSCTLS_FROM: usize = 32;
 
 /// This machine's host name (`uname -n`), empty if unavailable.
 pub fn hostname() -> String {

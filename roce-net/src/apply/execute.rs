@@ -28,6 +28,8 @@ pub(crate) struct Kernel<'a> {
     pub nl: &'a mut Netlink,
     /// `/proc/sys` as seen from inside the namespace.
     pub proc_sys: &'a Path,
+    /// The RDMA devices of the first snapshot (verify reuses them).
+    rdma: Option<Vec<crate::model::RdmaDevice>>,
 }
 
 impl<'a> Kernel<'a> {
@@ -36,6 +38,7 @@ impl<'a> Kernel<'a> {
             host,
             nl,
             proc_sys: Path::new(procfs::PROC_SYS),
+            rdma: None,
         }
     }
 }
@@ -186,7 +189,21 @@ impl Kernel<'_> {
 
 impl Effects for Kernel<'_> {
     fn snapshot(&mut self) -> Result<HostState> {
-        self.host.snapshot_with(self.nl)
+        let st = self.host.snapshot_with(self.nl)?;
+        self.rdma = Some(st.rdma.clone());
+        Ok(st)
+    }
+
+    fn snapshot_verify(&mut self) -> Result<HostState> {
+        match &self.rdma {
+            Some(rdma) => {
+                let rdma = rdma.clone();
+                let mut st = self.host.snapshot_parts(self.nl, false, false)?;
+                st.rdma = rdma;
+                Ok(st)
+            }
+            None => self.snapshot(),
+        }
     }
 
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>> {

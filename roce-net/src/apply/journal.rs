@@ -149,6 +149,7 @@ pub struct WatchdogRecord {
 
 /// The journal of one apply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "JournalRepr")]
 pub struct Journal {
     /// Journal format ([`JOURNAL_VERSION`]).
     pub version: u32,
@@ -178,6 +179,81 @@ pub struct Journal {
     /// The confirm-timeout watchdog's record.
     #[serde(default)]
     pub watchdog: Option<WatchdogRecord>,
+}
+
+/// The journal as stored, read without `flatten` (which made serde buffer the
+/// whole document, steps included, before reading any of it).
+#[derive(Deserialize)]
+struct JournalRepr {
+    version: u32,
+    key: String,
+    namespace: NamespaceRecord,
+    apply_id: String,
+    started_at: u64,
+    #[serde(default)]
+    confirm_deadline: Option<u64>,
+    state: String,
+    #[serde(default)]
+    deadline: Option<u64>,
+    steps: Vec<Step>,
+    #[serde(default)]
+    failure: Option<String>,
+    #[serde(default)]
+    errors: Vec<String>,
+    #[serde(default)]
+    watchdog: Option<WatchdogRecord>,
+}
+
+fn state_of(name: &str, deadline: Option<u64>) -> std::result::Result<JournalState, String> {
+    Ok(match (name, deadline) {
+        ("applying", _) => JournalState::Applying,
+        ("pending_confirm", Some(deadline)) => JournalState::PendingConfirm { deadline },
+        ("pending_confirm", None) => return Err("pending_confirm without a deadline".into()),
+        ("committed", _) => JournalState::Committed,
+        ("rolling_back", _) => JournalState::RollingBack,
+        ("rolled_back", _) => JournalState::RolledBack,
+        ("rollback_failed", _) => JournalState::RollbackFailed,
+        (other, _) => return Err(format!("unknown state {other:?}")),
+    })
+}
+
+impl TryFrom<JournalRepr> for Journal {
+    type Error = String;
+    fn try_from(r: JournalRepr) -> std::result::Result<Journal, String> {
+        Ok(Journal {
+            version: r.version,
+            key: r.key,
+            namespace: r.namespace,
+            apply_id: r.apply_id,
+            started_at: r.started_at,
+            confirm_deadline: r.confirm_deadline,
+            state: state_of(&r.state, r.deadline)?,
+            steps: r.steps,
+            failure: r.failure,
+            errors: r.errors,
+            watchdog: r.watchdog,
+        })
+    }
+}
+
+/// The part of a journal an apply reads to decide whether it may start (the
+/// steps are skipped, not parsed).
+#[derive(Debug, Clone)]
+pub(crate) struct JournalHead {
+    pub state: JournalState,
+    pub errors: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct HeadRepr {
+    version: u32,
+    key: String,
+    namespace: NamespaceRecord,
+    state: String,
+    #[serde(default)]
+    deadline: Option<u64>,
+    #[serde(default)]
+    errors: Vec<String>,
 }
 
 impl StepStatus {
@@ -264,18 +340,7 @@ impl Journal {
         let Some(mut j) = Self::load_unchecked(dir, key)? else {
             return Ok(None);
         };
-        if j.namespace.id != *id {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!(
-                    "journal {} belongs to {}, not to {target} ({id}): it was written for \
-                     another network namespace (or another boot) and is never used here; {}",
-                    dir.file(&Self::file_name(key)).display(),
-                    j.namespace,
-                    archive_hint()
-                ),
-            ));
-        }
+        check_owner(dir, key, &j.namespace, id, target)?;
         if j.state == JournalState::Applying {
             j.replay_log(dir, Phase::Apply)?;
         } else if j.state == JournalState::RollingBack {
@@ -290,42 +355,52 @@ impl Journal {
         let Some(bytes) = dir.read(&name)? else {
             return Ok(None);
         };
-        let path = dir.file(&name);
-        let corrupt = |why: String| {
-            Error::new(
-                ErrorKind::Parse,
+        let j: Journal = parse(dir, &name, &bytes)?;
+        check_key(dir, &name, &j.key, key)?;
+        if j.version != JOURNAL_VERSION {
+            return Err(corrupt(
+                dir,
+                &name,
                 format!(
-                    "journal {} cannot be used ({why}); {}",
-                    path.display(),
-                    archive_hint()
+                    "format version {}; this roce-net reads version {JOURNAL_VERSION}",
+                    j.version
                 ),
-            )
-        };
-        let v: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("corrupt: {e}")))?;
-        match v.get("version").and_then(|x| x.as_u64()) {
-            Some(n) if n == u64::from(JOURNAL_VERSION) => {}
-            Some(n) => {
-                return Err(corrupt(format!(
-                    "format version {n}; this roce-net reads version {JOURNAL_VERSION}"
-                )))
-            }
-            None => {
-                return Err(corrupt(
-                    "no format version: written by an older roce-net, which did not record \
-                     which namespace it belongs to"
-                        .into(),
-                ))
-            }
-        }
-        let j: Journal = serde_json::from_value(v).map_err(|e| corrupt(format!("corrupt: {e}")))?;
-        if j.key != key {
-            return Err(corrupt(format!(
-                "it names key {:?}, but its file is for {key:?}",
-                j.key
-            )));
+            ));
         }
         Ok(Some(j))
+    }
+
+    /// The state and rollback errors of the journal for `key`, checked to be
+    /// the namespace `id`'s, without parsing its steps.
+    pub(crate) fn load_head(
+        dir: &StateDir,
+        key: &str,
+        id: &NamespaceId,
+        target: &str,
+    ) -> Result<Option<JournalHead>> {
+        let name = Self::file_name(key);
+        let Some(bytes) = dir.read(&name)? else {
+            return Ok(None);
+        };
+        let h: HeadRepr = parse(dir, &name, &bytes)?;
+        check_key(dir, &name, &h.key, key)?;
+        check_owner(dir, key, &h.namespace, id, target)?;
+        if h.version != JOURNAL_VERSION {
+            return Err(corrupt(
+                dir,
+                &name,
+                format!(
+                    "format version {}; this roce-net reads version {JOURNAL_VERSION}",
+                    h.version
+                ),
+            ));
+        }
+        let state = state_of(&h.state, h.deadline)
+            .map_err(|e| corrupt(dir, &name, format!("corrupt: {e}")))?;
+        Ok(Some(JournalHead {
+            state,
+            errors: h.errors,
+        }))
     }
 
     /// Apply the step log's entries to the steps, in order, when the log belongs
@@ -373,6 +448,75 @@ impl Journal {
         }
         Ok(())
     }
+}
+
+fn corrupt(dir: &StateDir, name: &str, why: String) -> Error {
+    Error::new(
+        ErrorKind::Parse,
+        format!(
+            "journal {} cannot be used ({why}); {}",
+            dir.file(name).display(),
+            archive_hint()
+        ),
+    )
+}
+
+/// Parse a journal (or a part of one); a document of another format version,
+/// or none, is named as such.
+fn parse<T: serde::de::DeserializeOwned>(dir: &StateDir, name: &str, bytes: &[u8]) -> Result<T> {
+    #[derive(Deserialize)]
+    struct Version {
+        version: Option<u64>,
+    }
+    match serde_json::from_slice::<T>(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => Err(corrupt(
+            dir,
+            name,
+            match serde_json::from_slice::<Version>(bytes).map(|v| v.version) {
+                Ok(Some(n)) if n != u64::from(JOURNAL_VERSION) => {
+                    format!("format version {n}; this roce-net reads version {JOURNAL_VERSION}")
+                }
+                Ok(None) => "no format version: written by an older roce-net, which did not \
+                             record which namespace it belongs to"
+                    .to_string(),
+                _ => format!("corrupt: {e}"),
+            },
+        )),
+    }
+}
+
+fn check_key(dir: &StateDir, name: &str, found: &str, key: &str) -> Result<()> {
+    if found != key {
+        return Err(corrupt(
+            dir,
+            name,
+            format!("it names key {found:?}, but its file is for {key:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a journal written for another namespace, naming both.
+fn check_owner(
+    dir: &StateDir,
+    key: &str,
+    owner: &NamespaceRecord,
+    id: &NamespaceId,
+    target: &str,
+) -> Result<()> {
+    if owner.id != *id {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "journal {} belongs to {owner}, not to {target} ({id}): it was written for \
+                 another network namespace (or another boot) and is never used here; {}",
+                dir.file(&Journal::file_name(key)).display(),
+                archive_hint()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The open step log of the apply or rollback in progress.

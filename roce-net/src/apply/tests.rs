@@ -33,8 +33,9 @@ struct Faulty<'a, 'h> {
     before_verify: Option<Box<dyn FnMut() + Send + 'h>>,
 }
 
-impl Effects for Faulty<'_, '_> {
-    fn snapshot(&mut self) -> Result<HostState> {
+impl Faulty<'_, '_> {
+    /// Count a snapshot; run the verify hook before the second; fail as asked.
+    fn hit(&mut self) -> Result<()> {
         self.snapshots += 1;
         if self.snapshots == 2 {
             if let Some(f) = self.before_verify.as_mut() {
@@ -45,7 +46,18 @@ impl Effects for Faulty<'_, '_> {
             return Err(Error::errno(libc::EINTR, "dumping routes (injected)")
                 .with_kind(ErrorKind::Netlink));
         }
+        Ok(())
+    }
+}
+
+impl Effects for Faulty<'_, '_> {
+    fn snapshot(&mut self) -> Result<HostState> {
+        self.hit()?;
         self.inner.snapshot()
+    }
+    fn snapshot_verify(&mut self) -> Result<HostState> {
+        self.hit()?;
+        self.inner.snapshot_verify()
     }
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>> {
         self.inner.own_table_names()

@@ -24,6 +24,12 @@ use std::collections::BTreeMap;
 pub(crate) trait Effects {
     /// Read the whole host.
     fn snapshot(&mut self) -> Result<HostState>;
+    /// Read the host again to verify an apply: everything apply changes or the
+    /// planner reads, but neighbours (verify ignores one-shot flushes) and RDMA
+    /// devices (apply never sets them) may come from the first read.
+    fn snapshot_verify(&mut self) -> Result<HostState> {
+        self.snapshot()
+    }
     /// roce-net's own table-name lines (its names file only).
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>>;
     /// Carry out step `index`'s change.
@@ -147,7 +153,7 @@ fn steps_for(plan: &Plan, own: &BTreeMap<u32, String>) -> Result<Vec<Step>> {
 
 /// Refuse to start while the last apply's journal needs attention.
 pub(crate) fn check_previous(s: &Session) -> Result<()> {
-    let Some(j) = Journal::load(&s.dir, &s.key(), &s.id, &s.desc)? else {
+    let Some(j) = Journal::load_head(&s.dir, &s.key(), &s.id, &s.desc)? else {
         return Ok(());
     };
     match &j.state {
@@ -354,7 +360,7 @@ fn forward(fx: &mut dyn Effects, j: &mut Journal, log: &mut StepLog) -> Result<(
 /// Re-read the host and re-plan: only one-shot neighbour flushes may remain.
 fn verify(fx: &mut dyn Effects, policy: &Policy) -> Result<()> {
     let after = fx
-        .snapshot()
+        .snapshot_verify()
         .map_err(|e| e.context("verifying: re-reading the host after applying"))?;
     let again = plan::plan(&after, policy)
         .map_err(|e| e.context("verifying: re-planning on the host after applying"))?;
