@@ -437,10 +437,10 @@ impl Bench {
             .routes
             .iter()
             .filter(|r| r.table > 1000 && r.table < 2000)
-            .map(|r| roce_net::route_line(r, None))
+            .map(|r| r.to_string())
             .collect();
         routes.sort();
-        let mut rules: Vec<String> = st.rules.iter().map(roce_net::rule_line).collect();
+        let mut rules: Vec<String> = st.rules.iter().map(|r| r.to_string()).collect();
         rules.sort();
         let sysctls: Vec<String> = self
             .desired

@@ -162,6 +162,10 @@ enum Cmd {
         /// Diagnose a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
+        /// Policy the routing fixes are planned with; the built-in default policy
+        /// (what `apply` uses without one) when omitted.
+        #[arg(short = 'f', long = "policy", value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// NCCL environment matching this host's RDMA devices and GID tables.
     NcclEnv {
@@ -171,6 +175,18 @@ enum Cmd {
         /// Print only `export NAME=value` lines (for `eval`).
         #[arg(long)]
         export: bool,
+    },
+    /// Prometheus text format for node_exporter's textfile collector: findings by
+    /// check and severity, NIC and RDMA port state, drop / retransmit / congestion
+    /// counters (docs/metrics.md).
+    Metrics {
+        /// Render a saved snapshot instead of the live host.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Write to FILE atomically (a temporary file in the same directory, then
+        /// rename), as the textfile collector requires; name it `*.prom`.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Findings that only show across hosts, from their saved snapshots.
     Fleet {
@@ -300,6 +316,44 @@ fn state(cli: &Cli, from: &Option<PathBuf>) -> Result<HostState, Error> {
         Some(p) => HostState::load(p),
         None => host(cli)?.snapshot(),
     }
+}
+
+/// Write `data` to `path` so a reader sees the old file or the whole new one,
+/// never a part: a temporary file in the same directory (named so node_exporter's
+/// textfile collector, which reads only `*.prom`, skips it), then rename(2) over
+/// `path`. The temporary file is removed when anything fails.
+fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
+    let name = path.file_name().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{}: give a file name to write the metrics to",
+                path.display()
+            ),
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(
+            e,
+            format!("writing {} (via {})", path.display(), tmp.display()),
+        )
+    })
 }
 
 /// Print to stdout; a closed pipe (`| head`) is not an error.
@@ -438,9 +492,13 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(backend, &why, &files, &report));
             }
         }
-        Cmd::Doctor { from } => {
+        Cmd::Doctor { from, policy } => {
             let st = state(&cli, from)?;
-            let findings = roce_net::doctor(&st);
+            let mut opts = roce_net::DoctorOptions::default();
+            if policy.is_some() {
+                opts.policy = Some(load_policy(policy)?);
+            }
+            let findings = roce_net::doctor_with(&st, &opts);
             if cli.json {
                 print_json(&serde_json::json!({
                     "host": st.hostname,
@@ -473,6 +531,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&lines.join("\n"));
             } else {
                 out(&render::nccl(&advice));
+            }
+        }
+        Cmd::Metrics { from, output } => {
+            let st = state(&cli, from)?;
+            let text = roce_net::render_metrics(&st, &roce_net::doctor(&st));
+            match output {
+                Some(p) => write_atomic(p, text.as_bytes())?,
+                None => out(&text),
             }
         }
         Cmd::Fleet { snapshots } => {

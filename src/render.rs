@@ -257,7 +257,7 @@ pub fn show(st: &HostState) -> String {
         let action = match r.action {
             RuleAction::ToTable => format!("lookup {}", st.table_name(r.table)),
             RuleAction::Goto => format!("goto {}", opt(&r.goto)),
-            a => format!("{a:?}").to_lowercase(),
+            a => a.to_string(),
         };
         t.row(vec![
             r.priority.to_string(),
@@ -312,11 +312,7 @@ pub fn show(st: &HostState) -> String {
     s.push_str("\nNeighbours\n");
     let mut t = Table::new(&["IP", "DEV", "LLADDR", "STATE"]);
     for n in &st.neighbors {
-        let state: Vec<String> = n
-            .state
-            .iter()
-            .map(|x| format!("{x:?}").to_uppercase())
-            .collect();
+        let state: Vec<String> = n.state.iter().map(|x| x.to_string()).collect();
         t.row(vec![
             n.ip.to_string(),
             n.ifname.clone(),
@@ -344,7 +340,7 @@ pub fn route_decision(
     src: Option<std::net::IpAddr>,
     d: &roce_net::RouteDecision,
 ) -> String {
-    let mut s = format!("{:?} {dst}", d.kind).to_lowercase();
+    let mut s = format!("{} {dst}", d.kind);
     if let Some(g) = d.gateway {
         let _ = write!(s, " via {g}");
     }
@@ -357,7 +353,7 @@ pub fn route_decision(
     if let Some(f) = src {
         let _ = write!(s, " from {f}");
     }
-    let _ = write!(s, " table {}", d.table);
+    let _ = write!(s, " table {}", roce_net::TableId(d.table));
     s
 }
 

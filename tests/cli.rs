@@ -338,7 +338,7 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("+ rule from 198.18.2.12 lookup 1002"),
+        text(&o).contains("+ rule from 198.18.2.12 lookup roce_r1(1002) pref 1002"),
         "{}",
         text(&o)
     );
@@ -475,4 +475,32 @@ fn confirm_timeout_watchdog_process_rolls_back_unless_confirmed() {
         "nothing left to confirm: {}",
         text(&o)
     );
+}
+
+#[test]
+fn metrics_writes_the_textfile_atomically_and_matches_stdout() {
+    let snap = fixture("doctor/rdma-retransmits.bad.json");
+    let snap = snap.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("roce_net.prom");
+    std::fs::write(&prom, "old\n").unwrap();
+    let o = run(&["metrics", "--from", snap, "-o", prom.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.stdout.is_empty());
+    let written = std::fs::read_to_string(&prom).unwrap();
+    let o = run(&["metrics", "--from", snap]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), written);
+    assert!(written.contains("# TYPE roce_net_rdma_retransmits_total counter"));
+    assert!(written.contains("roce_net_check_findings{check=\"rdma-retransmits\"} "));
+    // Only the target is left: the temporary file was renamed over it.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("roce_net.prom")]);
+    // A directory that does not exist: an error naming the file, nothing written.
+    let missing = dir.path().join("no/such/roce_net.prom");
+    let o = run(&["metrics", "--from", snap, "-o", missing.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("roce_net.prom"), "{}", text(&o));
 }

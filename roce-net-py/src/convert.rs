@@ -8,14 +8,15 @@
 //! skips the frozen `__setattr__` and the Python-level `__init__`: that keeps a
 //! 100k-route snapshot fast. Lists become tuples (immutable, hashable).
 //!
-//! The registry is the single place that ties Rust struct names to Python classes,
-//! so binding a new part of the library is: add its dataclass in `_types.py`, list it
-//! in the registry there, and call [`to_py`] on the result.
+//! The registry ties Rust struct names to Python classes. Which names must have a
+//! class is decided by `exported_types!` (crate::schema), checked when the package
+//! registers; binding a new part of the library is: list its result type there,
+//! add its dataclass in `_types.py` (and to `_ALL`), and call [`to_py`] on it.
 
+use crate::schema::Exported;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -47,7 +48,9 @@ pub fn registry() -> PyResult<&'static Registry> {
 /// `_register(classes, errors, base_error)`: called once by `roce_net._types`.
 ///
 /// `classes` maps a serde struct name to `(cls, {field: default})`; `errors` maps an
-/// error kind name to an exception class.
+/// error kind name to an exception class. Raises `TypeError` (so the import fails)
+/// when they do not cover exactly the exported structs and the library's error
+/// kinds (`crate::schema::check_registration`).
 #[pyfunction]
 #[pyo3(name = "_register")]
 pub fn register(
@@ -84,6 +87,10 @@ pub fn register(
     for (k, v) in errors.iter() {
         reg.errors.insert(k.extract()?, v.unbind());
     }
+    crate::schema::check_registration(
+        reg.classes.keys().map(String::as_str),
+        reg.errors.keys().map(String::as_str),
+    )?;
     // A second import (e.g. importlib.reload) keeps the first registry: the classes
     // handed out already must stay the ones the registry builds.
     let _ = REGISTRY.set(reg);
@@ -141,19 +148,9 @@ pub fn set_slot(
 }
 
 /// A Rust value as typed Python objects (dataclasses, tuples, dicts, str, int, ...).
-pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+///
+/// Only for types listed in `exported_types!` (crate::schema), whose Python
+/// mirror is checked against their schema.
+pub fn to_py<'py, T: Exported + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
     crate::ser::to_python(py, v)
-}
-
-/// Call a registered class by its Rust struct name with keyword arguments (for
-/// library types that are not serde data).
-pub fn construct<'py>(
-    py: Python<'py>,
-    name: &str,
-    kwargs: &Bound<'py, PyDict>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let info = registry()?.classes.get(name).ok_or_else(|| {
-        PyRuntimeError::new_err(format!("roce_net: no Python class registered for {name}"))
-    })?;
-    info.cls.bind(py).call((), Some(kwargs))
 }

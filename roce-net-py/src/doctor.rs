@@ -71,6 +71,20 @@ pub fn fleet_report<'py>(
     to_py(py, &report)
 }
 
+/// `render_metrics(state, options=None)`: the Prometheus text exposition format
+/// (node_exporter textfile collector) for the snapshot and its doctor findings.
+#[pyfunction]
+#[pyo3(signature = (state, options=None))]
+pub fn render_metrics(
+    py: Python<'_>,
+    state: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let st = native_state(state)?;
+    let opts = self::options(options)?;
+    Ok(py.detach(move || roce_net::render_metrics(&st, &roce_net::doctor_with(&st, &opts))))
+}
+
 /// `route_lookup(state, dst, src=None, *, iif=None, oif=None, fwmark=0)`: where
 /// the kernel would send the flow, computed offline from the snapshot (rules,
 /// longest-prefix match, source selection), like `ip route get` on that host.

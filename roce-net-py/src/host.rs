@@ -230,6 +230,28 @@ impl Host {
         py.detach(move || roce_net::confirm(&h, &o)).py()
     }
 
+    /// Where the last apply of this namespace stands: its journal as a dict
+    /// (`state`: applying, pending_confirm, committed, rolled_back or
+    /// rollback_failed; `steps`, ...), or None when there is none. Reads only.
+    #[pyo3(signature = (*, state_dir=None))]
+    fn apply_status<'py>(
+        &self,
+        py: Python<'py>,
+        state_dir: Option<PathBuf>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.inner.clone();
+        let o = apply_options(state_dir);
+        let j = py.detach(move || roce_net::apply_status(&h, &o)).py()?;
+        // A plain dict, as documented: the journal's schema belongs to the apply
+        // transaction (docs/cli.md), not to the typed mirror.
+        let v = serde_json::to_value(&j).map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!("serialising the journal: {e}"))
+        })?;
+        pythonize::pythonize(py, &v).map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!("converting the journal: {e}"))
+        })
+    }
+
     /// Undo the last apply from its journal (also after a crash). NotFoundError
     /// when there is nothing to roll back. Returns a RollbackReport.
     #[pyo3(signature = (*, state_dir=None))]

@@ -1,12 +1,12 @@
 //! `roce_net.Lab`: throwaway network-namespace topologies (root only).
 
-use crate::convert::construct;
+use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
 use crate::host::Host;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple, PyType};
-use roce_net::{Lab as RLab, LabNic};
+use pyo3::types::{PyTuple, PyType};
 use roce_net::{Error, ErrorKind};
+use roce_net::{Lab as RLab, LabNic};
 use std::sync::Mutex;
 
 /// A set of lab namespaces (`rnt-<tag>-<pid>-<n>-<role>`), removed by `close()`,
@@ -24,12 +24,7 @@ fn closed() -> PyErr {
 }
 
 fn nic<'py>(py: Python<'py>, n: &LabNic) -> PyResult<Bound<'py, PyAny>> {
-    let kw = PyDict::new(py);
-    kw.set_item("namespace", &n.namespace)?;
-    kw.set_item("name", &n.name)?;
-    kw.set_item("address", n.address.to_string())?;
-    kw.set_item("prefix_len", n.prefix_len)?;
-    construct(py, "LabNic", &kw)
+    to_py(py, n)
 }
 
 impl Lab {
@@ -58,6 +53,31 @@ impl Lab {
         Ok(Lab {
             inner: Mutex::new(Some(lab)),
         })
+    }
+
+    /// A fleet: `hosts` host namespaces `...-h1`.. on one bridge, each with
+    /// `nics` NICs `r0..` at 198.18.<k>.11/16, .12/16, ... on host k. Kernel
+    /// defaults, nothing fixed. Needs root.
+    #[classmethod]
+    #[pyo3(signature = (hosts=8, nics=2, *, tag="py-fleet"))]
+    fn fleet(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        hosts: usize,
+        nics: usize,
+        tag: &str,
+    ) -> PyResult<Lab> {
+        let tag = tag.to_string();
+        let lab = py.detach(move || RLab::fleet(&tag, hosts, nics)).py()?;
+        Ok(Lab {
+            inner: Mutex::new(Some(lab)),
+        })
+    }
+
+    /// The fleet lab's host namespaces, `...-h1` first (empty for a seed lab).
+    #[getter]
+    fn fleet_hosts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.with(|l| PyTuple::new(py, l.fleet_hosts()))
     }
 
     /// The common name prefix of the lab's namespaces.

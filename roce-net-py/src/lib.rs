@@ -15,6 +15,7 @@ mod persist;
 mod plan;
 mod policy;
 mod routes;
+mod schema;
 mod ser;
 mod state;
 
@@ -24,6 +25,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SCHEMA_VERSION", roce_net::HostState::SCHEMA_VERSION)?;
     m.add_function(wrap_pyfunction!(convert::register, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema, m)?)?;
     m.add_class::<state::NativeState>()?;
     m.add_class::<routes::RouteSeq>()?;
     m.add_class::<plan::NativePlan>()?;
@@ -43,6 +45,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::nccl_env, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::fleet_report, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::render_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::route_lookup, m)?)?;
     Ok(())
 }

@@ -14,8 +14,8 @@ use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PySlice, PyString, PyTuple};
-use roce_net::Route;
 use roce_net::HostState;
+use roce_net::Route;
 use std::sync::Arc;
 
 /// The routes of a Rust snapshot, each built into a Python `Route` on access.

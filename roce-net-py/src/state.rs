@@ -102,23 +102,8 @@ pub fn parse_snapshot(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyAny>
     state_to_py(py, st)
 }
 
-/// Parse JSON into the named library type and return it as its dataclass.
-fn typed<'py, T>(py: Python<'py>, name: &str, text: &str) -> PyResult<Bound<'py, PyAny>>
-where
-    T: serde::de::DeserializeOwned + serde::Serialize,
-{
-    let v: T = serde_json::from_str(text)
-        .map_err(|e| {
-            roce_net::Error::new(
-                roce_net::ErrorKind::Parse,
-                format!("not a valid {name}: {e}"),
-            )
-        })
-        .py()?;
-    to_py(py, &v)
-}
-
-/// `_from_json(type_name, text)`: build a dataclass from JSON, validated by serde.
+/// `_from_json(type_name, text)`: build a dataclass from JSON, validated by serde
+/// (`type_name` as `_RUST`: any type listed in `exported_types!`).
 #[pyfunction]
 #[pyo3(name = "_from_json")]
 pub fn from_json<'py>(
@@ -126,48 +111,16 @@ pub fn from_json<'py>(
     type_name: &str,
     text: String,
 ) -> PyResult<Bound<'py, PyAny>> {
-    use roce_net as m;
     match type_name {
+        // These two keep their native original.
         "HostState" => parse_snapshot(py, text),
-        "LinkStats" => typed::<m::LinkStats>(py, type_name, &text),
-        "Interface" => typed::<m::Interface>(py, type_name, &text),
-        "Address" => typed::<m::Address>(py, type_name, &text),
-        "Neighbor" => typed::<m::Neighbor>(py, type_name, &text),
-        "NextHop" => typed::<m::NextHop>(py, type_name, &text),
-        "Route" => typed::<m::Route>(py, type_name, &text),
-        "Rule" => typed::<m::Rule>(py, type_name, &text),
-        "ConfValues" => typed::<m::ConfValues>(py, type_name, &text),
-        "InterfaceConf" => typed::<m::InterfaceConf>(py, type_name, &text),
-        "Tuning" => typed::<m::Tuning>(py, type_name, &text),
-        "SysctlView" => typed::<m::SysctlView>(py, type_name, &text),
-        "GidEntry" => typed::<m::GidEntry>(py, type_name, &text),
-        "RdmaPort" => typed::<m::RdmaPort>(py, type_name, &text),
-        "RdmaDevice" => typed::<m::RdmaDevice>(py, type_name, &text),
-        "Warning" => typed::<m::Warning>(py, type_name, &text),
-        "NicDesired" => typed::<roce_net::NicDesired>(py, type_name, &text),
-        "DesiredState" => typed::<roce_net::DesiredState>(py, type_name, &text),
-        "Change" => typed::<roce_net::Change>(py, type_name, &text),
         "Plan" => crate::plan::plan_from_json(py, &text),
-        "RouteDecision" => typed::<m::RouteDecision>(py, type_name, &text),
-        "ArpReply" => typed::<roce_net::ArpReply>(py, type_name, &text),
-        "ArpProbeResult" => typed::<roce_net::ArpProbeResult>(py, type_name, &text),
-        "RenderedFile" => typed::<roce_net::RenderedFile>(py, type_name, &text),
-        "FileDiff" => typed::<roce_net::FileDiff>(py, type_name, &text),
-        "WriteReport" => typed::<roce_net::WriteReport>(py, type_name, &text),
-        "Subject" => typed::<roce_net::Subject>(py, type_name, &text),
-        "Remediation" => typed::<roce_net::Remediation>(py, type_name, &text),
-        "Finding" => typed::<roce_net::Finding>(py, type_name, &text),
-        "Summary" => typed::<roce_net::Summary>(py, type_name, &text),
-        "NcclVar" => typed::<roce_net::NcclVar>(py, type_name, &text),
-        "NcclAdvice" => typed::<roce_net::NcclAdvice>(py, type_name, &text),
-        "HostSummary" => typed::<roce_net::HostSummary>(py, type_name, &text),
-        "FleetReport" => typed::<roce_net::FleetReport>(py, type_name, &text),
-        "ApplyReport" => typed::<roce_net::ApplyReport>(py, type_name, &text),
-        "RollbackReport" => typed::<roce_net::RollbackReport>(py, type_name, &text),
-        "FibDecision" => typed::<roce_net::FibDecision>(py, type_name, &text),
-        other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "roce_net: no library type {other:?}"
-        ))),
+        other => match crate::schema::find(other) {
+            Some(t) => (t.parse)(py, other, &text),
+            None => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "roce_net: no library type {other:?}"
+            ))),
+        },
     }
 }
 

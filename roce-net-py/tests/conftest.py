@@ -1,8 +1,15 @@
 """Shared fixtures: lab namespaces (root only) and snapshot documents.
 
+Tests that create network namespaces are marked ``@pytest.mark.needs_root`` (as
+the Rust lab tests are ``#[ignore = "needs root: ..."]``). A plain ``pytest``
+reports them as skipped ("needs root: run with --needs-root"), never as passed;
+``pytest --needs-root`` (what scripts/test-python.sh runs) or ``-m needs_root``
+selects them, and a selected one that cannot run (not root, no ``ip``) fails.
+A test that uses the ``make_netns`` or ``seed_lab`` fixture without the marker
+is a collection error.
+
 Namespaces are named ``rnt-py-<pid>-<n>``, use addresses from 198.18.0.0/15 only,
-and are removed by the fixture even when the test fails. A test that needs them
-fails under ``CI=true`` when it cannot create them, and is skipped otherwise.
+and are removed by the fixture even when the test fails.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Optional
 
 import pytest
 
@@ -22,16 +29,68 @@ sys.path.insert(0, str(Path(__file__).parent))
 PREFIX = f"rnt-py-{os.getpid()}"
 _counter = itertools.count()
 
+#: Fixtures that create namespaces: a test using one must be marked needs_root.
+LAB_FIXTURES = frozenset({"make_netns", "seed_lab", "fleet_lab"})
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--needs-root",
+        action="store_true",
+        default=False,
+        help="also run the tests marked needs_root (network namespaces); "
+        "without root they fail, not skip",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs_root: creates network namespaces, so needs root; skipped unless "
+        "selected with --needs-root (or -m needs_root), and then fails without root",
+    )
+
+
+def _root_selected(config: pytest.Config) -> bool:
+    return bool(config.getoption("--needs-root")) or "needs_root" in (config.option.markexpr or "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    selected = _root_selected(config)
+    skip = pytest.mark.skip(
+        reason="needs root: run with --needs-root, as root (scripts/test-python.sh does)"
+    )
+    for item in items:
+        marked = item.get_closest_marker("needs_root") is not None
+        uses = LAB_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if uses and not marked:
+            raise pytest.UsageError(
+                f"{item.nodeid} uses {', '.join(sorted(uses))} but is not marked "
+                "@pytest.mark.needs_root"
+            )
+        if marked and not selected:
+            item.add_marker(skip)
+
+
+def _can_make_netns() -> Optional[str]:
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    if shutil.which("ip") is None:
+        return "needs iproute2 (`ip`)"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Reached only for selected needs_root tests (unselected ones are skipped first).
+    if item.get_closest_marker("needs_root") is not None:
+        why = _can_make_netns()
+        if why:
+            pytest.fail(f"selected with --needs-root but cannot run: {why}", pytrace=False)
 
 
 def cannot_run(why: str) -> None:
-    """Fail under CI, skip elsewhere."""
-    if in_ci():
-        pytest.fail(f"CI=true but this test cannot run: {why}")
-    pytest.skip(why)
+    """A test that cannot run fails (it never reads as a pass or a skip)."""
+    pytest.fail(f"this test cannot run: {why}", pytrace=False)
 
 
 def ip(*args: str) -> str:
@@ -61,20 +120,9 @@ class Netns:
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
 
-def _can_make_netns() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create network namespaces"
-    if shutil.which("ip") is None:
-        return "needs iproute2 (`ip`)"
-    return None
-
-
 @pytest.fixture
 def make_netns() -> Iterator[Callable[[], Netns]]:
-    """Factory of lab namespaces, all removed at teardown."""
-    why = _can_make_netns()
-    if why:
-        cannot_run(why)
+    """Factory of lab namespaces, all removed at teardown (needs_root tests only)."""
     made: List[Netns] = []
 
     def make() -> Netns:
@@ -92,10 +140,8 @@ def make_netns() -> Iterator[Callable[[], Netns]]:
 @pytest.fixture
 def seed_lab():
     """The library's seed scenario (roce_net.Lab.seed, namespaces rnt-py-<pid>-*):
-    host namespace with r0..r3 at 198.18.0.11-14/24, a peer p0 at .100, one bridge."""
-    why = _can_make_netns()
-    if why:
-        cannot_run(why)
+    host namespace with r0..r3 at 198.18.0.11-14/24, a peer p0 at .100, one bridge
+    (needs_root tests only)."""
     import roce_net
 
     lab = roce_net.Lab.seed(4, tag="py")

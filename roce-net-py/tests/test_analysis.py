@@ -72,7 +72,8 @@ def test_fleet_report(state):
     st2 = roce_net.HostState.from_dict(other)
     rep = roce_net.fleet_report([state, st2])
     assert isinstance(rep, roce_net.FleetReport)
-    assert [h.hostname for h in rep.hosts] == ["gpu-node-1", "gpu-node-2"]
+    # Snapshots taken inside a named namespace are named hostname:netns.
+    assert [h.hostname for h in rep.hosts] == ["gpu-node-1:rnt-py-fixture", "gpu-node-2:rnt-py-fixture"]
     h = rep.hosts[0]
     assert isinstance(h, roce_net.HostSummary) and isinstance(h.findings, roce_net.FindingCounts)
     assert h.mtus == (9000,) and h.gid_index == 3 and h.subnets == ("198.18.0.0/24",)

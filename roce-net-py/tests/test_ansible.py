@@ -19,6 +19,7 @@ from conftest import cannot_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK_DIR = ROOT / "examples" / "ansible"
+MODULES = ROOT / "ansible_collections" / "roce_net" / "roce" / "plugins" / "modules"
 
 
 def _playbook_bin() -> str:
@@ -39,6 +40,7 @@ def run_playbook(netns: str, tmp_path: Path, *extra: str) -> dict:
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(PLAYBOOK_DIR / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(ROOT),
         ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
         ANSIBLE_HOME=str(tmp_path / "ansible-home"),
         ANSIBLE_NOCOLOR="1",
@@ -100,14 +102,15 @@ def test_facts_module_without_roce_net_reports_missing_lib(tmp_path):
             [sys.executable, "-c",
              "import sys, runpy; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:]; "
              "runpy.run_path(sys.argv[0], run_name='__main__')",
-             str(blocker), str(PLAYBOOK_DIR / "library" / mod), str(args)],
-            capture_output=True, text=True, timeout=120,
+             str(blocker), str(MODULES / mod), str(args)],
+            capture_output=True, text=True, timeout=120, env=module_env(),
         )
         out = json.loads(r.stdout)
         assert out["failed"] is True, out
         assert "roce_net" in out["msg"] and "Failed to import" in out["msg"], out
 
 
+@pytest.mark.needs_root
 def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     ns = seed_lab.host_ns
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
@@ -144,12 +147,20 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert out["result"]["changed"] is False and out["result"]["changes"] == []
 
 
-def run_module(args: dict, tmp_path: Path) -> dict:
-    """Run library/roce_net.py as Ansible's wrapper does: as __main__, without its
-    own directory on sys.path (where the module file would shadow the package)."""
+def module_env() -> dict:
+    """The collection importable as ``ansible_collections.roce_net.roce``."""
+    return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def run_module(args: dict, tmp_path: Path, check: bool = False) -> dict:
+    """Run the collection's roce_net module as Ansible's wrapper does: as
+    __main__, without its own directory on sys.path (where the module file would
+    shadow the package); ``check`` sets check mode as Ansible does."""
     f = tmp_path / "args.json"
+    if check:
+        args = {**args, "_ansible_check_mode": True}
     f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    mod = str(PLAYBOOK_DIR / "library" / "roce_net.py")
+    mod = str(MODULES / "roce_net.py")
     r = subprocess.run(
         [sys.executable, "-c",
          "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
@@ -158,11 +169,13 @@ def run_module(args: dict, tmp_path: Path) -> dict:
         text=True,
         timeout=300,
         cwd=tmp_path,
+        env=module_env(),
     )
     assert r.stdout, r.stderr[-3000:]
     return json.loads(r.stdout)
 
 
+@pytest.mark.needs_root
 def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
     if importlib.util.find_spec("ansible") is None:
         cannot_run("ansible-core is not installed")
@@ -175,15 +188,27 @@ def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
     out = run_module({**common, "policy": {"version": 1}, "confirm_timeout": 300}, tmp_path)
     assert out["changed"] is True and out["applied"]["confirm_deadline"], out
-    out = run_module({**common, "state": "confirmed"}, tmp_path)
-    assert out["changed"] is True, out
-    out = run_module({**common, "state": "confirmed"}, tmp_path)
-    assert out["changed"] is False and "nothing awaits confirmation" in out["msg"], out
+    assert "plan" in out and "changes" in out, out  # RETURN: applied returns both
+
+    def check_then_real(state: str, expect: bool, journal: "str | None") -> dict:
+        """Check mode says exactly what the real run then does."""
+        chk = run_module({**common, "state": state}, tmp_path, check=True)
+        assert chk["changed"] is expect and chk["journal_state"] == journal, chk
+        real = run_module({**common, "state": state}, tmp_path)
+        assert real["changed"] is expect and real["journal_state"] == journal, real
+        # RETURN: confirmed / rolled_back return journal_state and msg, no plan.
+        assert "plan" not in real and "changes" not in real and real["msg"], real
+        return real
+
+    check_then_real("confirmed", True, "pending_confirm")
+    out = check_then_real("confirmed", False, "committed")
+    assert "nothing to confirm" in out["msg"], out
     assert any(r.protocol == 201 for r in host.snapshot().rules)
-    out = run_module({**common, "state": "rolled_back"}, tmp_path)
-    assert out["changed"] is True and out["rolled_back"]["undone"], out
+    out = check_then_real("rolled_back", True, "committed")
+    assert out["rolled_back"]["undone"], out
     assert not any(r.protocol == 201 for r in host.snapshot().rules)
-    out = run_module({**common, "state": "rolled_back"}, tmp_path)
-    assert out["changed"] is False, out
+    out = check_then_real("rolled_back", False, "rolled_back")
+    assert "rolled_back" not in out, out
+    out = check_then_real("confirmed", False, "rolled_back")
     out = run_module({**common}, tmp_path)
     assert out.get("failed") and "policy" in out["msg"], out

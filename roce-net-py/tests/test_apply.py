@@ -9,6 +9,8 @@ import pytest
 
 import roce_net
 
+pytestmark = pytest.mark.needs_root
+
 POLICY = {"version": 1, "arp": {"arp_ignore": 1, "arp_announce": 2}, "rp_filter": "loose"}
 
 

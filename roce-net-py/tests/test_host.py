@@ -116,6 +116,7 @@ def test_usable_inside_asyncio(tmp_path):
 # ---- lab namespaces (root) -------------------------------------------------
 
 
+@pytest.mark.needs_root
 def test_snapshot_of_a_lab_namespace(make_netns):
     ns = make_netns()
     ns.add_nic("rn0", "198.18.10.11/24")
@@ -135,6 +136,7 @@ def test_snapshot_of_a_lab_namespace(make_netns):
     assert json.loads(st.to_json()) == st.to_dict()
 
 
+@pytest.mark.needs_root
 def test_two_threads_snapshot_two_namespaces(make_netns):
     a, b = make_netns(), make_netns()
     a.add_nic("rna", "198.18.11.1/24")
@@ -154,6 +156,7 @@ def test_two_threads_snapshot_two_namespaces(make_netns):
         assert st.netns == b.name and st.interface("rnb") and not st.interface("rna")
 
 
+@pytest.mark.needs_root
 def test_snapshot_inside_asyncio(make_netns):
     ns = make_netns()
     ns.add_nic("rn0", "198.18.13.1/24")

@@ -172,6 +172,7 @@ def test_unknown_backend_is_invalid_input():
 # ---- lab, route get, ARP probe (root) ----------------------------------------------
 
 
+@pytest.mark.needs_root
 def test_seed_lab_shows_the_problem(seed_lab):
     """Before any fix: ARP flux seen by the peer, and a NIC-2-sourced packet leaves by NIC 1."""
     assert seed_lab.host_ns.startswith("rnt-py-")
@@ -189,14 +190,10 @@ def test_seed_lab_shows_the_problem(seed_lab):
     assert plan.netns == seed_lab.host_ns and not plan.is_empty()
 
 
+@pytest.mark.needs_root
 def test_lab_closes_and_removes_namespaces():
     import subprocess
 
-    from conftest import _can_make_netns, cannot_run
-
-    why = _can_make_netns()
-    if why:
-        cannot_run(why)
     with roce_net.Lab.seed(2, tag="py") as lab:
         names = lab.namespaces
         assert len(names) == 3 and not lab.closed
@@ -215,6 +212,7 @@ def test_route_get_bad_address():
         roce_net.Host().probe_arp("lo", "::1")
 
 
+@pytest.mark.needs_root
 def test_offline_route_lookup_matches_the_kernel(seed_lab):
     """route_lookup on a snapshot predicts what route_get asks the kernel, before
     and after the fix."""

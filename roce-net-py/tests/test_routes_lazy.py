@@ -198,6 +198,7 @@ def test_a_python_built_state_keeps_tuples(state):
     assert isinstance(built.routes, tuple) and built == state
 
 
+@pytest.mark.needs_root
 def test_namespace_snapshot_routes_are_lazy(make_netns):
     ns = make_netns()
     ns.add_nic("rn0", "198.18.20.1/24")

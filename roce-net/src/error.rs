@@ -7,10 +7,13 @@
 //! it ([`Error::with_source`]): an apply that failed and was rolled back keeps the
 //! kernel's refusal as its source, kind, errno, extack and context intact.
 
+use schemars::JsonSchema;
 use std::fmt;
 
 /// The class of an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {

@@ -35,6 +35,7 @@ mod fleet;
 mod host;
 mod kernel;
 mod lab;
+mod metrics;
 mod model;
 mod nccl;
 mod netns;
@@ -53,10 +54,11 @@ pub use error::{Error, ErrorKind, Result};
 // The model: the snapshot and its parts.
 pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, LinkStats, NeighState,
+    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlView, Tuning, TuningKey, Warning, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    RuleAction, Scope, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning,
+    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
@@ -67,7 +69,10 @@ pub use netns::{
 };
 
 // Which NICs are managed, and which address of each.
-pub use scope::{nic_scope, nics_in_scope, NicScope, PortRef, ScopeMode, ScopedNic};
+pub use scope::{
+    natural_cmp, nic_address, nic_scope, nics_in_scope, port_netdev, roce_v2_gid_index,
+    roce_v2_gid_indices, NicScope, PortRef, ScopeMode, ScopedNic,
+};
 
 // Diagnose.
 pub use doctor::{
@@ -78,16 +83,21 @@ pub use fib::{
     resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
 };
 pub use fleet::{
-    report as fleet_report, report_with as fleet_report_with, FleetReport, HostSummary,
-    FLEET_CHECK_IDS,
+    host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
+    FleetReport, HostSummary, FLEET_CHECK_IDS,
 };
-pub use nccl::{recommend as nccl_env, roce_v2_gid_indices, NcclAdvice, NcclVar};
+pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+
+// Monitor: Prometheus text for node_exporter's textfile collector.
+pub use metrics::{
+    render as render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS,
+};
 
 // Declare, plan.
 pub use plan::{
-    desired_state, fingerprint, neigh_line, plan, polluted_neighbors, route_line, rule_line,
-    Change, DesiredState, NicDesired, Plan, PollutedNeighbor, PollutionReason,
+    desired_state, fingerprint, plan, polluted_neighbors, Change, DesiredState, NicDesired, Plan,
+    PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
     ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
@@ -114,4 +124,7 @@ pub use persist::{
 pub use rt_tables::TABLE_NAMES_FILE;
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
-pub use lab::{Lab, LabNic, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE};
+pub use lab::{
+    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
+    SWITCH_BRIDGE,
+};

@@ -167,11 +167,12 @@ fn source_rule_missing() {
     assert_eq!(x.severity, Severity::Error);
     assert_eq!(x.evidence["proposed_table"], json!(1003));
     assert_eq!(x.evidence["main_rule_priority"], json!(32766));
+    // The fix is the default policy's plan for ens3: what `roce-net apply` does.
     assert_eq!(
         x.remediation.commands,
         vec![
-            "ip route replace 198.18.0.0/24 dev ens3 proto static scope link src 198.18.0.13 table 1003",
-            "ip rule add from 198.18.0.13 lookup 1003 pref 1003",
+            "ip route replace 198.18.0.0/24 dev ens3 src 198.18.0.13 table 1003 proto 201",
+            "ip rule add from 198.18.0.13 lookup 1003 pref 1003 proto 201",
         ]
     );
     assert_eq!(
@@ -190,13 +191,13 @@ fn source_rule_after_main_is_shadowed() {
     let x = one(&f, "source-rule-missing");
     assert_eq!(x.subject.interface.as_deref(), Some("ens2"));
     assert_eq!(x.evidence["shadowed_rule"]["priority"], json!(40000));
-    // Its table (1002, routes only via ens2) is reused for the fix.
+    // The plan keeps ens2's table (its route is right), adds the rule at ens2's
+    // priority and deletes the stale one roce-net owns.
     assert_eq!(
         x.remediation.commands,
         vec![
-            "ip rule del from 198.18.0.12/32 lookup 1002 pref 40000",
-            "ip route replace 198.18.0.0/24 dev ens2 proto static scope link src 198.18.0.12 table 1002",
-            "ip rule add from 198.18.0.12 lookup 1002 pref 1002",
+            "ip rule add from 198.18.0.12 lookup 1002 pref 1002 proto 201",
+            "ip rule del from 198.18.0.12 lookup 1002 pref 40000 proto 201",
         ]
     );
     assert_eq!(
@@ -224,7 +225,7 @@ fn source_table_incomplete_wrong_src() {
     );
     assert_eq!(
         x.remediation.commands,
-        vec!["ip route replace 198.18.0.0/24 dev ens2 proto static scope link src 198.18.0.12 table 1002"]
+        vec!["ip route replace 198.18.0.0/24 dev ens2 src 198.18.0.12 table 1002 proto 201"]
     );
 }
 
@@ -258,10 +259,11 @@ fn asymmetric_egress() {
     assert_eq!(x.evidence["peer"], json!("198.18.0.1"));
     assert_eq!(x.evidence["table"], json!(1001));
     assert_eq!(x.evidence["rule_priority"], json!(100));
-    // The NIC's own rule exists, so only the route is (re)installed.
+    // ens4's own table and rule are right: the fix removes the rule that sends its
+    // traffic elsewhere first (re-installing ens4's route would change nothing).
     assert_eq!(
         x.remediation.commands,
-        vec!["ip route replace 198.18.0.0/24 dev ens4 proto static scope link src 198.18.0.14 table 1004"]
+        vec!["ip rule del from 198.18.0.14 to 198.18.0.0/24 lookup 1001 pref 100 proto 3"]
     );
 }
 
@@ -664,7 +666,7 @@ fn multiple_default_routes() {
     );
     assert_eq!(
         x.remediation.commands,
-        vec!["ip route del default via 198.19.0.2 dev eno1 metric 0"]
+        vec!["ip route del default via 198.19.0.2 dev eno1 table main proto 4"]
     );
     // Different metrics are a normal failover setup.
     let mut b = base();

@@ -237,18 +237,15 @@ fn seed_host_diagnosed_live_then_fixed_by_its_own_remediation() {
         );
         proposed_tables.insert(table);
         let cmds = &f.remediation.commands;
-        assert!(
-            cmds.iter()
-                .any(|c| c.starts_with("ip route replace 198.18.0.0/24")
-                    && c.contains(&format!("dev {ifname} "))
-                    && c.contains(&format!("src {a} "))
-                    && c.ends_with(&format!("table {table}"))),
-            "{ifname}: {cmds:?}"
-        );
-        assert!(
-            cmds.iter()
-                .any(|c| c == &format!("ip rule add from {a} lookup {table} pref {prio}")),
-            "{ifname}: {cmds:?}"
+        assert_eq!(
+            cmds,
+            &vec![
+                format!(
+                    "ip route replace 198.18.0.0/24 dev {ifname} src {a} table {table} proto 201"
+                ),
+                format!("ip rule add from {a} lookup {table} pref {prio} proto 201"),
+            ],
+            "{ifname}"
         );
     }
     assert_eq!(proposed_tables.len(), NICS, "one table per NIC");
@@ -485,7 +482,7 @@ fn half_done_source_routing_diagnosed_and_repaired_live() {
     );
     assert_eq!(
         srm["r2"].remediation.commands[0],
-        "ip rule del from 198.18.0.13/32 lookup 1003 pref 40000"
+        "ip rule del from 198.18.0.13 lookup 1003 pref 40000 proto 0"
     );
     // All three still leave by r0, which the kernel confirms.
     let asym = assert_per_nic(

@@ -6,7 +6,7 @@ mod lab_support;
 use lab_support::{ip, ip_json, seed};
 use roce_net::ErrorKind;
 use roce_net::NetnsTarget;
-use roce_net::{Family, HwAddr, NeighState, Neighbor, Route, RouteType, Rule, RuleAction, Scope};
+use roce_net::{Family, HwAddr, NeighState, Neighbor, Route, RouteType, Rule, Scope};
 
 fn route(dst: &str, dev: &str, table: u32) -> Route {
     Route {
@@ -74,23 +74,9 @@ fn routes_rules_and_errors() {
     );
 
     // Rules: action, protocol and the 32-bit table travel; delete removes.
-    let rule = Rule {
-        family: Family::Inet,
-        priority: 1234,
-        src: Some("198.18.0.12/32".parse().unwrap()),
-        dst: None,
-        iif: None,
-        oif: None,
-        fwmark: Some(7),
-        fwmask: None,
-        tos: 0,
-        invert: false,
-        table: 70000,
-        action: RuleAction::ToTable,
-        goto: None,
-        suppress_prefixlen: None,
-        protocol: 201,
-    };
+    let rule = Rule::source("198.18.0.12".parse().unwrap(), 70000, 1234)
+        .fwmark(7, None)
+        .protocol(201);
     host.with_netlink(|nl| nl.rule_add(&rule)).unwrap();
     let rules = ip(&ns, &["-d", "rule", "show", "pref", "1234"]);
     assert!(

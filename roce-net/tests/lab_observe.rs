@@ -148,41 +148,14 @@ fn add_policy(lab: &roce_net::Lab) {
             r.prefsrc = None;
             r.metric = Some(10);
             nl.route_add(&r)?;
-            nl.rule_add(&Rule {
-                family: Family::Inet,
-                priority: 1000 + i as u32,
-                src: Some(ipnet::IpNet::new(nic.address, 32).unwrap()),
-                dst: None,
-                iif: None,
-                oif: None,
-                fwmark: None,
-                fwmask: None,
-                tos: 0,
-                invert: false,
-                table,
-                action: RuleAction::ToTable,
-                goto: None,
-                suppress_prefixlen: None,
-                protocol: 201,
-            })?;
+            nl.rule_add(&Rule::source(nic.address, table, 1000 + i as u32).protocol(201))?;
         }
-        nl.rule_add(&Rule {
-            family: Family::Inet,
-            priority: 504,
-            src: None,
-            dst: None,
-            iif: None,
-            oif: Some("r0".into()),
-            fwmark: Some(0x2000),
-            fwmask: Some(0xf000),
-            tos: 0,
-            invert: false,
-            table: 1000,
-            action: RuleAction::ToTable,
-            goto: None,
-            suppress_prefixlen: None,
-            protocol: 201,
-        })?;
+        nl.rule_add(
+            &Rule::lookup(504, 1000)
+                .oif("r0")
+                .fwmark(0x2000, Some(0xf000))
+                .protocol(201),
+        )?;
         Ok(())
     })
     .unwrap();

@@ -42,23 +42,7 @@ fn subnet_route(ifname: &str, addr: &str, table: u32) -> Route {
 }
 
 fn source_rule(addr: &str, table: u32, priority: u32) -> Rule {
-    Rule {
-        family: Family::Inet,
-        priority,
-        src: Some(format!("{addr}/32").parse().unwrap()),
-        dst: None,
-        iif: None,
-        oif: None,
-        fwmark: None,
-        fwmask: None,
-        tos: 0,
-        invert: false,
-        table,
-        action: RuleAction::ToTable,
-        goto: None,
-        suppress_prefixlen: None,
-        protocol: protocol::ROCE_NET_DEFAULT,
-    }
+    Rule::source(addr.parse().unwrap(), table, priority).protocol(protocol::ROCE_NET_DEFAULT)
 }
 
 fn conf(target: ConfTarget, key: ConfKey) -> Sysctl {

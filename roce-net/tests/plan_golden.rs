@@ -351,7 +351,7 @@ fn fresh_host_plan_contents() {
         "~ sysctl net.ipv4.conf.all.rp_filter 1 -> 2",
         "~ sysctl net.core.netdev_max_backlog 1000 -> 250000",
         "+ route 198.18.0.0/24 dev r2 src 198.18.0.12 table roce_r2(1002) proto 201",
-        "+ rule from 198.18.0.14 lookup 1004 pref 1004 proto 201",
+        "+ rule from 198.18.0.14 lookup roce_r4(1004) pref 1004 proto 201",
         "- neigh 198.18.0.102 dev r3 FAILED",
         "- neigh 198.18.0.100 dev r2 lladdr 02:00:00:00:01:02 STALE",
     ] {
@@ -426,7 +426,9 @@ fn tables_above_255() {
     let prios: Vec<u32> = p.desired.nics.iter().map(|n| n.rule_priority).collect();
     assert_eq!(prios, [20001, 20002, 20003, 20004]);
     let diff = p.render_diff();
-    assert!(diff.contains("+ rule from 198.18.0.14 lookup 4000000000 pref 20004 proto 201"));
+    assert!(
+        diff.contains("+ rule from 198.18.0.14 lookup roce_r4(4000000000) pref 20004 proto 201")
+    );
     assert!(diff.contains("table roce_r4(4000000000)"));
     // r2's old layout is removed: rule first, then its route.
     let del_rule = diff
@@ -463,7 +465,7 @@ fn partial_host_replaces_adds_and_deletes() {
         "~ route 198.18.0.0/24 dev r2 src 198.18.0.11 table roce_r2(1002) proto 201 -> \
          198.18.0.0/24 dev r2 src 198.18.0.12 table roce_r2(1002) proto 201"
     ));
-    assert!(diff.contains("+ rule from 198.18.0.13 lookup 1003 pref 1003 proto 201"));
+    assert!(diff.contains("+ rule from 198.18.0.13 lookup roce_r3(1003) pref 1003 proto 201"));
     assert!(
         !diff.contains("+ rule from 198.18.0.11"),
         "r1 is done:\n{diff}"

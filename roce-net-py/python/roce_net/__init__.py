@@ -75,6 +75,7 @@ from ._roce_net import (
     doctor,
     route_lookup,
     fleet_report,
+    render_metrics,
     nccl_env,
     Host,
     Lab,
@@ -108,6 +109,7 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "render_metrics",
     "route_lookup",
     # result types
     "HostState",

@@ -42,6 +42,7 @@ __all__ = [
     "__version__",
     "SCHEMA_VERSION",
     "_register",
+    "_schema",
     "NativeState",
     "RouteSeq",
     "NativePlan",
@@ -61,6 +62,7 @@ __all__ = [
     "doctor",
     "nccl_env",
     "fleet_report",
+    "render_metrics",
     "route_lookup",
 ]
 
@@ -71,6 +73,9 @@ _Path = Union[str, os.PathLike[str]]
 _IP = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
 
 def _register(classes: Dict[str, Any], errors: Dict[str, Any], base_error: Type[BaseException]) -> None: ...
+def _schema() -> Dict[str, Any]:
+    """What the binding returns: every exported type (name, shape, serde fields),
+    their JSON Schema definitions and the library's error kinds."""
 def _from_json(type_name: str, text: str) -> Any: ...
 def load_snapshot(path: _Path) -> HostState:
     """Read a snapshot JSON file (``roce-net snapshot --json``). Raises ParseError / NotFoundError."""
@@ -157,6 +162,8 @@ class Host:
         """Apply a plan as a transaction (re-plan under the lock, journal, verify, rollback on failure)."""
     def confirm(self, *, state_dir: Optional[_Path] = None) -> None:
         """Confirm an apply made with ``confirm_timeout``."""
+    def apply_status(self, *, state_dir: Optional[_Path] = None) -> Optional[Dict[str, Any]]:
+        """The last apply's journal as a dict (``state``, ``steps``...), or None."""
     def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
         """Undo the last apply from its journal."""
     def _watchdog(
@@ -213,6 +220,11 @@ class Lab:
     @classmethod
     def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
         """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
+    @classmethod
+    def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "py-fleet") -> Lab:
+        """``hosts`` host namespaces with ``nics`` NICs each, all in 198.18.0.0/16 on one bridge."""
+    @property
+    def fleet_hosts(self) -> Tuple[str, ...]: ...
     @property
     def prefix(self) -> str: ...
     @property
@@ -246,6 +258,8 @@ def fleet_report(
     states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
 ) -> FleetReport:
     """Per-host summaries and cross-host findings over many snapshots."""
+def render_metrics(state: HostState, options: Optional[Mapping[str, Any]] = None) -> str:
+    """Prometheus text exposition format for the snapshot and its doctor findings."""
 def route_lookup(
     state: HostState,
     dst: _IP,

@@ -1,7 +1,10 @@
 """Typed, frozen result objects.
 
 Each class mirrors one serde struct of the Rust library field for field (same
-names, same JSON). Instances are built directly by the native module (see
+names, same JSON); the import checks that the classes cover exactly the structs
+the binding returns, and ``tests/test_schema.py`` checks each class's fields
+against the schema the binding exports (``_roce_net._schema()``, see
+docs/python.md). Instances are built directly by the native module (see
 ``roce-net-py/src/convert.rs``); they are immutable (assignment raises
 ``dataclasses.FrozenInstanceError``), sequences are tuples (except the
 ``routes`` of a snapshot from the library, a lazy immutable sequence, see
@@ -588,11 +591,6 @@ class LabNic(_Record):
     address: str
     prefix_len: int
 
-    @classmethod
-    def from_json(cls, text: str) -> "LabNic":
-        """Build from JSON text (plain fields; no library validation)."""
-        return cls(**json.loads(text))
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Subject(_Record):
@@ -705,6 +703,7 @@ class ApplyReport(_Record):
     changes: Tuple[str, ...]
     confirm_deadline: Optional[int]
     journal: str
+    apply_id: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

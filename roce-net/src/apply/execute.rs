@@ -15,7 +15,7 @@ use crate::host::Host;
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
 use crate::model::{HostState, Route, Rule, RuleAction};
-use crate::plan::{route_line, rule_line, Change};
+use crate::plan::Change;
 use crate::rt_tables::{own_table_names, update_table_names, NameUpdate};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,7 +89,7 @@ impl Kernel<'_> {
         }
         let found = there
             .iter()
-            .map(|r| route_line(r, None))
+            .map(|r| r.to_string())
             .collect::<Vec<_>>()
             .join("; ");
         Err(Error::new(
@@ -97,7 +97,7 @@ impl Kernel<'_> {
             format!(
                 "could not restore route {}: a different route holds its place ({}); it is not \
                  the one recorded, so it is left as is",
-                route_line(want, None),
+                want,
                 if found.is_empty() {
                     "not shown by a dump".into()
                 } else {
@@ -117,14 +117,14 @@ impl Kernel<'_> {
         let similar: Vec<String> = rules
             .iter()
             .filter(|r| r.family == want.family && r.priority == want.priority)
-            .map(rule_line)
+            .map(|r| r.to_string())
             .collect();
         Err(Error::new(
             ErrorKind::RollbackFailed,
             format!(
                 "could not restore rule {}: the kernel reports it exists, but no rule equal to \
                  the recorded one is there (at priority {}: {})",
-                rule_line(want),
+                want,
                 want.priority,
                 if similar.is_empty() {
                     "none".into()

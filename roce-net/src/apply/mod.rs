@@ -55,6 +55,7 @@ use crate::kernel::netlink::Netlink;
 use crate::plan::Plan;
 use crate::policy::Policy;
 use execute::Kernel;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -91,7 +92,7 @@ impl Default for ApplyOptions {
 }
 
 /// What an apply did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApplyReport {
     /// Number of changes applied.
     pub applied: usize,
@@ -108,7 +109,7 @@ pub struct ApplyReport {
 }
 
 /// What a rollback did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RollbackReport {
     /// One line per change undone, in the order undone.
     pub undone: Vec<String>,

@@ -226,7 +226,11 @@ fn failure_at_every_step_restores_the_host_and_keeps_the_cause() {
     let points: Vec<usize> = (0..p.changes.len())
         .filter(|i| *i == 0 || *i >= names)
         .collect();
-    eprintln!("failing each of {} steps of {} changes", points.len(), p.changes.len());
+    eprintln!(
+        "failing each of {} steps of {} changes",
+        points.len(),
+        p.changes.len()
+    );
     for i in points {
         let err =
             apply_faulty(&e, Source::Saved(&p), &e.opts, refuse_at(i), None, None).unwrap_err();

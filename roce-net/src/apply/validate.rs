@@ -35,22 +35,15 @@ fn foreign(c: &Change, fresh: &Plan) -> Option<String> {
     };
     let d = &fresh.desired;
     match c {
-        Change::AddRoute { route } | Change::DeleteRoute { route } => not_ours(
-            format!("route {}", plan::route_line(route, None)),
-            route.protocol,
-        ),
-        Change::ReplaceRoute { before, after } => not_ours(
-            format!("route {}", plan::route_line(before, None)),
-            before.protocol,
-        )
-        .or_else(|| {
-            not_ours(
-                format!("route {}", plan::route_line(after, None)),
-                after.protocol,
-            )
-        }),
+        Change::AddRoute { route } | Change::DeleteRoute { route } => {
+            not_ours(format!("route {route}"), route.protocol)
+        }
+        Change::ReplaceRoute { before, after } => {
+            not_ours(format!("route {before}"), before.protocol)
+                .or_else(|| not_ours(format!("route {after}"), after.protocol))
+        }
         Change::AddRule { rule } | Change::DeleteRule { rule } => {
-            not_ours(format!("rule {}", plan::rule_line(rule)), rule.protocol)
+            not_ours(format!("rule {rule}"), rule.protocol)
         }
         Change::SetSysctl { sysctl, after, .. } => {
             match d.sysctls.iter().find(|(s, _)| s == sysctl) {

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// What the watchdog did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WatchdogOutcome {
     /// Confirmed in time; nothing done.

@@ -10,46 +10,44 @@ pub const ID: &str = "asymmetric-egress";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for nic in &ctx.scope.nics {
-        for a in &nic.ipv4 {
-            let Some(peer) = representative_peer(ctx.state, &nic.ifname, a) else {
-                continue;
-            };
-            let Ok(d) = fib::resolve(ctx.state, &Flow::to(peer).from(a.address)) else {
-                continue;
-            };
-            if d.dev.as_deref() == Some(nic.ifname.as_str()) {
-                continue;
-            }
-            let egress = d.dev.clone().unwrap_or_else(|| "-".into());
-            out.push(
-                Finding::new(
-                    ID,
-                    Severity::Error,
-                    Subject::interface(&nic.ifname).with_address(a.address),
-                    format!(
-                        "traffic from {} to {peer} leaves by {egress}, not {}: \
-                         RoCE replies and ARP go out the wrong NIC",
-                        a.address, nic.ifname
-                    ),
-                )
-                .evidence("source", a.address)
-                .evidence("peer", peer)
-                .evidence("egress", &d.dev)
-                .evidence("table", d.table)
-                .evidence("rule_priority", d.rule_priority)
-                .evidence(
-                    "route",
-                    d.route
-                        .as_ref()
-                        .map(|r| format!("{} dev {}", r.dst, r.dev.as_deref().unwrap_or("-"))),
-                )
-                .fix(
-                    ctx.source_routing_commands(&nic.ifname, a),
-                    Some("routing.enabled: true"),
-                ),
-            );
+    for (nic, a) in ctx.scope.addressed() {
+        let Some(peer) = representative_peer(ctx.state, &nic.ifname, a) else {
+            continue;
+        };
+        let Ok(d) = fib::resolve(ctx.state, &Flow::to(peer).from(a.address)) else {
+            continue;
+        };
+        if d.dev.as_deref() == Some(nic.ifname.as_str()) {
+            continue;
         }
+        let egress = d.dev.clone().unwrap_or_else(|| "-".into());
+        // The rule whose lookup sent the traffic away, when it comes before
+        // the planned rule: the fix must remove it.
+        let culprit = crate::fib::rules_in_order(ctx.state, crate::model::Family::of(&a.address))
+            .into_iter()
+            .find(|r| Some(r.priority) == d.rule_priority && Some(r.table) == d.table);
+        let f = Finding::new(
+            ID,
+            Severity::Error,
+            Subject::interface(&nic.ifname).with_address(a.address),
+            format!(
+                "traffic from {} to {peer} leaves by {egress}, not {}: \
+                         RoCE replies and ARP go out the wrong NIC",
+                a.address, nic.ifname
+            ),
+        )
+        .evidence("source", a.address)
+        .evidence("peer", peer)
+        .evidence("egress", &d.dev)
+        .evidence("table", d.table)
+        .evidence("rule_priority", d.rule_priority)
+        .evidence(
+            "route",
+            d.route
+                .as_ref()
+                .map(|r| format!("{} dev {}", r.dst, r.dev.as_deref().unwrap_or("-"))),
+        );
+        out.push(ctx.routing_fix(f, &nic.ifname, culprit.as_ref()));
     }
     out
 }

@@ -38,12 +38,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .fix(
                 v.iter()
                     .skip(1)
-                    .map(|a| {
-                        format!(
-                            "ip addr del {}/{} dev {}",
-                            a.address, a.prefix_len, a.ifname
-                        )
-                    })
+                    .map(|a| a.ip_command(crate::model::IpVerb::Delete))
                     .collect(),
                 None,
             ),

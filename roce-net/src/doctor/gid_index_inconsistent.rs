@@ -2,7 +2,7 @@
 //! not the same on every port, so one `NCCL_IB_GID_INDEX` cannot fit all NICs.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::nccl::roce_v2_gid_indices;
+use crate::scope::roce_v2_gid_indices;
 use std::collections::BTreeMap;
 
 /// Check id.

@@ -2,7 +2,7 @@
 //! table has no RoCE v2 entry for it, so RoCE v2 (what NCCL uses) cannot use it.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::nccl::port_netdev;
+use crate::scope::port_netdev;
 use std::net::IpAddr;
 
 /// Check id.
@@ -55,7 +55,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     .fix(
                         vec![
                             format!("cat /sys/class/infiniband/{}/ports/{}/gid_attrs/types/*", d.name, p.port),
-                            format!("ip addr replace {}/{} dev {nd}", a.address, a.prefix_len),
+                            a.ip_command(crate::model::IpVerb::Replace),
                         ],
                         None,
                     ),

@@ -27,10 +27,13 @@ mod source_rule_missing;
 mod source_table_incomplete;
 
 use crate::model::{
-    ConfKey, ConfTarget, HostState, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    ConfKey, ConfTarget, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
 };
+use crate::plan::{Change, NicDesired, Plan};
+use crate::policy::{ForeignObject, Obstacle, Policy};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use crate::scope::{nic_scope, NicScope};
@@ -59,7 +62,9 @@ pub const CHECK_IDS: &[&str] = &[
 ];
 
 /// How bad a finding is. Ordered from least to most severe, so `max()` is the worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Worth knowing; nothing is broken.
@@ -81,7 +86,9 @@ impl std::fmt::Display for Severity {
 }
 
 /// What a finding is about. Unused fields are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize, JsonSchema,
+)]
 pub struct Subject {
     /// Host name (set by fleet findings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,7 +162,7 @@ impl std::fmt::Display for Subject {
 }
 
 /// How to fix a finding.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Remediation {
     /// Exact commands that fix it now (not persistent across reboots).
     pub commands: Vec<String>,
@@ -164,7 +171,7 @@ pub struct Remediation {
 }
 
 /// One problem found on a host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     /// Stable check id (`arp-ignore`, `asymmetric-egress`, ...).
     pub id: String,
@@ -212,7 +219,8 @@ impl Finding {
     }
 }
 
-/// Thresholds and numbering used by the checks. `Default` holds the documented values.
+/// Thresholds used by the checks, and the policy their routing fixes come from.
+/// `Default` holds the documented values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DoctorOptions {
@@ -225,13 +233,12 @@ pub struct DoctorOptions {
     pub rx_drops_ratio: f64,
     /// An RDMA retransmit/timeout counter is reported from this value (default 1).
     pub rdma_retransmit_min: u64,
-    /// First routing table number proposed for per-NIC tables (NIC n gets base+n,
-    /// counting from 1; default 1000, so the first NIC gets table 1001).
-    pub table_base: u32,
-    /// First rule priority proposed for source rules (default 1000, first NIC 1001).
-    pub rule_priority_base: u32,
     /// The MTU every NIC in scope should have; `None` compares NICs with each other.
     pub expected_mtu: Option<u32>,
+    /// The policy whose plan the routing fixes (tables, source rules) are rendered
+    /// from; `None` is [`Policy::default`], what `roce-net apply` uses without a
+    /// policy file.
+    pub policy: Option<Policy>,
 }
 
 impl Default for DoctorOptions {
@@ -241,15 +248,14 @@ impl Default for DoctorOptions {
             rx_drops_min: 1000,
             rx_drops_ratio: 0.0001,
             rdma_retransmit_min: 1,
-            table_base: 1000,
-            rule_priority_base: 1000,
             expected_mtu: None,
+            policy: None,
         }
     }
 }
 
 /// Counts of findings by severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Errors.
     pub error: usize,
@@ -358,6 +364,17 @@ pub fn main_rule_priority(state: &HostState, addr: IpAddr) -> Option<u32> {
 /// no other selectors.
 pub fn source_rule_for(state: &HostState, addr: IpAddr) -> Option<SourceRule> {
     let main = main_rule_priority(state, addr);
+    let r = first_source_rule(state, addr)?;
+    Some(SourceRule {
+        priority: r.priority,
+        table: r.table,
+        from: r.src?,
+        shadowed_by_main: main.map(|m| r.priority >= m).unwrap_or(false),
+    })
+}
+
+/// The rule [`source_rule_for`] describes.
+pub(crate) fn first_source_rule(state: &HostState, addr: IpAddr) -> Option<Rule> {
     crate::fib::rules_in_order(state, crate::model::Family::of(&addr))
         .into_iter()
         .find(|r| {
@@ -375,14 +392,15 @@ pub fn source_rule_for(state: &HostState, addr: IpAddr) -> Option<SourceRule> {
                 && r.fwmark.is_none()
                 && r.tos == 0
         })
-        .and_then(|r| {
-            Some(SourceRule {
-                priority: r.priority,
-                table: r.table,
-                from: r.src?,
-                shadowed_by_main: main.map(|m| r.priority >= m).unwrap_or(false),
-            })
-        })
+}
+
+/// The plan the routing fixes are rendered from: what the policy's plan does on
+/// this host once the foreign objects in its way are removed, and those objects.
+pub(crate) struct Remedy {
+    /// The plan.
+    pub plan: Plan,
+    /// Foreign routes and rules in the way, with the NIC each blocks.
+    pub obstacles: Vec<Obstacle>,
 }
 
 /// Shared, precomputed view for the checks.
@@ -392,70 +410,30 @@ pub(crate) struct Ctx<'a> {
     pub scope: NicScope,
     /// For each NIC in scope: the other NICs sharing one of its subnets.
     pub peers: BTreeMap<String, Vec<String>>,
-    /// For each NIC in scope: (table, rule priority) to use in remediation commands.
-    pub proposed: BTreeMap<String, (u32, u32)>,
+    /// The policy's plan, or why the policy cannot be planned on this host.
+    pub remedy: std::result::Result<Remedy, crate::Error>,
 }
 
 impl<'a> Ctx<'a> {
     fn new(state: &'a HostState, opts: &'a DoctorOptions) -> Ctx<'a> {
         let scope = nic_scope(state);
         let peers = scope.subnet_peers();
-        let mut used_tables: BTreeSet<u32> = state.routes.iter().map(|r| r.table).collect();
-        used_tables.extend(state.rules.iter().map(|r| r.table));
-        let mut used_prios: BTreeSet<u32> = state.rules.iter().map(|r| r.priority).collect();
-        let mut proposed = BTreeMap::new();
-        // NICs that already have a working source rule keep its numbers.
-        for n in &scope.nics {
-            if let Some(a) = n.primary_ipv4() {
-                if let Some(r) = source_rule_for(state, a.address) {
-                    if !r.shadowed_by_main {
-                        proposed.insert(n.ifname.clone(), (r.table, r.priority));
-                    }
-                }
+        let default_policy;
+        let policy = match &opts.policy {
+            Some(p) => p,
+            None => {
+                default_policy = Policy::default();
+                &default_policy
             }
-        }
-        for (pos, n) in scope.nics.iter().enumerate() {
-            if proposed.contains_key(&n.ifname) {
-                continue;
-            }
-            let pos = u32::try_from(pos).unwrap_or(0) + 1;
-            // Reuse a table that already routes only through this NIC.
-            let own = used_tables.iter().copied().find(|t| {
-                *t != RT_TABLE_MAIN
-                    && *t != RT_TABLE_LOCAL
-                    && *t != crate::model::RT_TABLE_DEFAULT
-                    && !proposed.values().any(|(pt, _)| pt == t)
-                    && state.routes.iter().any(|r| r.table == *t)
-                    && state
-                        .routes
-                        .iter()
-                        .filter(|r| r.table == *t)
-                        .all(|r| r.dev.as_deref() == Some(n.ifname.as_str()))
-            });
-            let t = match own {
-                Some(t) => t,
-                None => {
-                    let mut t = opts.table_base.saturating_add(pos);
-                    while used_tables.contains(&t) || t == RT_TABLE_MAIN || t == RT_TABLE_LOCAL {
-                        t = t.saturating_add(1);
-                    }
-                    used_tables.insert(t);
-                    t
-                }
-            };
-            let mut p = opts.rule_priority_base.saturating_add(pos);
-            while used_prios.contains(&p) {
-                p = p.saturating_add(1);
-            }
-            used_prios.insert(p);
-            proposed.insert(n.ifname.clone(), (t, p));
-        }
+        };
+        let remedy = crate::plan::plan_past_obstacles(state, policy)
+            .map(|(plan, obstacles)| Remedy { plan, obstacles });
         Ctx {
             state,
             opts,
             scope,
             peers,
-            proposed,
+            remedy,
         }
     }
 
@@ -477,35 +455,88 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Commands that install the per-NIC table and source rule for one address.
-    pub fn source_routing_commands(
-        &self,
-        ifname: &str,
-        addr: &crate::model::Address,
-    ) -> Vec<String> {
-        let (table, prio) = self
-            .proposed
-            .get(ifname)
-            .copied()
-            .unwrap_or((self.opts.table_base + 1, self.opts.rule_priority_base + 1));
-        let mut out = vec![format!(
-            "ip route replace {} dev {} proto static scope link src {} table {}",
-            addr.network(),
-            ifname,
-            addr.address,
-            table
-        )];
-        let has_rule = source_rule_for(self.state, addr.address)
-            .map(|r| !r.shadowed_by_main && r.table == table)
-            .unwrap_or(false);
-        if !has_rule {
-            out.push(format!(
-                "ip rule add from {} lookup {} pref {}",
-                addr.address, table, prio
-            ));
-        }
-        out
+    /// What the plan wants for a NIC (its table, rule priority, address).
+    pub fn planned(&self, ifname: &str) -> Option<&NicDesired> {
+        let r = self.remedy.as_ref().ok()?;
+        r.plan.desired.nics.iter().find(|n| n.ifname == ifname)
     }
+
+    /// Attach the routing fix of a NIC to a finding: the commands that remove
+    /// what is in the way (`culprit`: a rule that steers the NIC's traffic before
+    /// the planned rule can), then the plan's own route and rule changes for the
+    /// NIC. When the policy cannot be planned here, the finding says why
+    /// (`plan_error`) and carries no commands.
+    pub fn routing_fix(&self, f: Finding, ifname: &str, culprit: Option<&Rule>) -> Finding {
+        let remedy = match &self.remedy {
+            Ok(r) => r,
+            Err(e) => {
+                return f
+                    .evidence("plan_error", e.to_string())
+                    .fix(Vec::new(), Some("routing.enabled: true"))
+            }
+        };
+        let Some(nd) = self.planned(ifname) else {
+            return f
+                .evidence("plan_error", format!("the policy does not manage {ifname}"))
+                .fix(Vec::new(), Some("nics.include"));
+        };
+        let mut cmds: Vec<String> = Vec::new();
+        let mut push = |c: String| {
+            if !cmds.contains(&c) {
+                cmds.push(c);
+            }
+        };
+        if let Some(c) = culprit {
+            let desired = remedy.plan.desired.rules.iter().any(|r| r == c);
+            if !desired && c.priority < nd.rule_priority && c.table != RT_TABLE_LOCAL {
+                push(c.ip_command(IpVerb::Delete));
+            }
+        }
+        // Rules before routes, as the planner deletes stale objects.
+        let mine = || remedy.obstacles.iter().filter(|o| o.ifname == ifname);
+        for o in mine() {
+            if let ForeignObject::Rule(r) = &o.object {
+                push(r.ip_command(IpVerb::Delete));
+            }
+        }
+        for o in mine() {
+            if let ForeignObject::Route(r) = &o.object {
+                push(r.ip_command(IpVerb::Delete));
+            }
+        }
+        for c in &remedy.plan.changes {
+            match c {
+                Change::AddRoute { route } if route.table == nd.table => {
+                    push(route.ip_command(IpVerb::Replace))
+                }
+                Change::ReplaceRoute { after, .. } if after.table == nd.table => {
+                    push(after.ip_command(IpVerb::Replace))
+                }
+                Change::DeleteRoute { route } if route.table == nd.table => {
+                    push(route.ip_command(IpVerb::Delete))
+                }
+                Change::AddRule { rule } if rule_is_for(rule, nd) => {
+                    push(rule.ip_command(IpVerb::Add))
+                }
+                Change::DeleteRule { rule } if rule_is_for(rule, nd) => {
+                    push(rule.ip_command(IpVerb::Delete))
+                }
+                _ => {}
+            }
+        }
+        f.evidence("proposed_table", nd.table)
+            .evidence("proposed_priority", nd.rule_priority)
+            .fix(cmds, Some("routing.enabled: true"))
+    }
+}
+
+/// A rule the planner adds or deletes for this NIC: in its table, at its
+/// priority, or from its address.
+fn rule_is_for(r: &Rule, nd: &NicDesired) -> bool {
+    r.table == nd.table
+        || r.priority == nd.rule_priority
+        || r.src
+            .is_some_and(|s| s.prefix_len() > 0 && s.contains(&nd.address))
 }
 
 /// `sysctl -w` commands that make the effective value of a max-combined
@@ -524,12 +555,7 @@ pub(crate) fn max_sysctl_fix(
         .get(ifname)
         .and_then(|c| c.configured.get(key))
         .unwrap_or(0);
-    let cmd = |t: ConfTarget| {
-        format!(
-            "sysctl -w {}={want}",
-            Sysctl::Conf { target: t, key }.display_name()
-        )
-    };
+    let cmd = |target: ConfTarget| Sysctl::Conf { target, key }.write_command(&want.to_string());
     let mut out = Vec::new();
     let mut new_all = all;
     if all > want {

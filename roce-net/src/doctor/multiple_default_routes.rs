@@ -52,17 +52,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .fix(
                 best.iter()
                     .skip(1)
-                    .map(|r| {
-                        format!(
-                            "ip {}route del default{}{} metric {min}",
-                            if fam == Family::Inet6 { "-6 " } else { "" },
-                            r.gateway.map(|g| format!(" via {g}")).unwrap_or_default(),
-                            r.dev
-                                .as_deref()
-                                .map(|d| format!(" dev {d}"))
-                                .unwrap_or_default()
-                        )
-                    })
+                    .map(|r| r.ip_command(crate::model::IpVerb::Delete))
                     .collect(),
                 None,
             ),

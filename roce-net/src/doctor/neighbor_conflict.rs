@@ -13,7 +13,7 @@ use std::net::IpAddr;
 pub const ID: &str = "neighbor-conflict";
 
 fn del(n: &Neighbor) -> String {
-    format!("ip neigh del {} dev {}", n.ip, n.ifname)
+    n.ip_command(crate::model::IpVerb::Delete)
 }
 
 fn entries(ns: &[&Neighbor]) -> Vec<String> {

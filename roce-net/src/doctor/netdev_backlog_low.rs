@@ -28,7 +28,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     .evidence("value", v)
     .evidence("recommended", want)
     .fix(
-        vec![format!("sysctl -w net.core.netdev_max_backlog={want}")],
+        vec![
+            crate::model::Sysctl::Tuning(crate::model::TuningKey::NetdevMaxBacklog)
+                .write_command(&want.to_string()),
+        ],
         Some(&format!("tuning.netdev_max_backlog: {want}")),
     )]
 }

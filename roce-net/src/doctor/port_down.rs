@@ -1,7 +1,7 @@
 //! `port-down`: an RDMA port is not ACTIVE/LinkUp.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::nccl::port_netdev;
+use crate::scope::port_netdev;
 
 /// Check id.
 pub const ID: &str = "port-down";

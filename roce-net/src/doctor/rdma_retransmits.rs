@@ -32,7 +32,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 continue;
             }
             let mut subject = Subject::default().with_port(&d.name, p.port);
-            subject.interface = crate::nccl::port_netdev(d, p);
+            subject.interface = crate::scope::port_netdev(d, p);
             let list: Vec<String> = seen.iter().map(|(k, v)| format!("{k}={v}")).collect();
             out.push(
                 Finding::new(
@@ -52,7 +52,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                         format!("rdma statistic show link {}/{}", d.name, p.port),
                         format!(
                             "ip neigh show dev {}",
-                            crate::nccl::port_netdev(d, p).unwrap_or_default()
+                            crate::scope::port_netdev(d, p).unwrap_or_default()
                         ),
                     ],
                     None,

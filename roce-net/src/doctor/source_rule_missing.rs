@@ -8,53 +8,38 @@ pub const ID: &str = "source-rule-missing";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for nic in &ctx.scope.nics {
-        for a in &nic.ipv4 {
-            let rule = source_rule_for(ctx.state, a.address);
-            let shadowed = match &rule {
-                Some(r) if !r.shadowed_by_main => continue,
-                Some(r) => Some(r.clone()),
-                None => None,
-            };
-            let (table, prio) = ctx.proposed.get(&nic.ifname).copied().unwrap_or((0, 0));
-            let msg = match &shadowed {
-                Some(r) => format!(
-                    "the source rule for {} (pref {}) runs after the main table's rule, so it never applies",
-                    a.address, r.priority
-                ),
-                None => format!(
-                    "no rule sends traffic from {} ({}) to a per-NIC table; the main table picks the egress NIC",
-                    a.address, nic.ifname
-                ),
-            };
-            let mut cmds = Vec::new();
-            if let Some(r) = &shadowed {
-                cmds.push(format!(
-                    "ip rule del from {} lookup {} pref {}",
-                    r.from, r.table, r.priority
-                ));
-            }
-            cmds.extend(ctx.source_routing_commands(&nic.ifname, a));
-            out.push(
-                Finding::new(
-                    ID,
-                    ctx.flux_severity(&nic.ifname),
-                    Subject::interface(&nic.ifname).with_address(a.address),
-                    msg,
-                )
-                .evidence("address", a.address)
-                .evidence("prefix_len", a.prefix_len)
-                .evidence("shadowed_rule", &shadowed)
-                .evidence(
-                    "main_rule_priority",
-                    super::main_rule_priority(ctx.state, a.address),
-                )
-                .evidence("proposed_table", table)
-                .evidence("proposed_priority", prio)
-                .evidence("shares_subnet_with", ctx.peers.get(&nic.ifname))
-                .fix(cmds, Some("routing.enabled: true")),
-            );
-        }
+    for (nic, a) in ctx.scope.addressed() {
+        let rule = source_rule_for(ctx.state, a.address);
+        let shadowed = match &rule {
+            Some(r) if !r.shadowed_by_main => continue,
+            Some(r) => Some(r.clone()),
+            None => None,
+        };
+        let msg = match &shadowed {
+            Some(r) => format!(
+                "the source rule for {} (pref {}) runs after the main table's rule, so it never applies",
+                a.address, r.priority
+            ),
+            None => format!(
+                "no rule sends traffic from {} ({}) to a per-NIC table; the main table picks the egress NIC",
+                a.address, nic.ifname
+            ),
+        };
+        let f = Finding::new(
+            ID,
+            ctx.flux_severity(&nic.ifname),
+            Subject::interface(&nic.ifname).with_address(a.address),
+            msg,
+        )
+        .evidence("address", a.address)
+        .evidence("prefix_len", a.prefix_len)
+        .evidence("shadowed_rule", &shadowed)
+        .evidence(
+            "main_rule_priority",
+            super::main_rule_priority(ctx.state, a.address),
+        )
+        .evidence("shares_subnet_with", ctx.peers.get(&nic.ifname));
+        out.push(ctx.routing_fix(f, &nic.ifname, None));
     }
     out
 }

@@ -46,6 +46,7 @@ use crate::model::{
     Family, HostState, Route, RouteType, Rule, RuleAction, Scope, RT_TABLE_DEFAULT, RT_TABLE_LOCAL,
     RT_TABLE_MAIN,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -105,7 +106,7 @@ impl Flow {
 }
 
 /// The route the kernel would pick for a flow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FibDecision {
     /// Route type of the result (`unicast`, `local`, `broadcast`, ...).
     pub kind: RouteType,
@@ -272,22 +273,10 @@ pub fn rules_in_order(state: &HostState, family: Family) -> Vec<Rule> {
         .cloned()
         .collect();
     if rules.is_empty() {
-        let mk = |priority: u32, table: u32| Rule {
-            family,
-            priority,
-            src: None,
-            dst: None,
-            iif: None,
-            oif: None,
-            fwmark: None,
-            fwmask: None,
-            tos: 0,
-            invert: false,
-            table,
-            action: RuleAction::ToTable,
-            goto: None,
-            suppress_prefixlen: None,
-            protocol: crate::model::protocol::KERNEL,
+        let mk = |priority: u32, table: u32| {
+            Rule::lookup(priority, table)
+                .family(family)
+                .protocol(crate::model::protocol::KERNEL)
         };
         rules.push(mk(0, RT_TABLE_LOCAL));
         rules.push(mk(32766, RT_TABLE_MAIN));

@@ -4,9 +4,19 @@
 //! Hosts are compared with the majority: for each property (GID index, MTUs, number
 //! of NICs in scope, subnets) the most common value wins (ties go to the smallest
 //! value), and every host that differs gets a finding naming the host.
+//!
+//! A host is named by [`host_label`]: its host name, and for a snapshot taken
+//! inside a named network namespace `hostname:netns` (lab hosts share the
+//! machine's host name). Checks added by the fleet work of issue 12 live in their
+//! own files: [`neighbors`] (a peer's entry for another host's address holding
+//! the wrong MAC) and [`subnets`] (NIC count and MTU per subnet).
+
+mod neighbors;
+mod subnets;
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::model::{HostState, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -18,12 +28,24 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     "fleet-duplicate-address",
     "fleet-nic-count-differs",
     "fleet-subnet-layout-differs",
+    neighbors::ID,
+    subnets::NIC_COUNT_ID,
+    subnets::MTU_ID,
 ];
 
+/// How the fleet report names a host: `hostname`, or `hostname:netns` for a
+/// snapshot taken inside a named network namespace.
+pub fn host_label(state: &HostState) -> String {
+    match &state.netns {
+        Some(ns) => format!("{}:{ns}", state.hostname),
+        None => state.hostname.clone(),
+    }
+}
+
 /// One host's summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HostSummary {
-    /// Host name.
+    /// Host name, as [`host_label`] gives it.
     pub hostname: String,
     /// NICs in scope (see [`crate::scope`]).
     pub nics: Vec<String>,
@@ -42,7 +64,7 @@ pub struct HostSummary {
 }
 
 /// Summaries and cross-host findings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FleetReport {
     /// One summary per snapshot, in input order.
     pub hosts: Vec<HostSummary>,
@@ -59,7 +81,7 @@ pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
         .and_then(|v| v.value.as_ref())
         .and_then(|v| v.parse().ok());
     HostSummary {
-        hostname: state.hostname.clone(),
+        hostname: host_label(state),
         nics: scope.names(),
         rdma_devices: state.rdma.iter().map(|d| d.name.clone()).collect(),
         findings: doctor::summarize(&findings),
@@ -79,7 +101,7 @@ pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
 }
 
 /// The most common value (ties: the smallest).
-fn majority<T: Ord + Clone>(values: &[T]) -> Option<T> {
+pub(super) fn majority<T: Ord + Clone>(values: &[T]) -> Option<T> {
     let mut count: BTreeMap<&T, usize> = BTreeMap::new();
     for v in values {
         *count.entry(v).or_default() += 1;
@@ -176,6 +198,9 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
             |_, _| (vec!["ip -br -4 addr".to_string()], None),
         );
         duplicates(states, &mut findings);
+        let labels: Vec<String> = states.iter().map(host_label).collect();
+        neighbors::check(states, &labels, &mut findings);
+        subnets::check(states, &labels, &mut findings);
     }
     doctor::sort_findings(&mut findings);
     FleetReport { hosts, findings }
@@ -244,7 +269,7 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
             by_ip
                 .entry(a.address)
                 .or_default()
-                .insert((s.hostname.clone(), a.ifname.clone()));
+                .insert((host_label(s), a.ifname.clone()));
             owners.entry(a.address).or_default().insert(i);
             dels.entry(a.address).or_default().push(format!(
                 "ssh {} ip addr del {}/{} dev {}",

@@ -36,9 +36,15 @@ pub const SEED_HOST_FIRST: u8 = 11;
 pub const SEED_PEER_HOST: u8 = 100;
 /// Most NICs [`Lab::seed`] accepts (addresses .11 to .74 stay below the peer's).
 pub const SEED_MAX_NICS: usize = 64;
+/// Most hosts [`Lab::fleet`] accepts (host `k` uses 198.18.`k`.0/24 inside the /16).
+pub const FLEET_MAX_HOSTS: usize = 200;
+/// Most NICs per host [`Lab::fleet`] accepts.
+pub const FLEET_MAX_NICS: usize = 16;
 
 /// One lab interface: a veth end in a lab namespace, plugged into the switch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct LabNic {
     /// The namespace the interface lives in.
     pub namespace: String,
@@ -62,6 +68,7 @@ pub struct Lab {
     peer: Option<String>,
     nics: Vec<LabNic>,
     peer_nic: Option<LabNic>,
+    fleet: Vec<String>,
 }
 
 /// Run `f` with a netlink socket inside the named namespace.
@@ -98,6 +105,7 @@ impl Lab {
             peer: None,
             nics: Vec::new(),
             peer_nic: None,
+            fleet: Vec::new(),
         })
     }
 
@@ -135,6 +143,41 @@ impl Lab {
         Ok(lab)
     }
 
+    /// A fleet: `hosts` host namespaces `...-h1`, `...-h2`, ... on one switch,
+    /// each with `nics` NICs `r0..` addressed 198.18.`k`.11/16, .12/16, ... on
+    /// host `k` (every NIC of every host in one subnet, so each host has the
+    /// seed's ARP-flux and asymmetric-routing setup and every host is every
+    /// other's peer). Links up, kernel-default sysctls, no fix applied.
+    /// [`Lab::nics`] lists every host's NICs, host by host.
+    pub fn fleet(tag: &str, hosts: usize, nics: usize) -> Result<Lab> {
+        if hosts == 0 || hosts > FLEET_MAX_HOSTS || nics == 0 || nics > FLEET_MAX_NICS {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "a fleet lab has 1 to {FLEET_MAX_HOSTS} hosts with 1 to {FLEET_MAX_NICS} \
+                     NICs each, not {hosts} hosts with {nics}"
+                ),
+            ));
+        }
+        let mut lab = Lab::new(tag)?;
+        lab.add_switch("sw")?;
+        for k in 1..=hosts {
+            let ns = lab.add_namespace(&format!("h{k}"))?;
+            for i in 0..nics {
+                let ip = IpAddr::V4(Ipv4Addr::new(198, 18, k as u8, SEED_HOST_FIRST + i as u8));
+                let nic = lab.connect(&ns, &format!("r{i}"), ip, 16)?;
+                lab.nics.push(nic);
+            }
+            lab.fleet.push(ns);
+        }
+        Ok(lab)
+    }
+
+    /// The fleet lab's host namespaces, `...-h1` first (empty for other labs).
+    pub fn fleet_hosts(&self) -> &[String] {
+        &self.fleet
+    }
+
     /// The name prefix shared by this lab's namespaces.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -160,7 +203,7 @@ impl Lab {
         self.switch.as_deref()
     }
 
-    /// The seed lab's host NICs, `r0` first.
+    /// The host NICs: the seed lab's, `r0` first, or every fleet host's, host by host.
     pub fn nics(&self) -> &[LabNic] {
         &self.nics
     }

@@ -1,9 +1,12 @@
+use super::table::IpVerb;
 use super::Scope;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::net::IpAddr;
 
 /// An IP address assigned to an interface.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Address {
     /// Interface name.
     pub ifname: String,
@@ -28,5 +31,23 @@ impl Address {
         ipnet::IpNet::new(self.address, self.prefix_len)
             .map(|n| n.trunc())
             .unwrap_or_else(|_| ipnet::IpNet::from(self.address))
+    }
+}
+
+impl fmt::Display for Address {
+    /// As `ip addr add` takes it: `198.18.0.11/24 dev r1`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{} dev {}",
+            self.address, self.prefix_len, self.ifname
+        )
+    }
+}
+
+impl Address {
+    /// The `ip` command for this address: `ip addr del 198.18.0.11/24 dev r1`.
+    pub fn ip_command(&self, verb: IpVerb) -> String {
+        format!("ip addr {verb} {self}")
     }
 }

@@ -1,11 +1,12 @@
 use super::{Address, Interface, Neighbor, RdmaDevice, Route, Rule, SysctlView};
 use crate::error::{Error, ErrorKind, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Something that could not be read, so the snapshot is partial there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Warning {
     /// What was being read (a path, or a netlink object class).
     pub source: String,
@@ -14,7 +15,7 @@ pub struct Warning {
 }
 
 /// One typed, serialisable snapshot of a host's (or a namespace's) networking.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HostState {
     /// Schema version of this document; see [`HostState::SCHEMA_VERSION`].
     pub schema_version: u32,

@@ -61,6 +61,19 @@ impl Serialize for HwAddr {
     }
 }
 
+/// A string (colon-separated hex bytes, as `ip` prints them).
+impl schemars::JsonSchema for HwAddr {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HwAddr".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
 impl<'de> Deserialize<'de> for HwAddr {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

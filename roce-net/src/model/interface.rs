@@ -1,8 +1,9 @@
 use super::HwAddr;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Operational state of a link (`IF_OPER_*`, RFC 2863), as `ip link` prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum OperState {
     /// `UNKNOWN` (loopback, tun devices, veth before carrier is known).
@@ -23,7 +24,7 @@ pub enum OperState {
 }
 
 /// Link counters (`IFLA_STATS64`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LinkStats {
     /// Packets received.
     pub rx_packets: u64,
@@ -44,7 +45,7 @@ pub struct LinkStats {
 }
 
 /// A network interface (netdev).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Interface {
     /// Interface index.
     pub index: u32,

@@ -1,8 +1,13 @@
 //! Plain serde data: everything roce-net reads from a host, as one typed snapshot.
 //!
-//! These types are the library's public vocabulary. They never carry netlink crate
-//! types, so the JSON schema (`HostState::SCHEMA_VERSION`) stays stable across
-//! dependency upgrades.
+//! These types are the library's public vocabulary, and each owns its one
+//! rendering: `Display` in iproute2 syntax (`Route`, `Rule`, `Neighbor`,
+//! `Address`, `Sysctl` and its assignment), `with_table_names` for reading with
+//! registered table names, `ip_command` for the command that makes or removes it.
+//! They never carry netlink crate types, so the JSON schema
+//! (`HostState::SCHEMA_VERSION`) stays stable across dependency upgrades.
+
+use schemars::JsonSchema;
 
 mod address;
 mod host_state;
@@ -14,6 +19,7 @@ mod route;
 mod rule;
 mod scope;
 mod sysctl;
+mod table;
 
 pub use address::Address;
 pub use host_state::{HostState, Warning};
@@ -28,12 +34,24 @@ pub use route::{
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
 pub use sysctl::{
-    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlView, Tuning, TuningKey,
+    Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAssignment, SysctlValue,
+    SysctlView, Tuning, TuningKey,
 };
+pub use table::{IpVerb, TableId, WithTableNames};
 
 /// Address family of a route, rule or address.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Family {

@@ -1,9 +1,14 @@
+use super::table::IpVerb;
 use super::HwAddr;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::net::IpAddr;
 
 /// One bit of a neighbour entry's state (`NUD_*`), named as `ip neigh` prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum NeighState {
     /// Resolution in progress.
@@ -56,7 +61,7 @@ impl NeighState {
 }
 
 /// A neighbour (ARP / NDP) table entry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Neighbor {
     /// Interface name.
     pub ifname: String,
@@ -82,5 +87,65 @@ impl Neighbor {
                 .state
                 .iter()
                 .any(|s| matches!(s, NeighState::Incomplete | NeighState::Failed))
+    }
+}
+
+impl NeighState {
+    /// The name `ip neigh` prints (`REACHABLE`); lower-cased it is `nud`'s argument.
+    pub fn name(self) -> &'static str {
+        match self {
+            NeighState::Incomplete => "INCOMPLETE",
+            NeighState::Reachable => "REACHABLE",
+            NeighState::Stale => "STALE",
+            NeighState::Delay => "DELAY",
+            NeighState::Probe => "PROBE",
+            NeighState::Failed => "FAILED",
+            NeighState::Noarp => "NOARP",
+            NeighState::Permanent => "PERMANENT",
+        }
+    }
+}
+
+impl fmt::Display for NeighState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Neighbor {
+    /// As `ip neigh` prints it: `198.18.0.100 dev r2 lladdr 02:00:00:00:01:02 STALE`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} dev {}", self.ip, self.ifname)?;
+        if let Some(m) = &self.mac {
+            write!(f, " lladdr {m}")?;
+        }
+        if self.router {
+            f.write_str(" router")?;
+        }
+        for st in &self.state {
+            write!(f, " {st}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Neighbor {
+    /// The `ip` command for this entry: `ip neigh del 198.18.0.100 dev r2`, or
+    /// (add/replace) `ip neigh replace 198.18.0.100 dev r2 lladdr 02:.. nud stale`
+    /// with its first state.
+    pub fn ip_command(&self, verb: IpVerb) -> String {
+        let mut s = format!("ip neigh {verb} {} dev {}", self.ip, self.ifname);
+        if verb != IpVerb::Delete {
+            if let Some(m) = &self.mac {
+                s.push_str(&format!(" lladdr {m}"));
+            }
+            if self.router {
+                s.push_str(" router");
+            }
+            if let Some(st) = self.state.first() {
+                s.push_str(&format!(" nud {}", st.name().to_ascii_lowercase()));
+            }
+        }
+        s
     }
 }

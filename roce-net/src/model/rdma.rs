@@ -1,9 +1,10 @@
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The type of a GID table entry (`gid_attrs/types/<i>`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GidType {
     /// `IB/RoCE v1`: RoCE v1 (Ethernet, not routable).
@@ -38,7 +39,7 @@ impl GidType {
 }
 
 /// One populated slot of a port's GID table.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct GidEntry {
     /// Index in the table (what `NCCL_IB_GID_INDEX` names).
     pub index: u32,
@@ -63,7 +64,7 @@ pub fn active_mtu_for_netdev_mtu(mtu: u32) -> Option<u32> {
 }
 
 /// One port of an RDMA device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RdmaPort {
     /// Port number (from 1).
     pub port: u32,
@@ -100,7 +101,7 @@ impl RdmaPort {
 }
 
 /// An RDMA device (`/sys/class/infiniband/<name>`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RdmaDevice {
     /// Device name (`mlx5_0`, `rocep65s0f0`, `mlx5_bond_0`, ...).
     pub name: String,

@@ -1,5 +1,9 @@
+use super::table::{family_flag, IpVerb, TableText, WithTableNames};
 use super::{Family, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
 use std::net::IpAddr;
 
 /// `RT_TABLE_UNSPEC` (0): reserved.
@@ -13,7 +17,18 @@ pub const RT_TABLE_LOCAL: u32 = 255;
 
 /// Route type (`RTN_*`), serialised with iproute2's names.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Default,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum RouteType {
@@ -78,7 +93,7 @@ impl RouteType {
 }
 
 /// One next hop of a multipath route.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct NextHop {
     /// Gateway, if any.
     pub gateway: Option<IpAddr>,
@@ -89,7 +104,7 @@ pub struct NextHop {
 }
 
 /// A route in any routing table.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Route {
     /// Address family.
     pub family: Family,
@@ -123,7 +138,7 @@ pub struct Route {
 /// The kernel's answer to `ip route get DST [from SRC] [oif DEV]`: which routing
 /// table matched (looked up with `RTM_F_LOOKUP_TABLE`, so policy rules are taken
 /// into account) and where a packet would leave.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct RouteDecision {
     /// The routing table whose route matched (full 32-bit `RTA_TABLE`).
     pub table: u32,
@@ -137,4 +152,122 @@ pub struct RouteDecision {
     /// Route type (`unicast`, `local`, `unreachable`, ...).
     #[serde(rename = "type")]
     pub kind: RouteType,
+}
+
+impl fmt::Display for RouteType {
+    /// iproute2's name (`unicast`, `local`, `blackhole`, ...).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RouteType::Unicast => "unicast",
+            RouteType::Local => "local",
+            RouteType::Broadcast => "broadcast",
+            RouteType::Anycast => "anycast",
+            RouteType::Multicast => "multicast",
+            RouteType::Blackhole => "blackhole",
+            RouteType::Unreachable => "unreachable",
+            RouteType::Prohibit => "prohibit",
+            RouteType::Throw => "throw",
+            RouteType::Nat => "nat",
+            RouteType::Other => "other",
+        })
+    }
+}
+
+impl Route {
+    /// The route with registered table names shown (`table roce_r1(1001)`).
+    pub fn with_table_names<'a>(
+        &'a self,
+        names: &'a BTreeMap<u32, String>,
+    ) -> WithTableNames<'a, Route> {
+        WithTableNames { item: self, names }
+    }
+
+    /// The `ip` command that adds, replaces or deletes this route:
+    /// `ip route replace 198.18.0.0/24 dev r1 src 198.18.0.11 table 1001 proto 201`
+    /// (`ip -6 route ...` for IPv6).
+    pub fn ip_command(&self, verb: IpVerb) -> String {
+        format!("ip {}route {verb} {self}", family_flag(self.family))
+    }
+
+    fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        names: Option<&BTreeMap<u32, String>>,
+    ) -> fmt::Result {
+        if self.kind != RouteType::Unicast {
+            write!(f, "{} ", self.kind)?;
+        }
+        if self.dst.prefix_len() == 0 {
+            f.write_str("default")?;
+        } else {
+            write!(f, "{}", self.dst)?;
+        }
+        if let Some(g) = &self.gateway {
+            write!(f, " via {g}")?;
+        }
+        if let Some(d) = &self.dev {
+            write!(f, " dev {d}")?;
+        }
+        if let Some(p) = &self.prefsrc {
+            write!(f, " src {p}")?;
+        }
+        if self.scope != self.implied_scope() {
+            write!(f, " scope {}", self.scope)?;
+        }
+        write!(
+            f,
+            " table {}",
+            TableText {
+                id: self.table,
+                names
+            }
+        )?;
+        write!(f, " proto {}", self.protocol)?;
+        if let Some(m) = self.metric.filter(|m| *m != 0) {
+            write!(f, " metric {m}")?;
+        }
+        if self.tos != 0 {
+            write!(f, " tos 0x{:02x}", self.tos)?;
+        }
+        for nh in &self.multipath {
+            f.write_str(" nexthop")?;
+            if let Some(g) = &nh.gateway {
+                write!(f, " via {g}")?;
+            }
+            if let Some(d) = &nh.dev {
+                write!(f, " dev {d}")?;
+            }
+            write!(f, " weight {}", nh.weight)?;
+        }
+        Ok(())
+    }
+
+    /// The scope `ip route add` picks when none is given: host for local routes,
+    /// global for gateway, multipath or device-less routes, link otherwise.
+    pub fn implied_scope(&self) -> Scope {
+        if self.kind == RouteType::Local {
+            Scope::Host
+        } else if self.gateway.is_some() || !self.multipath.is_empty() || self.dev.is_none() {
+            Scope::Universe
+        } else {
+            Scope::Link
+        }
+    }
+}
+
+impl fmt::Display for Route {
+    /// The route in `ip route` syntax, valid as `ip route add` arguments: table
+    /// (by number, reserved ones by name) and protocol always shown, the scope
+    /// only when it differs from [`Route::implied_scope`], a metric of 0 left out.
+    ///
+    /// `198.18.0.0/24 dev r1 src 198.18.0.11 table 1001 proto 201`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl fmt::Display for WithTableNames<'_, Route> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.item.write(f, Some(self.names))
+    }
 }

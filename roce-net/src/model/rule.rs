@@ -1,8 +1,13 @@
+use super::table::{family_flag, IpVerb, TableText, WithTableNames};
 use super::Family;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
 
 /// What a policy rule does when it matches (`FR_ACT_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleAction {
     /// Look the packet up in `table`.
@@ -50,7 +55,7 @@ impl RuleAction {
 }
 
 /// A routing policy rule (`ip rule`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Rule {
     /// Address family.
     pub family: Family,
@@ -86,4 +91,216 @@ pub struct Rule {
     pub suppress_prefixlen: Option<u32>,
     /// Protocol number of whoever installed the rule (`FRA_PROTOCOL`).
     pub protocol: u8,
+}
+
+impl fmt::Display for RuleAction {
+    /// iproute2's word for the action (`lookup`, `goto`, `nop`, `blackhole`, ...).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RuleAction::ToTable => "lookup",
+            RuleAction::Goto => "goto",
+            RuleAction::Nop => "nop",
+            RuleAction::Blackhole => "blackhole",
+            RuleAction::Unreachable => "unreachable",
+            RuleAction::Prohibit => "prohibit",
+            RuleAction::Other => "action-other",
+        })
+    }
+}
+
+/// A prefix as `ip rule` writes it: a host prefix as the bare address.
+struct Net<'a>(&'a ipnet::IpNet);
+
+impl fmt::Display for Net<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.prefix_len() == self.0.max_prefix_len() {
+            write!(f, "{}", self.0.addr())
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl Rule {
+    /// `from all lookup <table>` at `priority`: an IPv4 rule with no selectors and
+    /// protocol 0; add selectors with the builder methods below.
+    ///
+    /// ```
+    /// # use roce_net::Rule;
+    /// let r = Rule::lookup(1001, 1001).src("198.18.0.11/32".parse().unwrap()).protocol(201);
+    /// assert_eq!(r.to_string(), "from 198.18.0.11 lookup 1001 pref 1001 proto 201");
+    /// ```
+    pub fn lookup(priority: u32, table: u32) -> Rule {
+        Rule {
+            family: Family::Inet,
+            priority,
+            src: None,
+            dst: None,
+            iif: None,
+            oif: None,
+            fwmark: None,
+            fwmask: None,
+            tos: 0,
+            invert: false,
+            table,
+            action: RuleAction::ToTable,
+            goto: None,
+            suppress_prefixlen: None,
+            protocol: 0,
+        }
+    }
+
+    /// roce-net's source rule: `from <address> lookup <table> pref <priority>`
+    /// (a host prefix, the family of the address).
+    pub fn source(address: IpAddr, table: u32, priority: u32) -> Rule {
+        Rule::lookup(priority, table).src(ipnet::IpNet::from(address))
+    }
+
+    /// With this address family.
+    pub fn family(mut self, family: Family) -> Rule {
+        self.family = family;
+        self
+    }
+
+    /// With a source selector (`from`); the family follows the prefix.
+    pub fn src(mut self, src: ipnet::IpNet) -> Rule {
+        self.family = Family::of(&src.addr());
+        self.src = Some(src);
+        self
+    }
+
+    /// With a destination selector (`to`); the family follows the prefix.
+    pub fn dst(mut self, dst: ipnet::IpNet) -> Rule {
+        self.family = Family::of(&dst.addr());
+        self.dst = Some(dst);
+        self
+    }
+
+    /// With an input interface selector (`iif`).
+    pub fn iif(mut self, name: &str) -> Rule {
+        self.iif = Some(name.to_string());
+        self
+    }
+
+    /// With an output interface selector (`oif`).
+    pub fn oif(mut self, name: &str) -> Rule {
+        self.oif = Some(name.to_string());
+        self
+    }
+
+    /// With a firewall mark selector (and mask).
+    pub fn fwmark(mut self, mark: u32, mask: Option<u32>) -> Rule {
+        self.fwmark = Some(mark);
+        self.fwmask = mask;
+        self
+    }
+
+    /// With this action instead of a table lookup (the table becomes 0); for
+    /// `goto`, use [`Rule::goto`].
+    pub fn action(mut self, action: RuleAction) -> Rule {
+        self.action = action;
+        if action != RuleAction::ToTable {
+            self.table = 0;
+        }
+        self
+    }
+
+    /// Jump to the rule at `target` instead of a table lookup.
+    pub fn goto(mut self, target: u32) -> Rule {
+        self.action = RuleAction::Goto;
+        self.table = 0;
+        self.goto = Some(target);
+        self
+    }
+
+    /// With the protocol number of its owner (`FRA_PROTOCOL`).
+    pub fn protocol(mut self, protocol: u8) -> Rule {
+        self.protocol = protocol;
+        self
+    }
+
+    /// The rule with registered table names shown (`lookup roce_r1(1001)`).
+    pub fn with_table_names<'a>(
+        &'a self,
+        names: &'a BTreeMap<u32, String>,
+    ) -> WithTableNames<'a, Rule> {
+        WithTableNames { item: self, names }
+    }
+
+    /// The `ip` command that adds or deletes this rule:
+    /// `ip rule add from 198.18.0.11 lookup 1001 pref 1001 proto 201` (`ip -6 rule
+    /// ...` for IPv6). Rules have no `replace`: [`IpVerb::Replace`] renders `add`.
+    pub fn ip_command(&self, verb: IpVerb) -> String {
+        let verb = match verb {
+            IpVerb::Replace => IpVerb::Add,
+            v => v,
+        };
+        format!("ip {}rule {verb} {self}", family_flag(self.family))
+    }
+
+    fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        names: Option<&BTreeMap<u32, String>>,
+    ) -> fmt::Result {
+        if self.invert {
+            f.write_str("not ")?;
+        }
+        match &self.src {
+            Some(n) => write!(f, "from {}", Net(n))?,
+            None => f.write_str("from all")?,
+        }
+        if let Some(n) = &self.dst {
+            write!(f, " to {}", Net(n))?;
+        }
+        if self.tos != 0 {
+            write!(f, " tos 0x{:02x}", self.tos)?;
+        }
+        if let Some(m) = self.fwmark.filter(|m| *m != 0) {
+            write!(f, " fwmark 0x{m:x}")?;
+            if let Some(mask) = self.fwmask.filter(|k| *k != u32::MAX) {
+                write!(f, "/0x{mask:x}")?;
+            }
+        }
+        if let Some(i) = &self.iif {
+            write!(f, " iif {i}")?;
+        }
+        if let Some(o) = &self.oif {
+            write!(f, " oif {o}")?;
+        }
+        match self.action {
+            RuleAction::ToTable => write!(
+                f,
+                " lookup {}",
+                TableText {
+                    id: self.table,
+                    names
+                }
+            )?,
+            RuleAction::Goto => match self.goto {
+                Some(g) => write!(f, " goto {g}")?,
+                None => f.write_str(" goto ?")?,
+            },
+            a => write!(f, " {a}")?,
+        }
+        if let Some(p) = self.suppress_prefixlen.filter(|p| *p != u32::MAX) {
+            write!(f, " suppress_prefixlength {p}")?;
+        }
+        write!(f, " pref {} proto {}", self.priority, self.protocol)
+    }
+}
+
+impl fmt::Display for Rule {
+    /// The rule in `ip rule` syntax, valid as `ip rule add` arguments, with `pref`
+    /// and `proto` always shown and the table by number (reserved ones by name):
+    /// `from 198.18.0.11 lookup 1001 pref 1001 proto 201`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl fmt::Display for WithTableNames<'_, Rule> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.item.write(f, Some(self.names))
+    }
 }

@@ -74,6 +74,19 @@ impl Serialize for Scope {
     }
 }
 
+/// A string (iproute2's name, or the number of a scope without one).
+impl schemars::JsonSchema for Scope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scope".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
 impl<'de> Deserialize<'de> for Scope {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

@@ -1,3 +1,4 @@
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,7 +14,9 @@ pub enum Combine {
 }
 
 /// A per-interface IPv4 sysctl under `net.ipv4.conf.<iface>.`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfKey {
     /// `arp_ignore` (0..=8).
@@ -96,7 +99,9 @@ impl fmt::Display for ConfKey {
 }
 
 /// Which `net.ipv4.conf.*` directory a value lives in.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfTarget {
     /// `conf/all`: combined with every interface's own value.
@@ -119,7 +124,9 @@ impl ConfTarget {
 }
 
 /// Host-wide tuning sysctls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TuningKey {
     /// `net.core.netdev_max_backlog`.
@@ -172,7 +179,9 @@ impl TuningKey {
 
 /// A sysctl roce-net reads or writes, identified by structure, never by a dotted
 /// string (interface names may contain dots).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Sysctl {
     /// `net.ipv4.conf.<target>.<key>`.
@@ -211,13 +220,71 @@ impl Sysctl {
 }
 
 impl fmt::Display for Sysctl {
+    /// The name as `sysctl(8)` shows it ([`Sysctl::display_name`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.display_name())
     }
 }
 
+impl Sysctl {
+    /// `name=value` as `sysctl -w` and `sysctl.d` take it (values with several
+    /// fields separated by single spaces).
+    pub fn assign<'a>(&'a self, value: &'a str) -> SysctlAssignment<'a> {
+        SysctlAssignment {
+            sysctl: self,
+            value,
+        }
+    }
+
+    /// The command that sets it now: `sysctl -w net.ipv4.conf.r1.arp_ignore=1`
+    /// (quoted for the shell when the value has several fields).
+    pub fn write_command(&self, value: &str) -> String {
+        let a = self.assign(value).to_string();
+        if a.contains(' ') {
+            format!("sysctl -w '{a}'")
+        } else {
+            format!("sysctl -w {a}")
+        }
+    }
+}
+
+/// A sysctl with a value ([`Sysctl::assign`]): `net.ipv4.conf.all.arp_ignore=1`.
+#[derive(Debug, Clone, Copy)]
+pub struct SysctlAssignment<'a> {
+    sysctl: &'a Sysctl,
+    value: &'a str,
+}
+
+impl fmt::Display for SysctlAssignment<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.sysctl, SysctlValue(Some(self.value)))
+    }
+}
+
+/// A sysctl value as shown in plans: fields separated by single spaces (the
+/// kernel separates them by tabs), `(unread)` when it could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct SysctlValue<'a>(pub Option<&'a str>);
+
+impl fmt::Display for SysctlValue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => {
+                for (i, w) in v.split_whitespace().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    f.write_str(w)?;
+                }
+                Ok(())
+            }
+            None => f.write_str("(unread)"),
+        }
+    }
+}
+
 /// The per-interface values of every [`ConfKey`]; `None` where unreadable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ConfValues {
     /// `arp_ignore`.
     pub arp_ignore: Option<u32>,
@@ -268,7 +335,7 @@ impl ConfValues {
 }
 
 /// One interface's sysctls: what is configured on it and what the kernel uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct InterfaceConf {
     /// The values in `conf/<iface>/`.
     pub configured: ConfValues,
@@ -277,7 +344,7 @@ pub struct InterfaceConf {
 }
 
 /// Host-wide tuning values.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Tuning {
     /// `net.core.netdev_max_backlog`.
     pub netdev_max_backlog: Option<u64>,
@@ -302,7 +369,7 @@ impl Tuning {
 }
 
 /// Every sysctl roce-net cares about, for one network namespace.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SysctlView {
     /// `net.ipv4.conf.all.*`.
     pub all: ConfValues,

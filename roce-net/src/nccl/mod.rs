@@ -1,14 +1,17 @@
 //! NCCL environment derived from the GID tables and the NICs in scope:
 //! `nccl::recommend(&state) -> NcclAdvice`, every value with the reasoning behind it.
+//!
+//! Which NICs and which address of each come from [`crate::scope`], as for the
+//! doctor and the planner: the GID index is the one of the NIC's managed address.
 
-use crate::model::{Family, GidType, HostState, RdmaDevice, RdmaPort, RT_TABLE_MAIN};
-use crate::scope::{nic_scope, PortRef};
+use crate::model::{Family, HostState, RT_TABLE_MAIN};
+use crate::scope::{find_port, nic_scope, roce_v2_gid_indices, PortRef};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
 /// One environment variable recommendation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclVar {
     /// Variable name (`NCCL_IB_HCA`).
     pub name: String,
@@ -19,7 +22,7 @@ pub struct NcclVar {
 }
 
 /// NCCL settings for one host.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NcclAdvice {
     /// Variables, in a stable order.
     pub vars: Vec<NcclVar>,
@@ -40,73 +43,6 @@ impl NcclAdvice {
             .filter_map(|v| v.value.as_ref().map(|x| format!("{}={}", v.name, x)))
             .collect()
     }
-}
-
-/// The netdev behind an RDMA port: the port's own `netdev`, else the device's only
-/// netdev when it has a single port.
-pub fn port_netdev(dev: &RdmaDevice, port: &RdmaPort) -> Option<String> {
-    port.netdev.clone().or_else(|| {
-        if dev.ports.len() == 1 && dev.netdevs.len() == 1 {
-            dev.netdevs.first().cloned()
-        } else {
-            None
-        }
-    })
-}
-
-/// The primary global IPv4 address of a netdev.
-fn primary_ipv4(state: &HostState, netdev: &str) -> Option<std::net::Ipv4Addr> {
-    crate::scope::global_ipv4(state, netdev)
-        .into_iter()
-        .find(|a| !a.secondary)
-        .and_then(|a| match a.address {
-            IpAddr::V4(v) => Some(v),
-            IpAddr::V6(_) => None,
-        })
-}
-
-/// For every RoCE port whose netdev has a global IPv4 address: the GID index of
-/// the RoCE v2 GID of that (primary) address, or `None` when the table lacks it.
-/// Ports without an IPv4 address on their netdev are left out.
-pub fn roce_v2_gid_indices(state: &HostState) -> BTreeMap<PortRef, Option<u32>> {
-    let mut out = BTreeMap::new();
-    for d in &state.rdma {
-        for p in &d.ports {
-            if !p.is_roce() {
-                continue;
-            }
-            let Some(nd) = port_netdev(d, p) else {
-                continue;
-            };
-            let Some(v4) = primary_ipv4(state, &nd) else {
-                continue;
-            };
-            let idx = p
-                .gids
-                .iter()
-                .filter(|g| g.ipv4 == Some(v4) && g.gid_type == Some(GidType::RoceV2))
-                .map(|g| g.index)
-                .min();
-            out.insert(
-                PortRef {
-                    device: d.name.clone(),
-                    port: p.port,
-                },
-                idx,
-            );
-        }
-    }
-    out
-}
-
-fn find_port<'a>(state: &'a HostState, r: &PortRef) -> Option<&'a RdmaPort> {
-    state
-        .rdma
-        .iter()
-        .find(|d| d.name == r.device)?
-        .ports
-        .iter()
-        .find(|p| p.port == r.port)
 }
 
 /// Derive the NCCL settings for a host.

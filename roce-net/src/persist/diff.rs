@@ -3,12 +3,13 @@
 use super::write::{inspect, Existing};
 use super::RenderedFile;
 use crate::error::Result;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// How a file would change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DiffStatus {
     /// The file does not exist yet.
@@ -20,7 +21,7 @@ pub enum DiffStatus {
 }
 
 /// The change to one file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FileDiff {
     /// The path on the target host (as in [`RenderedFile::path`]).
     pub path: PathBuf,

@@ -31,6 +31,7 @@ pub use write::{write_files, WriteReport, BACKUP_SUFFIX};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::plan::DesiredState;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -139,7 +140,7 @@ impl FromStr for Backend {
 }
 
 /// One file to write on the target host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RenderedFile {
     /// Absolute path as on the target host (e.g. `/etc/sysctl.d/90-roce-net.conf`).
     pub path: PathBuf,

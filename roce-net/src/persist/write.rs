@@ -5,6 +5,7 @@
 use super::diff::{diff_one, DiffStatus, FileDiff};
 use super::RenderedFile;
 use crate::error::{Error, ErrorKind, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::File;
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const BACKUP_SUFFIX: &str = ".roce-net.bak";
 
 /// What [`write_files`] did (or, with `dry_run`, would do).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WriteReport {
     /// True when nothing was changed on disk.
     pub dry_run: bool,

@@ -1,11 +1,11 @@
-use super::render::{neigh_line, route_line, rule_line, sysctl_value};
-use crate::model::{Neighbor, Route, Rule, Sysctl};
+use crate::model::{Neighbor, Route, Rule, Sysctl, SysctlValue};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One typed change to a host, with what it replaces, so it can be shown as a
 /// diff, applied, and inverted for rollback.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Change {
     /// Write a sysctl. `before` is `None` when it could not be read.
@@ -141,18 +141,16 @@ impl Change {
                 after,
             } => format!(
                 "set sysctl {sysctl} from {} to {}",
-                sysctl_value(before.as_deref()),
-                sysctl_value(Some(after))
+                SysctlValue(before.as_deref()),
+                SysctlValue(Some(after))
             ),
-            Change::AddRoute { route } => format!("add route {}", route_line(route, None)),
-            Change::DeleteRoute { route } => format!("delete route {}", route_line(route, None)),
-            Change::ReplaceRoute { before, after } => format!(
-                "replace route {} with {}",
-                route_line(before, None),
-                route_line(after, None)
-            ),
-            Change::AddRule { rule } => format!("add rule {}", rule_line(rule)),
-            Change::DeleteRule { rule } => format!("delete rule {}", rule_line(rule)),
+            Change::AddRoute { route } => format!("add route {}", route),
+            Change::DeleteRoute { route } => format!("delete route {}", route),
+            Change::ReplaceRoute { before, after } => {
+                format!("replace route {} with {}", before, after)
+            }
+            Change::AddRule { rule } => format!("add rule {}", rule),
+            Change::DeleteRule { rule } => format!("delete rule {}", rule),
             Change::FlushNeighbors { ifname, entries } => format!(
                 "flush {} neighbour entr{} on {ifname}: {}",
                 entries.len(),
@@ -177,7 +175,7 @@ impl Change {
 
     /// The change as diff lines (`+` add, `-` delete, `~` change), tables shown
     /// with the given names.
-    pub(crate) fn diff_lines(&self, names: Option<&BTreeMap<u32, String>>) -> Vec<String> {
+    pub(crate) fn diff_lines(&self, names: &BTreeMap<u32, String>) -> Vec<String> {
         match self {
             Change::SetSysctl {
                 sysctl,
@@ -185,28 +183,28 @@ impl Change {
                 after,
             } => vec![format!(
                 "~ sysctl {sysctl} {} -> {}",
-                sysctl_value(before.as_deref()),
-                sysctl_value(Some(after))
+                SysctlValue(before.as_deref()),
+                SysctlValue(Some(after))
             )],
-            Change::AddRoute { route } => vec![format!("+ route {}", route_line(route, names))],
+            Change::AddRoute { route } => {
+                vec![format!("+ route {}", route.with_table_names(names))]
+            }
             Change::DeleteRoute { route } => {
-                vec![format!("- route {}", route_line(route, names))]
+                vec![format!("- route {}", route.with_table_names(names))]
             }
             Change::ReplaceRoute { before, after } => vec![format!(
                 "~ route {} -> {}",
-                route_line(before, names),
-                route_line(after, names)
+                before.with_table_names(names),
+                after.with_table_names(names)
             )],
-            Change::AddRule { rule } => vec![format!("+ rule {}", rule_line(rule))],
-            Change::DeleteRule { rule } => vec![format!("- rule {}", rule_line(rule))],
-            Change::FlushNeighbors { entries, .. } => entries
-                .iter()
-                .map(|n| format!("- neigh {}", neigh_line(n)))
-                .collect(),
-            Change::RestoreNeighbors { entries, .. } => entries
-                .iter()
-                .map(|n| format!("+ neigh {}", neigh_line(n)))
-                .collect(),
+            Change::AddRule { rule } => vec![format!("+ rule {}", rule.with_table_names(names))],
+            Change::DeleteRule { rule } => vec![format!("- rule {}", rule.with_table_names(names))],
+            Change::FlushNeighbors { entries, .. } => {
+                entries.iter().map(|n| format!("- neigh {}", n)).collect()
+            }
+            Change::RestoreNeighbors { entries, .. } => {
+                entries.iter().map(|n| format!("+ neigh {}", n)).collect()
+            }
             Change::RegisterTableName { id, name, before } => match before {
                 None => vec![format!("+ table-name {id} {name}")],
                 Some(old) => vec![format!("~ table-name {id} {old} -> {name}")],

@@ -22,21 +22,21 @@ mod change;
 mod fingerprint;
 mod neigh;
 mod planner;
-pub(crate) mod render;
 
 pub use change::Change;
 pub use fingerprint::fingerprint;
 pub use neigh::{polluted_neighbors, PollutedNeighbor, PollutionReason};
+pub(crate) use planner::plan_past_obstacles;
 pub use planner::{desired_state, plan};
-pub use render::{neigh_line, route_line, rule_line};
 
 use crate::model::{Route, Rule, Sysctl};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// What roce-net wants for one NIC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NicDesired {
     /// Interface name.
     pub ifname: String,
@@ -54,7 +54,7 @@ pub struct NicDesired {
 
 /// The full desired state a policy produces on a host; the plan is its diff
 /// against the current state, and persistence renders it whole.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct DesiredState {
     /// Per-NIC layout.
     pub nics: Vec<NicDesired>,
@@ -71,7 +71,7 @@ pub struct DesiredState {
 }
 
 /// An ordered list of changes, with the state it was made from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// Host name the plan was made on.
     pub hostname: String,
@@ -84,6 +84,9 @@ pub struct Plan {
     /// The whole desired state.
     pub desired: DesiredState,
     /// The policy the plan was made from; apply re-plans with it to verify.
+    /// (Plain data in the JSON Schema: a policy is validated by
+    /// [`Policy::from_value`](crate::Policy::from_value).)
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub policy: crate::policy::Policy,
 }
 
@@ -99,14 +102,14 @@ impl Plan {
     /// ```text
     /// ~ sysctl net.ipv4.conf.all.arp_ignore 0 -> 1
     /// + route 198.18.0.0/24 dev r1 src 198.18.0.11 table roce_r1(1001) proto 201
-    /// + rule from 198.18.0.11 lookup 1001 pref 1001 proto 201
+    /// + rule from 198.18.0.11 lookup roce_r1(1001) pref 1001 proto 201
     /// - neigh 198.18.0.100 dev r2 lladdr 02:00:00:00:01:02 STALE
     /// ```
     pub fn render_diff(&self) -> String {
         let names = &self.desired.table_names;
         let mut out = String::new();
         for c in &self.changes {
-            for line in c.diff_lines(Some(names)) {
+            for line in c.diff_lines(names) {
                 out.push_str(&line);
                 out.push('\n');
             }

@@ -7,7 +7,7 @@ use crate::model::{
     ConfKey, ConfTarget, Family, HostState, Neighbor, Route, RouteType, Rule, RuleAction, Scope,
     Sysctl, TuningKey,
 };
-use crate::policy::{ConfScope, FlushMode, Layout, Policy};
+use crate::policy::{ConfScope, FlushMode, ForeignObject, Layout, Obstacle, Policy};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
@@ -69,23 +69,8 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
             let any = ipnet::IpNet::V4(ipnet::Ipv4Net::default());
             d.routes.push(route(any, Some(IpAddr::V4(gw)), None));
         }
-        d.rules.push(Rule {
-            family: Family::Inet,
-            priority: nic.priority,
-            src: Some(ipnet::IpNet::V4(ipnet::Ipv4Net::from(nic.address))),
-            dst: None,
-            iif: None,
-            oif: None,
-            fwmark: None,
-            fwmask: None,
-            tos: 0,
-            invert: false,
-            table: nic.table,
-            action: RuleAction::ToTable,
-            goto: None,
-            suppress_prefixlen: None,
-            protocol: p,
-        });
+        d.rules
+            .push(Rule::source(IpAddr::V4(nic.address), nic.table, nic.priority).protocol(p));
     }
 
     // Sysctls: ARP keys, then rp_filter, then tuning.
@@ -187,7 +172,36 @@ fn same_text(a: &str, b: &str) -> bool {
 /// the host. A compliant host gives an empty plan.
 pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
     let layout = policy.layout(host)?;
-    let desired = build_desired(&layout, policy);
+    Ok(plan_layout(host, policy, &layout))
+}
+
+/// The plan `policy` makes on `host` once the foreign routes and rules in its
+/// way are removed, and those objects (each with the refusal it causes). This is
+/// what the doctor's remediation shows: remove these, then run the plan.
+pub(crate) fn plan_past_obstacles(
+    host: &HostState,
+    policy: &Policy,
+) -> Result<(Plan, Vec<Obstacle>)> {
+    let (layout, obstacles) = policy.layout_past_obstacles(host)?;
+    if obstacles.is_empty() {
+        return Ok((plan_layout(host, policy, &layout), obstacles));
+    }
+    let mut cleared = host.clone();
+    cleared.routes.retain(|r| {
+        !obstacles
+            .iter()
+            .any(|o| matches!(&o.object, ForeignObject::Route(x) if x == r))
+    });
+    cleared.rules.retain(|r| {
+        !obstacles
+            .iter()
+            .any(|o| matches!(&o.object, ForeignObject::Rule(x) if x == r))
+    });
+    Ok((plan_layout(&cleared, policy, &layout), obstacles))
+}
+
+fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
+    let desired = build_desired(layout, policy);
     let p = policy.protocol;
     let mut changes = Vec::new();
 
@@ -359,12 +373,12 @@ pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
         });
     }
 
-    Ok(Plan {
+    Plan {
         hostname: host.hostname.clone(),
         netns: host.netns.clone(),
         base_fingerprint: fingerprint(host),
         changes,
         desired,
         policy: policy.clone(),
-    })
+    }
 }

@@ -14,7 +14,7 @@ mod de;
 mod glob;
 mod resolve;
 
-pub(crate) use resolve::Layout;
+pub(crate) use resolve::{ForeignObject, Layout, Obstacle};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{protocol, HostState};
@@ -623,6 +623,16 @@ impl Policy {
         self.check()?;
         resolve::resolve(self, host)
     }
+
+    /// [`Policy::layout`] as if the foreign routes and rules in the way (which
+    /// validation refuses) were gone, and those objects.
+    pub(crate) fn layout_past_obstacles(
+        &self,
+        host: &HostState,
+    ) -> Result<(Layout, Vec<Obstacle>)> {
+        self.check()?;
+        resolve::resolve_past_obstacles(self, host)
+    }
 }
 
 /// Refuse protocol numbers that belong to the kernel, boot-time routes, or
@@ -712,49 +722,9 @@ fn check_ifname_literal(path: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Compare interface names in natural order (`r2` before `r10`).
-pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    fn chunks(s: &str) -> Vec<(bool, &str)> {
-        let mut out = Vec::new();
-        let mut start = 0;
-        let bytes = s.as_bytes();
-        for i in 1..=bytes.len() {
-            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
-                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
-                start = i;
-            }
-        }
-        out
-    }
-    if a.is_empty() || b.is_empty() {
-        return a.cmp(b);
-    }
-    let (ca, cb) = (chunks(a), chunks(b));
-    for ((da, xa), (db, xb)) in ca.iter().zip(cb.iter()) {
-        let ord = if *da && *db {
-            let ta = xa.trim_start_matches('0');
-            let tb = xb.trim_start_matches('0');
-            ta.len().cmp(&tb.len()).then(ta.cmp(tb))
-        } else {
-            xa.cmp(xb)
-        };
-        if ord != std::cmp::Ordering::Equal {
-            return ord;
-        }
-    }
-    ca.len().cmp(&cb.len()).then(a.cmp(b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn natural_order() {
-        let mut v = vec!["r10", "r2", "r1", "mlx5_10", "mlx5_9", "eth0"];
-        v.sort_by(|a, b| natural_cmp(a, b));
-        assert_eq!(v, ["eth0", "mlx5_9", "mlx5_10", "r1", "r2", "r10"]);
-    }
 
     #[test]
     fn default_round_trips() {

@@ -3,9 +3,10 @@
 
 use super::de::{join_index, join_key};
 use super::glob::{glob_match, is_glob};
-use super::{natural_cmp, policy_err, ExtraRoute, Policy};
+use super::{policy_err, ExtraRoute, Policy};
 use crate::error::Result;
-use crate::model::{HostState, Route, RuleAction, Scope};
+use crate::model::{HostState, Route, RuleAction};
+use crate::scope::natural_cmp;
 use ipnet::Ipv4Net;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -28,17 +29,11 @@ pub(crate) struct Layout {
     pub(crate) nics: Vec<NicLayout>,
 }
 
-/// The address roce-net uses for a NIC: its first primary global IPv4 address,
-/// else its first global IPv4 address.
-pub(crate) fn nic_ipv4(host: &HostState, ifname: &str) -> Option<(Ipv4Addr, u8)> {
-    let v4 = |a: &&crate::model::Address| a.address.is_ipv4() && a.scope == Scope::Universe;
-    let pick = host
-        .addresses_of(ifname)
-        .filter(v4)
-        .find(|a| !a.secondary)
-        .or_else(|| host.addresses_of(ifname).find(v4))?;
-    match pick.address {
-        IpAddr::V4(a) => Some((a, pick.prefix_len.min(32))),
+/// The managed address of a NIC ([`crate::scope::nic_address`]) as IPv4.
+fn nic_ipv4(host: &HostState, ifname: &str) -> Option<(Ipv4Addr, u8)> {
+    let a = crate::scope::nic_address(host, ifname)?;
+    match a.address {
+        IpAddr::V4(v4) => Some((v4, a.prefix_len.min(32))),
         IpAddr::V6(_) => None,
     }
 }
@@ -47,50 +42,6 @@ fn net_of(addr: Ipv4Addr, len: u8) -> Ipv4Net {
     Ipv4Net::new(addr, len)
         .map(|n| n.trunc())
         .unwrap_or_else(|_| Ipv4Net::from(addr))
-}
-
-fn is_loopback(host: &HostState, name: &str) -> bool {
-    name == "lo"
-        || host
-            .addresses_of(name)
-            .any(|a| a.address.is_loopback() && a.scope == Scope::Host)
-}
-
-/// Automatic NIC selection.
-fn auto_candidates(host: &HostState) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for dev in &host.rdma {
-        let mut found = false;
-        for port in &dev.ports {
-            if let Some(n) = &port.netdev {
-                found = true;
-                if host.interface(n).is_some() && !out.contains(n) {
-                    out.push(n.clone());
-                }
-            }
-        }
-        if !found {
-            for n in &dev.netdevs {
-                if host.interface(n).is_some() && !out.contains(n) {
-                    out.push(n.clone());
-                }
-            }
-        }
-    }
-    if !out.is_empty() {
-        return out;
-    }
-    // No RDMA netdevs: the NICs that share an IPv4 subnet with another NIC.
-    let nets: Vec<(String, Ipv4Net)> = host
-        .interfaces
-        .iter()
-        .filter(|i| !is_loopback(host, &i.name))
-        .filter_map(|i| nic_ipv4(host, &i.name).map(|(a, l)| (i.name.clone(), net_of(a, l))))
-        .collect();
-    nets.iter()
-        .filter(|(n, net)| nets.iter().any(|(m, other)| m != n && other == net))
-        .map(|(n, _)| n.clone())
-        .collect()
 }
 
 fn list_names(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
@@ -102,24 +53,143 @@ fn list_names(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     }
 }
 
-/// Render a route for messages, `ip route` style.
-fn route_text(r: &Route) -> String {
-    crate::plan::render::route_line(r, None)
+/// A foreign route or rule where the policy wants to put its own: in a managed
+/// NIC's table, or at its rule priority. Validation refuses the policy with
+/// `error`; the doctor shows how to remove the object and what the plan is then.
+#[derive(Debug, Clone)]
+pub(crate) struct Obstacle {
+    /// The managed NIC whose table or priority it takes.
+    pub(crate) ifname: String,
+    /// The object.
+    pub(crate) object: ForeignObject,
+    /// The refusal validation gives for it.
+    pub(crate) error: crate::Error,
 }
 
+/// A foreign object in the way ([`Obstacle`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ForeignObject {
+    /// A route in a managed table.
+    Route(Route),
+    /// A rule using a managed table or priority.
+    Rule(crate::model::Rule),
+}
+
+/// Every foreign object in the way, per NIC in order: routes in its table, rules
+/// using its table, rules at its priority (each object once).
+fn obstacles(
+    policy: &Policy,
+    host: &HostState,
+    nics: &[NicLayout],
+    table_paths: &[String],
+) -> Vec<Obstacle> {
+    let p = policy.protocol;
+    let mut found: Vec<Obstacle> = Vec::new();
+    let mut push = |ifname: &str, object: ForeignObject, error: crate::Error| {
+        if !found.iter().any(|o| o.object == object) {
+            found.push(Obstacle {
+                ifname: ifname.to_string(),
+                object,
+                error,
+            });
+        }
+    };
+    for (nic, tpath) in nics.iter().zip(table_paths) {
+        for fr in host
+            .routes
+            .iter()
+            .filter(|rt| rt.table == nic.table && rt.protocol != p && !is_adoptable_route(rt, nic))
+        {
+            push(
+                &nic.ifname,
+                ForeignObject::Route(fr.clone()),
+                policy_err(
+                    tpath,
+                    format!(
+                        "table {} (for {}) already holds a route roce-net does not own \
+                         (protocol {} is not {p}): `{}`; choose another table or remove that route",
+                        nic.table, nic.ifname, fr.protocol, fr
+                    ),
+                ),
+            );
+        }
+        for fr in host.rules.iter().filter(|ru| {
+            ru.table == nic.table
+                && ru.action == RuleAction::ToTable
+                && ru.protocol != p
+                && !is_adoptable_rule(ru, nic)
+        }) {
+            push(
+                &nic.ifname,
+                ForeignObject::Rule(fr.clone()),
+                policy_err(
+                    tpath,
+                    format!(
+                        "table {} (for {}) is already used by a rule roce-net does not own \
+                         (protocol {} is not {p}): `{}`; choose another table or remove that rule",
+                        nic.table, nic.ifname, fr.protocol, fr
+                    ),
+                ),
+            );
+        }
+        for fr in host.rules.iter().filter(|ru| {
+            ru.priority == nic.priority && ru.protocol != p && !is_adoptable_rule(ru, nic)
+        }) {
+            push(
+                &nic.ifname,
+                ForeignObject::Rule(fr.clone()),
+                policy_err(
+                    "routing.rule_priority_base",
+                    format!(
+                        "rule priority {} (for {}) is already used by a rule roce-net does not own \
+                         (protocol {} is not {p}): `{}`; choose another rule_priority_base or remove that rule",
+                        nic.priority,
+                        nic.ifname,
+                        fr.protocol,
+                        fr
+                    ),
+                ),
+            );
+        }
+    }
+    found
+}
+
+/// Resolve a policy on a host; foreign objects in the way refuse it.
 pub(crate) fn resolve(policy: &Policy, host: &HostState) -> Result<Layout> {
+    resolve_inner(policy, host, None)
+}
+
+/// Resolve a policy on a host as if the foreign objects in the way were gone,
+/// and say which they are (for the doctor's remediation).
+pub(crate) fn resolve_past_obstacles(
+    policy: &Policy,
+    host: &HostState,
+) -> Result<(Layout, Vec<Obstacle>)> {
+    let mut found = Vec::new();
+    let layout = resolve_inner(policy, host, Some(&mut found))?;
+    Ok((layout, found))
+}
+
+fn resolve_inner(
+    policy: &Policy,
+    host: &HostState,
+    obstacles_out: Option<&mut Vec<Obstacle>>,
+) -> Result<Layout> {
     let all_ifs: Vec<&str> = host
         .interfaces
         .iter()
         .map(|i| i.name.as_str())
-        .filter(|n| !is_loopback(host, n))
+        .filter(|n| !crate::scope::is_loopback(host, n))
         .collect();
 
     // 1. Candidates, with whether each was named literally.
     let mut cands: Vec<(String, Option<String>)> = Vec::new(); // (name, literal path)
     match &policy.nics.include {
         None => {
-            for n in auto_candidates(host) {
+            // The NICs in scope ([`crate::scope`]); those without an address
+            // are dropped below.
+            for n in crate::scope::nics_in_scope(host) {
                 cands.push((n, None));
             }
         }
@@ -268,55 +338,13 @@ pub(crate) fn resolve(policy: &Policy, host: &HostState) -> Result<Layout> {
 
     // 5. Foreign objects in our tables and at our priorities.
     if r.enabled {
-        let p = policy.protocol;
-        for (nic, tpath) in out.iter().zip(&table_paths) {
-            if let Some(fr) = host.routes.iter().find(|rt| {
-                rt.table == nic.table && rt.protocol != p && !is_adoptable_route(rt, nic)
-            }) {
-                return Err(policy_err(
-                    tpath,
-                    format!(
-                        "table {} (for {}) already holds a route roce-net does not own \
-                         (protocol {} is not {p}): `{}`; choose another table or remove that route",
-                        nic.table,
-                        nic.ifname,
-                        fr.protocol,
-                        route_text(fr)
-                    ),
-                ));
-            }
-            if let Some(fr) = host.rules.iter().find(|ru| {
-                ru.table == nic.table
-                    && ru.action == RuleAction::ToTable
-                    && ru.protocol != p
-                    && !is_adoptable_rule(ru, nic)
-            }) {
-                return Err(policy_err(
-                    tpath,
-                    format!(
-                        "table {} (for {}) is already used by a rule roce-net does not own \
-                         (protocol {} is not {p}): `{}`; choose another table or remove that rule",
-                        nic.table,
-                        nic.ifname,
-                        fr.protocol,
-                        crate::plan::render::rule_line(fr)
-                    ),
-                ));
-            }
-            if let Some(fr) = host.rules.iter().find(|ru| {
-                ru.priority == nic.priority && ru.protocol != p && !is_adoptable_rule(ru, nic)
-            }) {
-                return Err(policy_err(
-                    "routing.rule_priority_base",
-                    format!(
-                        "rule priority {} (for {}) is already used by a rule roce-net does not own \
-                         (protocol {} is not {p}): `{}`; choose another rule_priority_base or remove that rule",
-                        nic.priority,
-                        nic.ifname,
-                        fr.protocol,
-                        crate::plan::render::rule_line(fr)
-                    ),
-                ));
+        let found = obstacles(policy, host, &out, &table_paths);
+        match obstacles_out {
+            Some(v) => *v = found,
+            None => {
+                if let Some(o) = found.into_iter().next() {
+                    return Err(o.error);
+                }
             }
         }
     }

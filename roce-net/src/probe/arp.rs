@@ -1,6 +1,7 @@
 //! ARP probe over an `AF_PACKET` socket.
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::HwAddr;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -30,7 +31,7 @@ impl Default for ArpProbeOptions {
 }
 
 /// One MAC address that answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ArpReply {
     /// The sender hardware address in the ARP reply.
     pub mac: HwAddr,
@@ -41,7 +42,7 @@ pub struct ArpReply {
 }
 
 /// What a probe saw.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ArpProbeResult {
     /// Requests sent.
     pub requests_sent: u32,

@@ -351,23 +351,7 @@ impl B {
             family = Family::Inet6;
             t.remove(0);
         }
-        let mut r = Rule {
-            family,
-            priority: 0,
-            src: None,
-            dst: None,
-            iif: None,
-            oif: None,
-            fwmark: None,
-            fwmask: None,
-            tos: 0,
-            invert: false,
-            table: 0,
-            action: RuleAction::ToTable,
-            goto: None,
-            suppress_prefixlen: None,
-            protocol: protocol::BOOT,
-        };
+        let mut r = Rule::lookup(0, 0).family(family).protocol(protocol::BOOT);
         let pfx = |s: &str| -> ipnet::IpNet {
             if s.contains('/') {
                 s.parse().unwrap()

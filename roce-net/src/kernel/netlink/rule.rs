@@ -18,23 +18,10 @@ fn to_rule(m: RuleMessage) -> Option<Rule> {
         AddressFamily::Inet6 => Family::Inet6,
         _ => return None,
     };
-    let mut r = Rule {
-        family,
-        priority: 0,
-        src: None,
-        dst: None,
-        iif: None,
-        oif: None,
-        fwmark: None,
-        fwmask: None,
-        tos: m.header.tos,
-        invert: m.header.flags.contains(RuleFlags::Invert),
-        table: u32::from(m.header.table),
-        action: ModelAction::from_u8(u8::from(m.header.action)),
-        goto: None,
-        suppress_prefixlen: None,
-        protocol: 0,
-    };
+    let mut r = Rule::lookup(0, u32::from(m.header.table)).family(family);
+    r.tos = m.header.tos;
+    r.invert = m.header.flags.contains(RuleFlags::Invert);
+    r.action = ModelAction::from_u8(u8::from(m.header.action));
     let net = |ip: IpAddr, len: u8| ipnet::IpNet::new(ip, len).ok();
     for a in m.attributes {
         match a {

@@ -1,0 +1,312 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, roce-net maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# or Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0.txt), at your option.
+# SPDX-License-Identifier: GPL-3.0-or-later OR Apache-2.0
+"""Ansible module: bring a host's RoCE networking to a roce-net policy."""
+
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: roce_net
+short_description: Plan and apply a roce-net policy (ARP, policy routing, rp_filter, neighbours)
+version_added: 0.1.0
+author:
+  - roce-net maintainers (!UNKNOWN)
+description:
+  - Snapshots one network namespace, plans the changes that make it comply with
+    the policy, and applies them as a transaction (journal, verify, rollback on
+    failure). A second run with the same policy reports C(changed=false).
+  - Check mode returns the plan and C(changed) (whether the plan has changes)
+    and touches nothing. Diff mode returns the plan as before/after text.
+  - O(state=confirmed) and O(state=rolled_back) settle the last apply of the
+    namespace from its journal; in check mode they report exactly what the
+    real run would (C(changed) is whether there is something to confirm or undo).
+options:
+  policy:
+    description: The policy as a dict (the YAML/JSON policy document, docs/policy.md).
+    type: dict
+  policy_file:
+    description: A policy file (C(.json), else YAML) on the managed node.
+    type: path
+  netns:
+    description: Named network namespace to work in; default is Ansible's own.
+    type: str
+  sysfs_root:
+    description: Read RDMA devices from this sysfs root instead of C(/sys).
+    type: path
+  etc_root:
+    description: Read and write routing table names under this directory instead
+      of C(/etc) (staging, tests).
+    type: path
+  state_dir:
+    description: Where apply keeps its lock and journal (default C(/run/roce-net)).
+    type: path
+  state:
+    description:
+      - V(applied) plans and applies the policy.
+      - V(confirmed) confirms an apply made with O(confirm_timeout) (run it after
+        checking the node is still reachable).
+      - V(rolled_back) undoes the last apply from its journal.
+      - V(confirmed) and V(rolled_back) report C(changed=false) when there is
+        nothing to confirm or undo.
+    type: str
+    choices: [applied, confirmed, rolled_back]
+    default: applied
+  confirm_timeout:
+    description: Roll back on its own unless confirmed within this many seconds
+      (use when the change could cut the SSH session; confirm with
+      O(state=confirmed)). V(0) means no confirmation.
+    type: int
+    default: 0
+  persist:
+    description: Also write boot-persistent configuration with this backend.
+    type: str
+    choices: [sysctl.d, rt_tables.d, networkd, netplan, networkmanager, ifupdown]
+  persist_root:
+    description: Prefix for the persistent files' paths (for staging or tests);
+      the directory must exist.
+    type: path
+    default: /
+requirements:
+  - roce_net (the roce-net Python package, Python 3.10 or later)
+attributes:
+  check_mode:
+    support: full
+    description: Every state reports in check mode the C(changed) the real run would.
+  diff_mode:
+    support: full
+    description: With O(state=applied), the plan as before/after lines.
+  platform:
+    platforms: posix
+    support: full
+    description: Linux only.
+notes:
+  - One of O(policy) / O(policy_file) is required with O(state=applied).
+  - Changing networking needs root (C(become=true)).
+seealso:
+  - module: roce_net.roce.roce_net_facts
+"""
+
+EXAMPLES = r"""
+- name: Apply the policy shipped with the playbook
+  roce_net.roce.roce_net:
+    policy: "{{ lookup('ansible.builtin.file', 'policy.yml') | from_yaml }}"
+  become: true
+
+- name: Apply a policy kept on the node, and persist it for boot with systemd-networkd
+  roce_net.roce.roce_net:
+    policy_file: /etc/roce-net/policy.yml
+    persist: networkd
+  become: true
+
+# Remote nodes whose SSH session could be cut by a routing mistake:
+- name: Apply, rolling back by itself unless confirmed within 120 s
+  roce_net.roce.roce_net:
+    policy_file: /etc/roce-net/policy.yml
+    confirm_timeout: 120
+  become: true
+
+- name: Still reachable?
+  ansible.builtin.wait_for_connection:
+    timeout: 60
+
+- name: Keep the change
+  roce_net.roce.roce_net:
+    state: confirmed
+  become: true
+"""
+
+RETURN = r"""
+plan:
+  description: The plan (the library's plan JSON schema, docs/schema.md).
+  returned: when O(state=applied)
+  type: dict
+  sample: {"hostname": "gpu01", "netns": null, "changes": []}
+changes:
+  description: One line per planned change.
+  returned: when O(state=applied)
+  type: list
+  elements: str
+  sample: ["sysctl net.ipv4.conf.all.arp_ignore 0 -> 1"]
+applied:
+  description: The apply report.
+  returned: when O(state=applied), not in check mode, and the plan was not empty
+  type: dict
+persisted:
+  description: The write report (written, unchanged, backups, per-file unified
+    diffs); in check mode what would be written.
+  returned: when O(state=applied) and O(persist) is set
+  type: dict
+journal_state:
+  description: Where the last apply of the namespace stood before this run
+    (C(applying), C(pending_confirm), C(committed), C(rolled_back),
+    C(rollback_failed)), or V(null) when there is no journal.
+  returned: when O(state=confirmed) or O(state=rolled_back)
+  type: str
+  sample: pending_confirm
+rolled_back:
+  description: The rollback report (what was undone).
+  returned: when O(state=rolled_back), not in check mode, and something was rolled back
+  type: dict
+msg:
+  description: What was done, or why nothing was.
+  returned: when O(state=confirmed) or O(state=rolled_back)
+  type: str
+  sample: apply confirmed
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.roce_net.roce.plugins.module_utils.common import (
+    HOST_ARGS,
+    error_result,
+    host_from_params,
+    require_roce_net,
+)
+
+BACKENDS = ["sysctl.d", "rt_tables.d", "networkd", "netplan", "networkmanager", "ifupdown"]
+
+
+def split_diff(text):
+    """The library's plan diff (``+`` add, ``-`` delete, ``~ old -> new``) as
+    (before lines, after lines) for Ansible's before/after diff."""
+    before, after = [], []
+    for line in text.splitlines():
+        mark, dummy, rest = line.partition(" ")
+        if mark == "+":
+            after.append(rest)
+        elif mark == "-":
+            before.append(rest)
+        elif mark == "~" and " -> " in rest:
+            old, new = rest.rsplit(" -> ", 1)
+            old_w, new_w = old.split(" "), new.split(" ")
+            before.append(old)
+            after.append(" ".join(old_w[: max(len(old_w) - len(new_w), 0)] + new_w))
+        elif line.strip():
+            after.append(line)
+    return before, after
+
+
+def plan_diff(plan):
+    """Ansible's diff dict for a plan."""
+    before, after = split_diff(plan.render_diff())
+    where = plan.netns or "current namespace"
+    return dict(
+        before_header="%s (%s): now" % (plan.hostname, where),
+        after_header="%s (%s): after apply" % (plan.hostname, where),
+        before="".join(x + "\n" for x in before),
+        after="".join(x + "\n" for x in after),
+    )
+
+
+def would_change(state, journal_state):
+    """Whether O(state=confirmed) / O(state=rolled_back) changes anything, given
+    where the last apply stands (``None``: no journal). This is what
+    roce_net.confirm / roce_net.rollback do: confirm acts only on an apply
+    awaiting confirmation; rollback on any journal not already rolled back."""
+    if journal_state is None:
+        return False
+    if state == "confirmed":
+        return journal_state == "pending_confirm"
+    return journal_state != "rolled_back"
+
+
+def load_policy(module, rn):
+    """The policy from O(policy) or O(policy_file)."""
+    p = module.params
+    if p["policy"] is not None:
+        return rn.Policy.from_dict(p["policy"])
+    path = p["policy_file"]
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as err:
+        module.fail_json(msg="cannot read policy_file %s: %s" % (path, err))
+    if path.endswith(".json"):
+        return rn.Policy.from_json(text)
+    return rn.Policy.from_yaml(text)
+
+
+def settle(module, rn):
+    """O(state=confirmed) / O(state=rolled_back): settle the last apply."""
+    p = module.params
+    host = host_from_params(p)
+    try:
+        journal = host.apply_status(state_dir=p["state_dir"])
+        journal_state = None if journal is None else journal.get("state")
+        result = dict(journal_state=journal_state)
+        if not would_change(p["state"], journal_state):
+            what = "confirm" if p["state"] == "confirmed" else "roll back"
+            module.exit_json(
+                changed=False,
+                msg="nothing to %s (the last apply is %s)" % (what, journal_state or "absent"),
+                **result
+            )
+        if module.check_mode:
+            module.exit_json(changed=True, msg="would %s the last apply" % p["state"], **result)
+        if p["state"] == "confirmed":
+            host.confirm(state_dir=p["state_dir"])
+            module.exit_json(changed=True, msg="apply confirmed", **result)
+        report = host.rollback(state_dir=p["state_dir"])
+        module.exit_json(changed=True, msg="last apply rolled back", rolled_back=report.to_dict(), **result)
+    except rn.NotFoundError as err:
+        # Settled by the watchdog or another run since the journal was read.
+        module.exit_json(changed=False, msg=str(err), journal_state=None)
+    except rn.RoceNetError as err:
+        module.fail_json(**error_result(err))
+
+
+def main():
+    argument_spec = dict(HOST_ARGS)
+    argument_spec.update(
+        policy=dict(type="dict"),
+        policy_file=dict(type="path"),
+        state_dir=dict(type="path"),
+        confirm_timeout=dict(type="int", default=0),
+        persist=dict(type="str", choices=BACKENDS),
+        persist_root=dict(type="path", default="/"),
+        state=dict(type="str", default="applied", choices=["applied", "confirmed", "rolled_back"]),
+    )
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        mutually_exclusive=[["policy", "policy_file"]],
+        required_if=[["state", "applied", ["policy", "policy_file"], True]],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["state"] != "applied":
+        settle(module, require_roce_net(module, "Host.apply_status", "Host.confirm", "Host.rollback"))
+    calls = ["Policy", "plan", "Host.snapshot"]
+    if not module.check_mode:
+        calls.append("Host.apply")
+    if p["persist"]:
+        calls += ["render_persistence", "write_persistence"]
+    rn = require_roce_net(module, *calls)
+    result = dict(changed=False)
+    try:
+        policy = load_policy(module, rn)
+        host = host_from_params(p)
+        plan = rn.plan(host.snapshot(), policy)
+        result["plan"] = plan.to_dict()
+        result["changes"] = list(plan.describe())
+        result["changed"] = not plan.is_empty()
+        if module._diff:
+            result["diff"] = plan_diff(plan)
+        if not plan.is_empty() and not module.check_mode:
+            report = host.apply(plan, confirm_timeout=p["confirm_timeout"] or None, state_dir=p["state_dir"])
+            result["applied"] = report.to_dict()
+        if p["persist"]:
+            files = rn.render_persistence(plan, p["persist"])
+            report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode).to_dict()
+            result["persisted"] = report
+            result["changed"] = result["changed"] or bool(report["written"])
+    except rn.RoceNetError as err:
+        module.fail_json(**error_result(err, **result))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
