@@ -35,14 +35,15 @@ static INODES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// A new namespace whose nsfs inode is `ino` once its owner is freed (the kernel
 /// hands out the lowest free inode number, once the freed namespace's cleanup
 /// ran): lower free numbers are taken by fillers, returned to be dropped last.
-fn namespace_with_inode(tag: &str, ino: u64) -> (Ns, Vec<Ns>) {
+/// `None` when another namespace on the machine took it within `limit`.
+fn namespace_with_inode(tag: &str, ino: u64, limit: Duration) -> Option<(Ns, Vec<Ns>)> {
     let mut fillers = Vec::new();
     let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(30) && fillers.len() < 400 {
+    while t0.elapsed() < limit && fillers.len() < 400 {
         let ns = netns(tag, 0);
         let got = inode(&ns.0);
         if got == ino {
-            return (ns, fillers);
+            return Some((ns, fillers));
         }
         if got < ino {
             fillers.push(ns);
@@ -51,8 +52,12 @@ fn namespace_with_inode(tag: &str, ino: u64) -> (Ns, Vec<Ns>) {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    panic!("no new namespace got inode {ino} back (taken by another namespace on the machine?)");
+    None
 }
+
+/// Tries of a scenario that needs an inode number back (another namespace made
+/// on the machine meanwhile can take it first).
+const INODE_TRIES: usize = 5;
 
 /// Give the namespace of `ns` the name `name` too (`ip netns` names are bind
 /// mounts of the namespace file).
@@ -86,25 +91,36 @@ fn a_reused_namespace_inode_never_sees_another_namespaces_journal() {
     require_root("a_reused_namespace_inode_never_sees_another_namespaces_journal");
     let _one = INODES.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
     let etc = dir.path().join("etc");
-    let old = netns("old", 2);
-    let ino = inode(&old.0);
-    let common = |ns: &str| {
+    let common = |ns: &str, state: &Path| {
         let mut c = bin();
         c.args(["--netns", ns, "--etc-root"])
             .arg(&etc)
             .arg("--state-dir")
-            .arg(&state);
+            .arg(state);
         c
     };
-    let o = common(&old.0).args(["apply", "--yes"]).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let o = common(&old.0).args(["--json", "status"]).output().unwrap();
-    let old_journal: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    drop(old);
-
-    let (new, _fillers) = namespace_with_inode("new", ino);
+    let (old_journal, state, new, _fillers) = (0..INODE_TRIES)
+        .find_map(|k| {
+            let state = dir.path().join(format!("state{k}"));
+            let old = netns("old", 2);
+            let ino = inode(&old.0);
+            let o = common(&old.0, &state)
+                .args(["apply", "--yes"])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+            let o = common(&old.0, &state)
+                .args(["--json", "status"])
+                .output()
+                .unwrap();
+            let old_journal: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            drop(old);
+            namespace_with_inode("new", ino, Duration::from_secs(10))
+                .map(|(n, f)| (old_journal, state, n, f))
+        })
+        .expect("an inode number came back within the tries");
+    let common = |ns: &str| common(ns, &state);
     add_nics(&new.0);
     // Polluted the way the old namespace's rollback would "restore" it.
     ip(
@@ -205,35 +221,35 @@ fn the_watchdog_leaves_a_recreated_namespace_alone() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let etc = dir.path().join("etc");
-    let ns = netns("wdns", 2);
-    let name = ns.0.clone();
-    let ino = inode(&name);
-    let cli = || {
+    let cli = |name: &str| {
         let mut c = bin();
-        c.args(["--netns", &name, "--etc-root"])
+        c.args(["--netns", name, "--etc-root"])
             .arg(&etc)
             .arg("--state-dir")
             .arg(&state);
         c
     };
-    let o = cli()
-        .args(["apply", "--yes", "--confirm-timeout", "2"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let o = cli().args(["--json", "status"]).output().unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let journal = state.join(format!("{}.journal.json", j["key"].as_str().unwrap()));
-    // Delete it, and make a new one with the same name and inode.
-    std::mem::forget(ns);
-    let st = std::process::Command::new("ip")
-        .args(["netns", "del", &name])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let (fresh_ns, _fillers) = namespace_with_inode("wdnew", ino);
-    let again = also_name(&fresh_ns, &name);
-    drop(fresh_ns);
+    let (j, journal, again, _fillers) = (0..INODE_TRIES)
+        .find_map(|_| {
+            let ns = netns("wdns", 2);
+            let name = ns.0.clone();
+            let ino = inode(&name);
+            let o = cli(&name)
+                .args(["apply", "--yes", "--confirm-timeout", "8"])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+            let o = cli(&name).args(["--json", "status"]).output().unwrap();
+            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let journal = state.join(format!("{}.journal.json", j["key"].as_str().unwrap()));
+            // Delete it, and make a new one with the same name and inode.
+            drop(ns);
+            let (fresh_ns, fillers) = namespace_with_inode("wdnew", ino, Duration::from_secs(5))?;
+            let again = also_name(&fresh_ns, &name);
+            drop(fresh_ns);
+            Some((j, journal, again, fillers))
+        })
+        .expect("an inode number came back within the tries");
     add_nics(&again.0);
     let st = std::process::Command::new("ip")
         .args([
