@@ -362,7 +362,7 @@ fn verify(fx: &mut dyn Effects, policy: &Policy) -> Result<()> {
     let after = fx
         .snapshot_verify()
         .map_err(|e| e.context("verifying: re-reading the host after applying"))?;
-    let again = plan::plan(&after, policy)
+    let again = plan::plan_with(&after, policy, false)
         .map_err(|e| e.context("verifying: re-planning on the host after applying"))?;
     let left: Vec<String> = again
         .changes
