@@ -8,7 +8,12 @@
 //!
 //! * roce-net: the netlink part of `Host::snapshot` (links, addresses, neighbours,
 //!   routes in every table, rules), in-process and as a child process;
-//! * iproute2: `ip -j route show table all` + `ip -j neigh show`, as child processes.
+//! * iproute2: `ip -j route show table all` + `ip -j neigh show`, as child processes;
+//! * end to end: the `roce-net snapshot` command (the whole snapshot: netlink,
+//!   sysctls, RDMA sysfs, table names, then the JSON written to a pipe) in its
+//!   default compact form, `--pretty`, and `--compress`, against the same two `ip -j`
+//!   commands, with each output's size. `--baseline BIN` also times another
+//!   `roce-net` binary's `snapshot` (e.g. one built from an older commit).
 //!
 //! It prints medians, the ratio, and each side's peak RSS (`wait4` rusage maxrss of
 //! the child; VmHWM of the child for roce-net). Not a test: nothing is asserted.
@@ -23,6 +28,7 @@ struct Opts {
     routes: usize,
     neighs: usize,
     runs: usize,
+    baseline: Option<String>,
 }
 
 fn parse_opts() -> Opts {
@@ -30,10 +36,16 @@ fn parse_opts() -> Opts {
         routes: 100_000,
         neighs: 10_000,
         runs: 5,
+        baseline: None,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
     while i < args.len() {
+        if args[i] == "--baseline" {
+            o.baseline = args.get(i + 1).cloned();
+            i += 2;
+            continue;
+        }
         let val = args.get(i + 1).and_then(|v| v.parse().ok());
         match (args[i].as_str(), val) {
             ("--routes", Some(v)) => o.routes = v,
@@ -214,6 +226,55 @@ fn main() {
         let (d2, _, _) = run_child(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
         ip_child.push(d1 + d2);
     }
+    // End to end: the CLI's `snapshot` against `ip -j route show table all` + `ip
+    // -j neigh show`, interleaved in one loop so both see the same machine.
+    let cli = env!("CARGO_BIN_EXE_roce-net");
+    let etc = tempfile::tempdir().expect("temp /etc root");
+    let etc_s = etc.path().to_string_lossy().into_owned();
+    let variants: Vec<(String, String, Vec<&str>)> = {
+        let mut v = vec![
+            (
+                "snapshot (compact, default)".to_string(),
+                cli.to_string(),
+                vec![],
+            ),
+            (
+                "snapshot --pretty".to_string(),
+                cli.to_string(),
+                vec!["--pretty"],
+            ),
+            (
+                "snapshot --compress".to_string(),
+                cli.to_string(),
+                vec!["--compress"],
+            ),
+        ];
+        if let Some(b) = &o.baseline {
+            v.push((format!("baseline {b} snapshot"), b.clone(), vec![]));
+        }
+        v
+    };
+    let mut e2e: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    let mut e2e_bytes = vec![0usize; variants.len()];
+    let mut ip_e2e = Vec::new();
+    let mut ip_bytes = 0;
+    for _ in 0..o.runs {
+        for (k, (_, bin, extra)) in variants.iter().enumerate() {
+            let (d, _, n) = run_child(
+                Command::new(bin)
+                    .args(["--netns", &ns, "--etc-root", &etc_s, "snapshot"])
+                    .args(extra),
+            );
+            e2e[k].push(d);
+            e2e_bytes[k] = n;
+        }
+        let (d1, _, n1) =
+            run_child(Command::new("ip").args(["-n", &ns, "-j", "route", "show", "table", "all"]));
+        let (d2, _, n2) = run_child(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
+        ip_e2e.push(d1 + d2);
+        ip_bytes = n1 + n2;
+    }
+
     // Peak RSS, each through a small measuring process (see `--measure`).
     let measure = |args: &[&str]| -> u64 {
         let out = Command::new(&exe)
@@ -239,6 +300,21 @@ fn main() {
         .unwrap_or(0);
     let ip_rss = measure(&["ip", "-n", &ns, "-j", "route", "show", "table", "all"])
         .max(measure(&["ip", "-n", &ns, "-j", "neigh", "show"]));
+    let e2e_rss: Vec<u64> = variants
+        .iter()
+        .map(|(_, bin, extra)| {
+            let mut a = vec![
+                bin.as_str(),
+                "--netns",
+                &ns,
+                "--etc-root",
+                &etc_s,
+                "snapshot",
+            ];
+            a.extend_from_slice(extra);
+            measure(&a)
+        })
+        .collect();
     drop(lab);
 
     let (li, lc, ic) = (median(lib_in), median(lib_child), median(ip_child));
@@ -267,4 +343,27 @@ fn main() {
         "ratio iproute2 / roce-net (in-process)    : {:.2}x",
         ms(ic) / ms(li)
     );
+    let ie = median(ip_e2e);
+    println!();
+    println!(
+        "end to end, child processes writing to a pipe (medians of {} runs):",
+        o.runs
+    );
+    println!(
+        "  {:<44} {:8.1} ms   {:6.1} MB",
+        "ip -j route show table all + ip -j neigh show",
+        ms(ie),
+        ip_bytes as f64 / 1e6
+    );
+    for (k, (name, _, _)) in variants.iter().enumerate() {
+        let d = median(e2e[k].clone());
+        println!(
+            "  {:<44} {:8.1} ms   {:6.1} MB   peak RSS {:6.1} MiB   iproute2 / this {:.2}x",
+            format!("roce-net {name}"),
+            ms(d),
+            e2e_bytes[k] as f64 / 1e6,
+            e2e_rss[k] as f64 / 1024.0,
+            ms(ie) / ms(d)
+        );
+    }
 }

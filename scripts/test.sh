@@ -1,43 +1,175 @@
 #!/usr/bin/env bash
 # Runs every test of roce-net: installs what the tests need on a fresh Debian
 # machine, then formatting, lints, Rust unit/fixture/golden tests, the namespace
-# lab tests (need root), the Python binding's pytest suite and the Ansible playbook.
+# lab tests (need root), the portable artifacts (scripts/build-artifacts.sh), the
+# Python binding's pytest suite and the Ansible playbook.
 #
-# Usage: sudo scripts/test.sh            (from the repository root)
-# Env:   SKIP_INSTALL=1 skips apt/pip installation; SKIP_PYTHON=1 skips Python/Ansible.
+# Usage: scripts/test.sh                 (from anywhere, as yourself or as root)
+#
+# It builds as you (cargo from your PATH or ~/.cargo/bin; run through sudo, as the
+# user behind sudo) and runs only the tests as root: directly when you are root,
+# through sudo when it is there, and otherwise it stops after the build and prints
+# the one command to run as root (`scripts/test.sh --root-part`). Root never runs
+# cargo or pip, so target/, .venv and ~/.cargo stay yours.
+#
+# Env:   SKIP_INSTALL=1 skips apt/pip installation; SKIP_PYTHON=1 skips Python/Ansible;
+#        CI=true makes tests that cannot run fail (they always do without root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/as-user.sh
 
 log() { printf '\n==> %s\n' "$*"; }
+self=$PWD/scripts/test.sh
+part=${1:-all}
+bins=$(target_dir)/test-binaries.tsv
+# What the root part needs from the environment, passed through sudo.
+ROOT_ENV="CI SKIP_PYTHON SKIP_INSTALL"
 
-if [ "$(id -u)" != 0 ]; then
-  echo "scripts/test.sh: the lab tests create network namespaces and need root (run with sudo)" >&2
-  exit 1
-fi
-
-if [ "${SKIP_INSTALL:-0}" != 1 ]; then
-  log "installing system packages"
+case "$part" in
+all)
+  # System packages the tests use (apt needs root: directly, via sudo, or told).
   need=()
   command -v ip >/dev/null || need+=(iproute2)
   command -v arping >/dev/null || need+=(iputils-arping)
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
   command -v strings >/dev/null || need+=(binutils)
+  command -v objdump >/dev/null || need+=(binutils)
+  command -v dpkg-deb >/dev/null || need+=(dpkg)
+  command -v gzip >/dev/null || need+=(gzip)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
-  if [ ${#need[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${need[@]}"
-  fi
+  # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
+  # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
+  [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+  command -v cc >/dev/null || need+=(gcc)
   # promtool (Prometheus' own text-format parser and linter) judges `roce-net
   # metrics`. Only the binary is wanted: policy-rc.d keeps apt from starting
   # the server, and the unit the package enables for boot is disabled again.
-  if ! command -v promtool >/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends prometheus
-    systemctl disable prometheus.service >/dev/null 2>&1 || rm -f /etc/systemd/system/multi-user.target.wants/prometheus.service
+  promtool=0
+  command -v promtool >/dev/null || promtool=1
+  if [ "${SKIP_INSTALL:-0}" != 1 ] && { [ ${#need[@]} -gt 0 ] || [ $promtool = 1 ]; }; then
+    log "installing system packages: ${need[*]} $([ $promtool = 1 ] && echo prometheus)"
+    script='export DEBIAN_FRONTEND=noninteractive; apt-get update -qq'
+    [ ${#need[@]} -gt 0 ] && script+="; apt-get install -y -qq ${need[*]}"
+    [ $promtool = 1 ] && script+='; apt-get install -y -qq --no-install-recommends prometheus;
+      systemctl disable prometheus.service >/dev/null 2>&1 ||
+      rm -f /etc/systemd/system/multi-user.target.wants/prometheus.service'
+    if [ "$(id -u)" = 0 ]; then
+      bash -c "set -e; $script"
+    elif command -v sudo >/dev/null; then
+      sudo bash -c "set -e; $script"
+    else
+      echo "scripts/test.sh: missing packages and no sudo; as root run:" >&2
+      echo "    bash -c '$script'" >&2
+      exit 77
+    fi
   fi
+  build_as_user "$self" --build-part
+  ROOT_ENV=$ROOT_ENV run_as_root "$self" --root-part
+  exit
+  ;;
+
+--build-part)
+  # Everything that needs no root, as the building user.
+  log "cargo fmt --check"
+  cargo fmt --all -- --check
+
+  log "cargo clippy"
+  cargo clippy --workspace --all-targets -- -D warnings
+  cargo clippy --workspace --all-targets --features verbs -- -D warnings
+
+  log "cargo test --no-run (building every test binary)"
+  mkdir -p "$(dirname "$bins")"
+  # One line per test binary: its path, the package directory cargo would run it
+  # in, and its arguments, so the root part runs exactly what `cargo test` would.
+  list_bins() { # ARGS_FOR_THE_BINARY -- CARGO_TEST_ARGS...
+    local args=$1
+    shift 2
+    cargo test --no-run --locked --message-format=json-render-diagnostics "$@" |
+      ARGS=$args python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
+        print(m["executable"], os.path.dirname(m["manifest_path"]), os.environ["ARGS"], sep="\t")
+'
+  }
+  {
+    list_bins "--include-ignored" -- --workspace
+    # The verbs feature: only what it adds (the library's verbs/rdma unit and lab
+    # tests, the CLI's probe rdma tests); everything else runs above.
+    list_bins "--include-ignored verbs rdma" -- -p roce-net --features verbs --lib
+    # Its own target directory: the CLI binary these tests run (built with the
+    # feature) would otherwise replace the one the tests above run.
+    list_bins "" -- -p roce-net-cli --features verbs --test cli_rdma \
+      --target-dir "$(target_dir)/verbs"
+  } >"$bins.tmp"
+  mv "$bins.tmp" "$bins"
+  echo "$(wc -l <"$bins") test binaries"
+
+  log "cargo test --doc"
+  cargo test --workspace --doc --locked
+
+  # The portable artifacts, checked (glibc 2.17 floor, auditwheel, installed and
+  # run); the Python tests below use this wheel, built once.
+  if [ "${SKIP_PYTHON:-0}" != 1 ]; then
+    scripts/build-artifacts.sh wheel cli deb
+  else
+    scripts/build-artifacts.sh cli deb
+  fi
+
+  # Fault injection lives behind #[cfg(test)] seams (DESIGN decision 13): the
+  # shipped CLI binary and the wheel's extension module must not contain any of
+  # the hooks the product once had, nor the test-only fault wrapper.
+  log "the release artifacts carry no test hooks"
+  hooks='ROCE_NET_TEST_PAUSE_AFTER|pause_after|fail_at|_fail_at|injected failure|Faulty|test hook'
+  check_hooks() { # FILE [LABEL]
+    if strings -a "$1" | grep -E "$hooks" >/dev/null; then
+      echo "${2:-$1} contains test hooks:" >&2
+      strings -a "$1" | grep -E "$hooks" | head -5 >&2
+      exit 1
+    fi
+    echo "  ${2:-$1}: none"
+  }
+  for cli in dist/roce-net-*-x86_64-linux-gnu; do check_hooks "$cli"; done
+  if [ "${SKIP_PYTHON:-0}" != 1 ]; then
+    for whl in dist/roce_net-*.whl; do
+      so=$(mktemp)
+      python3 - "$whl" "$so" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = [n for n in z.namelist() if n.endswith(".so")]
+if not names:
+    sys.exit(f"{sys.argv[1]}: no extension module")
+open(sys.argv[2], "wb").write(z.read(names[0]))
+PY
+      check_hooks "$so" "$whl (extension module)"
+      rm -f "$so"
+    done
+  fi
+
+  if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
+    WHEEL_BUILT=1 scripts/test-python.sh --build-part
+  fi
+  exit
+  ;;
+
+--root-part) ;;
+
+*)
+  echo "usage: scripts/test.sh [--build-part | --root-part]" >&2
+  exit 64
+  ;;
+esac
+
+# The root part: the tests themselves.
+if [ "$(id -u)" != 0 ]; then
+  echo "scripts/test.sh --root-part: the lab tests create network namespaces and need root" >&2
+  exit 77
+fi
+if [ ! -s "$bins" ]; then
+  echo "scripts/test.sh --root-part: no $bins: run scripts/test.sh (the build part) first" >&2
+  exit 1
 fi
 
 # Run the suite in a private mount namespace with its own, empty /run/netns: the
@@ -47,7 +179,7 @@ fi
 # away with the mount namespace when the run ends.
 if [ "${ROCE_NET_TEST_PRIVATE_NETNS:-0}" != 1 ]; then
   export ROCE_NET_TEST_PRIVATE_NETNS=1
-  exec unshare --mount --propagation private -- "$0" "$@"
+  exec unshare --mount --propagation private -- "$self" "$@"
 fi
 mkdir -p /run/netns
 mount -t tmpfs -o mode=0755 rnt-test-netns /run/netns
@@ -84,48 +216,45 @@ if [ -e "$run_state" ]; then
   mount -t tmpfs -o ro,mode=0755 rnt-test-run-roce-net "$run_state"
 fi
 
-log "cargo fmt --check"
-cargo fmt --all -- --check
-
-log "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
-
-log "cargo test (unit, fixture, golden and namespace lab tests)"
+log "Rust tests (unit, fixture, golden and namespace lab tests; the verbs feature's)"
 # Lab tests must fail, not skip, when they cannot run in CI.
 export CI="${CI:-}"
 # Lab tests are #[ignore = "needs root ..."], so plain `cargo test` lists them as
 # ignored; here they run, and without root they would fail, not skip.
-cargo test --workspace -- --test-threads=2 --include-ignored
+passed=0 failed=0 failing=()
+while IFS=$'\t' read -r exe dir args; do
+  out=$(mktemp)
+  echo "     Running $exe $args"
+  # cargo runs a test binary in its package's directory; so does this.
+  # shellcheck disable=SC2086 # $args is a list of words
+  if (cd "$dir" && "$exe" --test-threads=2 $args) 2>&1 | tee "$out"; then :; else
+    failing+=("$exe")
+  fi
+  p=0 f=0
+  read -r p f < <(sed -n 's/^test result: [A-Za-z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out" | tail -1) || true
+  passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0}))
+  rm -f "$out"
+done <"$bins"
+echo "rust tests: $passed passed, $failed failed"
+if [ ${#failing[@]} -gt 0 ]; then
+  printf 'failing test binary: %s\n' "${failing[@]}" >&2
+  exit 1
+fi
+
+log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab tests)"
+# Only what the feature adds: the library's verbs/rdma unit and lab tests and the
+# CLI's probe rdma tests; everything else ran above.
+cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
+cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
 
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"
-  scripts/test-python.sh
+  scripts/test-python.sh --root-part
 fi
 
 if [ "$run_state_existed" = 0 ] && [ -e "$run_state" ]; then
   echo "a test created $run_state (the machine's own state directory); tests must use --state-dir" >&2
   exit 1
-fi
-
-log "release build carries no test hooks"
-# Fault injection lives behind #[cfg(test)] seams (DESIGN decision 13): the
-# release binary and the Python extension must not contain any of the hooks the
-# product once had, nor the test-only fault wrapper.
-cargo build --release --bin roce-net -q
-hooks='ROCE_NET_TEST_PAUSE_AFTER|pause_after|fail_at|_fail_at|injected failure|Faulty|test hook'
-check_hooks() {
-  if strings -a "$1" | grep -E "$hooks" >/dev/null; then
-    echo "$1 contains test hooks:" >&2
-    strings -a "$1" | grep -E "$hooks" | head -5 >&2
-    exit 1
-  fi
-  echo "  $1: none"
-}
-check_hooks target/release/roce-net
-so=$(ls .venv/lib/python3*/site-packages/roce_net/_roce_net*.so 2>/dev/null | head -1 || true)
-if [ "${SKIP_PYTHON:-0}" != 1 ]; then
-  [ -n "$so" ] || { echo "the built wheel's extension module was not found" >&2; exit 1; }
-  check_hooks "$so"
 fi
 
 left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^rnt-' || true)

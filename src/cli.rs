@@ -3,7 +3,7 @@
 use crate::render;
 use clap::{Parser, Subcommand};
 use roce_net::{Error, ErrorKind, Host, HostState};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +37,12 @@ pub mod exit {
     pub const FAILURE: u8 = 70;
     /// The user declined at the prompt.
     pub const DECLINED: u8 = 5;
+    /// `probe rdma`: the probe ran and RDMA failed (the report says the likely cause).
+    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    pub const PROBE_FAILED: u8 = 6;
+    /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
+    /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
+    pub const NO_RDMA: u8 = 69;
 }
 
 #[derive(Parser, Debug)]
@@ -80,11 +86,27 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
     },
-    /// Capture the whole host state as JSON.
+    /// Capture the whole host state as JSON (compact; see docs/cli.md, "Snapshot schema").
     Snapshot {
-        /// Write to FILE instead of standard output.
+        /// Write to FILE instead of standard output (gzip-compressed when FILE ends in `.gz`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Indented JSON for people, instead of compact JSON.
+        #[arg(long)]
+        pretty: bool,
+        /// gzip-compress the output (implied by `-o FILE.gz`).
+        #[arg(long)]
+        compress: bool,
+        /// Also read the devices through libibverbs (the verbs view), for the
+        /// doctor's verbs-sysfs-mismatch check.
+        #[arg(long)]
+        verbs: bool,
+    },
+    /// RDMA devices, ports and GID tables as libibverbs sees them (exit 69 without RDMA).
+    Verbs {
+        /// libibverbs to load (soname or path) instead of libibverbs.so.1.
+        #[arg(long, value_name = "PATH")]
+        libibverbs: Option<PathBuf>,
     },
     /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
     RouteGet {
@@ -166,6 +188,9 @@ enum Cmd {
         /// (what `apply` uses without one) when omitted.
         #[arg(short = 'f', long = "policy", value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// Also compare the devices libibverbs sees with sysfs (live host only).
+        #[arg(long, conflicts_with = "from")]
+        verbs: bool,
     },
     /// NCCL environment matching this host's RDMA devices and GID tables.
     NcclEnv {
@@ -226,6 +251,9 @@ enum ProbeCmd {
         #[arg(long, default_value_t = 2.0)]
         timeout: f64,
     },
+    /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
+    /// bandwidth both ways, or the failure's likely cause.
+    Rdma(Box<crate::rdma::RdmaArgs>),
 }
 
 /// Entry point.
@@ -262,6 +290,7 @@ pub fn exit_code(e: &Error) -> u8 {
         ErrorKind::Drift => exit::DRIFT,
         ErrorKind::RolledBack | ErrorKind::Verify => exit::ROLLED_BACK,
         ErrorKind::RollbackFailed => exit::ROLLBACK_FAILED,
+        ErrorKind::NoRdma => exit::NO_RDMA,
         _ => exit::FAILURE,
     }
 }
@@ -390,13 +419,41 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::gids(&st));
             }
         }
-        Cmd::Snapshot { output } => {
-            let st = host(&cli)?.snapshot()?;
-            let text = st.to_json();
+        Cmd::Snapshot {
+            output,
+            pretty,
+            compress,
+            verbs,
+        } => {
+            if output.is_none() && *compress && std::io::stdout().is_terminal() {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "refusing to write a compressed snapshot to a terminal; \
+                     use -o FILE.json.gz or redirect standard output",
+                ));
+            }
+            let h = host(&cli)?;
+            let mut st = h.snapshot()?;
+            if *verbs {
+                st.verbs = Some(h.verbs_view(&roce_net::VerbsOptions::default()));
+            }
             match output {
-                Some(p) => std::fs::write(p, text + "\n")
-                    .map_err(|e| Error::io(e, format!("writing snapshot to {}", p.display())))?,
-                None => out(&text),
+                Some(p) => {
+                    let mut format = roce_net::SnapshotFormat::for_path(p, *pretty);
+                    format.gzip |= *compress;
+                    st.save(p, format)?;
+                }
+                None => {
+                    let format = roce_net::SnapshotFormat {
+                        pretty: *pretty,
+                        gzip: *compress,
+                    };
+                    match st.write_to(std::io::stdout().lock(), format) {
+                        // A closed pipe (`| head`) is not an error.
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                        r => r.map_err(|e| Error::io(e, "writing snapshot to standard output"))?,
+                    }
+                }
             }
         }
         Cmd::RouteGet { dst, src } => {
@@ -407,6 +464,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::route_decision(*dst, *src, &d));
             }
         }
+        Cmd::Verbs { libibverbs } => return crate::rdma::verbs(&host(&cli)?, libibverbs, cli.json),
+        Cmd::Probe {
+            what: ProbeCmd::Rdma(a),
+        } => return crate::rdma::probe(&host(&cli)?, a, cli.json),
         Cmd::Probe {
             what:
                 ProbeCmd::Arp {
@@ -422,11 +483,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     "--timeout must be between 0 and 3600 seconds",
                 ));
             }
-            let opts = roce_net::ArpProbeOptions {
-                count: *count,
-                timeout: Duration::from_secs_f64(*timeout),
-                source: None,
-            };
+            let opts = roce_net::ArpProbeOptions::new(*count, Duration::from_secs_f64(*timeout));
             let r = host(&cli)?.probe_arp(dev, *target, opts)?;
             if cli.json {
                 print_json(&r)?;
@@ -492,8 +549,15 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::persist(backend, &why, &files, &report));
             }
         }
-        Cmd::Doctor { from, policy } => {
-            let st = state(&cli, from)?;
+        Cmd::Doctor {
+            from,
+            policy,
+            verbs,
+        } => {
+            let mut st = state(&cli, from)?;
+            if *verbs {
+                st.verbs = Some(host(&cli)?.verbs_view(&roce_net::VerbsOptions::default()));
+            }
             let mut opts = roce_net::DoctorOptions::default();
             if policy.is_some() {
                 opts.policy = Some(load_policy(policy)?);
@@ -542,11 +606,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Fleet { snapshots } => {
-            let states = snapshots
-                .iter()
-                .map(|p| HostState::load(p))
-                .collect::<Result<Vec<_>, _>>()?;
-            let report = roce_net::fleet_report(&states);
+            // Each snapshot is summarised as it is loaded, one per core at a time.
+            let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            fleet.add_files(snapshots, threads)?;
+            let report = fleet.finish();
             if cli.json {
                 print_json(&report)?;
             } else {

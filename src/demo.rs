@@ -46,11 +46,7 @@ fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
     let probe = Host::netns(peer_ns)?.probe_arp(
         &peer.name,
         v4(target)?,
-        ArpProbeOptions {
-            count: 3,
-            timeout: Duration::from_millis(800),
-            source: None,
-        },
+        ArpProbeOptions::new(3, Duration::from_millis(800)),
     )?;
     let mut egress = Vec::new();
     for n in nics {

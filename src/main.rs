@@ -4,6 +4,7 @@
 mod apply_cmd;
 mod cli;
 mod demo;
+mod rdma;
 mod render;
 
 use std::process::ExitCode;

@@ -142,11 +142,10 @@ impl Host {
                 format!("ARP probe timeout {timeout} s is not between 0 and 3600"),
             )));
         }
-        let opts = roce_net::ArpProbeOptions {
-            count,
-            timeout: Duration::from_secs_f64(timeout),
-            source,
-        };
+        let mut opts = roce_net::ArpProbeOptions::new(count, Duration::from_secs_f64(timeout));
+        if let Some(s) = source {
+            opts = opts.with_source(s);
+        }
         let h = self.inner.clone();
         let r = py.detach(move || h.probe_arp(&dev, target, opts)).py()?;
         to_py(py, &r)

@@ -14,6 +14,7 @@ mod lab;
 mod persist;
 mod plan;
 mod policy;
+mod rdma;
 mod routes;
 mod schema;
 mod ser;
@@ -47,5 +48,6 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(doctor::fleet_report, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::render_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::route_lookup, m)?)?;
+    rdma::add(m)?;
     Ok(())
 }

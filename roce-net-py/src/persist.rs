@@ -23,15 +23,14 @@ pub fn render_persistence<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let b: Backend = backend.parse().py()?;
     let p = native_plan(plan)?;
-    let opts = RenderOptions {
-        networkd_files: networkd_files.unwrap_or_default(),
-        nm_connections: nm_connections.unwrap_or_default(),
-        netplan_devices: netplan_devices
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, (kind, id))| (k, roce_net::NetplanDevice { kind, id }))
-            .collect(),
-    };
+    let mut opts = RenderOptions::default();
+    opts.networkd_files = networkd_files.unwrap_or_default();
+    opts.nm_connections = nm_connections.unwrap_or_default();
+    opts.netplan_devices = netplan_devices
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, (kind, id))| (k, roce_net::NetplanDevice { kind, id }))
+        .collect();
     let files = roce_net::render_persistence(&p.desired, b, &opts).py()?;
     to_py(py, &files)
 }

@@ -114,6 +114,8 @@ exported_types! {
         r::HostState, r::Interface, r::LinkStats, r::Address, r::Neighbor, r::Route,
         r::NextHop, r::Rule, r::SysctlView, r::ConfValues, r::InterfaceConf, r::Tuning,
         r::RdmaDevice, r::RdmaPort, r::GidEntry, r::Warning,
+        // The verbs view (`snapshot --verbs`, `verbs_view`).
+        r::VerbsView, r::VerbsDevice, r::VerbsPort, r::VerbsGid, r::NoRdma,
         // Plans.
         r::Plan, r::Change, r::DesiredState, r::NicDesired,
         // Host calls.

@@ -195,9 +195,9 @@ def test_install_role_puts_the_wheel_in_a_venv_the_modules_use(tmp_path, capsys)
     """The install role on localhost: copy the wheel, create the venv with the
     node's Python, install without network, point the play at it; then the
     facts module runs with that interpreter."""
-    wheels = sorted((ROOT / "target" / "wheels").glob("roce_net-*.whl"))
+    wheels = sorted((ROOT / "dist").glob("roce_net-*.whl"))
     if not wheels:
-        cannot_run("no wheel in target/wheels (scripts/test-python.sh builds it)")
+        cannot_run("no wheel in dist/ (scripts/build-artifacts.sh wheel, run by scripts/test-python.sh, builds it)")
     venv = tmp_path / "venv"
     pb = tmp_path / "role.yml"
     pb.write_text(

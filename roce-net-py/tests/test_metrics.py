@@ -76,6 +76,7 @@ def test_rdma_counters_keep_their_values():
     assert n > 0
 
 
+@pytest.mark.needs_root
 def test_live_lab_host_metrics(seed_lab):
     st = seed_lab.host().snapshot()
     fams = families(roce_net.render_metrics(st))

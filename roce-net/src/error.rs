@@ -45,6 +45,10 @@ pub enum ErrorKind {
     Unsupported,
     /// A wait ran out of time.
     Timeout,
+    /// RDMA cannot be used here: no libibverbs, no kernel support, no devices,
+    /// no `/dev/infiniband`, or a build without the `verbs` feature (the message
+    /// says which).
+    NoRdma,
 }
 
 impl ErrorKind {
@@ -65,6 +69,7 @@ impl ErrorKind {
             ErrorKind::RollbackFailed => "rollback_failed",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::NoRdma => "no_rdma",
         }
     }
 }

@@ -97,16 +97,12 @@ impl Host {
         self.with_netlink(|nl| nl.route_get(dst, src, None))
     }
 
-    /// Send ARP requests for `target` out of `dev` inside this host's namespace and
-    /// report every distinct MAC that answers (see [`crate::probe::arp`]). More than
-    /// one MAC for one address is ARP flux as the wire sees it.
-    pub fn probe_arp(
-        &self,
-        dev: &str,
-        target: std::net::Ipv4Addr,
-        opts: crate::probe::ArpProbeOptions,
-    ) -> Result<crate::probe::ArpProbeResult> {
-        self.target.run(|| crate::probe::arp(dev, target, opts))
+    /// The verbs view of this host's RDMA devices (libibverbs, with this host's
+    /// sysfs root for the legacy GID type and to explain an empty list). Never
+    /// fails: without RDMA it says why (`VerbsView::unavailable`).
+    pub fn verbs_view(&self, opts: &crate::kernel::verbs::VerbsOptions) -> crate::model::VerbsView {
+        let o = opts.clone().with_sysfs_root(self.sysfs_root.clone());
+        crate::kernel::verbs::read_view(&o)
     }
 
     /// Capture the whole snapshot.

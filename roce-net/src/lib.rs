@@ -56,14 +56,19 @@ pub use model::{
     active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
     GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
     Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Tuning,
-    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId,
+    Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
     RT_TABLE_UNSPEC,
+};
+pub use model::{
+    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
+    VerbsView,
 };
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
+pub use kernel::verbs::{read_view as verbs_view, verbs_built, VerbsOptions};
 pub use netns::{
     create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
 };
@@ -84,10 +89,19 @@ pub use fib::{
 };
 pub use fleet::{
     host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
-    FleetReport, HostSummary, FLEET_CHECK_IDS,
+    FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
+    MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
 pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+// RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
+#[cfg(feature = "verbs")]
+pub use probe::rdma::{
+    explain as explain_rdma_failure, select as select_rdma_port, wc_status_name, Bandwidth, Cause,
+    EndpointSummary, ExplainInput, FailureValue, Latency, ProbeFailure, RdmaProbeOptions,
+    RdmaProbeReport, RdmaServerReport, Role as ProbeRole, Selection as RdmaSelection, Stage,
+    DEFAULT_TCP_PORT,
+};
 
 // Monitor: Prometheus text for node_exporter's textfile collector.
 pub use metrics::{
@@ -100,9 +114,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
-    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
-    POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection,
+    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.
@@ -118,8 +132,7 @@ pub use apply::{
 pub use persist::{
     detect as detect_backend, detect_explained as detect_backend_explained,
     diff_files as diff_persistence, render as render_persistence, write_files as write_persistence,
-    Backend, DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX,
+    DiffStatus, FileDiff, NetplanDevice, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
 };
 pub use rt_tables::TABLE_NAMES_FILE;
 

@@ -69,6 +69,7 @@ pub enum ScopeMode {
 
 /// A NIC in scope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ScopedNic {
     /// Interface name.
     pub ifname: String,
@@ -85,6 +86,7 @@ pub struct ScopedNic {
 
 /// The NICs in scope and how they were chosen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NicScope {
     /// Selection mode.
     pub mode: ScopeMode,

@@ -449,10 +449,8 @@ fn mtu_mismatch() {
 #[test]
 fn mtu_expected_by_option() {
     let s = base().0;
-    let opts = roce_net::DoctorOptions {
-        expected_mtu: Some(4200),
-        ..Default::default()
-    };
+    let mut opts = roce_net::DoctorOptions::default();
+    opts.expected_mtu = Some(4200);
     let f = roce_net::doctor_with(&s, &opts);
     assert_eq!(only(&f, "mtu-mismatch").len(), 4);
 }
@@ -551,10 +549,8 @@ fn netdev_backlog_low() {
         x.remediation.commands,
         vec!["sysctl -w net.core.netdev_max_backlog=250000"]
     );
-    let opts = roce_net::DoctorOptions {
-        min_netdev_max_backlog: 1000,
-        ..Default::default()
-    };
+    let mut opts = roce_net::DoctorOptions::default();
+    opts.min_netdev_max_backlog = 1000;
     assert!(roce_net::doctor_with(&s, &opts).is_empty());
 }
 
@@ -791,4 +787,37 @@ fn remediation_policy_settings_are_valid_policy() {
         }
     }
     assert!(seen >= 5, "only {seen} policy settings seen");
+}
+
+/// The routing fixes follow the policy the doctor is given: its table and
+/// priority bases, its protocol; a policy the host cannot take is reported as
+/// such on the finding instead of a made-up fix.
+#[test]
+fn routing_fixes_follow_the_given_policy() {
+    let s = doctor_support::load("source-rule-missing.bad.json");
+    let mut opts = roce_net::DoctorOptions::default();
+    opts.policy = Some(
+        roce_net::Policy::from_yaml(
+            "routing: {table_base: 2000, rule_priority_base: 3000}\nprotocol: 202\n",
+        )
+        .unwrap(),
+    );
+    let f = roce_net::doctor_with(&s, &opts);
+    let x = one(&f, "source-rule-missing");
+    assert_eq!(x.evidence["proposed_table"], json!(2003));
+    assert_eq!(x.evidence["proposed_priority"], json!(3003));
+    assert_eq!(
+        x.remediation.commands,
+        vec![
+            "ip route replace 198.18.0.0/24 dev ens3 src 198.18.0.13 table 2003 proto 202",
+            "ip rule add from 198.18.0.13 lookup 2003 pref 3003 proto 202",
+        ]
+    );
+
+    opts.policy = Some(roce_net::Policy::from_yaml("nics: {include: [ens9]}\n").unwrap());
+    let f = roce_net::doctor_with(&s, &opts);
+    let x = one(&f, "source-rule-missing");
+    assert!(x.remediation.commands.is_empty());
+    let why = x.evidence["plan_error"].as_str().unwrap();
+    assert!(why.contains("interface ens9 does not exist"), "{why}");
 }

@@ -157,3 +157,92 @@ fn fleet_findings_carry_fixes() {
         assert!(!f.remediation.commands.is_empty(), "{}", f.id);
     }
 }
+
+#[test]
+fn fleet_built_one_saved_snapshot_at_a_time_matches_the_in_memory_report() {
+    // What `roce-net fleet` does: save each host (compact or gzip), then load,
+    // add and drop one snapshot at a time.
+    let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
+    let whole = roce_net::fleet_report(&hosts);
+    assert!(!whole.findings.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+    assert!(fleet.is_empty());
+    for (i, h) in hosts.iter().enumerate() {
+        let p = dir
+            .path()
+            .join(format!("{}.json{}", h.hostname, [".gz", ""][i % 2]));
+        h.save(&p, roce_net::SnapshotFormat::for_path(&p, false))
+            .unwrap();
+        fleet.add(roce_net::HostState::load(&p).unwrap());
+    }
+    assert_eq!(fleet.len(), 3);
+    assert_eq!(fleet.finish(), whole);
+
+    // The same files loaded on threads: the same report, hosts in the order given.
+    let paths: Vec<std::path::PathBuf> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            dir.path()
+                .join(format!("{}.json{}", h.hostname, [".gz", ""][i % 2]))
+        })
+        .collect();
+    for threads in [1, 2, 8] {
+        let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+        fleet.add_files(&paths, threads).unwrap();
+        assert_eq!(fleet.finish(), whole, "{threads} threads");
+    }
+
+    // A file that cannot be read: the first such file's error, and no host added.
+    std::fs::write(dir.path().join("bad.json"), "{ not json").unwrap();
+    let mut with_bad = paths.clone();
+    with_bad.insert(1, dir.path().join("missing.json"));
+    with_bad.push(dir.path().join("bad.json"));
+    let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
+    let e = fleet.add_files(&with_bad, 2).unwrap_err();
+    assert_eq!(e.kind(), roce_net::ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("missing.json"), "{e}");
+    assert!(fleet.is_empty());
+}
+
+#[test]
+fn fleet_evidence_counts_values_and_names_a_bounded_set_of_hosts() {
+    let hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
+    let r = roce_net::fleet_report(&hosts);
+    let mtu = r
+        .findings
+        .iter()
+        .find(|f| f.id == "fleet-mtu-differs")
+        .unwrap();
+    assert_eq!(mtu.evidence["counts"], json!({"4200": 1, "9000": 2}));
+    // A small fleet: every host's value.
+    assert_eq!(
+        mtu.evidence["hosts"],
+        json!({"gpu1": "9000", "gpu2": "9000", "gpu3": "4200"})
+    );
+
+    // 35 hosts at 9000, 34 at 4200: every 4200 host gets a finding, each naming
+    // at most MAX_EVIDENCE_HOSTS hosts, those that differ from the majority first.
+    let mut fleet: Vec<roce_net::HostState> =
+        (0..35).map(|i| healthy(&format!("ok{i}"), 11).0).collect();
+    for i in 0..34 {
+        let mut h = odd_host().0;
+        h.hostname = format!("odd{i}");
+        fleet.push(h);
+    }
+    let r = roce_net::fleet_report(&fleet);
+    let mtu: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == "fleet-mtu-differs")
+        .collect();
+    assert_eq!(mtu.len(), 34);
+    for f in mtu {
+        assert_eq!(f.evidence["counts"], json!({"4200": 34, "9000": 35}));
+        let hosts = f.evidence["hosts"].as_object().unwrap();
+        assert_eq!(hosts.len(), roce_net::FLEET_MAX_EVIDENCE_HOSTS);
+        assert!(hosts.values().all(|v| v == "4200"), "{hosts:?}");
+        assert!(hosts.contains_key("odd0") && hosts.contains_key("odd1"));
+    }
+}

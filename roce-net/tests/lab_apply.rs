@@ -90,11 +90,7 @@ fn peer_probe(e: &Env, target: IpAddr) -> BTreeSet<String> {
         .probe_arp(
             "p0",
             v4(target),
-            ArpProbeOptions {
-                count: 3,
-                timeout: Duration::from_millis(600),
-                source: None,
-            },
+            ArpProbeOptions::new(3, Duration::from_millis(600)),
         )
         .unwrap();
     r.replies.iter().map(|x| x.mac.to_string()).collect()

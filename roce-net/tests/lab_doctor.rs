@@ -97,11 +97,7 @@ fn probe_macs(lab: &Lab, target: IpAddr) -> BTreeSet<String> {
         .probe_arp(
             "p0",
             v4(target),
-            ArpProbeOptions {
-                count: 3,
-                timeout: Duration::from_millis(900),
-                source: None,
-            },
+            ArpProbeOptions::new(3, Duration::from_millis(900)),
         )
         .unwrap();
     assert!(r.requests_sent >= 1);

@@ -1,5 +1,9 @@
-//! Golden-file tests of the planner: `current.json + policy.yaml -> plan.json`
-//! (and `plan.diff`), or `error.txt` for policies the host must refuse.
+//! Golden-file tests of the planner: `current.json + policy.yaml -> changes.json`
+//! (the typed changes and the desired state, what the planner computes) and
+//! `plan.diff` (their rendering), or `error.txt` for policies the host must
+//! refuse. The plan's envelope (the fingerprint of the state it was made from,
+//! the policy it carries) is asserted separately, so a fingerprint or schema
+//! change does not rewrite every golden file.
 //! Regenerate with `UPDATE_GOLDEN=1 cargo test -p roce-net --test plan_golden`.
 //!
 //! Besides the goldens, every successful plan is checked for properties that hold
@@ -74,7 +78,15 @@ fn golden_cases() {
         let result = run_case(case);
         match (result, ok) {
             (Ok(p), true) => {
-                golden(case, "plan.json", &(p.to_json() + "\n"));
+                let changes = serde_json::json!({
+                    "changes": p.changes,
+                    "desired": p.desired,
+                });
+                golden(
+                    case,
+                    "changes.json",
+                    &(serde_json::to_string_pretty(&changes).unwrap() + "\n"),
+                );
                 golden(case, "plan.diff", &p.render_diff());
             }
             (Err(e), false) => {
@@ -87,6 +99,25 @@ fn golden_cases() {
             ),
             (Err(e), true) => panic!("{case}: expected a plan, got: {e}"),
         }
+    }
+}
+
+/// What the goldens leave out: the plan records the fingerprint of the state it
+/// was made from, the host and namespace, and the policy it was made with, and
+/// its JSON form reads back to the same plan.
+#[test]
+fn plans_record_their_base_and_policy_and_round_trip() {
+    for (case, ok) in CASES {
+        if !ok {
+            continue;
+        }
+        let (host, policy) = load(case);
+        let p = roce_net::plan(&host, &policy).unwrap();
+        assert_eq!(p.base_fingerprint, roce_net::fingerprint(&host), "{case}");
+        assert_eq!(p.hostname, host.hostname, "{case}");
+        assert_eq!(p.netns, host.netns, "{case}");
+        assert_eq!(p.policy, policy, "{case}");
+        assert_eq!(Plan::from_json(&p.to_json()).unwrap(), p, "{case}");
     }
 }
 
@@ -494,7 +525,7 @@ fn every_fixture_directory_is_a_case() {
     assert_eq!(on_disk, listed);
     for (case, ok) in CASES {
         let d = dir(case);
-        assert_eq!(d.join("plan.json").exists(), *ok, "{case}");
+        assert_eq!(d.join("changes.json").exists(), *ok, "{case}");
         assert_eq!(d.join("error.txt").exists(), !ok, "{case}");
     }
 }

@@ -534,3 +534,26 @@ fn routing_disabled_removes_owned_routing_only() {
         "only deletions of owned objects:\n{diff}"
     );
 }
+
+/// A policy file that says `routing:` twice is refused with the key and both
+/// lines, not silently read with one of the two sections.
+#[test]
+fn duplicate_sections_are_refused() {
+    let m = parse_err(
+        "routing:\n  table_base: 2000\nrouting:\n  table_base: 3000\n",
+        "policy is not valid YAML",
+    );
+    assert!(
+        m.contains("line 3") && m.contains("duplicate key \"routing\" (first at line 1)"),
+        "{m}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.yaml");
+    std::fs::write(&p, "nics: auto\nnics: {include: [r1]}\n").unwrap();
+    let e = Policy::load(&p).unwrap_err();
+    assert!(e.to_string().contains("duplicate key \"nics\""), "{e}");
+    // 100,000 levels of nesting fail at once with a clear error.
+    let deep = "a: ".to_string() + &"[".repeat(100_000) + &"]".repeat(100_000);
+    let m = parse_err(&deep, "policy is not valid YAML");
+    assert!(m.contains("nested deeper than 64 levels"), "{m}");
+}

@@ -58,11 +58,7 @@ fn mac_of(ns: &Netns, dev: &str) -> HwAddr {
 }
 
 fn opts() -> ArpProbeOptions {
-    ArpProbeOptions {
-        count: 2,
-        timeout: Duration::from_millis(1200),
-        source: None,
-    }
+    ArpProbeOptions::new(2, Duration::from_millis(1200))
 }
 
 #[test]
@@ -100,10 +96,7 @@ fn arp_flux_seen_from_the_wire_and_gone_after_arp_ignore() {
     assert!(!after.is_flux());
 
     // An explicit source address is used as the sender IP (replies go to it).
-    let src = ArpProbeOptions {
-        source: Some(Ipv4Addr::new(198, 18, 0, 100)),
-        ..opts()
-    };
+    let src = opts().with_source(Ipv4Addr::new(198, 18, 0, 100));
     assert_eq!(
         peer.probe_arp("eth0", target, src).unwrap().replies.len(),
         1

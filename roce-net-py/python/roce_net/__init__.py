@@ -29,8 +29,14 @@ from ._errors import (
     RolledBackError,
     UnsupportedError,
     VerifyError,
+    NoRdmaError,
 )
 from ._types import (
+    VerbsView,
+    VerbsDevice,
+    VerbsPort,
+    VerbsGid,
+    NoRdma,
     CHANGE_FIELDS,
     Address,
     Change,
@@ -89,6 +95,18 @@ from ._roce_net import (
     write_persistence,
 )
 
+from ._rdma import (
+    RdmaBandwidth,
+    RdmaEndpoint,
+    RdmaFailure,
+    RdmaLatency,
+    RdmaProbeResult,
+    RdmaServerResult,
+    probe_rdma,
+    probe_rdma_server,
+    verbs_view,
+)
+
 __version__: str = _roce_net.__version__
 SCHEMA_VERSION: int = _roce_net.SCHEMA_VERSION
 
@@ -111,6 +129,9 @@ __all__ = [
     "fleet_report",
     "render_metrics",
     "route_lookup",
+    "probe_rdma",
+    "probe_rdma_server",
+    "verbs_view",
     # result types
     "HostState",
     "SnapshotWarning",
@@ -151,6 +172,17 @@ __all__ = [
     "ApplyReport",
     "RollbackReport",
     "FibDecision",
+    "VerbsView",
+    "VerbsDevice",
+    "VerbsPort",
+    "VerbsGid",
+    "NoRdma",
+    "RdmaProbeResult",
+    "RdmaServerResult",
+    "RdmaEndpoint",
+    "RdmaLatency",
+    "RdmaBandwidth",
+    "RdmaFailure",
     # errors
     "RoceNetError",
     "RoceNetPermissionError",
@@ -167,5 +199,6 @@ __all__ = [
     "RollbackFailedError",
     "UnsupportedError",
     "RoceNetTimeoutError",
+    "NoRdmaError",
     "ERROR_CLASSES",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "RollbackFailedError",
     "UnsupportedError",
     "RoceNetTimeoutError",
+    "NoRdmaError",
     "ERROR_CLASSES",
 ]
 
@@ -144,6 +145,12 @@ class UnsupportedError(RoceNetError):
     """The kernel or build does not support this (kind ``unsupported``)."""
 
 
+class NoRdmaError(RoceNetError):
+    """RDMA cannot be used here: no libibverbs, no kernel support, no devices, no
+    /dev/infiniband, or a build without verbs (kind ``no_rdma``; the message
+    starts with the reason)."""
+
+
 class RoceNetTimeoutError(RoceNetError, TimeoutError):
     """A wait ran out of time (kind ``timeout``)."""
 
@@ -166,6 +173,7 @@ ERROR_CLASSES: Dict[str, Type[RoceNetError]] = {
     "rollback_failed": RollbackFailedError,
     "unsupported": UnsupportedError,
     "timeout": RoceNetTimeoutError,
+    "no_rdma": NoRdmaError,
 }
 """Exception class by error kind name."""
 

@@ -22,6 +22,7 @@ from typing import (
 )
 
 from ._types import (
+    VerbsView,
     ApplyReport,
     FibDecision,
     ArpProbeResult,
@@ -64,6 +65,9 @@ __all__ = [
     "fleet_report",
     "render_metrics",
     "route_lookup",
+    "_probe_rdma",
+    "_probe_rdma_server",
+    "_verbs_view",
 ]
 
 __version__: str
@@ -271,3 +275,36 @@ def route_lookup(
 ) -> FibDecision:
     """Where the kernel would send the flow, computed offline from the snapshot
     (like ``ip route get`` on that host). NotFoundError when it would fail."""
+
+# probe rdma and the verbs view (wrapped by roce_net._rdma; GIL released).
+def _probe_rdma(
+    host: Host,
+    peer: _IP,
+    *,
+    source: Optional[_IP] = None,
+    device: Optional[str] = None,
+    port: Optional[int] = None,
+    gid_index: Optional[int] = None,
+    tcp_port: int = 18520,
+    size: int = 65536,
+    iterations: int = 1000,
+    latency_size: int = 64,
+    latency_iterations: int = 1000,
+    mtu: Optional[int] = None,
+    timeout: float = 10.0,
+    libibverbs: Optional[_Path] = None,
+) -> str: ...
+def _probe_rdma_server(
+    host: Host,
+    *,
+    source: _IP,
+    device: Optional[str] = None,
+    port: Optional[int] = None,
+    gid_index: Optional[int] = None,
+    tcp_port: int = 18520,
+    clients: int = 1,
+    duration: float = 60.0,
+    timeout: float = 10.0,
+    libibverbs: Optional[_Path] = None,
+) -> str: ...
+def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView: ...

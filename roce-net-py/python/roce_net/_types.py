@@ -31,6 +31,11 @@ from ._errors import ERROR_CLASSES, RoceNetError
 __all__ = [
     "HostState",
     "SnapshotWarning",
+    "VerbsView",
+    "VerbsDevice",
+    "VerbsPort",
+    "VerbsGid",
+    "NoRdma",
     "Interface",
     "LinkStats",
     "Address",
@@ -337,6 +342,67 @@ class SnapshotWarning(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class VerbsGid(_Record):
+    """One populated GID table entry as libibverbs reports it."""
+
+    _RUST: ClassVar[str] = "VerbsGid"
+    index: int
+    gid: str
+    gid_type: Optional[Any]
+    ndev_ifindex: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerbsPort(_Record):
+    """One port as ``ibv_query_port`` reports it."""
+
+    _RUST: ClassVar[str] = "VerbsPort"
+    port: int
+    state: str
+    phys_state: Optional[str]
+    link_layer: Optional[str]
+    active_mtu: Optional[int]
+    max_mtu: Optional[int]
+    gid_tbl_len: int
+    gids: Tuple[VerbsGid, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerbsDevice(_Record):
+    """One device as libibverbs sees it (``error``: why it could not be read)."""
+
+    _RUST: ClassVar[str] = "VerbsDevice"
+    name: str
+    node_guid: Optional[str]
+    fw_ver: Optional[str]
+    ports: Tuple[VerbsPort, ...]
+    error: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NoRdma(_Record):
+    """Why RDMA cannot be used: ``reason`` (``no_library``, ``no_kernel_support``,
+    ``no_devices``, ``no_device_files``, ``not_built``) and ``detail``."""
+
+    _RUST: ClassVar[str] = "NoRdma"
+    reason: str
+    detail: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerbsView(_Record):
+    """The RDMA devices as libibverbs reports them (``verbs_view``,
+    ``snapshot --verbs``); ``unavailable`` says why there are none."""
+
+    _RUST: ClassVar[str] = "VerbsView"
+    library: Optional[str]
+    gid_query: Optional[str]
+    unavailable: Optional[NoRdma]
+    devices: Tuple[VerbsDevice, ...]
+    warnings: Tuple[SnapshotWarning, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class HostState(_Record):
     """One snapshot of a host's (or a namespace's) networking.
 
@@ -351,6 +417,7 @@ class HostState(_Record):
     """
 
     _RUST: ClassVar[str] = "HostState"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"verbs"})
     schema_version: int
     hostname: str
     netns: Optional[str]
@@ -363,6 +430,7 @@ class HostState(_Record):
     sysctls: SysctlView
     table_names: Dict[int, str]
     rdma: Tuple[RdmaDevice, ...]
+    verbs: Optional[VerbsView] = None
     warnings: Tuple[SnapshotWarning, ...] = ()
     _native: Optional[Any] = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -748,6 +816,11 @@ _ALL: Tuple[type, ...] = (
     RdmaPort,
     RdmaDevice,
     SnapshotWarning,
+    VerbsGid,
+    VerbsPort,
+    VerbsDevice,
+    NoRdma,
+    VerbsView,
     HostState,
     NicDesired,
     DesiredState,

@@ -25,6 +25,7 @@ mod rx_drops;
 mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
+mod verbs_sysfs_mismatch;
 
 use crate::model::{
     ConfKey, ConfTarget, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
@@ -57,6 +58,7 @@ pub const CHECK_IDS: &[&str] = &[
     rx_drops::ID,
     rdma_retransmits::ID,
     no_rdma_devices::ID,
+    verbs_sysfs_mismatch::ID,
     multiple_default_routes::ID,
     snapshot_partial::ID,
 ];
@@ -172,6 +174,7 @@ pub struct Remediation {
 
 /// One problem found on a host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct Finding {
     /// Stable check id (`arp-ignore`, `asymmetric-egress`, ...).
     pub id: String,
@@ -223,6 +226,7 @@ impl Finding {
 /// `Default` holds the documented values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct DoctorOptions {
     /// `net.core.netdev_max_backlog` below this is reported (default 250000, the
     /// value NIC vendors recommend for 100G+ ports; the kernel default is 1000).
@@ -256,6 +260,7 @@ impl Default for DoctorOptions {
 
 /// Counts of findings by severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct Summary {
     /// Errors.
     pub error: usize,
@@ -302,7 +307,7 @@ pub fn run(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 19] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 20] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
@@ -320,6 +325,7 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         rx_drops::check,
         rdma_retransmits::check,
         no_rdma_devices::check,
+        verbs_sysfs_mismatch::check,
         multiple_default_routes::check,
         snapshot_partial::check,
     ];

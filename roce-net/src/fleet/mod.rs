@@ -1,6 +1,11 @@
 //! Fleet report: per-host summaries of many snapshots and the findings that only
 //! show when hosts are compared (`fleet::report(&[HostState]) -> FleetReport`).
 //!
+//! A fleet of thousands of hosts is built one snapshot at a time with
+//! [`FleetBuilder`]: each snapshot is summarised as it is added and only what the
+//! cross-host checks read is kept, so memory grows with the number of hosts, not
+//! with the size of their snapshots.
+//!
 //! Hosts are compared with the majority: for each property (GID index, MTUs, number
 //! of NICs in scope, subnets) the most common value wins (ties go to the smallest
 //! value), and every host that differs gets a finding naming the host.
@@ -15,11 +20,13 @@ mod neighbors;
 mod subnets;
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
+use crate::error::Result;
 use crate::model::{HostState, Scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Cross-host check ids.
 pub const FLEET_CHECK_IDS: &[&str] = &[
@@ -33,6 +40,32 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     subnets::MTU_ID,
 ];
 
+/// At most this many hosts (or NICs) in one finding's `hosts` (`nics`) evidence.
+pub const MAX_EVIDENCE_HOSTS: usize = 32;
+
+/// The evidence a cross-host comparison carries about the others, bounded for
+/// any fleet size: a sample of `all` (name -> value) of at most
+/// [`MAX_EVIDENCE_HOSTS`] entries (every entry when there are no more; else the
+/// ones whose value is not `common` first, then the rest, in name order) and how
+/// many entries have each value.
+pub(super) fn bounded<K: Ord + Clone, V: Ord + Clone>(
+    all: &BTreeMap<K, V>,
+    common: &V,
+) -> (BTreeMap<K, V>, BTreeMap<V, usize>) {
+    let mut counts: BTreeMap<V, usize> = BTreeMap::new();
+    for v in all.values() {
+        *counts.entry(v.clone()).or_default() += 1;
+    }
+    let odd = all.iter().filter(|(_, v)| *v != common);
+    let usual = all.iter().filter(|(_, v)| *v == common);
+    let sample = odd
+        .chain(usual)
+        .take(MAX_EVIDENCE_HOSTS)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (sample, counts)
+}
+
 /// How the fleet report names a host: `hostname`, or `hostname:netns` for a
 /// snapshot taken inside a named network namespace.
 pub fn host_label(state: &HostState) -> String {
@@ -44,10 +77,11 @@ pub fn host_label(state: &HostState) -> String {
 
 /// One host's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct HostSummary {
     /// Host name, as [`host_label`] gives it.
     pub hostname: String,
-    /// NICs in scope (see [`crate::scope`]).
+    /// NICs in scope (see [`crate::nic_scope`]).
     pub nics: Vec<String>,
     /// RDMA device names.
     pub rdma_devices: Vec<String>,
@@ -65,6 +99,7 @@ pub struct HostSummary {
 
 /// Summaries and cross-host findings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct FleetReport {
     /// One summary per snapshot, in input order.
     pub hosts: Vec<HostSummary>,
@@ -120,14 +155,136 @@ fn host_subject(h: &str) -> Subject {
     }
 }
 
+/// A fleet report built one snapshot at a time: [`FleetBuilder::add`] summarises
+/// a snapshot (its doctor findings, NCCL GID index, NICs: a [`HostSummary`]) and
+/// keeps only what the cross-host checks read, so the caller can load, add and
+/// drop snapshots one by one; [`FleetBuilder::finish`] runs the cross-host
+/// comparisons. The result is the same as [`report_with`] on all the snapshots
+/// at once.
+///
+/// What is kept of each snapshot: everything but its routes, rules, sysctls,
+/// table names and warnings, which a host's own doctor run (in its summary)
+/// already judged and no cross-host check compares. Those are the bulk of a
+/// snapshot (a host with a full routing table holds 100 000s of routes); a
+/// cross-host check that needs one of them must stop `slim` from dropping it.
+#[derive(Debug, Clone)]
+pub struct FleetBuilder {
+    opts: DoctorOptions,
+    hosts: Vec<HostSummary>,
+    states: Vec<HostState>,
+}
+
+/// The part of a snapshot the cross-host checks read (see [`FleetBuilder`]).
+fn slim(mut state: HostState) -> HostState {
+    state.routes = Vec::new();
+    state.rules = Vec::new();
+    state.sysctls = Default::default();
+    state.table_names = Default::default();
+    state.warnings = Vec::new();
+    state
+}
+
+impl FleetBuilder {
+    /// An empty fleet, judged with `opts`.
+    pub fn new(opts: &DoctorOptions) -> FleetBuilder {
+        FleetBuilder {
+            opts: opts.clone(),
+            hosts: Vec::new(),
+            states: Vec::new(),
+        }
+    }
+
+    /// Summarise one host's snapshot and add it to the fleet (hosts keep the
+    /// order they were added in).
+    pub fn add(&mut self, state: HostState) {
+        self.hosts.push(summarize_host(&state, &self.opts));
+        self.states.push(slim(state));
+    }
+
+    /// Load snapshot files (JSON or gzip, as [`HostState::load`]) and add them in
+    /// the order given, loading and summarising on up to `threads` threads (a
+    /// fleet's time goes into parsing and each host's doctor run, which are
+    /// independent). Each thread holds one snapshot at a time. When a file cannot
+    /// be read, the error of the first such file (in the order given) is returned
+    /// and no host is added.
+    pub fn add_files(&mut self, paths: &[std::path::PathBuf], threads: usize) -> Result<()> {
+        let threads = threads.clamp(1, paths.len().max(1));
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let opts = &self.opts;
+        let mut slots: Vec<Option<Result<(HostSummary, HostState)>>> =
+            (0..paths.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (next, failed) = (&next, &failed);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= paths.len() || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let r = HostState::load(&paths[i]).map(|s| (summarize_host(&s, opts), slim(s)));
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            for (i, r) in rx {
+                slots[i] = Some(r);
+            }
+        });
+        // Files after a failure may not have been read: look for the first error.
+        if let Some(e) = slots.iter_mut().find_map(|s| match s.take() {
+            Some(Err(e)) => Some(e),
+            other => {
+                *s = other;
+                None
+            }
+        }) {
+            return Err(e);
+        }
+        for (summary, state) in slots.into_iter().flatten().flatten() {
+            self.hosts.push(summary);
+            self.states.push(state);
+        }
+        Ok(())
+    }
+
+    /// Hosts added so far.
+    pub fn len(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Whether no host was added.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// Compare the hosts and build the report.
+    pub fn finish(self) -> FleetReport {
+        cross_host(self.hosts, &self.states)
+    }
+}
+
 /// Build the fleet report with the default doctor options.
 pub fn report(states: &[HostState]) -> FleetReport {
     report_with(states, &DoctorOptions::default())
 }
 
-/// Build the fleet report.
+/// Build the fleet report (all snapshots in memory; see [`FleetBuilder`] for
+/// one at a time).
 pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
-    let hosts: Vec<HostSummary> = states.iter().map(|s| summarize_host(s, opts)).collect();
+    let hosts = states.iter().map(|s| summarize_host(s, opts)).collect();
+    cross_host(hosts, states)
+}
+
+/// The cross-host comparisons over the hosts' summaries and snapshots.
+fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
     let mut findings = Vec::new();
     if hosts.len() >= 2 {
         compare(
@@ -236,6 +393,9 @@ fn compare(
         .iter()
         .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
         .collect();
+    // Evidence stays bounded however large the fleet (every host's value in every
+    // finding made a 10 000-host report quadratic): see `bounded`.
+    let (sample, counts) = bounded(&all, &common.as_str());
     for (summary, k) in &vals {
         if *k == common {
             continue;
@@ -251,7 +411,8 @@ fn compare(
             )
             .evidence("value", k)
             .evidence("majority", &common)
-            .evidence("hosts", &all)
+            .evidence("hosts", &sample)
+            .evidence("counts", &counts)
             .fix(cmds, policy.as_deref()),
         );
     }

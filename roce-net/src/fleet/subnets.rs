@@ -74,6 +74,8 @@ fn nic_counts(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut
         .iter()
         .map(|(h, v)| (labels[*h].as_str(), v.len()))
         .collect();
+    // Bounded for a segment of any size (see `fleet::bounded`).
+    let (all, counts) = super::bounded(&all, &common);
     for (h, names) in &per_host {
         if names.len() == common {
             continue;
@@ -101,6 +103,7 @@ fn nic_counts(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut
             .evidence("value", names.len())
             .evidence("majority", common)
             .evidence("hosts", &all)
+            .evidence("counts", &counts)
             .fix(
                 vec!["ip -br -4 addr".to_string(), "rdma link show".to_string()],
                 None,
@@ -122,6 +125,7 @@ fn mtus(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut Vec<F
         .iter()
         .map(|n| (format!("{}/{}", labels[n.host], n.ifname), n.mtu))
         .collect();
+    let (all, counts) = super::bounded(&all, &common);
     for n in nics.iter().filter(|n| n.mtu != common) {
         let host = &labels[n.host];
         out.push(
@@ -146,6 +150,7 @@ fn mtus(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut Vec<F
             .evidence("value", n.mtu)
             .evidence("majority", common)
             .evidence("nics", &all)
+            .evidence("counts", &counts)
             .fix(
                 vec![format!("ip link set dev {} mtu {common}", n.ifname)],
                 None,

@@ -4,7 +4,9 @@
 //!   neighbours, routes, rules) with dumps and `ip`-named writes;
 //! - [`procfs`]: sysctls under `/proc/sys`, by (interface, key);
 //! - [`sysfs`]: RDMA devices, ports, GID tables and counters under
-//!   `/sys/class/infiniband` (root injectable).
+//!   `/sys/class/infiniband` (root injectable);
+//! - [`verbs`]: the same devices through libibverbs, loaded at run time (the
+//!   `verbs` cargo feature).
 //!
 //! Sockets and `/proc/sys/net` files belong to the namespace of the thread that
 //! opens them; [`crate::Host`] runs this layer on a thread inside its namespace.
@@ -12,3 +14,4 @@
 pub(crate) mod netlink;
 pub(crate) mod procfs;
 pub(crate) mod sysfs;
+pub(crate) mod verbs;

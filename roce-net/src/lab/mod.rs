@@ -140,7 +140,38 @@ impl Lab {
         lab.peer_nic = Some(lab.connect(&peer, "p0", ip, 24)?);
         lab.host = Some(host);
         lab.peer = Some(peer);
+        lab.wait_links_up()?;
         Ok(lab)
+    }
+
+    /// Wait until every lab NIC (and the peer's) is operationally up: a veth
+    /// reports `UP` only after the kernel's link watch has run (up to a second
+    /// after `ip link set up`), and a snapshot taken before that sees the NICs
+    /// `down`. Bounded: an error after 10 s names the NICs still down.
+    fn wait_links_up(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let mut down = Vec::new();
+            for nic in self.nics.iter().chain(self.peer_nic.iter()) {
+                let l = in_ns(&nic.namespace, |nl| nl.link(&nic.name))?;
+                if l.oper_state != crate::model::OperState::Up {
+                    down.push(format!("{}/{}", nic.namespace, nic.name));
+                }
+            }
+            if down.is_empty() {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "lab links still not operationally up after 10 s: {}",
+                        down.join(", ")
+                    ),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     /// A fleet: `hosts` host namespaces `...-h1`, `...-h2`, ... on one switch,
@@ -170,6 +201,7 @@ impl Lab {
             }
             lab.fleet.push(ns);
         }
+        lab.wait_links_up()?;
         Ok(lab)
     }
 

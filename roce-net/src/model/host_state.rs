@@ -1,8 +1,12 @@
-use super::{Address, Interface, Neighbor, RdmaDevice, Route, Rule, SysctlView};
+use super::{Address, Interface, Neighbor, RdmaDevice, Route, Rule, SysctlView, VerbsView};
 use crate::error::{Error, ErrorKind, Result};
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 /// Something that could not be read, so the snapshot is partial there.
@@ -41,14 +45,84 @@ pub struct HostState {
     pub table_names: BTreeMap<u32, String>,
     /// RDMA devices.
     pub rdma: Vec<RdmaDevice>,
+    /// The same devices as libibverbs reports them, when the snapshot was taken
+    /// with the verbs view (`roce-net snapshot --verbs`); compared with `rdma` by
+    /// the doctor. Absent from the JSON when not taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbs: Option<VerbsView>,
     /// Parts that could not be read.
     #[serde(default)]
     pub warnings: Vec<Warning>,
 }
 
+/// How [`HostState::write_to`] / [`HostState::save`] write a snapshot.
+///
+/// The default is what ships best: compact JSON, uncompressed. Both forms and
+/// their gzip-compressed versions are the same document (see docs/cli.md,
+/// "Snapshot schema") and [`HostState::load`] reads all four.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SnapshotFormat {
+    /// Indented JSON, one value per line (for people; about 3.5x larger).
+    pub pretty: bool,
+    /// gzip-compress the JSON (RFC 1952; `gzip -d` and `zcat` read it).
+    pub gzip: bool,
+}
+
+impl SnapshotFormat {
+    /// The deflate level used when compressing: 1 (fastest). Snapshots are highly
+    /// repetitive, so level 1 already shrinks them 8-10x; higher levels cost
+    /// several times the CPU for a few percent.
+    pub const GZIP_LEVEL: u32 = 1;
+
+    /// The format a file name asks for: gzip when it ends in `.gz`.
+    pub fn for_path(path: &Path, pretty: bool) -> SnapshotFormat {
+        SnapshotFormat {
+            pretty,
+            gzip: path.extension().is_some_and(|e| e == "gz"),
+        }
+    }
+}
+
+/// Read a whole snapshot stream, bounded, decompressing gzip when it starts with
+/// gzip's magic bytes.
+fn read_snapshot_bytes<R: Read>(r: R, limit: u64) -> Result<Vec<u8>> {
+    let too_big = || {
+        Error::new(
+            ErrorKind::Parse,
+            format!(
+                "snapshot is larger than {limit} bytes (uncompressed); not a roce-net \
+                 snapshot, or a host far beyond what roce-net reads in one piece"
+            ),
+        )
+    };
+    let mut raw = Vec::new();
+    r.take(limit + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| Error::io(e, "reading snapshot"))?;
+    if raw.len() as u64 > limit {
+        return Err(too_big());
+    }
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let mut out = Vec::with_capacity(raw.len().saturating_mul(8));
+    MultiGzDecoder::new(raw.as_slice())
+        .take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(e, "decompressing gzip snapshot").with_kind(ErrorKind::Parse))?;
+    if out.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(out)
+}
+
 impl HostState {
     /// The JSON schema version this library writes and reads.
     pub const SCHEMA_VERSION: u32 = 1;
+
+    /// The largest snapshot [`HostState::load`] reads, in bytes of JSON (after
+    /// decompression): 1 GiB, about ten full Internet routing tables.
+    pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
 
     /// An empty snapshot (useful for tests and builders).
     pub fn empty(hostname: &str) -> HostState {
@@ -65,57 +139,152 @@ impl HostState {
             sysctls: SysctlView::default(),
             table_names: BTreeMap::new(),
             rdma: Vec::new(),
+            verbs: None,
             warnings: Vec::new(),
         }
     }
 
-    /// Parse a snapshot from JSON, checking the schema version first so a document
-    /// from another version gets a clear error rather than a field-by-field one.
+    /// Parse a snapshot from JSON text (compact or pretty).
+    ///
+    /// A document of another schema version gets a clear error naming both
+    /// versions rather than a field-by-field one.
     pub fn from_json(text: &str) -> Result<HostState> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            Error::new(
-                ErrorKind::Parse,
-                format!("snapshot is not valid JSON ({e}); is the file truncated?"),
-            )
-        })?;
-        match v.get("schema_version").and_then(|s| s.as_u64()) {
-            Some(n) if n == u64::from(Self::SCHEMA_VERSION) => {}
-            Some(n) => {
-                return Err(Error::new(
-                    ErrorKind::Parse,
-                    format!(
-                        "snapshot has schema_version {n}, this roce-net reads version {}; \
-                         capture it again with this version",
-                        Self::SCHEMA_VERSION
-                    ),
-                ))
-            }
-            None => {
-                return Err(Error::new(
-                    ErrorKind::Parse,
-                    "not a roce-net snapshot: no schema_version field",
-                ))
-            }
-        }
-        serde_json::from_value(v).map_err(|e| {
-            Error::new(
-                ErrorKind::Parse,
-                format!("snapshot does not match the schema: {e}"),
-            )
-        })
+        Self::from_json_slice(text.as_bytes())
     }
 
-    /// Serialise to pretty JSON.
+    /// Parse a snapshot from JSON bytes (compact or pretty), as [`HostState::from_json`].
+    pub fn from_json_slice(bytes: &[u8]) -> Result<HostState> {
+        // One pass in the common case: parse straight into the typed snapshot, then
+        // check the version it declares. Only when that fails is the document
+        // probed for its schema_version, so the error can say "other version"
+        // instead of naming the first field that changed.
+        match serde_json::from_slice::<HostState>(bytes) {
+            Ok(st) if st.schema_version == Self::SCHEMA_VERSION => Ok(st),
+            Ok(st) => Err(Self::version_error(u64::from(st.schema_version))),
+            Err(e) => {
+                #[derive(Deserialize)]
+                struct Probe {
+                    schema_version: Option<serde_json::Value>,
+                }
+                match serde_json::from_slice::<Probe>(bytes) {
+                    Err(_) if e.is_syntax() || e.is_eof() => Err(Error::new(
+                        ErrorKind::Parse,
+                        format!("snapshot is not valid JSON ({e}); is the file truncated?"),
+                    )),
+                    Ok(Probe {
+                        schema_version: Some(v),
+                    }) => match v.as_u64() {
+                        Some(n) if n != u64::from(Self::SCHEMA_VERSION) => {
+                            Err(Self::version_error(n))
+                        }
+                        _ => Err(Error::new(
+                            ErrorKind::Parse,
+                            format!("snapshot does not match the schema: {e}"),
+                        )),
+                    },
+                    Ok(Probe {
+                        schema_version: None,
+                    }) => Err(Error::new(
+                        ErrorKind::Parse,
+                        "not a roce-net snapshot: no schema_version field",
+                    )),
+                    Err(_) => Err(Error::new(
+                        ErrorKind::Parse,
+                        format!("snapshot does not match the schema: {e}"),
+                    )),
+                }
+            }
+        }
+    }
+
+    fn version_error(n: u64) -> Error {
+        Error::new(
+            ErrorKind::Parse,
+            format!(
+                "snapshot has schema_version {n}, this roce-net reads version {}; \
+                 capture it again with this version",
+                Self::SCHEMA_VERSION
+            ),
+        )
+    }
+
+    /// Serialise to pretty JSON (for people; files and pipes get
+    /// [`HostState::write_to`], compact by default).
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Read a snapshot file.
+    /// Stream the snapshot into `w` in `format`: JSON serialised straight into a
+    /// buffered writer (no intermediate string), optionally gzip-compressed, with a
+    /// final newline. The writer is flushed (and a gzip stream finished) before
+    /// this returns, so an error writing the last bytes is reported.
+    pub fn write_to<W: Write>(&self, w: W, format: SnapshotFormat) -> std::io::Result<()> {
+        fn json<W: Write>(st: &HostState, mut w: W, pretty: bool) -> std::io::Result<W> {
+            if pretty {
+                serde_json::to_writer_pretty(&mut w, st)?;
+            } else {
+                serde_json::to_writer(&mut w, st)?;
+            }
+            w.write_all(b"\n")?;
+            Ok(w)
+        }
+        let buf = BufWriter::with_capacity(1 << 16, w);
+        if format.gzip {
+            // The serialiser writes a few bytes at a time; deflate wants large
+            // blocks (fed byte-sized writes it runs ~20x slower), so it gets its
+            // input through a buffer of its own.
+            let gz = GzEncoder::new(buf, Compression::new(SnapshotFormat::GZIP_LEVEL));
+            let input = json(self, BufWriter::with_capacity(1 << 16, gz), format.pretty)?;
+            let gz = input.into_inner().map_err(|e| e.into_error())?;
+            gz.finish()?.flush()
+        } else {
+            json(self, buf, format.pretty)?.flush()
+        }
+    }
+
+    /// Write the snapshot to a file in `format` (see [`HostState::write_to`]). The
+    /// file is written under a temporary name in the same directory and renamed
+    /// into place, so a reader never sees half a snapshot and a failed write
+    /// leaves any previous file untouched.
+    pub fn save(&self, path: &Path, format: SnapshotFormat) -> Result<()> {
+        let doing = || format!("writing snapshot {}", path.display());
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "snapshot".into());
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let written = std::fs::File::create(&tmp)
+            .and_then(|f| {
+                self.write_to(&f, format)?;
+                f.sync_data()
+            })
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::io(e, doing()));
+        }
+        Ok(())
+    }
+
+    /// Read a snapshot from a stream holding JSON (compact or pretty) or gzip-
+    /// compressed JSON, told apart by the gzip magic bytes (`1f 8b`). At most
+    /// [`HostState::MAX_SNAPSHOT_BYTES`] are read, before and after decompression.
+    pub fn read_from<R: Read>(r: R) -> Result<HostState> {
+        let bytes = read_snapshot_bytes(r, Self::MAX_SNAPSHOT_BYTES)?;
+        Self::from_json_slice(&bytes)
+    }
+
+    /// Read a snapshot file, JSON or gzip-compressed JSON (see
+    /// [`HostState::read_from`]); errors name the file.
     pub fn load(path: &Path) -> Result<HostState> {
-        let text = std::fs::read_to_string(path)
+        let f = std::fs::File::open(path)
             .map_err(|e| Error::io(e, format!("reading snapshot {}", path.display())))?;
-        Self::from_json(&text).map_err(|e| e.context(format!("in snapshot {}", path.display())))
+        Self::read_from(f).map_err(|e| e.context(format!("in snapshot {}", path.display())))
     }
 
     /// Look up an interface by name.
@@ -147,5 +316,147 @@ impl HostState {
                 n => n.to_string(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> HostState {
+        let mut st = HostState::empty("gpu-7");
+        st.table_names.insert(1001, "roce0".into());
+        st.warnings.push(Warning {
+            source: "sysfs".into(),
+            message: "quote \" and newline \n survive".into(),
+        });
+        st
+    }
+
+    fn bytes(st: &HostState, pretty: bool, gzip: bool) -> Vec<u8> {
+        let mut v = Vec::new();
+        st.write_to(&mut v, SnapshotFormat { pretty, gzip })
+            .unwrap();
+        v
+    }
+
+    #[test]
+    fn all_four_formats_read_back_to_the_same_snapshot() {
+        let st = sample();
+        for (pretty, gzip) in [(false, false), (true, false), (false, true), (true, true)] {
+            let b = bytes(&st, pretty, gzip);
+            assert_eq!(b.starts_with(&[0x1f, 0x8b]), gzip);
+            assert_eq!(
+                HostState::read_from(b.as_slice()).unwrap(),
+                st,
+                "{pretty} {gzip}"
+            );
+        }
+    }
+
+    #[test]
+    fn compact_is_one_line_and_pretty_is_the_library_s_pretty_json() {
+        let st = sample();
+        let compact = String::from_utf8(bytes(&st, false, false)).unwrap();
+        assert_eq!(compact.lines().count(), 1);
+        assert!(compact.ends_with("}\n"));
+        assert_eq!(compact.trim_end(), serde_json::to_string(&st).unwrap());
+        let pretty = String::from_utf8(bytes(&st, true, false)).unwrap();
+        assert_eq!(pretty, st.to_json() + "\n");
+    }
+
+    #[test]
+    fn gzip_is_standard_gzip() {
+        // Multi-member streams (`cat a.gz b.gz`, what some tools append) decode
+        // as one; a decoder that stopped after the first member would see
+        // trailing garbage here.
+        let st = sample();
+        let json = serde_json::to_vec(&st).unwrap();
+        let (a, b) = json.split_at(json.len() / 2);
+        let mut two = Vec::new();
+        for part in [a, b] {
+            let mut e = GzEncoder::new(Vec::new(), Compression::default());
+            e.write_all(part).unwrap();
+            two.extend(e.finish().unwrap());
+        }
+        assert_eq!(HostState::read_from(two.as_slice()).unwrap(), st);
+    }
+
+    #[test]
+    fn reads_are_bounded_before_and_after_decompression() {
+        let st = sample();
+        let plain = bytes(&st, false, false);
+        let limit = plain.len() as u64 - 1;
+        let e = read_snapshot_bytes(plain.as_slice(), limit).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Parse);
+        assert!(
+            e.message().contains(&format!("larger than {limit} bytes")),
+            "{e}"
+        );
+        // A small gzip stream that inflates past the limit (a "zip bomb") is
+        // refused after reading at most limit + 1 bytes of it.
+        let mut enc = GzEncoder::new(Vec::new(), Compression::best());
+        enc.write_all(&vec![b' '; 1 << 20]).unwrap();
+        let bomb = enc.finish().unwrap();
+        assert!(bomb.len() < 4096);
+        let e = read_snapshot_bytes(bomb.as_slice(), 1 << 16).unwrap_err();
+        assert!(e.message().contains("larger than 65536 bytes"), "{e}");
+        assert_eq!(
+            read_snapshot_bytes(plain.as_slice(), plain.len() as u64).unwrap(),
+            plain
+        );
+    }
+
+    #[test]
+    fn broken_inputs_get_clear_errors() {
+        let st = sample();
+        let gz = bytes(&st, false, true);
+        let e = HostState::read_from(&gz[..gz.len() / 2]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Parse);
+        assert!(e.to_string().contains("decompressing gzip snapshot"), "{e}");
+        let plain = bytes(&st, false, false);
+        let e = HostState::read_from(&plain[..plain.len() / 2]).unwrap_err();
+        assert!(e.message().contains("is the file truncated?"), "{e}");
+        let mut v: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+        v["schema_version"] = 2.into();
+        let e = HostState::from_json(&v.to_string()).unwrap_err();
+        assert!(
+            e.message()
+                .contains("schema_version 2, this roce-net reads version 1"),
+            "{e}"
+        );
+        // Another version whose fields changed too: still named by its version.
+        v["routes"] = "moved".into();
+        let e = HostState::from_json(&v.to_string()).unwrap_err();
+        assert!(e.message().contains("schema_version 2,"), "{e}");
+        v["schema_version"] = 1.into();
+        let e = HostState::from_json(&v.to_string()).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("snapshot does not match the schema"),
+            "{e}"
+        );
+        let e = HostState::from_json(r#"{"hostname": "x"}"#).unwrap_err();
+        assert!(e.message().contains("no schema_version field"), "{e}");
+    }
+
+    #[test]
+    fn save_writes_atomically_in_the_format_the_name_asks_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = sample();
+        let gz = dir.path().join("h.json.gz");
+        st.save(&gz, SnapshotFormat::for_path(&gz, false)).unwrap();
+        assert!(std::fs::read(&gz).unwrap().starts_with(&[0x1f, 0x8b]));
+        assert_eq!(HostState::load(&gz).unwrap(), st);
+        let js = dir.path().join("h.json");
+        st.save(&js, SnapshotFormat::for_path(&js, true)).unwrap();
+        assert_eq!(std::fs::read_to_string(&js).unwrap(), st.to_json() + "\n");
+        // Only the two snapshots: no temporary file left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        // A directory that does not exist: an error naming the file, nothing written.
+        let missing = dir.path().join("no/such/dir/h.json");
+        let e = st.save(&missing, SnapshotFormat::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert!(e.to_string().contains("no/such/dir/h.json"), "{e}");
     }
 }

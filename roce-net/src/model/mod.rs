@@ -20,9 +20,10 @@ mod rule;
 mod scope;
 mod sysctl;
 mod table;
+mod verbs;
 
 pub use address::Address;
-pub use host_state::{HostState, Warning};
+pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
@@ -38,6 +39,10 @@ pub use sysctl::{
     SysctlView, Tuning, TuningKey,
 };
 pub use table::{IpVerb, TableId, WithTableNames};
+pub use verbs::{
+    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
+    VerbsView,
+};
 
 /// Address family of a route, rule or address.
 #[derive(

@@ -25,18 +25,18 @@ mod networkd;
 mod nm;
 mod write;
 
+/// The backends are part of the policy (`persistence.backend`).
+pub use crate::policy::Backend;
 pub use detect::{detect, detect_explained};
 pub use diff::{diff_files, DiffStatus, FileDiff};
 pub use write::{write_files, WriteReport, BACKUP_SUFFIX};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::plan::DesiredState;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 /// Where the sysctl drop-in goes.
 pub const SYSCTL_PATH: &str = "/etc/sysctl.d/90-roce-net.conf";
@@ -56,88 +56,6 @@ pub const NM_SCRIPT_PATH: &str = "/etc/roce-net/nm-apply.sh";
 pub const IFUP_HOOK_PATH: &str = "/etc/network/if-up.d/roce-net";
 /// The ifupdown hook run before an interface goes down.
 pub const IFDOWN_HOOK_PATH: &str = "/etc/network/if-down.d/roce-net";
-
-/// Where persistent configuration is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Backend {
-    /// `/etc/sysctl.d/` drop-in only.
-    #[serde(rename = "sysctl.d")]
-    SysctlD,
-    /// `/etc/iproute2/rt_tables.d/` drop-in only.
-    #[serde(rename = "rt_tables.d")]
-    RtTablesD,
-    /// systemd-networkd `.network` drop-ins.
-    #[serde(rename = "networkd")]
-    Networkd,
-    /// netplan YAML.
-    #[serde(rename = "netplan")]
-    Netplan,
-    /// NetworkManager (a script of `nmcli connection modify` commands).
-    #[serde(rename = "networkmanager")]
-    NetworkManager,
-    /// Debian ifupdown.
-    #[serde(rename = "ifupdown")]
-    Ifupdown,
-}
-
-impl Backend {
-    /// Every backend, in a stable order.
-    pub fn all() -> [Backend; 6] {
-        [
-            Backend::SysctlD,
-            Backend::RtTablesD,
-            Backend::Networkd,
-            Backend::Netplan,
-            Backend::NetworkManager,
-            Backend::Ifupdown,
-        ]
-    }
-
-    /// The stable name (the same as in JSON, and as accepted by [`FromStr`]).
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::SysctlD => "sysctl.d",
-            Backend::RtTablesD => "rt_tables.d",
-            Backend::Networkd => "networkd",
-            Backend::Netplan => "netplan",
-            Backend::NetworkManager => "networkmanager",
-            Backend::Ifupdown => "ifupdown",
-        }
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Backend {
-    type Err = Error;
-
-    /// Accepts the stable names and a few common aliases, case-insensitively
-    /// (`sysctl`, `rt_tables`, `systemd-networkd`, `nm`, `NetworkManager`).
-    fn from_str(s: &str) -> Result<Backend> {
-        let l = s.trim().to_ascii_lowercase();
-        Ok(match l.as_str() {
-            "sysctl.d" | "sysctl" | "sysctld" => Backend::SysctlD,
-            "rt_tables.d" | "rt_tables" | "rt-tables" | "iproute2" => Backend::RtTablesD,
-            "networkd" | "systemd-networkd" => Backend::Networkd,
-            "netplan" => Backend::Netplan,
-            "networkmanager" | "nm" | "network-manager" => Backend::NetworkManager,
-            "ifupdown" | "interfaces" => Backend::Ifupdown,
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!(
-                        "unknown persistence backend {s:?}; use one of: {}",
-                        Backend::all().map(|b| b.name()).join(", ")
-                    ),
-                ))
-            }
-        })
-    }
-}
 
 /// One file to write on the target host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -164,6 +82,7 @@ pub struct NetplanDevice {
 
 /// Host facts the renderers cannot guess.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RenderOptions {
     /// ifname -> the existing systemd-networkd `.network` file name that matches it
     /// (e.g. `10-ens1f0.network`). Missing entries assume `10-<ifname>.network`

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 /// How to probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ArpProbeOptions {
     /// Number of requests to send (at least 1). They are spread evenly over
     /// `timeout`, the first one immediately.
@@ -17,6 +18,23 @@ pub struct ArpProbeOptions {
     pub timeout: Duration,
     /// Sender IPv4 address; by default the device's primary IPv4 address.
     pub source: Option<Ipv4Addr>,
+}
+
+impl ArpProbeOptions {
+    /// `count` requests spread over `timeout`, from the device's own address.
+    pub fn new(count: u32, timeout: Duration) -> ArpProbeOptions {
+        ArpProbeOptions {
+            count,
+            timeout,
+            source: None,
+        }
+    }
+
+    /// The same, sent from this IPv4 address.
+    pub fn with_source(mut self, source: Ipv4Addr) -> ArpProbeOptions {
+        self.source = Some(source);
+        self
+    }
 }
 
 impl Default for ArpProbeOptions {
@@ -43,6 +61,7 @@ pub struct ArpReply {
 
 /// What a probe saw.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct ArpProbeResult {
     /// Requests sent.
     pub requests_sent: u32,

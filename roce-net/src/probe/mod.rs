@@ -4,8 +4,69 @@
 //! distinct MAC address that answers: more than one MAC for one address is ARP flux,
 //! the classic multi-NIC RoCE failure. Probes run in the calling thread's network
 //! namespace; [`Host::probe_arp`](crate::host::Host::probe_arp) runs one inside a
-//! host's namespace.
+//! host's namespace. (These methods are defined here: probes use the host layer,
+//! the host layer knows nothing of probes.)
+//!
+//! With the `verbs` feature, `rdma` runs RDMA traffic between two hosts
+//! ([`Host::probe_rdma`](crate::host::Host::probe_rdma)), like `ib_write_bw`.
 
 mod arp;
+#[cfg(feature = "verbs")]
+pub(crate) mod rdma;
 
 pub use arp::{arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+
+use crate::error::Result;
+use crate::host::Host;
+
+impl Host {
+    /// Send ARP requests for `target` out of `dev` inside this host's namespace and
+    /// report every distinct MAC that answers (see [`arp`]). More than one MAC for
+    /// one address is ARP flux as the wire sees it.
+    pub fn probe_arp(
+        &self,
+        dev: &str,
+        target: std::net::Ipv4Addr,
+        opts: ArpProbeOptions,
+    ) -> Result<ArpProbeResult> {
+        self.target().run(|| arp(dev, target, opts))
+    }
+
+    /// Probe RDMA to a `roce-net probe rdma --server` at `peer` (its TCP
+    /// address): choose the device, port and GID from the source address,
+    /// connect an RC queue pair, move data both ways, and report latency and
+    /// bandwidth, or the failure with its likely cause. Runs in this host's
+    /// namespace. `Err` only when the probe cannot start: bad options
+    /// (`InvalidInput`), no such address or port (`NotFound`), or no RDMA here
+    /// (`NoRdma`); an RDMA failure is a report with `ok: false`.
+    #[cfg(feature = "verbs")]
+    pub fn probe_rdma(
+        &self,
+        peer: std::net::IpAddr,
+        opts: &crate::probe::rdma::RdmaProbeOptions,
+    ) -> Result<crate::probe::rdma::RdmaProbeReport> {
+        opts.validate()?;
+        let state = self.snapshot()?;
+        let mut o = opts.clone();
+        o.verbs = o.verbs.with_sysfs_root(self.sysfs_root().to_path_buf());
+        let refresh = || self.snapshot().ok();
+        self.target()
+            .run(|| crate::probe::rdma::run_client(&state, peer, &o, &refresh))
+    }
+
+    /// Serve `probe rdma` clients from `opts.source` until `opts.clients`
+    /// sessions ran or `opts.duration` passed; one report per session.
+    #[cfg(feature = "verbs")]
+    pub fn probe_rdma_server(
+        &self,
+        opts: &crate::probe::rdma::RdmaProbeOptions,
+    ) -> Result<crate::probe::rdma::RdmaServerReport> {
+        opts.validate()?;
+        let state = self.snapshot()?;
+        let mut o = opts.clone();
+        o.verbs = o.verbs.with_sysfs_root(self.sysfs_root().to_path_buf());
+        let refresh = || self.snapshot().ok();
+        self.target()
+            .run(|| crate::probe::rdma::run_server(&state, &o, &refresh))
+    }
+}

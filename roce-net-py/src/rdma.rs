@@ -1,0 +1,160 @@
+//! `probe rdma` and the verbs view for Python: the native halves of
+//! `roce_net.probe_rdma`, `roce_net.probe_rdma_server` and `roce_net.verbs_view`.
+//! The probe reports come back as the library's JSON text, which
+//! `roce_net/_rdma.py` turns into its frozen result classes; the verbs view is a
+//! `VerbsView` of `roce_net._types` (it is also part of a snapshot).
+//! Every call releases the GIL, so a thread pool runs many probes at once.
+
+use crate::convert::to_py;
+use crate::errors::{py_err, IntoPyResult};
+use crate::host::{ip_arg, Host};
+use pyo3::prelude::*;
+use roce_net::{Error, ErrorKind, RdmaProbeOptions, VerbsOptions};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| {
+        py_err(Error::new(ErrorKind::Io, format!("serialising the probe report: {e}")))
+    })
+}
+
+fn secs(what: &str, v: f64) -> PyResult<Duration> {
+    if !(v.is_finite() && v > 0.0 && v <= 86400.0) {
+        return Err(py_err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what} {v} s is not more than 0 and at most 86400"),
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn verbs_opts(lib: Option<PathBuf>) -> VerbsOptions {
+    match lib {
+        Some(l) => VerbsOptions::default().with_library(l),
+        None => VerbsOptions::default(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn options(
+    source: Option<&Bound<'_, PyAny>>,
+    device: Option<String>,
+    port: Option<u32>,
+    gid_index: Option<u32>,
+    tcp_port: u16,
+    size: usize,
+    iterations: u32,
+    latency_size: usize,
+    latency_iterations: u32,
+    mtu: Option<u32>,
+    timeout: f64,
+    libibverbs: Option<PathBuf>,
+) -> PyResult<RdmaProbeOptions> {
+    let mut o = RdmaProbeOptions::default();
+    o.source = source.map(|s| ip_arg("source", s)).transpose()?;
+    o.device = device;
+    o.port = port;
+    o.gid_index = gid_index;
+    o.tcp_port = tcp_port;
+    o.write_size = size;
+    o.write_iterations = iterations;
+    o.latency_size = latency_size;
+    o.latency_iterations = latency_iterations;
+    o.mtu = mtu;
+    o.timeout = secs("timeout", timeout)?;
+    o.verbs = verbs_opts(libibverbs);
+    Ok(o)
+}
+
+/// `_probe_rdma(host, peer, **options)`: one client session against the
+/// `probe rdma` server at `peer`, as the report's JSON (see `roce_net.probe_rdma`).
+#[pyfunction]
+#[pyo3(name = "_probe_rdma", signature = (
+    host, peer, *, source=None, device=None, port=None, gid_index=None, tcp_port=18520,
+    size=65536, iterations=1000, latency_size=64, latency_iterations=1000, mtu=None,
+    timeout=10.0, libibverbs=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn probe_rdma<'py>(
+    py: Python<'py>,
+    host: &Host,
+    peer: &Bound<'py, PyAny>,
+    source: Option<&Bound<'py, PyAny>>,
+    device: Option<String>,
+    port: Option<u32>,
+    gid_index: Option<u32>,
+    tcp_port: u16,
+    size: usize,
+    iterations: u32,
+    latency_size: usize,
+    latency_iterations: u32,
+    mtu: Option<u32>,
+    timeout: f64,
+    libibverbs: Option<PathBuf>,
+) -> PyResult<String> {
+    let peer = ip_arg("peer", peer)?;
+    let o = options(
+        source, device, port, gid_index, tcp_port, size, iterations, latency_size,
+        latency_iterations, mtu, timeout, libibverbs,
+    )?;
+    let h = host.inner.clone();
+    let r = py.detach(move || h.probe_rdma(peer, &o)).py()?;
+    json(&r)
+}
+
+/// `_probe_rdma_server(host, *, source, **options)`: serve clients until
+/// `clients` sessions ran or `duration` seconds passed, as the report's JSON.
+#[pyfunction]
+#[pyo3(name = "_probe_rdma_server", signature = (
+    host, *, source, device=None, port=None, gid_index=None, tcp_port=18520, clients=1,
+    duration=60.0, timeout=10.0, libibverbs=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn probe_rdma_server<'py>(
+    py: Python<'py>,
+    host: &Host,
+    source: &Bound<'py, PyAny>,
+    device: Option<String>,
+    port: Option<u32>,
+    gid_index: Option<u32>,
+    tcp_port: u16,
+    clients: usize,
+    duration: f64,
+    timeout: f64,
+    libibverbs: Option<PathBuf>,
+) -> PyResult<String> {
+    let d = RdmaProbeOptions::default();
+    let mut o = options(
+        Some(source), device, port, gid_index, tcp_port, d.write_size, d.write_iterations,
+        d.latency_size, d.latency_iterations, None, timeout, libibverbs,
+    )?;
+    o.clients = clients;
+    o.duration = secs("duration", duration)?;
+    let h = host.inner.clone();
+    let r = py.detach(move || h.probe_rdma_server(&o)).py()?;
+    json(&r)
+}
+
+/// `_verbs_view(host, *, libibverbs=None)`: devices, ports and GIDs through
+/// libibverbs, or why RDMA is unavailable (a `VerbsView`).
+#[pyfunction]
+#[pyo3(name = "_verbs_view", signature = (host, *, libibverbs=None))]
+pub fn verbs_view<'py>(
+    py: Python<'py>,
+    host: &Host,
+    libibverbs: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let h = host.inner.clone();
+    let o = verbs_opts(libibverbs);
+    let v = py.detach(move || h.verbs_view(&o));
+    to_py(py, &v)
+}
+
+/// Register the functions on the module.
+pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(probe_rdma, m)?)?;
+    m.add_function(wrap_pyfunction!(probe_rdma_server, m)?)?;
+    m.add_function(wrap_pyfunction!(verbs_view, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,346 @@
+//! The policy document: every section, its fields and defaults, and how each is
+//! written in YAML/JSON (`docs/policy.md` is the reference).
+
+use super::Backend;
+use crate::model::protocol;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// The policy document version this library reads.
+pub const POLICY_VERSION: u32 = 1;
+
+/// Lowest rule priority the `main` table's default rule uses; roce-net rules must
+/// come before it or they never match.
+pub const MAIN_RULE_PRIORITY: u32 = 32766;
+/// The whole policy. Every field has a default; see `docs/policy.md`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Document version; only [`POLICY_VERSION`] (1) is accepted.
+    pub version: u32,
+    /// Which NICs are managed.
+    pub nics: NicSelection,
+    /// ARP sysctls.
+    pub arp: ArpPolicy,
+    /// `rp_filter` mode applied to `all` and each managed NIC.
+    pub rp_filter: RpFilter,
+    /// Per-NIC routing tables and source rules.
+    pub routing: RoutingPolicy,
+    /// Which neighbour entries are flushed.
+    pub neighbors: NeighborPolicy,
+    /// Optional host tuning (only the keys given are set).
+    pub tuning: TuningPolicy,
+    /// The routing protocol number (`RTPROT`) that marks routes and rules as
+    /// roce-net's own.
+    pub protocol: u8,
+    /// Where the configuration is persisted.
+    pub persistence: PersistencePolicy,
+    /// Register table names (`roce_<nic>`) in `rt_tables.d`.
+    pub register_table_names: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            version: POLICY_VERSION,
+            nics: NicSelection::default(),
+            arp: ArpPolicy::default(),
+            rp_filter: RpFilter::default(),
+            routing: RoutingPolicy::default(),
+            neighbors: NeighborPolicy::default(),
+            tuning: TuningPolicy::default(),
+            protocol: protocol::ROCE_NET_DEFAULT,
+            persistence: PersistencePolicy::default(),
+            register_table_names: true,
+        }
+    }
+}
+
+/// Which NICs roce-net manages. Written as `auto` or as a map
+/// `{include: [...], exclude: [...]}`; names may use `*` and `?` globs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NicSelection {
+    /// Names or globs to manage; `None` means automatic selection: the netdevs
+    /// behind RDMA ports, or (with no RDMA devices) the NICs that share an IPv4
+    /// subnet with another NIC.
+    pub include: Option<Vec<String>>,
+    /// Names or globs never managed (applied after `include`).
+    pub exclude: Vec<String>,
+}
+
+impl NicSelection {
+    /// True for automatic selection.
+    pub fn is_auto(&self) -> bool {
+        self.include.is_none()
+    }
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct NicSelectionMap {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    include: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exclude: Vec<String>,
+}
+
+impl Serialize for NicSelection {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if self.include.is_none() && self.exclude.is_empty() {
+            s.serialize_str("auto")
+        } else {
+            NicSelectionMap {
+                include: self.include.clone(),
+                exclude: self.exclude.clone(),
+            }
+            .serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NicSelection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NicSelection;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"auto\" or a map with `include` and/or `exclude`")
+            }
+            fn visit_str<E: serde::de::Error>(
+                self,
+                s: &str,
+            ) -> std::result::Result<NicSelection, E> {
+                if s == "auto" {
+                    Ok(NicSelection::default())
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Str(s), &self))
+                }
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<NicSelection, E> {
+                Ok(NicSelection::default())
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<NicSelection, A::Error> {
+                let m = NicSelectionMap::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(NicSelection {
+                    include: m.include,
+                    exclude: m.exclude,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Where a per-interface sysctl is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfScope {
+    /// `net.ipv4.conf.all`.
+    All,
+    /// `net.ipv4.conf.default` (interfaces created later).
+    Default,
+    /// `net.ipv4.conf.<nic>` for every managed NIC.
+    Nics,
+}
+
+/// ARP sysctls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ArpPolicy {
+    /// `arp_ignore` (0..=8); 1 = answer only for addresses on the receiving NIC.
+    pub arp_ignore: u32,
+    /// `arp_announce` (0..=2); 2 = always use the best local source address.
+    pub arp_announce: u32,
+    /// Where to write them; empty leaves ARP sysctls alone.
+    pub scope: Vec<ConfScope>,
+}
+
+impl Default for ArpPolicy {
+    fn default() -> Self {
+        ArpPolicy {
+            arp_ignore: 1,
+            arp_announce: 2,
+            scope: vec![ConfScope::All, ConfScope::Nics],
+        }
+    }
+}
+
+/// `rp_filter` mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RpFilter {
+    /// Leave `rp_filter` alone.
+    Keep,
+    /// 2: accept if the source is reachable through any interface.
+    #[default]
+    Loose,
+    /// 1: accept only if the reverse path leaves by the receiving interface.
+    Strict,
+    /// 0: no source validation.
+    Off,
+}
+
+impl RpFilter {
+    /// The sysctl value, `None` for [`RpFilter::Keep`].
+    pub fn value(self) -> Option<u32> {
+        match self {
+            RpFilter::Keep => None,
+            RpFilter::Loose => Some(2),
+            RpFilter::Strict => Some(1),
+            RpFilter::Off => Some(0),
+        }
+    }
+}
+
+/// An extra route placed in a managed NIC's table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraRoute {
+    /// The managed NIC whose table receives the route (and its output device).
+    pub dev: String,
+    /// Destination prefix (host bits must be zero).
+    pub dst: ipnet::IpNet,
+    /// Gateway; omitted for an on-link route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<IpAddr>,
+    /// Metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<u32>,
+}
+
+/// Per-NIC routing tables and source rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoutingPolicy {
+    /// Set false to leave routes and rules alone entirely (stale owned objects are
+    /// still removed).
+    pub enabled: bool,
+    /// NIC number n (1-based, NICs in natural name order) gets table
+    /// `table_base + n` unless `tables` names it.
+    pub table_base: u32,
+    /// Explicit table per NIC name (wins over `table_base`).
+    pub tables: BTreeMap<String, u32>,
+    /// Prefix of the table names registered (`roce_r1`).
+    pub table_name_prefix: String,
+    /// NIC number n gets rule priority `rule_priority_base + n`.
+    pub rule_priority_base: u32,
+    /// Put the NIC's subnet route (with `src` = its address) in its table.
+    pub subnet_route: bool,
+    /// Default gateway per NIC name (or glob) in that NIC's table.
+    pub default_gateway: BTreeMap<String, IpAddr>,
+    /// Extra routes in NIC tables.
+    pub extra_routes: Vec<ExtraRoute>,
+}
+
+impl Default for RoutingPolicy {
+    fn default() -> Self {
+        RoutingPolicy {
+            enabled: true,
+            table_base: 1000,
+            tables: BTreeMap::new(),
+            table_name_prefix: "roce_".into(),
+            rule_priority_base: 1000,
+            subnet_route: true,
+            default_gateway: BTreeMap::new(),
+            extra_routes: Vec::new(),
+        }
+    }
+}
+
+/// Which neighbour entries on managed NICs are flushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FlushMode {
+    /// Entries that are FAILED/INCOMPLETE or show ARP-flux damage (see
+    /// the planner's `PollutionReason`).
+    #[default]
+    Polluted,
+    /// Every dynamic entry (never PERMANENT or NOARP ones).
+    All,
+    /// Nothing.
+    None,
+}
+
+/// Neighbour flush settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct NeighborPolicy {
+    /// Which entries are flushed.
+    pub flush: FlushMode,
+}
+
+/// Host tuning; only the keys given are set, to exactly the value given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct TuningPolicy {
+    /// `net.core.netdev_max_backlog`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netdev_max_backlog: Option<u64>,
+    /// `net.core.rmem_max` (bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rmem_max: Option<u64>,
+    /// `net.core.wmem_max` (bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wmem_max: Option<u64>,
+    /// `net.ipv4.udp_mem` (min, pressure, max) in pages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp_mem: Option<[u64; 3]>,
+}
+
+/// Persistence backend choice: `auto` (detect what the host uses when persisting)
+/// or one of [`Backend`]'s names (`sysctl.d`, `rt_tables.d`, `networkd`,
+/// `netplan`, `networkmanager`, `ifupdown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PersistBackend(Option<Backend>);
+
+impl PersistBackend {
+    /// Detect the backend when persisting.
+    pub const AUTO: PersistBackend = PersistBackend(None);
+
+    /// A fixed backend.
+    pub fn fixed(b: Backend) -> PersistBackend {
+        PersistBackend(Some(b))
+    }
+
+    /// The fixed backend, `None` for [`PersistBackend::AUTO`].
+    pub fn backend(self) -> Option<Backend> {
+        self.0
+    }
+}
+
+impl Serialize for PersistBackend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.map(Backend::name).unwrap_or("auto"))
+    }
+}
+
+impl<'de> Deserialize<'de> for PersistBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "auto" {
+            return Ok(PersistBackend::AUTO);
+        }
+        s.parse::<Backend>()
+            .map(PersistBackend::fixed)
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "unknown backend {s:?}: use auto, {}",
+                    Backend::all().map(Backend::name).join(", ")
+                ))
+            })
+    }
+}
+
+/// Persistence settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct PersistencePolicy {
+    /// Which backend renders the boot-persistent configuration.
+    pub backend: PersistBackend,
+}

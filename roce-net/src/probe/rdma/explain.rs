@@ -1,0 +1,556 @@
+//! From a verbs error, a completion status or a timeout to its likely cause, with
+//! the evidence from the host's snapshot and what the peer told us.
+//!
+//! The rules, in the order they are tried:
+//!
+//! 1. TCP connect failed: `peer-unreachable` (no server, or no TCP path).
+//! 2. The peer aborted: `peer-failed`, carrying the peer's own explanation.
+//! 3. The local port is not `ACTIVE`: `port-not-active`.
+//! 4. The GID in use is link-local, RoCE v1, or of another family than the
+//!    peer's: `gid-link-local`, `gid-roce-v1`, `gid-wrong-family`.
+//! 5. The path MTU is above either port's active MTU: `path-mtu-above-active`.
+//! 6. Status 12 (transport retry counter exceeded) and the neighbour entry for
+//!    the peer's address holds a MAC that is not the peer NIC's: `arp-flux`
+//!    (the evidence names whose MAC it is when the peer owns it on another NIC).
+//! 7. `ETIMEDOUT` (or `ENETUNREACH`, `EHOSTUNREACH`, `EADDRNOTAVAIL`, `ENODATA`)
+//!    moving the QP to RTR, where the kernel resolves the peer's MAC, or status 12
+//!    with no usable neighbour entry: `no-route-or-arp`, with the offline route
+//!    lookup and the neighbour state as evidence.
+//! 8. Status 12 otherwise: `retry-exceeded` (the path drops RoCE: PFC/ECN,
+//!    firewall on UDP 4791, a switch MTU); 13: `rnr-retry-exceeded`; 10:
+//!    `remote-access`.
+//! 9. Open failures: `device-error` (permissions, locked-memory limit).
+//! 10. A wait that ran out: `timeout`; anything else: `unknown`.
+
+use super::select::{gid_ipv4, is_link_local, Selection};
+use super::status::{WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR};
+use super::{EndpointSummary, FailureValue, ProbeFailure, Stage};
+use crate::fib::{resolve as fib_resolve, Flow};
+use crate::model::{GidType, HostState, NeighState};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The likely cause of a failed probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Cause {
+    /// A neighbour entry maps the peer's address to a MAC that is not the peer
+    /// NIC's: RoCE frames go to the wrong NIC and are dropped.
+    ArpFlux,
+    /// No route to the peer's address, or its MAC could not be resolved.
+    NoRouteOrArp,
+    /// The queue pair's path MTU is above a port's active MTU.
+    PathMtuAboveActive,
+    /// The GID is link-local (`fe80::`): RoCE v2 from it is not routable.
+    GidLinkLocal,
+    /// The GID is RoCE v1: not routable.
+    GidRoceV1,
+    /// The two ends' GIDs are of different address families.
+    GidWrongFamily,
+    /// The port is not `ACTIVE`.
+    PortNotActive,
+    /// Retries exhausted with a resolved neighbour: the path drops RoCE traffic.
+    RetryExceeded,
+    /// The peer had no receive posted (a peer out of step).
+    RnrRetryExceeded,
+    /// The peer refused an RDMA write (wrong key or address).
+    RemoteAccess,
+    /// The TCP connection to the probe server failed.
+    PeerUnreachable,
+    /// The peer reported its own failure.
+    PeerFailed,
+    /// The device could not be opened or set up.
+    DeviceError,
+    /// A step did not finish in time.
+    Timeout,
+    /// None of the above.
+    Unknown,
+}
+
+impl Cause {
+    /// The stable id (`arp-flux`, ...).
+    pub fn id(self) -> &'static str {
+        match self {
+            Cause::ArpFlux => "arp-flux",
+            Cause::NoRouteOrArp => "no-route-or-arp",
+            Cause::PathMtuAboveActive => "path-mtu-above-active",
+            Cause::GidLinkLocal => "gid-link-local",
+            Cause::GidRoceV1 => "gid-roce-v1",
+            Cause::GidWrongFamily => "gid-wrong-family",
+            Cause::PortNotActive => "port-not-active",
+            Cause::RetryExceeded => "retry-exceeded",
+            Cause::RnrRetryExceeded => "rnr-retry-exceeded",
+            Cause::RemoteAccess => "remote-access",
+            Cause::PeerUnreachable => "peer-unreachable",
+            Cause::PeerFailed => "peer-failed",
+            Cause::DeviceError => "device-error",
+            Cause::Timeout => "timeout",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Everything the translation looks at.
+#[derive(Debug, Clone)]
+pub struct ExplainInput<'a> {
+    /// Where it failed.
+    pub stage: Stage,
+    /// What was reported.
+    pub value: &'a FailureValue,
+    /// This host's snapshot.
+    pub state: &'a HostState,
+    /// This end's device, port and GID.
+    pub local: Option<&'a Selection>,
+    /// What the peer said about itself.
+    pub peer: Option<&'a EndpointSummary>,
+    /// MACs of the peer's interfaces, by name.
+    pub peer_nic_macs: &'a BTreeMap<String, String>,
+    /// The path MTU the queue pair was given.
+    pub path_mtu: Option<u32>,
+    /// The TCP address the client connected to.
+    pub peer_tcp: Option<&'a str>,
+    /// The peer's own message, for [`Stage::Peer`].
+    pub peer_message: Option<&'a str>,
+}
+
+struct Out {
+    cause: Cause,
+    message: String,
+    evidence: BTreeMap<String, serde_json::Value>,
+    fix: Vec<String>,
+}
+
+impl Out {
+    fn new(cause: Cause, message: String) -> Out {
+        Out {
+            cause,
+            message,
+            evidence: BTreeMap::new(),
+            fix: Vec::new(),
+        }
+    }
+    fn ev(mut self, k: &str, v: impl Serialize) -> Out {
+        self.evidence.insert(
+            k.to_string(),
+            serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
+        );
+        self
+    }
+    fn fix(mut self, f: impl IntoIterator<Item = String>) -> Out {
+        self.fix.extend(f);
+        self
+    }
+}
+
+fn completion(v: &FailureValue) -> Option<u32> {
+    match v {
+        FailureValue::Completion { status, .. } => Some(*status),
+        _ => None,
+    }
+}
+
+fn errno(v: &FailureValue) -> Option<i32> {
+    match v {
+        FailureValue::Errno { errno, .. } => Some(*errno),
+        _ => None,
+    }
+}
+
+fn after_connect(s: Stage) -> bool {
+    matches!(
+        s,
+        Stage::ReadyToReceive
+            | Stage::ReadyToSend
+            | Stage::SendRecv
+            | Stage::WriteToPeer
+            | Stage::WriteFromPeer
+    )
+}
+
+/// Translate a failure into its likely cause (see the module docs for the rules).
+pub fn explain(i: &ExplainInput<'_>) -> ProbeFailure {
+    let o = rules(i);
+    let mut message = format!(
+        "{} at {}: {} — {}",
+        o.cause.id(),
+        i.stage,
+        i.value,
+        o.message
+    );
+    if let (Stage::Peer, Some(m)) = (i.stage, i.peer_message) {
+        message = format!("peer-failed: the peer reported: {m}");
+    }
+    ProbeFailure {
+        stage: i.stage,
+        value: i.value.clone(),
+        cause: o.cause,
+        message,
+        evidence: o.evidence,
+        fix: o.fix,
+        peer: i.peer_message.map(str::to_string),
+    }
+}
+
+fn neighbor_text(n: &crate::model::Neighbor) -> String {
+    format!(
+        "{} dev {} lladdr {} {}",
+        n.ip,
+        n.ifname,
+        n.mac
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| "-".into()),
+        n.state
+            .iter()
+            .map(|s| format!("{s:?}").to_uppercase())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+fn rules(i: &ExplainInput<'_>) -> Out {
+    let st = i.state;
+    let status = completion(i.value);
+    let err = errno(i.value);
+
+    // 1. TCP.
+    if i.stage == Stage::Connect {
+        let refused = err == Some(libc::ECONNREFUSED);
+        return Out::new(
+            Cause::PeerUnreachable,
+            if refused {
+                format!(
+                    "nothing listens on {}: start `roce-net probe rdma --server --source <its RDMA address>` on the peer first",
+                    i.peer_tcp.unwrap_or("the peer")
+                )
+            } else {
+                format!(
+                    "no TCP connection to {}: check the address, a firewall, and that the server runs",
+                    i.peer_tcp.unwrap_or("the peer")
+                )
+            },
+        )
+        .ev("peer_tcp", i.peer_tcp);
+    }
+    // 2. The peer's own failure.
+    if i.stage == Stage::Peer {
+        return Out::new(Cause::PeerFailed, "see the peer's report".into())
+            .ev("peer_message", i.peer_message);
+    }
+    let Some(local) = i.local else {
+        return Out::new(Cause::Unknown, "no device was selected".into());
+    };
+    let port = format!("{}:{}", local.device, local.port);
+    // 3. Port state.
+    if !local.port_active() {
+        return Out::new(
+            Cause::PortNotActive,
+            format!(
+                "{port} is {} / {}: a port that is not ACTIVE carries no RDMA traffic",
+                local.port_state.as_deref().unwrap_or("unknown"),
+                local.phys_state.as_deref().unwrap_or("unknown")
+            ),
+        )
+        .ev("port", &port)
+        .ev("state", &local.port_state)
+        .ev("phys_state", &local.phys_state)
+        .ev("netdev", &local.netdev)
+        .fix([
+            format!("ip link set {} up", local.netdev),
+            format!("rdma link show {}/{}", local.device, local.port),
+            "check the cable, the switch port and the NIC firmware".to_string(),
+        ]);
+    }
+    let failed_after_connect = after_connect(i.stage) || i.stage == Stage::Preflight;
+    // 4. GID.
+    if failed_after_connect && !local.is_infiniband() {
+        if is_link_local(&local.gid) {
+            return Out::new(
+                Cause::GidLinkLocal,
+                format!(
+                    "GID index {} on {port} is link-local ({}): RoCE v2 packets from it carry \
+                     an fe80:: source and are not routed; use the RoCE v2 GID of the NIC's \
+                     address",
+                    local.gid_index, local.gid
+                ),
+            )
+            .ev("gid_index", local.gid_index)
+            .ev("gid", local.gid)
+            .ev("nccl_gid_index", local.nccl_gid_index)
+            .fix(["roce-net gids".to_string(), "roce-net nccl-env".to_string()]);
+        }
+        if local.gid_type == Some(GidType::RoceV1) {
+            return Out::new(
+                Cause::GidRoceV1,
+                format!(
+                    "GID index {} on {port} is RoCE v1 ({}): v1 frames are not IP packets, \
+                     are never routed, and NCCL expects RoCE v2; use the RoCE v2 GID of the \
+                     same address",
+                    local.gid_index, local.gid
+                ),
+            )
+            .ev("gid_index", local.gid_index)
+            .ev("gid_type", "v1")
+            .ev("nccl_gid_index", local.nccl_gid_index)
+            .fix(["roce-net gids".to_string(), "roce-net nccl-env".to_string()]);
+        }
+        if let Some(p) = i.peer {
+            let mine = gid_ipv4(&local.gid).is_some();
+            let theirs = gid_ipv4(&p.gid).is_some();
+            if mine != theirs {
+                let fam = |v4: bool| if v4 { "IPv4" } else { "IPv6" };
+                return Out::new(
+                    Cause::GidWrongFamily,
+                    format!(
+                        "this end's GID {} is {} and the peer's {} is {}: RoCE v2 cannot carry \
+                         one family to the other; give both ends GIDs of the same family \
+                         (NCCL_IB_ADDR_FAMILY)",
+                        local.gid,
+                        fam(mine),
+                        p.gid,
+                        fam(theirs)
+                    ),
+                )
+                .ev("local_gid", local.gid)
+                .ev("peer_gid", p.gid)
+                .ev("local_gid_index", local.gid_index)
+                .ev("peer_gid_index", p.gid_index);
+            }
+        }
+    }
+    // 5. MTU.
+    if let Some(mtu) = i.path_mtu {
+        let local_active = local.active_mtu;
+        let peer_active = i.peer.and_then(|p| p.active_mtu);
+        let over = [local_active, peer_active]
+            .into_iter()
+            .flatten()
+            .any(|a| mtu > a);
+        if over && (after_connect(i.stage)) {
+            return Out::new(
+                Cause::PathMtuAboveActive,
+                format!(
+                    "the queue pair's path MTU is {mtu} but the active MTU is {} here and {} \
+                     at the peer: packets larger than a port can carry are dropped; use the \
+                     smaller (leave --mtu unset) or raise the netdev MTU (9000 gives 4096)",
+                    local_active
+                        .map(|m| m.to_string())
+                        .unwrap_or("unknown".into()),
+                    peer_active
+                        .map(|m| m.to_string())
+                        .unwrap_or("unknown".into())
+                ),
+            )
+            .ev("path_mtu", mtu)
+            .ev("local_active_mtu", local_active)
+            .ev("peer_active_mtu", peer_active)
+            .ev("netdev_mtu", local.netdev_mtu)
+            .fix([format!("ip link set {} mtu 9000", local.netdev)]);
+        }
+    }
+    let peer_ip = i.peer.map(|p| p.address);
+    // 6. and 7.: the neighbour of the peer's address.
+    let resolve_errno = matches!(
+        err,
+        Some(libc::ETIMEDOUT)
+            | Some(libc::ENETUNREACH)
+            | Some(libc::EHOSTUNREACH)
+            | Some(libc::EADDRNOTAVAIL)
+            | Some(libc::ENODATA)
+    );
+    if status == Some(WC_RETRY_EXC_ERR) || (i.stage == Stage::ReadyToReceive && resolve_errno) {
+        if let (Some(peer), Some(ip)) = (i.peer, peer_ip) {
+            // The neighbour the kernel uses: on the netdev the route leaves by.
+            let route = fib_resolve(st, &Flow::to(ip).from(local.address));
+            let via_dev = route.as_ref().ok().and_then(|d| d.dev.clone());
+            let next_hop = route.as_ref().ok().and_then(|d| d.gateway).unwrap_or(ip);
+            let neighs: Vec<&crate::model::Neighbor> =
+                st.neighbors.iter().filter(|n| n.ip == next_hop).collect();
+            let on_dev = neighs
+                .iter()
+                .find(|n| Some(&n.ifname) == via_dev.as_ref())
+                .or_else(|| neighs.iter().find(|n| n.ifname == local.netdev))
+                .or(neighs.first())
+                .copied();
+            let peer_mac = peer.mac.as_deref().map(str::to_lowercase);
+            if let Some(n) = on_dev.filter(|n| n.is_resolved() && next_hop == ip) {
+                let mac = n.mac.as_ref().map(|m| m.to_string().to_lowercase());
+                if status == Some(WC_RETRY_EXC_ERR) && peer_mac.is_some() && mac != peer_mac {
+                    let owner = i
+                        .peer_nic_macs
+                        .iter()
+                        .find(|(_, m)| Some(m.to_lowercase()) == mac)
+                        .map(|(nd, _)| nd.clone());
+                    let whose = match &owner {
+                        Some(nd) => format!(
+                            "that is the MAC of the peer's {nd}, another NIC: the peer answered \
+                             ARP for {ip} from the wrong NIC (ARP flux, arp_ignore=0 on the peer)"
+                        ),
+                        None => "no interface of the peer has that MAC: a stale or foreign entry"
+                            .to_string(),
+                    };
+                    return Out::new(
+                        Cause::ArpFlux,
+                        format!(
+                            "this host's neighbour entry for the peer's {ip} holds {} but the \
+                             peer's {} has {}; {whose}. RoCE frames go to that MAC and its NIC \
+                             drops them, so every retry times out",
+                            mac.clone().unwrap_or_default(),
+                            peer.netdev.as_deref().unwrap_or("RDMA netdev"),
+                            peer_mac.clone().unwrap_or_default()
+                        ),
+                    )
+                    .ev("neighbor", neighbor_text(n))
+                    .ev("peer_netdev", &peer.netdev)
+                    .ev("peer_mac", &peer_mac)
+                    .ev("mac_owner_on_peer", &owner)
+                    .ev("route_dev", &via_dev)
+                    .fix([
+                        format!(
+                            "on the peer ({}): roce-net apply (arp_ignore=1, arp_announce=2 and \
+                             per-NIC source routing)",
+                            peer.host
+                        ),
+                        format!("here: ip neigh del {ip} dev {}", n.ifname),
+                        format!("then: roce-net probe rdma {ip} again"),
+                    ]);
+                }
+            } else {
+                // No resolved neighbour: resolution failed or no route.
+                let why = match &route {
+                    Err(e) => format!(
+                        "the routing table has no route from {} to {ip} ({e})",
+                        local.address
+                    ),
+                    Ok(d) => format!(
+                        "the route leaves by {} and the neighbour entry for {next_hop} is {}",
+                        d.dev.as_deref().unwrap_or("?"),
+                        on_dev
+                            .map(neighbor_text)
+                            .unwrap_or_else(|| "absent".to_string())
+                    ),
+                };
+                return Out::new(
+                    Cause::NoRouteOrArp,
+                    format!(
+                        "the kernel could not resolve the peer's MAC for {ip}: {why}. Check \
+                         the route and that the peer answers ARP on its RDMA NIC"
+                    ),
+                )
+                .ev("peer_address", ip)
+                .ev(
+                    "route",
+                    route.as_ref().ok().map(|d| {
+                        format!(
+                            "dev {} src {}",
+                            d.dev.as_deref().unwrap_or("?"),
+                            d.prefsrc.map(|s| s.to_string()).unwrap_or("-".into())
+                        )
+                    }),
+                )
+                .ev("route_error", route.as_ref().err().map(|e| e.to_string()))
+                .ev("neighbor", on_dev.map(neighbor_text))
+                .ev(
+                    "neighbor_failed",
+                    on_dev.is_some_and(|n| {
+                        n.state
+                            .iter()
+                            .any(|s| matches!(s, NeighState::Failed | NeighState::Incomplete))
+                    }),
+                )
+                .fix([
+                    format!("ip route get {ip} from {}", local.address),
+                    format!("arping -I {} {ip}", local.netdev),
+                    format!("ip neigh show {ip}"),
+                ]);
+            }
+            if status == Some(WC_RETRY_EXC_ERR) {
+                return Out::new(
+                    Cause::RetryExceeded,
+                    format!(
+                        "no ACK from the peer after every retry, though the neighbour entry for \
+                         {ip} holds the peer NIC's MAC: the path drops RoCE traffic (PFC/ECN \
+                         on the switch, a firewall on UDP 4791, a switch MTU below the path \
+                         MTU){}",
+                        match &via_dev {
+                            Some(d) if d != &local.netdev => format!(
+                                "; also, the route from {} leaves by {d}, not by {} \
+                                 (asymmetric routing: see the doctor)",
+                                local.address, local.netdev
+                            ),
+                            _ => String::new(),
+                        }
+                    ),
+                )
+                .ev("neighbor", on_dev.map(neighbor_text))
+                .ev("route_dev", &via_dev)
+                .ev("path_mtu", i.path_mtu)
+                .fix([
+                    "roce-net doctor".to_string(),
+                    format!("check PFC/ECN on the switch ports of {}", local.netdev),
+                ]);
+            }
+        }
+        if i.stage == Stage::ReadyToReceive {
+            return Out::new(
+                Cause::NoRouteOrArp,
+                "moving the queue pair to RTR the kernel could not resolve the peer's address"
+                    .into(),
+            );
+        }
+    }
+    match status {
+        Some(WC_RNR_RETRY_EXC_ERR) => {
+            return Out::new(
+                Cause::RnrRetryExceeded,
+                "the peer had no receive posted after every RNR retry: it is out of step \
+                 (another program on its queue pair, or a different protocol version)"
+                    .into(),
+            )
+        }
+        Some(WC_REM_ACCESS_ERR) => {
+            return Out::new(
+                Cause::RemoteAccess,
+                "the peer refused the RDMA write (wrong rkey or address): the two ends \
+                 disagree on the buffer they exchanged"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
+    // 9. Open.
+    if i.stage == Stage::Open {
+        let hint = match err {
+            Some(libc::ENOMEM) => {
+                "registering memory failed: raise the locked-memory limit (ulimit -l unlimited, \
+                 or LimitMEMLOCK=infinity for a service)"
+            }
+            Some(libc::EACCES) | Some(libc::EPERM) => {
+                "permission denied on /dev/infiniband: run as root or add the user to the \
+                 rdma group"
+            }
+            _ => "the device could not be set up",
+        };
+        return Out::new(Cause::DeviceError, format!("{hint} ({port})")).ev("port", &port);
+    }
+    if matches!(i.value, FailureValue::Timeout { .. }) {
+        return Out::new(
+            Cause::Timeout,
+            format!(
+                "the {} step did not finish in time; the peer may be slow, stuck or gone",
+                i.stage
+            ),
+        );
+    }
+    Out::new(
+        Cause::Unknown,
+        "no known cause matches; the raw value and the peer's report are attached".into(),
+    )
+}

@@ -1,0 +1,343 @@
+//! The TCP exchange between the two ends: one JSON object per line, each at most
+//! [`MAX_LINE`] bytes, every read and write bounded by the session's deadline.
+//!
+//! ```text
+//! client                                server
+//!   Hello{params, endpoint}  ───────────▶
+//!                            ◀───────────  Hello{endpoint}        (or Abort)
+//!   (both: QP to RTR and RTS, post receives)
+//!   Ready                    ◀──────────▶  Ready                  (or Abort)
+//!   send/recv ping-pong over the QP, client first
+//!   RDMA writes to the server; WriteDone ─▶  checks its buffer
+//!                            ◀───────────  Verified
+//!                            ◀───────────  RDMA writes; WriteDone
+//!   checks its buffer; Verified ────────▶
+//!   Result{report}           ───────────▶
+//! ```
+//!
+//! perftest exchanges the same facts (LID, QPN, PSN, rkey, address, GID) as a
+//! fixed-format text line; JSON keeps the version, the MTU and the facts the
+//! failure analysis needs (the peer's MAC and its other NICs' MACs) extensible.
+
+use super::{FailureValue, Stage};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv6Addr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// The protocol's name, the first field of every hello.
+pub const PROTO: &str = "roce-net-rdma-probe";
+/// The protocol version this build speaks.
+pub const VERSION: u32 = 1;
+/// Longest message line.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// One end's facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub host: String,
+    pub device: String,
+    pub port: u32,
+    pub gid_index: u32,
+    pub gid: Ipv6Addr,
+    pub address: IpAddr,
+    pub netdev: Option<String>,
+    pub mac: Option<String>,
+    /// MAC of every interface of the host, by name (to tell whose MAC a wrong
+    /// neighbour entry holds).
+    pub nic_macs: BTreeMap<String, String>,
+    pub active_mtu: Option<u32>,
+    pub port_state: Option<String>,
+    pub lid: u16,
+    pub qpn: u32,
+    pub psn: u32,
+    pub rkey: u32,
+    pub addr: u64,
+    pub len: u64,
+}
+
+/// What the client asks the server to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params {
+    pub latency_size: usize,
+    pub latency_iterations: u32,
+    pub write_size: usize,
+    pub write_iterations: u32,
+    pub mtu: Option<u32>,
+    /// The client's limit, so the server waits no longer.
+    pub timeout_ms: u64,
+}
+
+/// The messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "msg")]
+pub enum Msg {
+    Hello {
+        proto: String,
+        version: u32,
+        endpoint: Box<Endpoint>,
+        params: Option<Params>,
+    },
+    Ready,
+    WriteDone {
+        /// Seed of the pattern written.
+        seed: u64,
+        /// Bytes of the last write (at offset 0 of the peer's buffer).
+        len: usize,
+        /// Writer's measurement.
+        seconds: f64,
+        bytes: u64,
+    },
+    Verified {
+        ok: bool,
+        detail: String,
+    },
+    Result {
+        report: Box<serde_json::Value>,
+    },
+    Abort {
+        stage: Stage,
+        value: FailureValue,
+        message: String,
+    },
+}
+
+/// A failure of the exchange itself.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WireError {
+    pub value: FailureValue,
+}
+
+impl WireError {
+    fn io(e: &std::io::Error, waited: Duration) -> WireError {
+        use std::io::ErrorKind as K;
+        WireError {
+            value: match e.kind() {
+                K::WouldBlock | K::TimedOut => FailureValue::Timeout {
+                    waited_ms: waited.as_millis() as u64,
+                },
+                _ => match e.raw_os_error() {
+                    Some(n) => FailureValue::Errno {
+                        errno: n,
+                        name: super::status::errno_name(n),
+                    },
+                    None => FailureValue::Other {
+                        message: e.to_string(),
+                    },
+                },
+            },
+        }
+    }
+    pub(crate) fn other(m: impl Into<String>) -> WireError {
+        WireError {
+            value: FailureValue::Other { message: m.into() },
+        }
+    }
+}
+
+/// A message channel over a TCP stream, bounded by deadlines.
+pub(crate) struct Channel {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    started: Instant,
+}
+
+fn remaining(deadline: Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+impl Channel {
+    pub(crate) fn new(s: TcpStream) -> std::io::Result<Channel> {
+        s.set_nodelay(true)?;
+        Ok(Channel {
+            reader: BufReader::new(s.try_clone()?),
+            writer: s,
+            started: Instant::now(),
+        })
+    }
+
+    pub(crate) fn send(&mut self, m: &Msg, deadline: Instant) -> Result<(), WireError> {
+        let mut line = serde_json::to_vec(m).map_err(|e| WireError::other(e.to_string()))?;
+        if line.len() > MAX_LINE {
+            return Err(WireError::other(format!(
+                "message of {} bytes exceeds the protocol's {MAX_LINE}",
+                line.len()
+            )));
+        }
+        line.push(b'\n');
+        let left = remaining(deadline).ok_or(WireError {
+            value: FailureValue::Timeout {
+                waited_ms: self.started.elapsed().as_millis() as u64,
+            },
+        })?;
+        self.writer
+            .set_write_timeout(Some(left))
+            .map_err(|e| WireError::io(&e, self.started.elapsed()))?;
+        self.writer
+            .write_all(&line)
+            .map_err(|e| WireError::io(&e, self.started.elapsed()))
+    }
+
+    /// A message if the peer sent one (an Abort while we wait on the device):
+    /// `None` when nothing is waiting. Never blocks longer than a short grace.
+    pub(crate) fn try_recv(&mut self) -> Option<Result<Msg, WireError>> {
+        if self.reader.buffer().is_empty() {
+            let s = self.reader.get_ref();
+            if s.set_nonblocking(true).is_err() {
+                return None;
+            }
+            let mut b = [0u8; 1];
+            let r = s.peek(&mut b);
+            let _ = s.set_nonblocking(false);
+            match r {
+                Ok(0) => {
+                    return Some(Err(WireError::other(
+                        "the peer closed the connection during the test",
+                    )))
+                }
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+        Some(self.recv(Instant::now() + Duration::from_millis(500)))
+    }
+
+    /// The next message; a timeout, a closed connection, an oversized or
+    /// malformed line are errors.
+    pub(crate) fn recv(&mut self, deadline: Instant) -> Result<Msg, WireError> {
+        let t0 = Instant::now();
+        let mut buf = Vec::new();
+        loop {
+            let left = remaining(deadline).ok_or(WireError {
+                value: FailureValue::Timeout {
+                    waited_ms: t0.elapsed().as_millis() as u64,
+                },
+            })?;
+            self.reader
+                .get_ref()
+                .set_read_timeout(Some(left))
+                .map_err(|e| WireError::io(&e, t0.elapsed()))?;
+            let room = (MAX_LINE + 1).saturating_sub(buf.len()) as u64;
+            match (&mut self.reader).take(room).read_until(b'\n', &mut buf) {
+                Ok(0) => {
+                    return Err(WireError::other(
+                        "the peer closed the connection before answering",
+                    ))
+                }
+                Ok(_) if buf.ends_with(b"\n") => break,
+                Ok(_) if buf.len() > MAX_LINE => {
+                    return Err(WireError::other(format!(
+                        "the peer sent a line longer than {MAX_LINE} bytes: not a roce-net probe"
+                    )))
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(WireError::io(&e, t0.elapsed())),
+            }
+        }
+        serde_json::from_slice(&buf).map_err(|e| {
+            WireError::other(format!(
+                "the peer sent something that is not a roce-net probe message ({e}): {:?}",
+                String::from_utf8_lossy(&buf[..buf.len().min(80)])
+            ))
+        })
+    }
+}
+
+/// The byte pattern of a write: a function of the seed and the offset, so the
+/// receiver checks it without being sent the data.
+pub(crate) fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn pair() -> (Channel, Channel) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        (Channel::new(a).unwrap(), Channel::new(b).unwrap())
+    }
+
+    fn soon(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let (mut a, mut b) = pair();
+        let m = Msg::WriteDone {
+            seed: 7,
+            len: 100,
+            seconds: 0.5,
+            bytes: 1000,
+        };
+        a.send(&m, soon(1000)).unwrap();
+        a.send(&Msg::Ready, soon(1000)).unwrap();
+        assert_eq!(b.recv(soon(1000)).unwrap(), m);
+        assert_eq!(b.recv(soon(1000)).unwrap(), Msg::Ready);
+    }
+
+    #[test]
+    fn a_silent_peer_is_a_timeout_within_the_deadline() {
+        let (_a, mut b) = pair();
+        let t = Instant::now();
+        let e = b.recv(soon(200)).unwrap_err();
+        assert!(matches!(e.value, FailureValue::Timeout { .. }), "{e:?}");
+        let took = t.elapsed();
+        assert!(
+            took >= Duration::from_millis(150) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    }
+
+    #[test]
+    fn garbage_and_oversized_lines_are_refused() {
+        let (a, mut b) = pair();
+        let mut w = a.writer.try_clone().unwrap();
+        w.write_all(b"GET / HTTP/1.0\n").unwrap();
+        let e = b.recv(soon(1000)).unwrap_err();
+        assert!(
+            format!("{:?}", e.value).contains("not a roce-net probe message"),
+            "{e:?}"
+        );
+        let big = vec![b'x'; MAX_LINE + 10];
+        w.write_all(&big).unwrap();
+        let e = b.recv(soon(2000)).unwrap_err();
+        assert!(format!("{:?}", e.value).contains("longer than"), "{e:?}");
+    }
+
+    #[test]
+    fn a_closed_peer_is_reported() {
+        let (a, mut b) = pair();
+        drop(a);
+        let e = b.recv(soon(1000)).unwrap_err();
+        assert!(
+            format!("{:?}", e.value).contains("closed the connection"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn pattern_depends_on_seed_and_is_reproducible() {
+        assert_eq!(pattern(3, 1000), pattern(3, 1000));
+        assert_ne!(pattern(3, 1000), pattern(4, 1000));
+        assert_eq!(pattern(3, 13).len(), 13);
+    }
+}

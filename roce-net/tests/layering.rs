@@ -1,0 +1,203 @@
+//! The crate's modules depend on each other in the direction the flow reads
+//! (`docs/architecture.md`): the model at the bottom, the kernel I/O and the
+//! host handle above it, the pure NIC scope, policy, planner and doctor above
+//! that, apply and persist on top. This test reads `roce-net/src` and fails when
+//! a module names (`crate::x`) a module it must not use, outside test code.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What each top-level module may use (besides itself).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("error", &[]),
+    ("model", &["error"]),
+    ("netns", &["error"]),
+    ("rt_tables", &["error", "model"]),
+    ("kernel", &["error", "model", "netns", "rt_tables"]),
+    ("host", &["error", "model", "kernel", "netns", "rt_tables"]),
+    ("scope", &["error", "model"]),
+    ("fib", &["error", "model"]),
+    ("policy", &["error", "model", "scope"]),
+    ("nccl", &["error", "model", "scope"]),
+    ("plan", &["error", "model", "scope", "fib", "policy"]),
+    (
+        "doctor",
+        &["error", "model", "scope", "fib", "policy", "plan"],
+    ),
+    ("fleet", &["error", "model", "scope", "doctor", "nccl"]),
+    (
+        "metrics",
+        &["error", "model", "scope", "doctor", "nccl", "fleet"],
+    ),
+    ("probe", &["error", "model", "kernel", "host", "netns"]),
+    (
+        "apply",
+        &[
+            "error",
+            "model",
+            "kernel",
+            "host",
+            "netns",
+            "rt_tables",
+            "policy",
+            "plan",
+        ],
+    ),
+    (
+        "persist",
+        &["error", "model", "rt_tables", "policy", "plan"],
+    ),
+    ("lab", &["error", "model", "kernel", "host", "netns"]),
+];
+
+fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            rust_files(&e.unwrap().path(), out);
+        }
+    } else if p.extension().and_then(|x| x.to_str()) == Some("rs")
+        && p.file_name().and_then(|x| x.to_str()) != Some("tests.rs")
+    {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// The source without comments and without `#[cfg(test)]` items.
+fn product_code(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        if t.starts_with("//") {
+            continue;
+        }
+        if t.starts_with("#[cfg(test)]") {
+            // Skip the next item: to its `;` or its balanced braces.
+            let mut depth = 0i32;
+            let mut opened = false;
+            for l in lines.by_ref() {
+                for c in l.chars() {
+                    match c {
+                        '{' => {
+                            depth += 1;
+                            opened = true;
+                        }
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                if (opened && depth <= 0) || (!opened && l.trim_end().ends_with(';')) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn ident(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The top-level modules `crate::...` paths in `code` name, including the
+/// items of `crate::{a::x, b}` groups.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let mut item_start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => item_start = true,
+                    c if item_start && !c.is_whitespace() => {
+                        item_start = false;
+                        let id = ident(&group[j..]);
+                        if !id.is_empty() {
+                            out.insert(id.to_string());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let id = ident(rest);
+            if !id.is_empty() {
+                out.insert(id.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn modules_only_use_the_layers_below_them() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut seen = BTreeSet::new();
+    let mut bad = Vec::new();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" || module == "test_support" {
+            continue;
+        }
+        let Some(ok) = allowed.get(module.as_str()) else {
+            panic!("module {module} has no entry in ALLOWED: place it in the layering");
+        };
+        seen.insert(module.clone());
+        let code = product_code(&std::fs::read_to_string(f).unwrap());
+        for r in crate_refs(&code) {
+            if r != module && allowed.contains_key(r.as_str()) && !ok.contains(&r.as_str()) {
+                bad.push(format!("{}: {module} uses {r}", rel.display()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "layering violations:\n{}", bad.join("\n"));
+    assert_eq!(seen.len(), ALLOWED.len(), "modules found: {seen:?}");
+}
+
+#[test]
+fn the_scanner_sees_grouped_and_plain_paths_and_skips_tests() {
+    let code = product_code(
+        "use crate::{error::Result, model::{Route, Rule}};\n\
+         // crate::apply in a comment\n\
+         fn f() { crate::scope::nic_scope(x); }\n\
+         #[cfg(test)]\n\
+         mod tests {\n    use crate::lab::Lab;\n}\n\
+         #[cfg(test)]\n\
+         mod t2;\n\
+         fn g() { crate::fib::x() }\n",
+    );
+    let refs = crate_refs(&code);
+    assert_eq!(
+        refs,
+        ["error", "fib", "model", "scope"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+}

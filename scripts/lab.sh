@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The demo: builds roce-net as you, then runs `roce-net lab` (a broken multi-NIC
+# RoCE host in network namespaces, diagnosed, fixed, shown fixed) as root, since
+# creating namespaces needs it.
+#
+# Usage: scripts/lab.sh [lab options, e.g. --nics 8 --keep --json]
+#
+# cargo comes from your PATH or ~/.cargo/bin (rustup's place); run as root via
+# `sudo`, the build still runs as the user who called sudo, so target/ and
+# ~/.cargo stay theirs. The binary then runs directly when you are root, through
+# sudo when it is there, and otherwise the script prints the one command to run
+# as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/as-user.sh
+
+build_as_user cargo build --release --locked --bin roce-net
+bin="$(target_dir)/release/roce-net"
+run_as_root "$bin" lab "$@"
