@@ -17,7 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("host", &["error", "model", "kernel", "netns", "rt_tables"]),
     ("scope", &["error", "model"]),
     ("fib", &["error", "model"]),
-    ("policy", &["error", "model", "scope"]),
+    ("policy", &["error", "model", "scope", "rt_tables"]),
     ("nccl", &["error", "model", "scope"]),
     ("plan", &["error", "model", "scope", "fib", "policy"]),
     (
@@ -29,7 +29,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "metrics",
         &["error", "model", "scope", "doctor", "nccl", "fleet"],
     ),
-    ("probe", &["error", "model", "kernel", "host", "netns"]),
+    (
+        "probe",
+        &["error", "model", "scope", "fib", "kernel", "host", "netns"],
+    ),
     (
         "apply",
         &[

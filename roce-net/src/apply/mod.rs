@@ -45,7 +45,6 @@ pub use journal::{
     Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord, JOURNAL_VERSION,
 };
 pub use lock::NsLock;
-pub(crate) use statedir::random_id;
 pub use status::{archive, status, ArchiveReport};
 pub use watchdog::{watchdog, WatchdogOutcome};
 

@@ -386,6 +386,17 @@ fn write_one(root: &Path, f: &RenderedFile, before: &Existing) -> Result<()> {
             ),
         ));
     };
+    // roce-net's table-names file is shared by every writer on the host (apply
+    // edits it from any namespace): hold the host-wide lock its owner
+    // (rt_tables) defines while replacing it, and back up what it holds now.
+    let fresh;
+    let before = if f.path == Path::new(super::RT_TABLES_PATH) {
+        crate::rt_tables::lock_names_dir(&dir, &shown)?;
+        fresh = inspect(root, &f.path)?;
+        &fresh
+    } else {
+        before
+    };
     // Re-check the target right before replacing it (it may have changed since
     // the first pass); rename replaces a symlink itself but we refuse anyway.
     if let Some(st) = lstat_at(&dir, &name, &shown)? {

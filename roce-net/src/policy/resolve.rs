@@ -352,6 +352,18 @@ fn resolve_inner(
     // 6. Table names.
     if policy.register_table_names {
         for nic in &out {
+            // The names file's own rule (apply's writer and persist use it too),
+            // so a name is refused here, before anything, not by one of them.
+            if let Err(e) = crate::rt_tables::check_table_name(nic.table, &nic.table_name) {
+                return Err(policy_err(
+                    "routing.table_name_prefix",
+                    format!(
+                        "NIC {:?}: {}; change the prefix or set register_table_names: false",
+                        nic.ifname,
+                        e.message()
+                    ),
+                ));
+            }
             if let Some((id, _)) = host
                 .table_names
                 .iter()

@@ -19,11 +19,15 @@ mod write;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-pub(crate) use write::{own_table_names, update_table_names, NameUpdate};
+pub(crate) use write::{lock_names_dir, own_table_names, update_table_names, NameUpdate};
 
 /// The file roce-net registers its table names in, under an `/etc` root. roce-net
-/// writes no other iproute2 file, and this one only through [`update_table_names`]
-/// (see `write.rs`: a host-wide lock, unique temporary files, exact updates).
+/// writes no other iproute2 file. This module owns it: its header
+/// ([`NAMES_HEADER`]), the rule for names ([`check_table_name`]), its text
+/// ([`render_names_file`]) and its host-wide lock. Apply edits it only through
+/// [`update_table_names`] (see `write.rs`: the lock, unique temporary files,
+/// exact updates); `persist` writes the text this module renders while holding
+/// the same lock ([`lock_names_dir`]).
 pub const TABLE_NAMES_FILE: &str = "iproute2/rt_tables.d/roce-net.conf";
 
 /// Where distributions install iproute2's default databases, in lookup order.
@@ -186,15 +190,62 @@ pub fn parse_line(line: &str) -> Result<Option<(u32, &str)>, String> {
     Ok(Some((id, name)))
 }
 
-/// Refuse a table name `rt_tables` cannot hold.
+/// The first line of roce-net's names file, whoever writes it (apply's step or
+/// `persist`). A file that starts with it is roce-net's: its `<id> <name>`
+/// lines are the ones apply may replace or remove.
+pub(crate) const NAMES_HEADER: &str =
+    "# Managed by roce-net: routing tables of its per-NIC source routing.";
+
+/// The one rule for a table name roce-net registers, shared by the policy
+/// (which refuses a prefix or an interface whose table name breaks it), apply's
+/// writer and persist: letters, digits, `.`, `-`, `_`, at most
+/// [`MAX_TABLE_NAME`] bytes, and not only digits (iproute2 reads a number as a
+/// table id, not a name). Interface names may hold other characters (`+`, `@`,
+/// `:`), which `ip route ... table NAME` and the boot-time backends do not all
+/// accept.
 pub(crate) fn check_table_name(id: u32, name: &str) -> Result<()> {
-    if name.is_empty() || name.chars().any(char::is_whitespace) {
-        return Err(Error::new(
+    let why = if name.is_empty() {
+        Some("it is empty".to_string())
+    } else if name.len() > MAX_TABLE_NAME {
+        Some(format!(
+            "it is {} bytes long (at most {MAX_TABLE_NAME})",
+            name.len()
+        ))
+    } else if name.bytes().all(|b| b.is_ascii_digit()) {
+        Some("it is only digits, which iproute2 reads as a table number".to_string())
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')))
+            .map(|c| format!("it contains {c:?}; use letters, digits, '.', '-' or '_'"))
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(Error::new(
             ErrorKind::InvalidInput,
-            format!("table name {name:?} for table {id} must be one word"),
-        ));
+            format!(
+                "table name {name:?} for table {id} cannot be registered in rt_tables.d: {why}"
+            ),
+        )),
     }
-    Ok(())
+}
+
+/// The longest table name roce-net registers (iproute2 itself reads names into
+/// a 512-byte buffer; a NIC's name is at most 15 bytes).
+pub(crate) const MAX_TABLE_NAME: usize = 64;
+
+/// The whole text of roce-net's names file holding `names` (what `persist`
+/// writes for boot; apply edits the same file line by line). Every name is
+/// checked with [`check_table_name`].
+pub(crate) fn render_names_file(names: &BTreeMap<u32, String>) -> Result<String> {
+    use std::fmt::Write;
+    let mut t = String::new();
+    t.push_str(NAMES_HEADER);
+    t.push('\n');
+    for (id, name) in names {
+        check_table_name(*id, name)?;
+        let _ = writeln!(t, "{id}\t{name}");
+    }
+    Ok(t)
 }
 
 #[cfg(test)]

@@ -24,8 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The first line of a file roce-net creates.
-const HEADER: &str = "# Managed by roce-net: routing tables of its per-NIC source routing.";
+use super::NAMES_HEADER as HEADER;
 /// How long a writer waits for another to finish (a write takes well under a
 /// millisecond; this only bounds a writer that is stopped or stuck).
 const LOCK_WAIT: Duration = Duration::from_secs(30);
@@ -48,6 +47,18 @@ pub(crate) struct NameUpdate<'a> {
 struct NamesLock {
     dir: OwnedFd,
     path: PathBuf,
+}
+
+/// A temporary-name suffix unique within this process (with the pid in the name
+/// and `O_EXCL`, unique on the host): a counter and the clock.
+fn unique() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{n:x}{t:08x}")
 }
 
 fn c_name(s: &str) -> CString {
@@ -81,18 +92,28 @@ fn lock(etc_root: &Path) -> Result<NamesLock> {
     }
     // SAFETY: a fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    lock_dir(&fd, &dir, &file)?;
+    Ok(NamesLock {
+        dir: fd,
+        path: file,
+    })
+}
+
+/// Take the host-wide lock on the names file's directory, open as `dir` (shown
+/// as `dir_path`; `file` is the names file), waiting up to [`LOCK_WAIT`] for
+/// another writer. Held until every descriptor of that open directory is
+/// closed. Every writer of the names file takes it: apply's (through
+/// [`update_table_names`]) and persist's (through [`lock_names_dir`]).
+fn lock_dir(dir: &OwnedFd, dir_path: &Path, file: &Path) -> Result<()> {
     let t0 = Instant::now();
     loop {
         // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(NamesLock {
-                dir: fd,
-                path: file,
-            });
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(());
         }
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(Error::io(e, format!("locking {}", dir.display())));
+            return Err(Error::io(e, format!("locking {}", dir_path.display())));
         }
         if t0.elapsed() >= LOCK_WAIT {
             return Err(Error::new(
@@ -100,15 +121,23 @@ fn lock(etc_root: &Path) -> Result<NamesLock> {
                 format!(
                     "another roce-net process has held the host-wide lock on {} for {} s \
                      (it writes {}); nothing was written. Find it with `fuser -v {}`",
-                    dir.display(),
+                    dir_path.display(),
                     LOCK_WAIT.as_secs(),
                     file.display(),
-                    dir.display()
+                    dir_path.display()
                 ),
             ));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Take the host-wide lock of the names file for a writer that opened its
+/// directory itself (`roce-net persist`, which writes the whole file under a
+/// target root): `dir` is that open `rt_tables.d` directory, `shown` the file.
+pub(crate) fn lock_names_dir(dir: &OwnedFd, shown: &Path) -> Result<()> {
+    let dir_path = shown.parent().unwrap_or(shown);
+    lock_dir(dir, dir_path, shown)
 }
 
 impl NamesLock {
@@ -183,12 +212,7 @@ impl NamesLock {
         };
         let mut attempt = 0;
         let (mut f, tmp) = loop {
-            let tmp = format!(
-                ".{}.{}.{}.tmp",
-                self.name(),
-                std::process::id(),
-                crate::apply::random_id()
-            );
+            let tmp = format!(".{}.{}.{}.tmp", self.name(), std::process::id(), unique());
             match self.openat(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL) {
                 Ok(f) => break (f, tmp),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) && attempt < 8 => attempt += 1,
@@ -339,7 +363,7 @@ pub(crate) fn update_table_names(
     let text = if only_comments {
         None
     } else {
-        if !lines.iter().any(|l| l.starts_with("# Managed by roce-net")) {
+        if !lines.iter().any(|l| l.trim_end() == HEADER) {
             lines.insert(0, HEADER.to_string());
         }
         Some(lines.join("\n") + "\n")
@@ -401,6 +425,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read(d.path()), None);
+    }
+
+    #[test]
+    fn one_rule_for_names_and_the_file_persist_writes_is_apply_s_own() {
+        // Issue 13 item 5: a name persist used to refuse (after policy and apply
+        // had accepted it) is refused by the one rule every writer uses.
+        for bad in ["roce_eth+1", "two words", "", "1234", &"x".repeat(65)] {
+            let e = super::super::check_table_name(1001, bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}");
+            let e = update_table_names(
+                tempfile::tempdir().unwrap().path(),
+                &[set(1001, None, Some(bad))],
+                false,
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}");
+        }
+        for good in ["roce_eth1", "roce_ens1f0np0", "rnet-bond0.100", "a1"] {
+            super::super::check_table_name(1001, good).unwrap();
+        }
+        // The text persist renders (the same header) is read by apply's writer
+        // as roce-net's own lines: it can rename and remove them exactly.
+        let d = tempfile::tempdir().unwrap();
+        let names: BTreeMap<u32, String> =
+            [(1001, "roce_a".to_string()), (1002, "roce_b".to_string())].into();
+        let text = super::super::render_names_file(&names).unwrap();
+        assert!(text.starts_with(&format!("{HEADER}\n")), "{text}");
+        put(d.path(), &text);
+        assert_eq!(own_table_names(d.path()).unwrap(), names);
+        update_table_names(d.path(), &[set(1002, Some("roce_b"), None)], false).unwrap();
+        assert_eq!(read(d.path()).unwrap(), format!("{HEADER}\n1001\troce_a\n"));
+        let bad: BTreeMap<u32, String> = [(1001, "roce_eth+1".to_string())].into();
+        assert!(super::super::render_names_file(&bad).is_err());
     }
 
     #[test]
