@@ -102,7 +102,7 @@ if want cli || want deb; then
   log "cli: cargo zigbuild --target x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
   # No debug info in what ships (the dev profile keeps line tables for backtraces).
   CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo \
-    cargo zigbuild --release --locked --bin roce-net --target "x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
+    cargo zigbuild --release --locked --features verbs --bin roce-net --target "x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
   tdir=${CARGO_TARGET_DIR:-target}
   install -m 0755 "$tdir/x86_64-unknown-linux-gnu/release/roce-net" "$bin"
   check_glibc "$bin"

@@ -34,6 +34,8 @@ all)
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
   command -v strings >/dev/null || need+=(binutils)
+  # The lab tests compare the ethtool ioctl reader with `ethtool -S`.
+  command -v ethtool >/dev/null || need+=(ethtool)
   command -v objdump >/dev/null || need+=(binutils)
   command -v dpkg-deb >/dev/null || need+=(dpkg)
   command -v gzip >/dev/null || need+=(gzip)
@@ -240,12 +242,6 @@ if [ ${#failing[@]} -gt 0 ]; then
   printf 'failing test binary: %s\n' "${failing[@]}" >&2
   exit 1
 fi
-
-log "cargo test --features verbs (libibverbs at run time, probe rdma, its lab tests)"
-# Only what the feature adds: the library's verbs/rdma unit and lab tests and the
-# CLI's probe rdma tests; everything else ran above.
-cargo test -p roce-net --features verbs --lib -- --test-threads=2 --include-ignored verbs rdma
-cargo test -p roce-net-cli --features verbs --test cli_rdma -- --test-threads=2
 
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"

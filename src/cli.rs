@@ -80,8 +80,21 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
     },
-    /// GID tables with show_gids-compatible columns.
+    /// GID tables exactly as mlnx-tools' show_gids prints them (`show_gids [DEV [PORT]]`).
     Gids {
+        /// Only this RDMA device.
+        device: Option<String>,
+        /// Only this port of the device.
+        port: Option<u32>,
+        /// Show a saved snapshot instead of the live host.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+    },
+    /// RDMA ports and their netdevs as OFED's ibdev2netdev prints them.
+    Ibdev2netdev {
+        /// Also print PCI address, device id, part number, product name, firmware, port state.
+        #[arg(short, long)]
+        verbose: bool,
         /// Show a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
@@ -108,13 +121,34 @@ enum Cmd {
         #[arg(long, value_name = "PATH")]
         libibverbs: Option<PathBuf>,
     },
-    /// Ask the kernel which route a flow takes (`ip route get DST from SRC`).
+    /// Ask the kernel which route a flow takes, printed as `ip route get` prints it.
     RouteGet {
         /// Destination address.
         dst: IpAddr,
         /// Source address (`from`).
         #[arg(long = "from", value_name = "SRC")]
         src: Option<IpAddr>,
+        /// Look up as if the packet arrived on this interface (`iif`).
+        #[arg(long, value_name = "DEV")]
+        iif: Option<String>,
+        /// Output interface (`oif`).
+        #[arg(long, value_name = "DEV")]
+        oif: Option<String>,
+        /// Firewall mark (`mark`; decimal or 0x hex).
+        #[arg(long, value_name = "MARK", value_parser = parse_u32_auto)]
+        mark: Option<u32>,
+        /// IP protocol (`ipproto`): tcp, udp, icmp, ipv6-icmp, sctp, dccp, gre or a number.
+        #[arg(long, value_name = "PROTO", value_parser = parse_ipproto)]
+        ipproto: Option<u8>,
+        /// Source port (`sport`).
+        #[arg(long, value_name = "PORT")]
+        sport: Option<u16>,
+        /// Destination port (`dport`).
+        #[arg(long, value_name = "PORT")]
+        dport: Option<u16>,
+        /// Print as `ip -d route get` (type `unicast`, table `main`).
+        #[arg(short, long)]
+        details: bool,
     },
     /// Send probes from this host and report what answers.
     Probe {
@@ -198,8 +232,18 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
         /// Print only `export NAME=value` lines (for `eval`).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "check")]
         export: bool,
+        /// The NCCL release the job uses (`2.30`, `2.20.5`); default: advice for every release.
+        #[arg(long, value_name = "VERSION", value_parser = parse_nccl_version)]
+        nccl_version: Option<roce_net::NcclVersion>,
+        /// Check the NCCL environment you have (this process's NCCL_* variables, or
+        /// --env-file) instead of recommending one; exit code as for doctor.
+        #[arg(long)]
+        check: bool,
+        /// With --check: read the variables from FILE, parsed as NCCL parses nccl.conf.
+        #[arg(long, value_name = "FILE", requires = "check")]
+        env_file: Option<PathBuf>,
     },
     /// Prometheus text format for node_exporter's textfile collector: findings by
     /// check and severity, NIC and RDMA port state, drop / retransmit / congestion
@@ -254,6 +298,65 @@ enum ProbeCmd {
     /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
     /// bandwidth both ways, or the failure's likely cause.
     Rdma(Box<crate::rdma::RdmaArgs>),
+}
+
+/// An NCCL release (`2.30`, `2.30.7-1`).
+fn parse_nccl_version(s: &str) -> Result<roce_net::NcclVersion, String> {
+    roce_net::NcclVersion::parse(s)
+        .ok_or_else(|| format!("{s:?} is not an NCCL version (like 2.30 or 2.20.5)"))
+}
+
+/// Read a text file of at most `max` bytes.
+fn read_bounded(p: &std::path::Path, max: u64) -> Result<String, Error> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).map_err(|e| Error::io(e, format!("reading {}", p.display())))?;
+    let mut buf = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(e, format!("reading {}", p.display())))?;
+    if buf.len() as u64 > max {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is larger than {max} bytes; is it an NCCL environment file?",
+                p.display()
+            ),
+        ));
+    }
+    String::from_utf8(buf).map_err(|_| {
+        Error::new(
+            ErrorKind::Parse,
+            format!("{} is not UTF-8 text", p.display()),
+        )
+    })
+}
+
+/// A u32 in decimal or `0x` hex (as iproute2's `get_unsigned(.., 0)`).
+fn parse_u32_auto(s: &str) -> Result<u32, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("{s:?} is not a number (decimal or 0x hex) from 0 to 4294967295"))
+}
+
+/// An IP protocol name (as `/etc/protocols` names them) or number.
+fn parse_ipproto(s: &str) -> Result<u8, String> {
+    Ok(match s {
+        "icmp" => 1,
+        "igmp" => 2,
+        "tcp" => 6,
+        "udp" => 17,
+        "dccp" => 33,
+        "ipv6-icmp" | "icmpv6" => 58,
+        "gre" => 47,
+        "esp" => 50,
+        "sctp" => 132,
+        "udplite" => 136,
+        n => n.parse().map_err(|_| {
+            format!("unknown IP protocol {n:?}: use tcp, udp, icmp, ipv6-icmp, sctp, dccp, gre or a number 0-255")
+        })?,
+    })
 }
 
 /// Entry point.
@@ -411,12 +514,29 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 out(&render::show(&st));
             }
         }
-        Cmd::Gids { from } => {
+        Cmd::Gids { device, port, from } => {
             let st = state(&cli, from)?;
+            let filter = roce_net::GidFilter {
+                device: device.clone(),
+                port: *port,
+            };
+            let rows = roce_net::show_gids(&st, &filter)?;
             if cli.json {
-                print_json(&render::gid_rows(&st))?;
+                print_json(&rows)?;
             } else {
-                out(&render::gids(&st));
+                out(&roce_net::render_show_gids(&rows));
+            }
+        }
+        Cmd::Ibdev2netdev { verbose, from } => {
+            let st = state(&cli, from)?;
+            let rows = roce_net::ibdev2netdev(&st);
+            if cli.json {
+                print_json(&rows)?;
+            } else {
+                let text = roce_net::render_ibdev2netdev(&rows, *verbose);
+                if !text.is_empty() {
+                    out(&text);
+                }
             }
         }
         Cmd::Snapshot {
@@ -456,12 +576,32 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
             }
         }
-        Cmd::RouteGet { dst, src } => {
-            let d = host(&cli)?.route_get(*dst, *src)?;
+        Cmd::RouteGet {
+            dst,
+            src,
+            iif,
+            oif,
+            mark,
+            ipproto,
+            sport,
+            dport,
+            details,
+        } => {
+            let q = roce_net::RouteQuery {
+                dst: Some(*dst),
+                from: *src,
+                iif: iif.clone(),
+                oif: oif.clone(),
+                mark: *mark,
+                ipproto: *ipproto,
+                sport: *sport,
+                dport: *dport,
+            };
+            let r = host(&cli)?.route_query(&q)?;
             if cli.json {
-                print_json(&d)?;
+                print_json(&r)?;
             } else {
-                out(&render::route_decision(*dst, *src, &d));
+                out(&r.render(*details));
             }
         }
         Cmd::Verbs { libibverbs } => return crate::rdma::verbs(&host(&cli)?, libibverbs, cli.json),
@@ -578,9 +718,33 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 _ => exit::OK,
             });
         }
-        Cmd::NcclEnv { from, export } => {
+        Cmd::NcclEnv {
+            from,
+            export,
+            nccl_version,
+            check,
+            env_file,
+        } => {
             let st = state(&cli, from)?;
-            let advice = roce_net::nccl_env(&st);
+            let opts = roce_net::NcclOptions::for_version(*nccl_version);
+            if *check {
+                let env = match env_file {
+                    Some(p) => roce_net::NcclEnv::parse_conf(&read_bounded(p, 1 << 20)?),
+                    None => roce_net::NcclEnv::from_process(),
+                };
+                let findings = roce_net::nccl_check(&st, &env, &opts);
+                if cli.json {
+                    print_json(&findings)?;
+                } else {
+                    out(&render::nccl_check(&env, &findings));
+                }
+                return Ok(match roce_net::max_severity(&findings) {
+                    Some(roce_net::Severity::Error) => exit::ERRORS,
+                    Some(roce_net::Severity::Warning) => exit::WARNINGS,
+                    _ => exit::OK,
+                });
+            }
+            let advice = roce_net::nccl_env_with(&st, &opts);
             if cli.json {
                 print_json(&advice)?;
             } else if *export {

@@ -1,8 +1,7 @@
 //! Human-readable rendering: aligned tables in `ip`'s vocabulary.
 
 use roce_net::HostState;
-use roce_net::{protocol, ConfKey, GidEntry, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
-use serde::Serialize;
+use roce_net::{protocol, ConfKey, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
 use std::fmt::Write;
 
 /// A plain aligned text table.
@@ -61,80 +60,6 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref()
         .map(|x| x.to_string())
         .unwrap_or_else(|| "-".into())
-}
-
-/// The GID as sysfs and show_gids print it: eight groups of four hex digits.
-pub fn gid_text(g: &GidEntry) -> String {
-    g.gid
-        .segments()
-        .iter()
-        .map(|s| format!("{s:04x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// One show_gids row.
-#[derive(Serialize)]
-pub struct GidRow {
-    dev: String,
-    port: u32,
-    index: u32,
-    gid: String,
-    ipv4: Option<String>,
-    ver: String,
-    netdev: Option<String>,
-}
-
-/// Every populated GID as show_gids rows.
-pub fn gid_rows(st: &HostState) -> Vec<GidRow> {
-    let mut rows = Vec::new();
-    for d in &st.rdma {
-        for p in &d.ports {
-            for g in &p.gids {
-                rows.push(GidRow {
-                    dev: d.name.clone(),
-                    port: p.port,
-                    index: g.index,
-                    gid: gid_text(g),
-                    ipv4: g.ipv4.map(|a| a.to_string()),
-                    ver: g
-                        .gid_type
-                        .as_ref()
-                        .map(|t| t.short().to_string())
-                        .unwrap_or_default(),
-                    netdev: g.netdev.clone(),
-                });
-            }
-        }
-    }
-    rows
-}
-
-/// `roce-net gids`: show_gids-compatible columns.
-pub fn gids(st: &HostState) -> String {
-    let mut t = Table::new(&["DEV", "PORT", "INDEX", "GID", "IPv4", "VER", "DEV"]);
-    for r in gid_rows(st) {
-        t.row(vec![
-            r.dev,
-            r.port.to_string(),
-            r.index.to_string(),
-            r.gid,
-            r.ipv4.unwrap_or_default(),
-            r.ver,
-            r.netdev.unwrap_or_default(),
-        ]);
-    }
-    let mut s = t.render();
-    let _ = writeln!(
-        s,
-        "n_gids_found={}",
-        st.rdma
-            .iter()
-            .flat_map(|d| &d.ports)
-            .map(|p| p.gids.len())
-            .sum::<usize>()
-    );
-    s
 }
 
 fn addrs_of(st: &HostState, ifname: &str) -> String {
@@ -251,7 +176,7 @@ pub fn show(st: &HostState) -> String {
 
     s.push_str("\nPolicy rules\n");
     let mut t = Table::new(&[
-        "PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO",
+        "FAMILY", "PREF", "FROM", "TO", "IIF", "OIF", "FWMARK", "ACTION", "PROTO",
     ]);
     for r in &st.rules {
         let action = match r.action {
@@ -260,6 +185,10 @@ pub fn show(st: &HostState) -> String {
             a => a.to_string(),
         };
         t.row(vec![
+            match r.family {
+                roce_net::Family::Inet => "inet".to_string(),
+                roce_net::Family::Inet6 => "inet6".to_string(),
+            },
             r.priority.to_string(),
             format!(
                 "{}{}",
@@ -311,7 +240,14 @@ pub fn show(st: &HostState) -> String {
 
     s.push_str("\nNeighbours\n");
     let mut t = Table::new(&["IP", "DEV", "LLADDR", "STATE"]);
-    for n in &st.neighbors {
+    // As `ip neigh` lists them: entries whose only state is NOARP (multicast,
+    // broadcast, loopback, point-to-point) or that have no state are hidden.
+    let shown = st.neighbors.iter().filter(|n| {
+        n.state
+            .iter()
+            .any(|x| !matches!(x, roce_net::NeighState::Noarp))
+    });
+    for n in shown {
         let state: Vec<String> = n.state.iter().map(|x| x.to_string()).collect();
         t.row(vec![
             n.ip.to_string(),
@@ -331,29 +267,6 @@ pub fn show(st: &HostState) -> String {
             let _ = writeln!(s, "  {}: {}", w.source, w.message);
         }
     }
-    s
-}
-
-/// `roce-net route-get`.
-pub fn route_decision(
-    dst: std::net::IpAddr,
-    src: Option<std::net::IpAddr>,
-    d: &roce_net::RouteDecision,
-) -> String {
-    let mut s = format!("{} {dst}", d.kind);
-    if let Some(g) = d.gateway {
-        let _ = write!(s, " via {g}");
-    }
-    if let Some(dev) = &d.dev {
-        let _ = write!(s, " dev {dev}");
-    }
-    if let Some(p) = d.prefsrc {
-        let _ = write!(s, " src {p}");
-    }
-    if let Some(f) = src {
-        let _ = write!(s, " from {f}");
-    }
-    let _ = write!(s, " table {}", roce_net::TableId(d.table));
     s
 }
 
@@ -492,6 +405,73 @@ pub fn nccl(a: &roce_net::NcclAdvice) -> String {
     }
     for n in &a.notes {
         let _ = writeln!(s, "note: {n}");
+    }
+    if !a.picks.is_empty() {
+        s.push_str("\nGID NCCL uses per port (target: the RoCE v2 GID of the NIC's address)\n");
+        let mut t = Table::new(&[
+            "PORT",
+            "NETDEV",
+            "TARGET",
+            "2.21+ UNSET",
+            "2.21+ ADVISED",
+            "<2.21 UNSET",
+            "<2.21 ADVISED",
+        ]);
+        let pick = |o: &roce_net::PickOutcome| match (&o.selection, o.right) {
+            (roce_net::Selection::Index(i), Some(true)) => format!("{i} ok"),
+            (roce_net::Selection::Index(i), Some(false)) => format!("{i} WRONG"),
+            (roce_net::Selection::Index(i), None) => i.to_string(),
+            (roce_net::Selection::Fails(_), _) => "fails".to_string(),
+        };
+        for p in &a.picks {
+            t.row(vec![
+                p.port.to_string(),
+                opt(&p.netdev),
+                p.target
+                    .as_ref()
+                    .map(|g| g.index.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                pick(&p.auto_unset),
+                pick(&p.auto_advised),
+                pick(&p.legacy_unset),
+                pick(&p.legacy_advised),
+            ]);
+        }
+        s.push_str(&t.render());
+    }
+    s
+}
+
+/// `roce-net nccl-env --check`.
+pub fn nccl_check(env: &roce_net::NcclEnv, findings: &[roce_net::Finding]) -> String {
+    let nccl: Vec<String> = env
+        .vars
+        .iter()
+        .filter(|(k, _)| k.starts_with("NCCL_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut s = format!(
+        "nccl-env --check: {} NCCL variable(s){}\n",
+        nccl.len(),
+        if nccl.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", nccl.join(" "))
+        }
+    );
+    if findings.is_empty() {
+        s.push_str("no findings: NCCL will use the GIDs and interfaces this host means\n");
+        return s;
+    }
+    for f in findings {
+        let _ = writeln!(
+            s,
+            "  {} [{}] {}: {}",
+            f.severity, f.id, f.subject, f.message
+        );
+        for c in &f.remediation.commands {
+            let _ = writeln!(s, "      fix: {c}");
+        }
     }
     s
 }

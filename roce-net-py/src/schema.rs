@@ -113,7 +113,7 @@ exported_types! {
         // Snapshots.
         r::HostState, r::Interface, r::LinkStats, r::Address, r::Neighbor, r::Route,
         r::NextHop, r::Rule, r::SysctlView, r::ConfValues, r::InterfaceConf, r::Tuning,
-        r::RdmaDevice, r::RdmaPort, r::GidEntry, r::Warning,
+        r::RdmaDevice, r::RdmaPort, r::GidEntry, r::Warning, r::Qos, r::DcbApp, r::RdmaCmPort,
         // The verbs view (`snapshot --verbs`, `verbs_view`).
         r::VerbsView, r::VerbsDevice, r::VerbsPort, r::VerbsGid, r::NoRdma,
         // Plans.
@@ -122,6 +122,7 @@ exported_types! {
         r::RouteDecision, r::ArpProbeResult, r::ArpReply, r::ApplyReport, r::RollbackReport,
         // Analysis.
         r::Finding, r::Subject, r::Remediation, r::Summary, r::NcclAdvice, r::NcclVar,
+        r::GidPick, r::GidChoice, r::PickOutcome, r::PortRef,
         r::FleetReport, r::HostSummary, r::FibDecision,
         // Persistence.
         r::RenderedFile, r::WriteReport, r::FileDiff,

@@ -97,6 +97,23 @@ impl Host {
         self.with_netlink(|nl| nl.route_get(dst, src, None))
     }
 
+    /// `ip route get` with every selector (`from`, `iif`, `oif`, `mark`, `ipproto`,
+    /// `sport`, `dport`), answered exactly as the kernel answered, with the
+    /// matched table's name from this host's `rt_tables` (see
+    /// [`RouteReply::render`](crate::model::RouteReply::render) for iproute2's
+    /// text). A refused lookup (prohibit, unreachable, blackhole) is an answer.
+    pub fn route_query(&self, q: &crate::model::RouteQuery) -> Result<crate::model::RouteReply> {
+        let mut r = self.with_netlink(|nl| nl.route_query(q))?;
+        if let Some(t) = r.table {
+            let mut w = Vec::new();
+            let names = rt_tables::read_table_names(&self.etc_root, &mut w);
+            let mut st = HostState::empty("");
+            st.table_names = names;
+            r.table_name = Some(st.table_name(t));
+        }
+        Ok(r)
+    }
+
     /// The verbs view of this host's RDMA devices (libibverbs, with this host's
     /// sysfs root for the legacy GID type and to explain an empty list). Never
     /// fails: without RDMA it says why (`VerbsView::unavailable`).
@@ -120,14 +137,15 @@ impl Host {
         self.snapshot_parts(nl, true, true)
     }
 
-    /// [`Host::snapshot_with`], leaving out neighbours and/or RDMA devices when
-    /// the caller does not need them (apply's verify: it sets neither, and
-    /// ignores neighbour flushes when re-planning).
+    /// [`Host::snapshot_with`], leaving out neighbours and/or the hardware
+    /// reads (RDMA devices, NIC driver statistics and DCB QoS) when the caller
+    /// does not need them (apply's verify: apply sets none of them, and the
+    /// re-plan ignores neighbour flushes).
     pub(crate) fn snapshot_parts(
         &self,
         nl: &mut netlink::Netlink,
         neighbors: bool,
-        rdma: bool,
+        hardware: bool,
     ) -> Result<HostState> {
         let mut st = HostState::empty(&hostname());
         st.interfaces = nl.links()?;
@@ -185,8 +203,9 @@ impl Host {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
-        if rdma {
+        if hardware {
             st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
+            read_nic_hw(nl, &mut st);
         }
         Ok(st)
     }
@@ -194,6 +213,39 @@ impl Host {
 
 /// Above how many interfaces a snapshot reads `/proc/sys` on a second thread.
 const PARALLEL_SYSCTLS_FROM: usize = 32;
+
+/// The driver statistics (`ethtool -S`) and DCB QoS of every NIC in scope, read
+/// on the namespace's socket. What cannot be read is a warning; a driver without
+/// statistics or DCB leaves `None` / "not available".
+fn read_nic_hw(nl: &mut netlink::Netlink, st: &mut HostState) {
+    let names = crate::scope::nic_scope(st).names();
+    for name in names {
+        let stats = nl.ethtool_stats(&name);
+        let qos = nl.dcb_qos(&name);
+        let Some(i) = st.interfaces.iter_mut().find(|i| i.name == name) else {
+            continue;
+        };
+        match stats {
+            Ok(v) => {
+                i.ethtool_stats = v.map(|v| {
+                    let (names, values): (Vec<String>, Vec<u64>) = v.into_iter().unzip();
+                    crate::kernel::ethtool::pair(names, &values)
+                })
+            }
+            Err(e) => st.warnings.push(crate::model::Warning {
+                source: format!("ethtool -S {name}"),
+                message: e.to_string(),
+            }),
+        }
+        match qos {
+            Ok(q) => i.qos = Some(q),
+            Err(e) => st.warnings.push(crate::model::Warning {
+                source: format!("dcb {name}"),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
 
 /// This machine's host name (`uname -n`), empty if unavailable.
 pub fn hostname() -> String {

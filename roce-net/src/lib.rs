@@ -47,18 +47,19 @@ mod rt_tables;
 mod scope;
 #[cfg(test)]
 mod test_support;
+mod views;
 
 // Errors (DESIGN decision 9).
 pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, Family,
-    GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState,
-    Neighbor, NextHop, OperState, RdmaDevice, RdmaPort, Route, RouteDecision, RouteType, Rule,
-    RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId,
-    Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
-    RT_TABLE_UNSPEC,
+    active_mtu_for_netdev_mtu, protocol, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp,
+    Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats,
+    NeighState, Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route,
+    RouteDecision, RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat,
+    Sysctl, SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
+    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
@@ -68,6 +69,7 @@ pub use model::{
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
+pub use kernel::sysfs::read_rdma as read_rdma_sysfs;
 pub use kernel::verbs::{read_view as verbs_view, verbs_built, VerbsOptions};
 pub use netns::{
     create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
@@ -92,7 +94,12 @@ pub use fleet::{
     FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
     MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
 };
-pub use nccl::{recommend as nccl_env, NcclAdvice, NcclVar};
+pub use nccl::check::{check as nccl_check, NCCL_CHECK_IDS};
+pub use nccl::model::{select_gid as nccl_select_gid, NcclEnv, NcclVersion, Selection};
+pub use nccl::{
+    recommend as nccl_env, recommend_with as nccl_env_with, target_gid, GidChoice, GidPick,
+    NcclAdvice, NcclOptions, NcclVar, PickOutcome,
+};
 pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 // RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
 #[cfg(feature = "verbs")]
@@ -101,6 +108,12 @@ pub use probe::rdma::{
     EndpointSummary, ExplainInput, FailureValue, Latency, ProbeFailure, RdmaProbeOptions,
     RdmaProbeReport, RdmaServerReport, Role as ProbeRole, Selection as RdmaSelection, Stage,
     DEFAULT_TCP_PORT,
+};
+
+// Views other tools print (show_gids, ibdev2netdev), from a snapshot.
+pub use views::{
+    ibdev2netdev, render_ibdev2netdev, render_show_gids, show_gids, GidFilter, GidRow,
+    Ibdev2NetdevRow,
 };
 
 // Monitor: Prometheus text for node_exporter's textfile collector.

@@ -41,7 +41,9 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// One port of an RDMA device.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct PortRef {
     /// RDMA device name (`mlx5_0`).
     pub device: String,

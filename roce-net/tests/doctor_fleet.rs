@@ -78,7 +78,9 @@ fn odd_host_is_named_in_every_fleet_finding() {
     let r = roce_net::fleet_report(&hosts);
     let ids: BTreeSet<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
     // Every host-level comparison (the per-subnet and neighbour checks need
-    // hosts sharing a subnet: tests/fleet_cross_host.rs).
+    // hosts sharing a subnet: tests/fleet_cross_host.rs; the hardware ones need
+    // hosts that report firmware, rates and QoS:
+    // `firmware_rate_and_qos_are_compared_across_hosts`).
     let per_host: BTreeSet<&str> = roce_net::FLEET_CHECK_IDS
         .iter()
         .copied()
@@ -87,6 +89,9 @@ fn odd_host_is_named_in_every_fleet_finding() {
                 "fleet-neighbor-wrong-mac",
                 "fleet-subnet-nic-count-differs",
                 "fleet-subnet-mtu-differs",
+                "fleet-firmware-differs",
+                "fleet-rate-differs",
+                "fleet-qos-differs",
             ]
             .contains(id)
         })
@@ -156,6 +161,67 @@ fn fleet_findings_carry_fixes() {
     for f in &r.findings {
         assert!(!f.remediation.commands.is_empty(), "{}", f.id);
     }
+}
+
+#[test]
+fn firmware_rate_and_qos_are_compared_across_hosts() {
+    use doctor_support::healthy_hw;
+    let a = healthy_hw("gpu1", 11).build();
+    let b = healthy_hw("gpu2", 21).build();
+    let mut c = healthy_hw("gpu3", 31);
+    for d in &mut c.0.rdma {
+        d.fw_ver = Some("28.37.1014".into());
+        d.ports[0].rate = Some("200 Gb/sec (2X NDR)".into());
+    }
+    for n in 1..=4 {
+        c.iface_mut(&format!("ens{n}"))
+            .qos
+            .as_mut()
+            .unwrap()
+            .pfc_enabled = Some(vec![4]);
+    }
+    let c = c.build();
+    let r = roce_net::fleet_report(&[a.clone(), b.clone(), c]);
+    let ids: BTreeSet<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        BTreeSet::from([
+            "fleet-firmware-differs",
+            "fleet-rate-differs",
+            "fleet-qos-differs"
+        ]),
+        "{:#?}",
+        r.findings
+    );
+    assert!(r
+        .findings
+        .iter()
+        .all(|f| f.subject.host.as_deref() == Some("gpu3")));
+    let fw = r
+        .findings
+        .iter()
+        .find(|f| f.id == "fleet-firmware-differs")
+        .unwrap();
+    assert_eq!(fw.evidence["model"], json!("0x1021"));
+    assert_eq!(fw.evidence["value"], json!("28.37.1014"));
+    assert_eq!(fw.evidence["majority"], json!("28.39.1002"));
+    let rate = r
+        .findings
+        .iter()
+        .find(|f| f.id == "fleet-rate-differs")
+        .unwrap();
+    assert_eq!(rate.evidence["value"], json!("200"));
+    assert_eq!(r.hosts[0].rates, BTreeSet::from(["400".to_string()]));
+    assert_eq!(r.hosts[0].qos.len(), 1);
+    for id in [
+        "fleet-firmware-differs",
+        "fleet-rate-differs",
+        "fleet-qos-differs",
+    ] {
+        assert!(roce_net::FLEET_CHECK_IDS.contains(&id));
+    }
+    // Identical hosts: nothing.
+    assert!(roce_net::fleet_report(&[a, b]).findings.is_empty());
 }
 
 #[test]

@@ -33,37 +33,48 @@ fn healthy_host_gets_exact_hca_list_gid_index_and_socket_ifname() {
 }
 
 #[test]
-fn inconsistent_gid_index_leaves_it_unset_and_selects_by_family() {
+fn inconsistent_gid_index_leaves_it_unset_and_recommends_no_no_op() {
+    // mlx5_1's v2 GID sits at 5 (an IPv6 address came first); NCCL 2.21+ picks it
+    // by itself, so only a note about older releases is left: the former advice
+    // (NCCL_IB_ROCE_VERSION_NUM=2, NCCL_IB_ADDR_FAMILY=AF_INET) were NCCL's
+    // defaults and changed nothing.
     let s = load("gid-index-inconsistent.bad.json");
     let a = roce_net::nccl_env(&s);
     let gid = a.get("NCCL_IB_GID_INDEX").unwrap();
     assert_eq!(gid.value, None);
     assert!(gid.reason.contains("mlx5_1:1=5"), "{}", gid.reason);
     assert!(gid.reason.contains("mlx5_0:1=3"), "{}", gid.reason);
-    assert_eq!(
-        a.get("NCCL_IB_ROCE_VERSION_NUM").unwrap().value.as_deref(),
-        Some("2")
-    );
-    assert_eq!(
-        a.get("NCCL_IB_ADDR_FAMILY").unwrap().value.as_deref(),
-        Some("AF_INET")
-    );
+    assert!(gid.reason.contains("before 2.21"), "{}", gid.reason);
+    assert!(gid.reason.contains("with nothing set"), "{}", gid.reason);
+    assert!(a.get("NCCL_IB_ROCE_VERSION_NUM").is_none());
+    assert!(a.get("NCCL_IB_ADDR_FAMILY").is_none());
+    let p = a.picks.iter().find(|p| p.port.device == "mlx5_1").unwrap();
+    assert_eq!(p.auto_unset.selection, roce_net::Selection::Index(5));
+    assert_eq!(p.auto_unset.right, Some(true));
 }
 
 #[test]
-fn missing_v2_gid_gives_no_index() {
+fn missing_v2_gid_leaves_the_port_out_and_says_what_nccl_would_use() {
     let s = load("gid-rocev2-missing.bad.json");
     let a = roce_net::nccl_env(&s);
-    let gid = a.get("NCCL_IB_GID_INDEX").unwrap();
-    assert_eq!(gid.value, None);
+    let hca = a.get("NCCL_IB_HCA").unwrap();
+    assert_eq!(hca.value.as_deref(), Some("=mlx5_0:1,mlx5_1:1,mlx5_3:1"));
     assert!(
-        gid.reason.contains("mlx5_2:1 has no RoCE v2 GID"),
+        hca.reason
+            .contains("mlx5_2:1: its GID table holds no RoCE v2 GID"),
         "{}",
-        gid.reason
+        hca.reason
+    );
+    assert!(
+        hca.reason.contains("NCCL would use GID 2"),
+        "{}",
+        hca.reason
+    );
+    assert_eq!(
+        a.get("NCCL_IB_GID_INDEX").unwrap().value.as_deref(),
+        Some("3")
     );
     assert!(a.get("NCCL_IB_ADDR_FAMILY").is_none());
-    let idx = roce_net::roce_v2_gid_indices(&s);
-    assert_eq!(idx.values().filter(|v| v.is_none()).count(), 1);
 }
 
 #[test]

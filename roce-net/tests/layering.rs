@@ -14,11 +14,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("netns", &["error"]),
     ("rt_tables", &["error", "model"]),
     ("kernel", &["error", "model", "netns", "rt_tables"]),
-    ("host", &["error", "model", "kernel", "netns", "rt_tables"]),
     ("scope", &["error", "model"]),
+    // The snapshot reads ethtool statistics and DCB for the NICs in scope.
+    (
+        "host",
+        &["error", "model", "kernel", "netns", "rt_tables", "scope"],
+    ),
     ("fib", &["error", "model"]),
     ("policy", &["error", "model", "scope", "rt_tables"]),
-    ("nccl", &["error", "model", "scope"]),
+    // `nccl-env --check` reports doctor `Finding`s and shares its QoS signature.
+    ("nccl", &["error", "model", "scope", "doctor"]),
+    ("views", &["error", "model", "scope"]),
     ("plan", &["error", "model", "scope", "fib", "policy"]),
     (
         "doctor",
@@ -29,9 +35,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "metrics",
         &["error", "model", "scope", "doctor", "nccl", "fleet"],
     ),
+    // probe rdma picks the port of a source address (scope) and explains a
+    // failure with the offline route lookup (fib).
     (
         "probe",
-        &["error", "model", "scope", "fib", "kernel", "host", "netns"],
+        &["error", "model", "kernel", "host", "netns", "scope", "fib"],
     ),
     (
         "apply",

@@ -139,24 +139,30 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
         }
     }
 
-    // NCCL advice covers the active RoCE ports of the NICs in scope, and its GID
-    // index is the one of each NIC's managed address.
+    // NCCL advice covers the active RoCE ports of the NICs in scope that have a
+    // GID of their NIC's address (`nccl::target_gid`); the others are left out
+    // and named in the reason. Its GID index is the one of each NIC's managed
+    // address.
     let nccl = roce_net::nccl_env(st);
-    let active: Vec<String> = scope
-        .nics
-        .iter()
-        .flat_map(|n| n.rdma_ports.iter())
-        .filter(|r| {
-            st.rdma
-                .iter()
-                .find(|d| d.name == r.device)
-                .and_then(|d| d.ports.iter().find(|p| p.port == r.port))
-                .is_some_and(|p| p.is_roce() && p.is_active())
-        })
-        .map(|r| r.to_string())
-        .collect();
-    let hca = nccl.get("NCCL_IB_HCA").and_then(|v| v.value.clone());
-    match hca {
+    let mut active: Vec<String> = Vec::new();
+    let mut left_out: Vec<String> = Vec::new();
+    for r in scope.nics.iter().flat_map(|n| n.rdma_ports.iter()) {
+        let Some(d) = st.rdma.iter().find(|d| d.name == r.device) else {
+            continue;
+        };
+        let Some(p) = d.ports.iter().find(|p| p.port == r.port) else {
+            continue;
+        };
+        if !(p.is_roce() && p.is_active()) {
+            continue;
+        }
+        match roce_net::target_gid(st, d, p) {
+            Some((_, a)) if a.is_ipv4() => active.push(r.to_string()),
+            _ => left_out.push(r.to_string()),
+        }
+    }
+    let hca = nccl.get("NCCL_IB_HCA");
+    match hca.and_then(|v| v.value.clone()) {
         Some(v) => {
             let ports: Vec<String> = v
                 .trim_start_matches('=')
@@ -167,6 +173,13 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
         }
         None => assert!(active.is_empty(), "{name}: no NCCL_IB_HCA for {active:?}"),
     }
+    for r in &left_out {
+        let reason = &hca.unwrap().reason;
+        assert!(
+            reason.contains(&format!("{r}:")),
+            "{name}: {r} left out silently: {reason}"
+        );
+    }
     if let Some(i) = nccl.get("NCCL_IB_GID_INDEX").and_then(|v| v.value.clone()) {
         let i: u32 = i.parse().unwrap();
         for (nic, a) in scope.addressed() {
@@ -176,7 +189,7 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
             for r in &nic.rdma_ports {
                 let d = st.rdma.iter().find(|d| d.name == r.device).unwrap();
                 let p = d.ports.iter().find(|p| p.port == r.port).unwrap();
-                if p.is_roce() && p.is_active() {
+                if p.is_roce() && p.is_active() && active.contains(&r.to_string()) {
                     assert_eq!(roce_net::roce_v2_gid_index(p, v4), Some(i), "{name}: {r}");
                 }
             }

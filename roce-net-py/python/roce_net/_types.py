@@ -50,6 +50,9 @@ __all__ = [
     "RdmaDevice",
     "RdmaPort",
     "GidEntry",
+    "Qos",
+    "DcbApp",
+    "RdmaCmPort",
     "Change",
     "Plan",
     "DesiredState",
@@ -67,6 +70,10 @@ __all__ = [
     "FindingCounts",
     "NcclVar",
     "NcclAdvice",
+    "GidPick",
+    "GidChoice",
+    "PickOutcome",
+    "PortRef",
     "HostSummary",
     "FleetReport",
     "ApplyReport",
@@ -147,6 +154,7 @@ class Interface(_Record):
     """A network interface (netdev)."""
 
     _RUST: ClassVar[str] = "Interface"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"ethtool_stats", "qos"})
     index: int
     name: str
     kind: Optional[str]
@@ -157,6 +165,10 @@ class Interface(_Record):
     carrier: Optional[bool]
     master: Optional[str]
     stats: LinkStats
+    #: ``ethtool -S`` (name -> value), read for the NICs in scope.
+    ethtool_stats: Optional[Dict[str, int]] = None
+    #: DCB QoS (PFC, trust, DSCP map), read for the NICs in scope.
+    qos: Optional["Qos"] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -290,6 +302,43 @@ class SysctlView(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class DcbApp(_Record):
+    """One entry of a NIC's DCB APP table (selector, protocol, priority)."""
+
+    _RUST: ClassVar[str] = "DcbApp"
+    selector: int
+    protocol: int
+    priority: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Qos(_Record):
+    """A NIC's QoS as DCB reports it: PFC priorities, trust, DSCP map.
+    ``dcb_available`` is False for drivers without DCB (veth): nothing else is known."""
+
+    _RUST: ClassVar[str] = "Qos"
+    dcb_available: bool
+    pfc_enabled: Optional[Tuple[int, ...]]
+    pfc_cap: Optional[int]
+    pfc_requests: Tuple[int, ...]
+    pfc_indications: Tuple[int, ...]
+    prio_tc: Optional[Tuple[int, ...]]
+    trust: Optional[str]
+    dscp_prio: Dict[int, int]
+    app: Tuple[DcbApp, ...]
+    dcbx: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RdmaCmPort(_Record):
+    """rdma_cm's configfs defaults for one port."""
+
+    _RUST: ClassVar[str] = "RdmaCmPort"
+    default_roce_mode: Optional[str]
+    default_roce_tos: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GidEntry(_Record):
     """One populated slot of a port's GID table."""
 
@@ -306,6 +355,7 @@ class RdmaPort(_Record):
     """One port of an RDMA device."""
 
     _RUST: ClassVar[str] = "RdmaPort"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"gid_tbl_len", "rdma_cm"})
     port: int
     state: Optional[str]
     phys_state: Optional[str]
@@ -316,6 +366,9 @@ class RdmaPort(_Record):
     gids: Tuple[GidEntry, ...]
     counters: Dict[str, int]
     hw_counters: Dict[str, int]
+    gid_tbl_len: Optional[int] = None
+    #: rdma_cm's configfs defaults (default_roce_mode, default_roce_tos).
+    rdma_cm: Optional[RdmaCmPort] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -323,6 +376,7 @@ class RdmaDevice(_Record):
     """An RDMA device (``/sys/class/infiniband/<name>``)."""
 
     _RUST: ClassVar[str] = "RdmaDevice"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"pci_device_id", "product_name", "part_number"})
     name: str
     node_guid: Optional[str]
     fw_ver: Optional[str]
@@ -330,6 +384,9 @@ class RdmaDevice(_Record):
     pci_addr: Optional[str]
     netdevs: Tuple[str, ...]
     ports: Tuple[RdmaPort, ...]
+    pci_device_id: Optional[str] = None
+    product_name: Optional[str] = None
+    part_number: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -719,12 +776,61 @@ class NcclVar(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class PortRef(_Record):
+    """One port of an RDMA device."""
+
+    _RUST: ClassVar[str] = "PortRef"
+    device: str
+    port: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GidChoice(_Record):
+    """One GID table slot NCCL may use."""
+
+    _RUST: ClassVar[str] = "GidChoice"
+    index: int
+    gid: str
+    gid_type: Optional[Any]
+    netdev: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PickOutcome(_Record):
+    """What NCCL ends up with on a port: ``selection`` is ``{"index": n}`` or
+    ``{"fails": why}``; ``right`` says whether it is the target GID."""
+
+    _RUST: ClassVar[str] = "PickOutcome"
+    selection: Any
+    gid: Optional[GidChoice]
+    right: Optional[bool]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GidPick(_Record):
+    """Per port: the GID NCCL should use, and what it picks with no variables and
+    with the advice, for NCCL 2.21+ (``auto_*``) and before (``legacy_*``)."""
+
+    _RUST: ClassVar[str] = "GidPick"
+    port: PortRef
+    netdev: Optional[str]
+    target: Optional[GidChoice]
+    auto_unset: PickOutcome
+    auto_advised: PickOutcome
+    legacy_unset: PickOutcome
+    legacy_advised: PickOutcome
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class NcclAdvice(_Record):
     """NCCL settings for one host, each with its reasoning."""
 
     _RUST: ClassVar[str] = "NcclAdvice"
     vars: Tuple[NcclVar, ...]
     notes: Tuple[str, ...]
+    #: Per port: the target GID and what NCCL picks with no variables and with
+    #: the advice, for NCCL 2.21+ and before (plain dicts).
+    picks: Tuple[GidPick, ...]
 
     def env(self) -> Dict[str, str]:
         """The variables that have a value, as a dict for ``os.environ.update``."""
@@ -751,6 +857,9 @@ class HostSummary(_Record):
     gid_index: Optional[int]
     mtus: Tuple[int, ...]
     subnets: Tuple[str, ...]
+    firmware: Dict[str, Tuple[str, ...]]
+    rates: Tuple[str, ...]
+    qos: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -812,6 +921,9 @@ _ALL: Tuple[type, ...] = (
     InterfaceConf,
     Tuning,
     SysctlView,
+    DcbApp,
+    Qos,
+    RdmaCmPort,
     GidEntry,
     RdmaPort,
     RdmaDevice,
@@ -838,6 +950,10 @@ _ALL: Tuple[type, ...] = (
     Finding,
     FindingCounts,
     NcclVar,
+    PortRef,
+    GidChoice,
+    PickOutcome,
+    GidPick,
     NcclAdvice,
     HostSummary,
     FleetReport,

@@ -48,9 +48,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("indices", &idx)
             .fix(
                 vec![
-                    "export NCCL_IB_ROCE_VERSION_NUM=2".to_string(),
-                    "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
                     "unset NCCL_IB_GID_INDEX".to_string(),
+                    "roce-net nccl-env".to_string(),
                 ],
                 None,
             ),

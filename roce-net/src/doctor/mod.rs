@@ -9,22 +9,34 @@ mod arp_announce;
 mod arp_ignore;
 mod asymmetric_egress;
 mod duplicate_address;
+mod firmware_differs;
 mod gid_index_inconsistent;
 mod gid_rocev2_missing;
+mod hw;
+mod link_degraded;
 mod mtu_mismatch;
 mod multiple_default_routes;
 mod neighbor_conflict;
 mod neighbor_failed;
 mod netdev_backlog_low;
+mod nic_phy_errors;
+mod nic_rx_discards;
+mod nic_rx_out_of_buffer;
 mod no_rdma_devices;
+mod pfc_pause_frames;
+mod pfc_pause_storm;
 mod port_down;
+mod qos_inconsistent;
+mod qos_trust_not_dscp;
 mod rdma_retransmits;
+mod roce_priority_no_pfc;
 mod rp_filter_strict;
 mod rx_drops;
 
 mod snapshot_partial;
 mod source_rule_missing;
 mod source_table_incomplete;
+mod udp_mem_low;
 mod verbs_sysfs_mismatch;
 
 use crate::model::{
@@ -38,6 +50,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use crate::scope::{nic_scope, NicScope};
+
+pub(crate) use qos_inconsistent::signature as qos_signature;
 
 /// Every check id this module can report, in documentation order.
 pub const CHECK_IDS: &[&str] = &[
@@ -57,6 +71,17 @@ pub const CHECK_IDS: &[&str] = &[
     netdev_backlog_low::ID,
     rx_drops::ID,
     rdma_retransmits::ID,
+    nic_rx_discards::ID,
+    nic_rx_out_of_buffer::ID,
+    nic_phy_errors::ID,
+    pfc_pause_storm::ID,
+    pfc_pause_frames::ID,
+    roce_priority_no_pfc::ID,
+    qos_trust_not_dscp::ID,
+    qos_inconsistent::ID,
+    link_degraded::ID,
+    firmware_differs::ID,
+    udp_mem_low::ID,
     no_rdma_devices::ID,
     verbs_sysfs_mismatch::ID,
     multiple_default_routes::ID,
@@ -239,6 +264,15 @@ pub struct DoctorOptions {
     pub rdma_retransmit_min: u64,
     /// The MTU every NIC in scope should have; `None` compares NICs with each other.
     pub expected_mtu: Option<u32>,
+    /// Physical-layer errors (`rx_crc_errors_phy` + `rx_symbol_err_phy`) are
+    /// reported from this many (default 1).
+    pub phy_errors_min: u64,
+    /// Pause frames on a PFC priority are reported (info) from this many
+    /// (default 1000000).
+    pub pause_frames_min: u64,
+    /// `net.ipv4.udp_mem` below this (pages: min, pressure, max) is reported
+    /// (default 764304 1019072 1528608, the seed case's tuning).
+    pub min_udp_mem: [u64; 3],
     /// The policy whose plan the routing fixes (tables, source rules) are rendered
     /// from; `None` is [`Policy::default`], what `roce-net apply` uses without a
     /// policy file.
@@ -253,6 +287,9 @@ impl Default for DoctorOptions {
             rx_drops_ratio: 0.0001,
             rdma_retransmit_min: 1,
             expected_mtu: None,
+            phy_errors_min: 1,
+            pause_frames_min: 1_000_000,
+            min_udp_mem: [764_304, 1_019_072, 1_528_608],
             policy: None,
         }
     }
@@ -307,7 +344,7 @@ pub fn run(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 20] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 31] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
@@ -324,6 +361,17 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         netdev_backlog_low::check,
         rx_drops::check,
         rdma_retransmits::check,
+        nic_rx_discards::check,
+        nic_rx_out_of_buffer::check,
+        nic_phy_errors::check,
+        pfc_pause_storm::check,
+        pfc_pause_frames::check,
+        roce_priority_no_pfc::check,
+        qos_trust_not_dscp::check,
+        qos_inconsistent::check,
+        link_degraded::check,
+        firmware_differs::check,
+        udp_mem_low::check,
         no_rdma_devices::check,
         verbs_sysfs_mismatch::check,
         multiple_default_routes::check,

@@ -38,6 +38,9 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     neighbors::ID,
     subnets::NIC_COUNT_ID,
     subnets::MTU_ID,
+    "fleet-firmware-differs",
+    "fleet-rate-differs",
+    "fleet-qos-differs",
 ];
 
 /// At most this many hosts (or NICs) in one finding's `hosts` (`nics`) evidence.
@@ -95,6 +98,13 @@ pub struct HostSummary {
     pub mtus: BTreeSet<u32>,
     /// IPv4 subnets of the NICs in scope.
     pub subnets: BTreeSet<ipnet::IpNet>,
+    /// Firmware versions by device model (PCI device id, else HCA type).
+    pub firmware: BTreeMap<String, BTreeSet<String>>,
+    /// Rates (Gb/s) of the active RDMA ports.
+    pub rates: BTreeSet<String>,
+    /// The QoS of the NICs in scope that report DCB (PFC priorities, trust, DSCP
+    /// map; see `qos-inconsistent`), one entry per distinct setting.
+    pub qos: BTreeSet<String>,
 }
 
 /// Summaries and cross-host findings.
@@ -131,6 +141,32 @@ pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
             .nics
             .iter()
             .flat_map(|n| n.ipv4.iter().map(|a| a.network()))
+            .collect(),
+        firmware: {
+            let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for d in &state.rdma {
+                if let (Some(model), Some(fw)) =
+                    (d.pci_device_id.as_ref().or(d.hca_type.as_ref()), &d.fw_ver)
+                {
+                    m.entry(model.clone()).or_default().insert(fw.clone());
+                }
+            }
+            m
+        },
+        rates: state
+            .rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .filter(|p| p.is_active())
+            .filter_map(|p| p.rate_gbps())
+            .map(|r| r.to_string())
+            .collect(),
+        qos: scope
+            .nics
+            .iter()
+            .filter_map(|n| state.interface(&n.ifname)?.qos.as_ref())
+            .filter(|q| q.dcb_available)
+            .map(crate::doctor::qos_signature)
             .collect(),
     }
 }
@@ -294,14 +330,14 @@ fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
             Severity::Warning,
             |h| h.gid_index.map(|i| i.to_string()),
             "NCCL GID index",
-            "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset and set \
-             NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_ADDR_FAMILY=AF_INET, or align the GID tables",
-            |_, _| {
+            "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset (NCCL 2.21 \
+             and later select per device: `roce-net nccl-env` on the host shows what they pick \
+             and whether NCCL_IB_ADDR_RANGE is needed), or align the GID tables",
+            |h, _| {
                 (
                     vec![
                         "unset NCCL_IB_GID_INDEX".to_string(),
-                        "export NCCL_IB_ROCE_VERSION_NUM=2".to_string(),
-                        "export NCCL_IB_ADDR_FAMILY=AF_INET".to_string(),
+                        format!("ssh {} roce-net nccl-env", h.hostname),
                     ],
                     None,
                 )
@@ -354,6 +390,41 @@ fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
              other rails are unreachable without routing",
             |_, _| (vec!["ip -br -4 addr".to_string()], None),
         );
+        firmware(&hosts, &mut findings);
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-rate-differs",
+            Severity::Warning,
+            |h| (!h.rates.is_empty()).then(|| join(&h.rates)),
+            "RDMA port rates (Gb/s)",
+            "a slower rail on one host slows every collective that crosses it",
+            |_, _| {
+                (
+                    vec!["cat /sys/class/infiniband/*/ports/*/rate".to_string()],
+                    None,
+                )
+            },
+        );
+        compare(
+            &hosts,
+            &mut findings,
+            "fleet-qos-differs",
+            Severity::Warning,
+            |h| (!h.qos.is_empty()).then(|| h.qos.iter().cloned().collect::<Vec<_>>().join("; ")),
+            "NIC QoS",
+            "hosts that disagree on the lossless priority, trust or DSCP map drop or pause \
+             each other's RoCE traffic",
+            |h, _| {
+                (
+                    h.nics
+                        .iter()
+                        .map(|n| format!("dcb pfc show dev {n}"))
+                        .collect(),
+                    None,
+                )
+            },
+        );
         duplicates(states, &mut findings);
         let labels: Vec<String> = states.iter().map(host_label).collect();
         neighbors::check(states, &labels, &mut findings);
@@ -361,6 +432,55 @@ fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
     }
     doctor::sort_findings(&mut findings);
     FleetReport { hosts, findings }
+}
+
+/// `fleet-firmware-differs`: per device model, hosts whose firmware set differs
+/// from the majority of the hosts with that model.
+fn firmware(hosts: &[HostSummary], out: &mut Vec<Finding>) {
+    let models: BTreeSet<&String> = hosts.iter().flat_map(|h| h.firmware.keys()).collect();
+    for model in models {
+        let vals: Vec<(&HostSummary, String)> = hosts
+            .iter()
+            .filter_map(|h| h.firmware.get(model).map(|v| (h, join(v))))
+            .collect();
+        let only: Vec<String> = vals.iter().map(|(_, k)| k.clone()).collect();
+        let Some(common) = majority(&only) else {
+            continue;
+        };
+        let all: BTreeMap<&str, &str> = vals
+            .iter()
+            .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+            .collect();
+        for (h, k) in &vals {
+            if *k == common {
+                continue;
+            }
+            out.push(
+                Finding::new(
+                    "fleet-firmware-differs",
+                    Severity::Warning,
+                    host_subject(&h.hostname),
+                    format!(
+                        "{}: {model} firmware {k}, most hosts run {common}: firmware \
+                         differences change congestion control and RoCE behaviour between \
+                         the two ends of a connection",
+                        h.hostname
+                    ),
+                )
+                .evidence("model", model)
+                .evidence("value", k)
+                .evidence("majority", &common)
+                .evidence("hosts", &all)
+                .fix(
+                    vec![format!(
+                        "ssh {} cat /sys/class/infiniband/*/fw_ver",
+                        h.hostname
+                    )],
+                    None,
+                ),
+            );
+        }
+    }
 }
 
 fn join<T: std::fmt::Display>(v: &BTreeSet<T>) -> String {

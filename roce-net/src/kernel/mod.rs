@@ -2,6 +2,7 @@
 //!
 //! - [`netlink`]: a small synchronous rtnetlink socket (links, addresses,
 //!   neighbours, routes, rules) with dumps and `ip`-named writes;
+//! - [`ethtool`]: driver statistics (`ethtool -S`) over the ethtool ioctl;
 //! - [`procfs`]: sysctls under `/proc/sys`, by (interface, key);
 //! - [`sysfs`]: RDMA devices, ports, GID tables and counters under
 //!   `/sys/class/infiniband` (root injectable);
@@ -11,6 +12,7 @@
 //! Sockets and `/proc/sys/net` files belong to the namespace of the thread that
 //! opens them; [`crate::Host`] runs this layer on a thread inside its namespace.
 
+pub(crate) mod ethtool;
 pub(crate) mod netlink;
 pub(crate) mod procfs;
 pub(crate) mod sysfs;

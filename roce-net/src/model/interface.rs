@@ -1,6 +1,7 @@
-use super::HwAddr;
+use super::{HwAddr, Qos};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Operational state of a link (`IF_OPER_*`, RFC 2863), as `ip link` prints it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, JsonSchema)]
@@ -67,4 +68,13 @@ pub struct Interface {
     pub master: Option<String>,
     /// Counters.
     pub stats: LinkStats,
+    /// The driver's statistics (`ethtool -S`: `ETHTOOL_GSTRINGS` names and
+    /// `ETHTOOL_GSTATS` values), read for the NICs in scope; `None` when not read
+    /// or when the driver has none. A name the driver repeats keeps its first value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ethtool_stats: Option<BTreeMap<String, u64>>,
+    /// QoS from DCB (PFC, trust, DSCP map), read for the NICs in scope; `None` when
+    /// not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<Qos>,
 }

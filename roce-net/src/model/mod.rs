@@ -14,6 +14,7 @@ mod host_state;
 mod hwaddr;
 mod interface;
 mod neighbor;
+mod qos;
 mod rdma;
 mod route;
 mod rule;
@@ -27,10 +28,11 @@ pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
-pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaDevice, RdmaPort};
+pub use qos::{DcbApp, Qos, Trust};
+pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaCmPort, RdmaDevice, RdmaPort};
 pub use route::{
-    NextHop, Route, RouteDecision, RouteType, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
-    RT_TABLE_UNSPEC,
+    NextHop, Route, RouteDecision, RouteQuery, RouteReply, RouteType, RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;

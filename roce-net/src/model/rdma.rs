@@ -87,6 +87,26 @@ pub struct RdmaPort {
     pub counters: BTreeMap<String, u64>,
     /// `hw_counters/*` (driver-specific; mlx5 has the RoCE retransmit counters).
     pub hw_counters: BTreeMap<String, u64>,
+    /// Number of slots of the GID table (entries of `gids/`, empty ones included):
+    /// the `gid_tbl_len` NCCL walks. `None` in snapshots taken before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid_tbl_len: Option<u32>,
+    /// rdma_cm's per-port defaults from configfs
+    /// (`<configfs>/rdma_cm/<dev>/ports/<p>/`), when the device's directory exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_cm: Option<RdmaCmPort>,
+}
+
+/// rdma_cm's defaults for connections it sets up on one port (configfs
+/// `default_roce_mode`, `default_roce_tos`). They apply to rdma_cm users
+/// (`ib_write_bw -R`, `rping`, NVMe-oF, ...), not to NCCL, which sets its own
+/// traffic class (`NCCL_IB_TC`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RdmaCmPort {
+    /// `default_roce_mode`: `RoCE v2` or `IB/RoCE v1`, verbatim.
+    pub default_roce_mode: Option<String>,
+    /// `default_roce_tos`: the IP TOS byte (DSCP << 2 | ECN) of RoCE v2 packets.
+    pub default_roce_tos: Option<u8>,
 }
 
 impl RdmaPort {
@@ -97,6 +117,25 @@ impl RdmaPort {
     /// True for RoCE (Ethernet link layer).
     pub fn is_roce(&self) -> bool {
         self.link_layer.as_deref() == Some("Ethernet")
+    }
+    /// The data rate in Gb/s from the `rate` text (`400 Gb/sec (4X NDR)` -> 400,
+    /// `2.5 Gb/sec (1X SDR)` -> 2.5); `None` when unknown or unparsable.
+    pub fn rate_gbps(&self) -> Option<f64> {
+        let r = self.rate.as_deref()?;
+        let (num, rest) = r.trim().split_once(' ')?;
+        if !rest.trim_start().starts_with("Gb/sec") {
+            return None;
+        }
+        num.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    }
+    /// The link width in lanes from the `rate` text (`(4X NDR)` -> 4).
+    pub fn width(&self) -> Option<u32> {
+        let r = self.rate.as_deref()?;
+        let inner = r.split_once('(')?.1;
+        let (w, _) = inner.split_once('X')?;
+        w.trim().parse().ok()
     }
 }
 
@@ -115,6 +154,16 @@ pub struct RdmaDevice {
     pub pci_addr: Option<String>,
     /// Netdevs of the PCI function (`device/net/*`).
     pub netdevs: Vec<String>,
+    /// PCI device id (`device/device`, e.g. `0x1021`); `ibdev2netdev -v` prints it
+    /// in decimal as `MT4129`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_device_id: Option<String>,
+    /// The product name: the identifier string of the PCI VPD (`device/vpd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_name: Option<String>,
+    /// The part number: the `PN` keyword of the PCI VPD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_number: Option<String>,
     /// Ports.
     pub ports: Vec<RdmaPort>,
 }
@@ -129,5 +178,35 @@ mod tests {
         assert_eq!(active_mtu_for_netdev_mtu(4096), Some(2048));
         assert_eq!(active_mtu_for_netdev_mtu(1500), Some(1024));
         assert_eq!(active_mtu_for_netdev_mtu(60), None);
+    }
+
+    fn port(rate: Option<&str>) -> RdmaPort {
+        RdmaPort {
+            port: 1,
+            state: None,
+            phys_state: None,
+            link_layer: None,
+            rate: rate.map(str::to_string),
+            netdev: None,
+            active_mtu: None,
+            gids: Vec::new(),
+            counters: BTreeMap::new(),
+            hw_counters: BTreeMap::new(),
+            gid_tbl_len: None,
+            rdma_cm: None,
+        }
+    }
+
+    #[test]
+    fn rate_text() {
+        let p = port(Some("400 Gb/sec (4X NDR)"));
+        assert_eq!((p.rate_gbps(), p.width()), (Some(400.0), Some(4)));
+        let p = port(Some("2.5 Gb/sec (1X SDR)"));
+        assert_eq!((p.rate_gbps(), p.width()), (Some(2.5), Some(1)));
+        let p = port(Some("100 Gb/sec (2X HDR)"));
+        assert_eq!((p.rate_gbps(), p.width()), (Some(100.0), Some(2)));
+        let p = port(Some("garbage"));
+        assert_eq!((p.rate_gbps(), p.width()), (None, None));
+        assert_eq!(port(None).rate_gbps(), None);
     }
 }

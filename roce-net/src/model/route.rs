@@ -154,6 +154,200 @@ pub struct RouteDecision {
     pub kind: RouteType,
 }
 
+/// What to ask `ip route get` (the flow selectors the kernel's lookup uses).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RouteQuery {
+    /// Destination address.
+    pub dst: Option<IpAddr>,
+    /// Source address (`from`).
+    pub from: Option<IpAddr>,
+    /// Input interface (`iif`): look up as if the packet arrived there.
+    pub iif: Option<String>,
+    /// Output interface (`oif`).
+    pub oif: Option<String>,
+    /// Firewall mark (`mark`).
+    pub mark: Option<u32>,
+    /// IP protocol number (`ipproto`: 6 tcp, 17 udp, ...).
+    pub ipproto: Option<u8>,
+    /// Source port (`sport`).
+    pub sport: Option<u16>,
+    /// Destination port (`dport`).
+    pub dport: Option<u16>,
+}
+
+/// The kernel's answer to a route query, as it sent it: only the attributes the
+/// kernel returned are set, so it renders exactly as `ip route get` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RouteReply {
+    /// Route type (`unicast`, `local`, ...). For a refused lookup: `prohibit`,
+    /// `unreachable` or `blackhole` (see `refused`).
+    #[serde(rename = "type")]
+    pub kind: RouteType,
+    /// Destination (`RTA_DST`).
+    pub dst: IpAddr,
+    /// Source given in the query, as the kernel echoed it (`from`).
+    pub from: Option<IpAddr>,
+    /// Gateway (`via`).
+    pub gateway: Option<IpAddr>,
+    /// Output device.
+    pub dev: Option<String>,
+    /// The table whose route matched (`RTA_TABLE`).
+    pub table: Option<u32>,
+    /// Its name, where `rt_tables` (or iproute2's built-ins) names it.
+    pub table_name: Option<String>,
+    /// Routing protocol (printed by iproute2 only for uncached replies, e.g. IPv6).
+    pub protocol: u8,
+    /// Scope (printed only for uncached replies, when not `global`).
+    pub scope: Scope,
+    /// The reply is a route-cache entry (`RTM_F_CLONED`: iproute2 prints `cache`).
+    pub cached: bool,
+    /// The cache flags (`RTCF_*`, the upper 16 bits of `rtm_flags`).
+    pub cache_flags: u32,
+    /// Preferred source the kernel returned (`src`); absent when it equals `from`.
+    pub prefsrc: Option<IpAddr>,
+    /// Metric (`RTA_PRIORITY`).
+    pub metric: Option<u32>,
+    /// Firewall mark the lookup used (`RTA_MARK`).
+    pub mark: Option<u32>,
+    /// The uid the lookup ran as (`RTA_UID`).
+    pub uid: Option<u32>,
+    /// Input interface of an input-route lookup (`RTA_IIF`).
+    pub iif: Option<String>,
+    /// IPv6 router preference (`RTA_PREF`: 0 medium, 1 high, 3 low).
+    pub pref: Option<u8>,
+    /// TOS of the lookup (`rtm_tos`).
+    pub tos: u8,
+    /// When the kernel refused the lookup, its errno: `EACCES` (a prohibit route
+    /// or rule matched), `EHOSTUNREACH`/`ENETUNREACH` (an unreachable route or
+    /// rule, or no route at all), `EINVAL` (a blackhole route or rule).
+    pub refused: Option<i32>,
+}
+
+const RTCF_NAMES: [(u32, &str); 13] = [
+    (0x8000_0000, "local"),
+    (0x4000_0000, "reject"),
+    (0x2000_0000, "mc"),
+    (0x1000_0000, "brd"),
+    (0x0800_0000, "dst-nat"),
+    (0x0080_0000, "src-nat"),
+    (0x0040_0000, "masq"),
+    (0x0002_0000, "dst-direct"),
+    (0x0400_0000, "src-direct"),
+    (0x0004_0000, "redirected"),
+    (0x0100_0000, "redirect"),
+    (0x0020_0000, "fastroute"),
+    (0x0001_0000, "notify"),
+];
+
+impl RouteReply {
+    /// The reply as `ip route get` prints it (`details`: as `ip -d route get`,
+    /// which also names `unicast`, table `main` and the protocol). A refused
+    /// lookup, which `ip` reports only as `RTNETLINK answers: <errno text>`, is
+    /// printed as its route type and what the kernel answered.
+    pub fn render(&self, details: bool) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        if let Some(e) = self.refused {
+            let what = match e {
+                libc::EACCES => "a prohibit route or rule matched (the kernel answered EACCES)",
+                libc::EHOSTUNREACH => {
+                    "an unreachable route matched (the kernel answered EHOSTUNREACH)"
+                }
+                libc::ENETUNREACH => {
+                    "no route, or an unreachable rule (the kernel answered ENETUNREACH)"
+                }
+                libc::EINVAL => "a blackhole route or rule matched (the kernel answered EINVAL)",
+                _ => "the kernel refused the lookup",
+            };
+            let _ = write!(s, "{} {}", self.kind, self.dst);
+            if let Some(f) = self.from {
+                let _ = write!(s, " from {f}");
+            }
+            let _ = write!(s, ": {what}; packets to it are not sent");
+            return s;
+        }
+        if self.kind != RouteType::Unicast || details {
+            let _ = write!(s, "{} ", self.kind);
+        }
+        let _ = write!(s, "{} ", self.dst);
+        if let Some(f) = self.from {
+            let _ = write!(s, "from {f} ");
+        }
+        if self.tos != 0 {
+            let _ = write!(s, "tos 0x{:02x} ", self.tos);
+        }
+        if let Some(g) = self.gateway {
+            let _ = write!(s, "via {g} ");
+        }
+        if let Some(d) = &self.dev {
+            let _ = write!(s, "dev {d} ");
+        }
+        if let Some(t) = self.table {
+            if t != super::RT_TABLE_MAIN || details {
+                let name = self.table_name.clone().unwrap_or_else(|| t.to_string());
+                let _ = write!(s, "table {name} ");
+            }
+        }
+        if !self.cached {
+            if self.protocol != super::protocol::BOOT || details {
+                let p = super::protocol::name(self.protocol)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| self.protocol.to_string());
+                let _ = write!(s, "proto {p} ");
+            }
+            if self.scope != Scope::Universe || details {
+                let _ = write!(s, "scope {} ", self.scope);
+            }
+        }
+        if let Some(p) = self.prefsrc {
+            let _ = write!(s, "src {p} ");
+        }
+        if let Some(m) = self.metric {
+            let _ = write!(s, "metric {m} ");
+        }
+        if let Some(m) = self.mark.filter(|m| *m != 0) {
+            if m >= 16 {
+                let _ = write!(s, "mark 0x{m:x} ");
+            } else {
+                let _ = write!(s, "mark {m} ");
+            }
+        }
+        if let Some(u) = self.uid {
+            let _ = write!(s, "uid {u} ");
+        }
+        if self.cached && self.dst.is_ipv4() {
+            s.push_str("\n    cache ");
+            let mut flags = self.cache_flags & !0xFFFF;
+            if flags != 0 {
+                s.push('<');
+                for (bit, name) in RTCF_NAMES {
+                    if flags & bit != 0 {
+                        flags &= !bit;
+                        s.push_str(name);
+                        s.push_str(if flags != 0 { "," } else { "> " });
+                    }
+                }
+                if flags != 0 {
+                    let _ = write!(s, "{flags:x}> ");
+                }
+            }
+        }
+        if let Some(i) = &self.iif {
+            let _ = write!(s, "iif {i} ");
+        }
+        if let Some(p) = self.pref {
+            let name = match p {
+                0 => "medium".to_string(),
+                1 => "high".to_string(),
+                3 => "low".to_string(),
+                n => n.to_string(),
+            };
+            let _ = write!(s, "pref {name}");
+        }
+        s
+    }
+}
+
 impl fmt::Display for RouteType {
     /// iproute2's name (`unicast`, `local`, `blackhole`, ...).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -269,5 +463,76 @@ impl fmt::Display for Route {
 impl fmt::Display for WithTableNames<'_, Route> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.item.write(f, Some(self.names))
+    }
+}
+
+#[cfg(test)]
+mod reply_tests {
+    use super::*;
+
+    fn reply(dst: &str) -> RouteReply {
+        RouteReply {
+            kind: RouteType::Unicast,
+            dst: dst.parse().unwrap(),
+            from: None,
+            gateway: None,
+            dev: Some("r1".into()),
+            table: Some(RT_TABLE_MAIN),
+            table_name: Some("main".into()),
+            protocol: crate::model::protocol::KERNEL,
+            scope: Scope::Universe,
+            cached: false,
+            cache_flags: 0,
+            prefsrc: None,
+            metric: None,
+            mark: None,
+            uid: None,
+            iif: None,
+            pref: None,
+            tos: 0,
+            refused: None,
+        }
+    }
+
+    #[test]
+    fn ipv6_reply_prints_protocol_metric_and_preference() {
+        // `ip route get 2001:db8:1::99` (iproute2 print_route: an uncached reply
+        // prints proto; scope global is not printed; pref last).
+        let mut r = reply("2001:db8:1::99");
+        r.from = Some("::".parse().unwrap());
+        r.prefsrc = Some("2001:db8:1::1".parse().unwrap());
+        r.metric = Some(256);
+        r.pref = Some(0);
+        assert_eq!(
+            r.render(false),
+            "2001:db8:1::99 from :: dev r1 proto kernel src 2001:db8:1::1 metric 256 pref medium"
+        );
+        assert!(r.render(true).starts_with(
+            "unicast 2001:db8:1::99 from :: dev r1 table main proto kernel scope global "
+        ));
+    }
+
+    #[test]
+    fn cache_flags_and_refusals() {
+        let mut r = reply("198.18.2.11");
+        r.kind = RouteType::Local;
+        r.dev = Some("lo".into());
+        r.table = Some(crate::model::RT_TABLE_LOCAL);
+        r.table_name = Some("local".into());
+        r.cached = true;
+        r.cache_flags = 0x8000_0000;
+        r.uid = Some(0);
+        assert_eq!(
+            r.render(false),
+            "local 198.18.2.11 dev lo table local uid 0 \n    cache <local> "
+        );
+        let mut r = reply("198.18.96.1");
+        r.kind = RouteType::Prohibit;
+        r.refused = Some(libc::EACCES);
+        let t = r.render(false);
+        assert!(
+            t.starts_with("prohibit 198.18.96.1: a prohibit route or rule matched"),
+            "{t}"
+        );
     }
 }

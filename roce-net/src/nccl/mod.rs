@@ -1,15 +1,25 @@
-//! NCCL environment derived from the GID tables and the NICs in scope:
-//! `nccl::recommend(&state) -> NcclAdvice`, every value with the reasoning behind it.
+//! NCCL environment derived from a model of NCCL's own GID and HCA selection
+//! ([`model`], [`env`]) over the snapshot's GID tables, and a check of an NCCL
+//! environment a user already has ([`check`]).
 //!
 //! Which NICs and which address of each come from [`crate::scope`], as for the
-//! doctor and the planner: the GID index is the one of the NIC's managed address.
+//! doctor and the planner: the GID NCCL should use on a port is the RoCE v2 GID
+//! of the NIC's managed address. The advice recommends a variable only where it
+//! changes what NCCL picks, for the better, and says for which NCCL versions;
+//! [`NcclAdvice::picks`] shows per port what NCCL picks with no variables and
+//! with the advice. `docs/nccl.md` documents the model and its NCCL version.
 
-use crate::model::{Family, HostState, RT_TABLE_MAIN};
-use crate::scope::{find_port, nic_scope, roce_v2_gid_indices, PortRef};
+pub mod check;
+pub mod env;
+pub mod model;
+
+use crate::model::{Family, GidType, HostState, RdmaPort, RT_TABLE_MAIN};
+use crate::scope::{find_port, nic_address, nic_scope, port_netdev, roce_v2_gid_index, PortRef};
+use model::{select_gid, AddrFamily, NcclEnv, NcclVersion, Selection};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-
+use std::net::{IpAddr, Ipv6Addr};
 /// One environment variable recommendation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NcclVar {
@@ -28,6 +38,9 @@ pub struct NcclAdvice {
     pub vars: Vec<NcclVar>,
     /// Further remarks (variables deliberately left alone, caveats).
     pub notes: Vec<String>,
+    /// Per port: the GID NCCL should use, and what it picks with no variables
+    /// and with the advice, for NCCL 2.21+ and before.
+    pub picks: Vec<GidPick>,
 }
 
 impl NcclAdvice {
@@ -45,11 +58,508 @@ impl NcclAdvice {
     }
 }
 
-/// Derive the NCCL settings for a host.
+/// Options for [`recommend_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct NcclOptions {
+    /// The NCCL release the job uses; `None`: advice that holds for every
+    /// release, with what differs before 2.21 said.
+    pub version: Option<NcclVersion>,
+}
+
+impl NcclOptions {
+    /// Advice for one NCCL release (`None`: for every release).
+    pub fn for_version(version: Option<NcclVersion>) -> Self {
+        NcclOptions { version }
+    }
+}
+
+/// One GID table slot NCCL may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GidChoice {
+    /// Index in the table.
+    pub index: u32,
+    /// The GID (all zeros for an empty slot).
+    pub gid: Ipv6Addr,
+    /// Its type, when known.
+    pub gid_type: Option<GidType>,
+    /// The netdev owning it.
+    pub netdev: Option<String>,
+}
+
+/// What NCCL ends up with on a port under one environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PickOutcome {
+    /// The model's answer.
+    pub selection: Selection,
+    /// The GID at the selected index.
+    pub gid: Option<GidChoice>,
+    /// True when it is the target GID; `None` when there is no target.
+    pub right: Option<bool>,
+}
+
+/// Per port: the GID NCCL should use and what it picks without and with the
+/// advice, for NCCL 2.21+ (the model's release) and for releases before 2.21.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GidPick {
+    /// The port.
+    pub port: PortRef,
+    /// Its netdev.
+    pub netdev: Option<String>,
+    /// The RoCE v2 GID of the NIC's managed address (see [`target_gid`]).
+    pub target: Option<GidChoice>,
+    /// NCCL >= 2.21 with no NCCL variables set.
+    pub auto_unset: PickOutcome,
+    /// NCCL >= 2.21 with the recommended variables.
+    pub auto_advised: PickOutcome,
+    /// NCCL < 2.21 with no variables (index 0).
+    pub legacy_unset: PickOutcome,
+    /// NCCL < 2.21 with the recommended variables.
+    pub legacy_advised: PickOutcome,
+}
+
+fn choice(p: &RdmaPort, index: u32) -> GidChoice {
+    match p.gids.iter().find(|g| g.index == index) {
+        Some(g) => GidChoice {
+            index,
+            gid: g.gid,
+            gid_type: g.gid_type.clone(),
+            netdev: g.netdev.clone(),
+        },
+        None => GidChoice {
+            index,
+            gid: Ipv6Addr::UNSPECIFIED,
+            gid_type: None,
+            netdev: None,
+        },
+    }
+}
+
+fn outcome(p: &RdmaPort, sel: Selection, target: Option<u32>) -> PickOutcome {
+    let gid = sel.index().map(|i| choice(p, i));
+    let right = target.map(|t| sel.index() == Some(t));
+    PickOutcome {
+        selection: sel,
+        gid,
+        right,
+    }
+}
+
+/// The GID NCCL should use on an RDMA port, and the address it belongs to: the
+/// RoCE v2 GID of the managed address ([`crate::scope::nic_address`]) of the
+/// port's netdev; when that netdev has no IPv4 address (a VLAN-only host), of
+/// the managed address of another netdev owning GIDs on the port (a VLAN or
+/// macvlan upper), the lowest such GID; when there is no IPv4 address at all, of
+/// the netdev's first global IPv6 address. `None` when the port has none of
+/// these (or its netdevs are not in the snapshot).
+pub fn target_gid(
+    state: &HostState,
+    dev: &crate::model::RdmaDevice,
+    port: &RdmaPort,
+) -> Option<(u32, IpAddr)> {
+    let nd = port_netdev(dev, port)?;
+    if let Some(a) = nic_address(state, &nd) {
+        if let IpAddr::V4(v4) = a.address {
+            return roce_v2_gid_index(port, v4).map(|i| (i, a.address));
+        }
+    }
+    // Uppers: other netdevs owning GIDs here, with a managed address whose v2 GID
+    // the port holds.
+    let mut uppers: Vec<(u32, IpAddr)> = port
+        .gids
+        .iter()
+        .filter_map(|g| {
+            let owner = g.netdev.as_deref()?;
+            if owner == nd {
+                return None;
+            }
+            let a = nic_address(state, owner)?;
+            let IpAddr::V4(v4) = a.address else {
+                return None;
+            };
+            roce_v2_gid_index(port, v4).map(|i| (i, a.address))
+        })
+        .collect();
+    uppers.sort();
+    if let Some(u) = uppers.first() {
+        return Some(*u);
+    }
+    let v6 = state
+        .addresses_of(&nd)
+        .find(|a| a.address.is_ipv6() && a.scope == crate::model::Scope::Universe)?;
+    port.gids
+        .iter()
+        .filter(|g| IpAddr::V6(g.gid) == v6.address && g.gid_type == Some(GidType::RoceV2))
+        .map(|g| (g.index, v6.address))
+        .min()
+}
+
+/// Derive the NCCL settings for a host (advice that holds for every NCCL release).
 pub fn recommend(state: &HostState) -> NcclAdvice {
+    recommend_with(state, &NcclOptions::default())
+}
+
+struct Candidate<'a> {
+    r: PortRef,
+    port: &'a RdmaPort,
+    netdev: Option<String>,
+    target: Option<(u32, IpAddr)>,
+}
+
+/// The smallest prefix holding every address (same family).
+fn covering(addrs: &[IpAddr]) -> Option<ipnet::IpNet> {
+    let first = *addrs.first()?;
+    let max = if first.is_ipv4() { 32 } else { 128 };
+    (0..=max).rev().find_map(|len| {
+        let n = ipnet::IpNet::new(first, len).ok()?.trunc();
+        addrs.iter().all(|a| n.contains(a)).then_some(n)
+    })
+}
+
+fn env_of(vars: &[(&str, String)]) -> NcclEnv {
+    NcclEnv::from_pairs(vars.iter().map(|(k, v)| (k.to_string(), v.clone())))
+}
+
+fn describe(c: &Candidate, sel: &Selection) -> String {
+    match sel {
+        Selection::Index(i) => {
+            let g = choice(c.port, *i);
+            let t = g
+                .gid_type
+                .as_ref()
+                .map(|t| format!(" {}", t.short()))
+                .unwrap_or_default();
+            let nd = g
+                .netdev
+                .as_ref()
+                .map(|n| format!(" of {n}"))
+                .unwrap_or_default();
+            format!("{}={i} ({}{t}{nd})", c.r, g.gid)
+        }
+        Selection::Fails(why) => format!("{}: {why}", c.r),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gid_advice(
+    adv: &mut NcclAdvice,
+    chosen: &[Candidate],
+    state_nets: &BTreeMap<IpAddr, ipnet::IpNet>,
+    fam: AddrFamily,
+    auto_v: NcclVersion,
+    legacy_v: NcclVersion,
+    legacy_only: bool,
+    auto_only: bool,
+) {
+    let target = |c: &Candidate| c.target.map(|(i, _)| i);
+    let picks = |env: &NcclEnv, v: NcclVersion| -> Vec<Selection> {
+        chosen.iter().map(|c| select_gid(c.port, env, v)).collect()
+    };
+    let all_right = |sels: &[Selection]| {
+        chosen
+            .iter()
+            .zip(sels)
+            .all(|(c, s)| s.index().is_some() && s.index() == target(c))
+    };
+    let wrong = |sels: &[Selection]| -> String {
+        chosen
+            .iter()
+            .zip(sels)
+            .filter(|(c, s)| s.index().is_none() || s.index() != target(c))
+            .map(|(c, s)| describe(c, s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let none = NcclEnv::default();
+    let auto_none = picks(&none, auto_v);
+    let legacy_none = picks(&none, legacy_v);
+    let auto_ok = legacy_only || all_right(&auto_none);
+    let legacy_ok = auto_only || all_right(&legacy_none);
+    let targets: Vec<String> = chosen
+        .iter()
+        .map(|c| {
+            format!(
+                "{}={}",
+                c.r,
+                target(c).map(|i| i.to_string()).unwrap_or("-".into())
+            )
+        })
+        .collect();
+    let distinct: BTreeSet<u32> = chosen.iter().filter_map(target).collect();
+    let what = if fam == AddrFamily::Inet6 {
+        "the RoCE v2 GID of the NIC's IPv6 address"
+    } else {
+        "the RoCE v2 GID of the NIC's address"
+    };
+
+    // Settings for the automatic selection (2.21+), smallest first.
+    let mut fam_var: Vec<(&str, String)> = Vec::new();
+    if fam == AddrFamily::Inet6 {
+        fam_var.push(("NCCL_IB_ADDR_FAMILY", "AF_INET6".to_string()));
+    }
+    let mut auto_fix: Option<Vec<(&str, String)>> = None;
+    if !auto_ok {
+        let addrs: Vec<IpAddr> = chosen
+            .iter()
+            .filter_map(|c| c.target.map(|(_, a)| a))
+            .collect();
+        let nets: BTreeSet<ipnet::IpNet> = addrs
+            .iter()
+            .filter_map(|a| state_nets.get(a).copied())
+            .collect();
+        let mut tries: Vec<Vec<(&str, String)>> = Vec::new();
+        if !fam_var.is_empty() {
+            tries.push(fam_var.clone());
+        }
+        if nets.len() == 1 {
+            let mut t = fam_var.clone();
+            t.push((
+                "NCCL_IB_ADDR_RANGE",
+                nets.iter()
+                    .next()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
+            ));
+            tries.push(t);
+        }
+        if let Some(cover) = covering(&addrs) {
+            let mut t = fam_var.clone();
+            t.push(("NCCL_IB_ADDR_RANGE", cover.to_string()));
+            tries.push(t);
+        }
+        auto_fix = tries
+            .into_iter()
+            .find(|t| all_right(&picks(&env_of(t), auto_v)));
+    }
+
+    let mut advised: Vec<(&str, String)> = Vec::new();
+    if distinct.len() == 1 && chosen.iter().all(|c| c.target.is_some()) {
+        let i = distinct.iter().next().copied().unwrap_or(0);
+        let helps_legacy = !legacy_ok;
+        let helps_auto = !auto_ok;
+        if helps_legacy || helps_auto {
+            let mut reason = format!(
+                "index {i} holds {what} on every active port ({})",
+                targets.join(", ")
+            );
+            if helps_auto {
+                reason.push_str(&format!(
+                    "; NCCL {auto_v} alone would pick {}, so this fixes every release",
+                    wrong(&auto_none)
+                ));
+            } else if !auto_only && !legacy_only {
+                reason.push_str(&format!(
+                    "; needed for NCCL before 2.21, which uses index 0 (the link-local RoCE v1 \
+                     GID) by default; NCCL 2.21 and later pick index {i} by themselves, so for \
+                     them it changes nothing"
+                ));
+            }
+            adv.vars.push(NcclVar {
+                name: "NCCL_IB_GID_INDEX".into(),
+                value: Some(i.to_string()),
+                reason,
+            });
+            advised.push(("NCCL_IB_GID_INDEX", i.to_string()));
+        } else {
+            adv.vars.push(NcclVar {
+                name: "NCCL_IB_GID_INDEX".into(),
+                value: None,
+                reason: format!(
+                    "NCCL {auto_v} picks index {i}, {what}, on every port by itself ({}): no \
+                     variable needed",
+                    targets.join(", ")
+                ),
+            });
+        }
+    } else {
+        let mut reason = if chosen.iter().any(|c| c.target.is_none()) {
+            "some ports have no target GID".to_string()
+        } else {
+            format!(
+                "{what} sits at different indices ({}): one NCCL_IB_GID_INDEX cannot fit every NIC",
+                targets.join(", ")
+            )
+        };
+        if !legacy_ok && !auto_only {
+            reason.push_str(
+                "; NCCL before 2.21 cannot select per device (it would use index 0, the \
+                 link-local RoCE v1 GID, on every port): use 2.21 or later, or give every \
+                 NIC its addresses in the same order so the tables line up",
+            );
+        }
+        let mut extra = Vec::new();
+        if !legacy_only {
+            if auto_ok {
+                reason.push_str(&format!(
+                    "; NCCL {auto_v} picks the right GID on every port with nothing set"
+                ));
+            } else if let Some(fix) = &auto_fix {
+                reason.push_str(&format!(
+                    "; NCCL {auto_v} alone would pick {}; with the variable(s) below it picks \
+                     the right GID on every port",
+                    wrong(&auto_none)
+                ));
+                for (k, v) in fix {
+                    let why = match *k {
+                        "NCCL_IB_ADDR_FAMILY" => "the NICs' addresses are IPv6: without it NCCL \
+                             (AF_INET by default) finds no IPv4-mapped GID and keeps index 0, \
+                             the link-local RoCE v1 GID (NCCL 2.21 and later)"
+                            .to_string(),
+                        _ => format!(
+                            "NCCL 2.21 and later then consider only GIDs in {v}, the NICs' \
+                             subnet, so a VLAN's or a second address's GID listed earlier is \
+                             skipped; written with '/' (2.21/2.22 crash without it)"
+                        ),
+                    };
+                    extra.push(NcclVar {
+                        name: k.to_string(),
+                        value: Some(v.clone()),
+                        reason: why,
+                    });
+                    advised.push((k, v.clone()));
+                }
+            } else {
+                reason.push_str(&format!(
+                    "; no NCCL variable makes NCCL {auto_v} pick the right GID everywhere (it \
+                     would pick {}): fix the GID tables (address order, see \
+                     gid-index-inconsistent)",
+                    wrong(&auto_none)
+                ));
+            }
+        }
+        adv.vars.push(NcclVar {
+            name: "NCCL_IB_GID_INDEX".into(),
+            value: None,
+            reason,
+        });
+        adv.vars.extend(extra);
+    }
+
+    let env = env_of(&advised);
+    let auto_adv = picks(&env, auto_v);
+    let legacy_adv = picks(&env, legacy_v);
+    for (k, c) in chosen.iter().enumerate() {
+        let t = target(c);
+        adv.picks.push(GidPick {
+            port: c.r.clone(),
+            netdev: c.netdev.clone(),
+            target: t.map(|i| choice(c.port, i)),
+            auto_unset: outcome(c.port, auto_none[k].clone(), t),
+            auto_advised: outcome(c.port, auto_adv[k].clone(), t),
+            legacy_unset: outcome(c.port, legacy_none[k].clone(), t),
+            legacy_advised: outcome(c.port, legacy_adv[k].clone(), t),
+        });
+    }
+}
+
+/// `NCCL_IB_TC` from the NICs' DCB QoS: recommended only when NCCL's default
+/// traffic class (0) lands on a priority without PFC while PFC is on, and DSCP
+/// trust lets a traffic class choose the priority.
+fn traffic_class(state: &HostState, netdevs: &[String], adv: &mut NcclAdvice) {
+    let qos: Vec<(&str, Option<&crate::model::Qos>)> = netdevs
+        .iter()
+        .map(|n| {
+            (
+                n.as_str(),
+                state
+                    .interface(n)
+                    .and_then(|i| i.qos.as_ref())
+                    .filter(|q| q.dcb_available),
+            )
+        })
+        .collect();
+    let known: Vec<&crate::model::Qos> = qos.iter().filter_map(|(_, q)| *q).collect();
+    let default_note =
+        "NCCL_IB_TIMEOUT is left at NCCL's default; NCCL_IB_TC too: the NICs report \
+                        no DCB QoS here, so set it only to match the fabric's lossless (PFC/ECN) \
+                        traffic class";
+    if known.is_empty() || known.len() != qos.len() {
+        adv.notes.push(default_note.into());
+        return;
+    }
+    let sigs: BTreeSet<String> = known
+        .iter()
+        .map(|q| crate::doctor::qos_signature(q))
+        .collect();
+    if sigs.len() > 1 {
+        adv.notes.push(
+            "NCCL_IB_TC is not recommended: the NICs' QoS differs (see qos-inconsistent), so \
+             no traffic class lands on a lossless priority on every rail; fix that first"
+                .into(),
+        );
+        return;
+    }
+    let q = known[0];
+    let pfc = q.pfc_enabled.clone().unwrap_or_default();
+    let Some(p0) = q.priority_for_tc(0, 0) else {
+        adv.notes.push(default_note.into());
+        return;
+    };
+    if pfc.is_empty() || pfc.contains(&p0) {
+        adv.notes.push(format!(
+            "NCCL_IB_TC is left unset: NCCL's default traffic class 0 lands on priority {p0}{}",
+            if pfc.is_empty() {
+                " and no priority has PFC (lossy RoCE, ECN only)".to_string()
+            } else {
+                ", which has PFC".to_string()
+            }
+        ));
+        return;
+    }
+    if q.trust != Some(crate::model::Trust::Dscp) {
+        adv.notes.push(format!(
+            "NCCL's default traffic class lands on priority {p0} without PFC (PFC is on {}), and \
+             the NICs trust PCP, so NCCL_IB_TC cannot move it: switch them to DSCP trust \
+             (mlnx_qos --trust dscp), then re-run",
+            pfc.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+        return;
+    }
+    let dscps: Vec<u8> = q
+        .dscp_prio
+        .iter()
+        .filter(|(_, p)| pfc.first() == Some(*p))
+        .map(|(d, _)| *d)
+        .collect();
+    let Some(d) = dscps.iter().find(|d| **d == 26).or(dscps.first()).copied() else {
+        adv.notes.push(default_note.into());
+        return;
+    };
+    let prio = pfc.first().copied().unwrap_or(0);
+    adv.vars.push(NcclVar {
+        name: "NCCL_IB_TC".into(),
+        value: Some((u32::from(d) << 2).to_string()),
+        reason: format!(
+            "NCCL's default traffic class 0 lands on priority {p0}, where PFC is off; DSCP {d} \
+             maps to priority {prio}, which has PFC on every NIC (DSCP trust): traffic class \
+             {d} << 2 (the NIC sets the ECN bits itself)"
+        ),
+    });
+    adv.notes
+        .push("NCCL_IB_TIMEOUT is left at NCCL's default".into());
+}
+
+/// Derive the NCCL settings for a host.
+pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
     let mut adv = NcclAdvice::default();
     let scope = nic_scope(state);
-    let mut active: Vec<PortRef> = Vec::new();
+    let auto_v = match opts.version {
+        Some(v) if v.auto_gid() => v,
+        _ => NcclVersion::MODEL,
+    };
+    let legacy_v = NcclVersion {
+        major: 2,
+        minor: 20,
+    };
+    let legacy_only = opts.version.is_some_and(|v| !v.auto_gid());
+    let auto_only = opts.version.is_some_and(|v| v.auto_gid());
+
+    // Ports: the RDMA ports of the NICs in scope; when the RDMA netdevs are in
+    // another namespace, say so instead of "no active port".
+    let mut active: Vec<Candidate> = Vec::new();
     let mut inactive: Vec<PortRef> = Vec::new();
     let mut ib: Vec<PortRef> = Vec::new();
     for nic in &scope.nics {
@@ -60,12 +570,36 @@ pub fn recommend(state: &HostState) -> NcclAdvice {
             if !p.is_roce() {
                 ib.push(r.clone());
             } else if p.is_active() {
-                active.push(r.clone());
+                let d = state.rdma.iter().find(|d| d.name == r.device);
+                active.push(Candidate {
+                    r: r.clone(),
+                    port: p,
+                    netdev: d.and_then(|d| port_netdev(d, p)),
+                    target: d.and_then(|d| target_gid(state, d, p)),
+                });
             } else {
                 inactive.push(r.clone());
             }
         }
     }
+    let elsewhere: Vec<(PortRef, String)> = state
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(_, p)| p.is_roce() && p.is_active())
+        .filter_map(|(d, p)| {
+            let nd = port_netdev(d, p)?;
+            state.interface(&nd).is_none().then(|| {
+                (
+                    PortRef {
+                        device: d.name.clone(),
+                        port: p.port,
+                    },
+                    nd,
+                )
+            })
+        })
+        .collect();
     let list = |v: &[PortRef]| {
         v.iter()
             .map(|r| r.to_string())
@@ -73,23 +607,79 @@ pub fn recommend(state: &HostState) -> NcclAdvice {
             .join(",")
     };
 
+    // Which family the job's GIDs are of: IPv4 unless every target is IPv6.
+    let fam = if !active.is_empty()
+        && active
+            .iter()
+            .all(|c| c.target.is_some_and(|(_, a)| a.is_ipv6()))
+    {
+        AddrFamily::Inet6
+    } else {
+        AddrFamily::Inet
+    };
+    let (chosen, left_out): (Vec<Candidate>, Vec<Candidate>) =
+        active.into_iter().partition(|c| match (fam, c.target) {
+            (AddrFamily::Inet, Some((_, a))) => a.is_ipv4(),
+            (AddrFamily::Inet6, Some((_, a))) => a.is_ipv6(),
+            _ => false,
+        });
+    let chosen_nd: Vec<String> = chosen.iter().filter_map(|c| c.netdev.clone()).collect();
+    let none = NcclEnv::default();
+    let mut left_reasons = Vec::new();
+    for c in &left_out {
+        let pick = select_gid(c.port, &none, auto_v);
+        let what = match pick.index().map(|i| choice(c.port, i)) {
+            Some(g) => format!(
+                "NCCL would use GID {} ({} {})",
+                g.index,
+                g.gid,
+                g.gid_type
+                    .as_ref()
+                    .map(|t| t.short().to_string())
+                    .unwrap_or_default()
+            ),
+            None => "NCCL would fail on it".to_string(),
+        };
+        let why = match (&c.netdev, c.target) {
+            (Some(nd), Some((_, a))) if a.is_ipv6() => format!(
+                "{nd} has no IPv4 address, only {a}: with NCCL's default address family AF_INET {what}, not a GID of its address (NCCL_IB_ADDR_FAMILY=AF_INET6 would break the IPv4 NICs)"
+            ),
+            (Some(nd), _) => format!(
+                "its GID table holds no RoCE v2 GID of an address of {nd} (see gid-rocev2-missing); {what}"
+            ),
+            (None, _) => format!("its netdev is unknown; {what}"),
+        };
+        left_reasons.push(format!("{}: {why}", c.r));
+    }
+
     // NCCL_IB_HCA
-    if active.is_empty() {
+    if chosen.is_empty() {
+        let reason = if state.rdma.is_empty() {
+            "no RDMA devices on this host: NCCL will use sockets".to_string()
+        } else if !elsewhere.is_empty() && scope.nics.iter().all(|n| n.rdma_ports.is_empty()) {
+            format!(
+                "the active RoCE ports' netdevs are not in this network namespace ({}): they were moved to another one (a container's); NCCL run here can open the RDMA devices (shared RDMA netns mode) but not resolve their addresses: run `roce-net nccl-env` inside the namespace that holds the netdevs",
+                elsewhere
+                    .iter()
+                    .map(|(r, nd)| format!("{r} -> {nd}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else if !left_reasons.is_empty() {
+            format!("no port NCCL can use as it is: {}", left_reasons.join("; "))
+        } else {
+            "no active RoCE port: bring the ports up (see the port-down findings) first".into()
+        };
         adv.vars.push(NcclVar {
             name: "NCCL_IB_HCA".into(),
             value: None,
-            reason: if state.rdma.is_empty() {
-                "no RDMA devices on this host: NCCL will use sockets".into()
-            } else {
-                "no active RoCE port: bring the ports up (see the port-down findings) first".into()
-            },
+            reason,
         });
     } else {
+        let refs: Vec<PortRef> = chosen.iter().map(|c| c.r.clone()).collect();
         let mut reason = format!(
-            "the {} active RoCE port(s) backing the NICs in scope; the leading '=' makes NCCL \
-             match these names exactly (without it each entry is a prefix, so mlx5_1 would also \
-             select mlx5_10..mlx5_17)",
-            active.len()
+            "the {} active RoCE port(s) backing the NICs in scope; the leading '=' makes NCCL match these names exactly (without it each entry is a prefix, so mlx5_1 would also select mlx5_10..mlx5_17)",
+            refs.len()
         );
         if !inactive.is_empty() {
             reason.push_str(&format!(
@@ -97,83 +687,40 @@ pub fn recommend(state: &HostState) -> NcclAdvice {
                 list(&inactive)
             ));
         }
+        if !left_reasons.is_empty() {
+            reason.push_str(&format!("; left out: {}", left_reasons.join("; ")));
+        }
         adv.vars.push(NcclVar {
             name: "NCCL_IB_HCA".into(),
-            value: Some(format!("={}", list(&active))),
+            value: Some(format!("={}", list(&refs))),
             reason,
         });
     }
     if !ib.is_empty() {
         adv.notes.push(format!(
-            "InfiniBand ports {} are not RoCE; GID advice here applies to RoCE ports only",
+            "InfiniBand ports {} are not RoCE: NCCL addresses them by LID (GID 0, or the routable-FLID GID from 2.22); the GID advice applies to RoCE ports",
             list(&ib)
         ));
     }
 
-    // NCCL_IB_GID_INDEX
-    let all_idx = roce_v2_gid_indices(state);
-    let idx: BTreeMap<&PortRef, Option<u32>> = active
-        .iter()
-        .map(|r| (r, all_idx.get(r).copied().flatten()))
-        .collect();
-    let missing: Vec<PortRef> = active
-        .iter()
-        .filter(|r| idx.get(r).copied().flatten().is_none())
-        .cloned()
-        .collect();
-    let distinct: BTreeSet<u32> = idx.values().flatten().copied().collect();
-    if active.is_empty() {
-        // Nothing to say beyond NCCL_IB_HCA.
-    } else if !missing.is_empty() {
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_GID_INDEX".into(),
-            value: None,
-            reason: format!(
-                "{} ha(s|ve) no RoCE v2 GID for the netdev's IPv4 address: fix the address or \
-                 GID table first (see gid-rocev2-missing), then re-run",
-                list(&missing)
-            )
-            .replace("ha(s|ve)", if missing.len() == 1 { "has" } else { "have" }),
-        });
-    } else if distinct.len() == 1 {
-        let i = distinct.iter().next().copied().unwrap_or(0);
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_GID_INDEX".into(),
-            value: Some(i.to_string()),
-            reason: format!(
-                "index {i} holds the RoCE v2 GID of the NIC's IPv4 address on every active port \
-                 ({})",
-                list(&active)
-            ),
-        });
-    } else {
-        let detail: Vec<String> = idx
+    // The GID: what NCCL picks with nothing set, and the smallest setting that
+    // makes it pick the target everywhere.
+    if !chosen.is_empty() {
+        let nets: BTreeMap<IpAddr, ipnet::IpNet> = state
+            .addresses
             .iter()
-            .map(|(r, i)| format!("{r}={}", i.map(|x| x.to_string()).unwrap_or("-".into())))
+            .map(|a| (a.address, a.network()))
             .collect();
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_GID_INDEX".into(),
-            value: None,
-            reason: format!(
-                "the RoCE v2 IPv4 GID sits at different indices ({}): one value cannot fit every \
-                 NIC; leave it unset and let NCCL (>= 2.21) pick per device with the two \
-                 variables below, or give every NIC its addresses in the same order so the \
-                 tables line up",
-                detail.join(", ")
-            ),
-        });
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_ROCE_VERSION_NUM".into(),
-            value: Some("2".into()),
-            reason: "with NCCL_IB_GID_INDEX unset, NCCL selects the GID per device; this makes it \
-                     choose a RoCE v2 GID"
-                .into(),
-        });
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_ADDR_FAMILY".into(),
-            value: Some("AF_INET".into()),
-            reason: "and this makes the automatic selection choose the IPv4-mapped GID".into(),
-        });
+        gid_advice(
+            &mut adv,
+            &chosen,
+            &nets,
+            fam,
+            auto_v,
+            legacy_v,
+            legacy_only,
+            auto_only,
+        );
     }
 
     // NCCL_SOCKET_IFNAME
@@ -235,11 +782,7 @@ pub fn recommend(state: &HostState) -> NcclAdvice {
         },
     });
 
-    adv.notes.push(
-        "NCCL_IB_TC and NCCL_IB_TIMEOUT are left at NCCL's defaults: set NCCL_IB_TC only to \
-         match the fabric's lossless (PFC/ECN) traffic class"
-            .into(),
-    );
+    traffic_class(state, &chosen_nd, &mut adv);
     let retrans: Vec<String> = state
         .rdma
         .iter()

@@ -66,6 +66,8 @@ impl B {
             carrier: Some(true),
             master: None,
             stats: LinkStats::default(),
+            ethtool_stats: None,
+            qos: None,
         });
         b.0.sysctls
             .interfaces
@@ -92,6 +94,8 @@ impl B {
             carrier: Some(true),
             master: None,
             stats: LinkStats::default(),
+            ethtool_stats: None,
+            qos: None,
         });
         let c = InterfaceConf {
             configured: conf(0),
@@ -492,6 +496,9 @@ impl B {
             hca_type: Some("MT4129".into()),
             pci_addr: None,
             netdevs: vec![netdev.into()],
+            pci_device_id: None,
+            product_name: None,
+            part_number: None,
             ports: vec![RdmaPort {
                 port: 1,
                 state: Some("ACTIVE".into()),
@@ -503,6 +510,8 @@ impl B {
                 gids,
                 counters: BTreeMap::new(),
                 hw_counters: BTreeMap::new(),
+                gid_tbl_len: None,
+                rdma_cm: None,
             }],
         });
         self
@@ -563,5 +572,68 @@ pub fn healthy(host: &str, octet_base: u8) -> B {
         b.rdma(&format!("mlx5_{n}"), &name);
     }
     b.good_sysctls();
+    b
+}
+
+/// The mlx5 ethtool statistics a quiet, healthy ConnectX port shows (a subset).
+pub fn mlx5_stats() -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for (k, v) in [
+        ("rx_packets_phy", 9_000_000_000u64),
+        ("tx_packets_phy", 8_000_000_000),
+        ("rx_discards_phy", 0),
+        ("rx_out_of_buffer", 0),
+        ("rx_crc_errors_phy", 0),
+        ("rx_symbol_err_phy", 0),
+        ("tx_pause_storm_warning_events", 0),
+        ("tx_pause_storm_error_events", 0),
+    ] {
+        m.insert(k.to_string(), v);
+    }
+    for p in 0..8 {
+        m.insert(format!("rx_prio{p}_pause"), if p == 3 { 1200 } else { 0 });
+        m.insert(format!("tx_prio{p}_pause"), if p == 3 { 800 } else { 0 });
+    }
+    m
+}
+
+/// DCB as a RoCE-tuned ConnectX reports it: PFC on priority 3, DSCP trust, the
+/// default DSCP map (priority = DSCP >> 3, so DSCP 26 -> 3).
+pub fn roce_qos() -> Qos {
+    Qos {
+        dcb_available: true,
+        pfc_enabled: Some(vec![3]),
+        pfc_cap: Some(8),
+        pfc_requests: vec![0; 8],
+        pfc_indications: vec![0; 8],
+        prio_tc: Some((0..8).collect()),
+        trust: Some(Trust::Dscp),
+        dscp_prio: (0..64u8).map(|d| (d, d >> 3)).collect(),
+        app: Vec::new(),
+        dcbx: Some(0x5),
+    }
+}
+
+/// The healthy seed host with what a RoCE-tuned host also shows: quiet mlx5
+/// counters, PFC on priority 3 with DSCP trust on every NIC, rdma_cm's TOS 106
+/// (DSCP 26), 400 Gb/s links, one firmware, the seed's udp_mem.
+pub fn healthy_hw(host: &str, octet_base: u8) -> B {
+    let mut b = healthy(host, octet_base);
+    for n in 1..=4 {
+        let i = b.iface_mut(&format!("ens{n}"));
+        i.ethtool_stats = Some(mlx5_stats());
+        i.qos = Some(roce_qos());
+    }
+    for d in &mut b.0.rdma {
+        d.pci_device_id = Some("0x1021".into());
+        for p in &mut d.ports {
+            p.gid_tbl_len = Some(255);
+            p.rdma_cm = Some(RdmaCmPort {
+                default_roce_mode: Some("RoCE v2".into()),
+                default_roce_tos: Some(106),
+            });
+        }
+    }
+    b.0.sysctls.tuning.udp_mem = Some([764_304, 1_019_072, 1_528_608]);
     b
 }

@@ -37,6 +37,8 @@ fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
         carrier: None,
         master: None,
         stats: LinkStats::default(),
+        ethtool_stats: None,
+        qos: None,
     };
     let mut master = None;
     for a in m.attributes {

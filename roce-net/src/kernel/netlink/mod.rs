@@ -12,6 +12,9 @@
 //! | [`Netlink::routes`] | `ip route show table all` (v4 and v6) |
 //! | [`Netlink::rules`] | `ip rule show` (v4 and v6) |
 //! | [`Netlink::route_get`] | `ip route get DST from SRC oif DEV` |
+//! | [`Netlink::route_query`] | `ip route get` with iif/oif/mark/ipproto/sport/dport |
+//! | [`Netlink::dcb_qos`] | `dcb pfc show dev X`, `dcb app show dev X` (`RTM_GETDCB`) |
+//! | [`Netlink::ethtool_stats`] | `ethtool -S X` (the ethtool ioctl on this socket) |
 //! | `route_add`/`route_replace`/`route_del` | `ip route add`/`replace`/`del` |
 //! | `rule_add`/`rule_del` | `ip rule add`/`del` |
 //! | `neigh_add`/`neigh_del` | `ip neigh replace`/`del` |
@@ -21,6 +24,7 @@
 //! the errno and keep the kernel's extended-ack text ([`crate::Error::extack`]).
 
 mod addr;
+mod dcb;
 mod link;
 mod neigh;
 mod route;
@@ -50,6 +54,21 @@ impl Netlink {
     pub fn open() -> Result<Netlink> {
         Ok(Netlink {
             engine: Engine::new(KernelTransport::open()?),
+        })
+    }
+
+    /// The driver statistics of `ifname` (`ethtool -S`), in the driver's order;
+    /// `None` when the driver has none. Runs the ethtool ioctl on this socket, so
+    /// in its namespace.
+    pub fn ethtool_stats(&mut self, ifname: &str) -> Result<Option<Vec<(String, u64)>>> {
+        crate::kernel::ethtool::driver_stats(self.engine.raw_fd(), ifname).map_err(|e| {
+            let nodev = e.raw_os_error() == Some(libc::ENODEV);
+            let err = Error::io(e, format!("reading the ethtool statistics of {ifname}"));
+            if nodev {
+                err.with_kind(ErrorKind::NotFound)
+            } else {
+                err
+            }
         })
     }
 

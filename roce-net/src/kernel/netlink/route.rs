@@ -6,7 +6,8 @@
 use super::{IfNames, Netlink};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
-    Family, Interface, NextHop, Route, RouteDecision, RouteType as ModelRouteType, Scope,
+    Family, Interface, NextHop, Route, RouteDecision, RouteQuery, RouteReply,
+    RouteType as ModelRouteType, Scope,
 };
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
 use netlink_packet_route::route::{
@@ -154,21 +155,54 @@ impl Netlink {
     /// Ask the kernel where a packet to `dst` (from `src`, out of `oif`) would go
     /// (`ip route get DST from SRC oif DEV`). Policy rules apply; the reply names
     /// the table that matched (`RTM_F_LOOKUP_TABLE` for IPv4; IPv6 replies carry
-    /// the matched route's table by themselves).
+    /// the matched route's table by themselves). A refused lookup (prohibit,
+    /// unreachable, blackhole, no route) is an error carrying the kernel's errno.
     pub fn route_get(
         &mut self,
         dst: IpAddr,
         src: Option<IpAddr>,
         oif: Option<&str>,
     ) -> Result<RouteDecision> {
-        let mut what = format!("looking up the route to {dst}");
-        if let Some(s) = src {
-            what.push_str(&format!(" from {s}"));
+        let q = RouteQuery {
+            dst: Some(dst),
+            from: src,
+            oif: oif.map(str::to_string),
+            ..RouteQuery::default()
+        };
+        let r = self.route_query(&q)?;
+        if let Some(errno) = r.refused {
+            // Not a privilege problem even for EACCES: say what the kernel hit.
+            return Err(Error::new(
+                ErrorKind::Netlink,
+                format!("{}: {}", describe_query(&q), r.render(false)),
+            )
+            .with_errno(errno));
         }
-        if let Some(o) = oif {
-            what.push_str(&format!(" oif {o}"));
-        }
-        if let Some(s) = src {
+        Ok(RouteDecision {
+            table: r.table.unwrap_or(0),
+            dev: r.dev,
+            // The kernel sends RTA_PREFSRC only when it differs from the given source.
+            prefsrc: r.prefsrc.or(r.from),
+            gateway: r.gateway,
+            kind: r.kind,
+        })
+    }
+
+    /// `ip route get` with every selector iproute2 offers (`from`, `iif`, `oif`,
+    /// `mark`, `ipproto`, `sport`, `dport`), returning exactly what the kernel
+    /// answered. A lookup the kernel refuses because of the route or rule it hit
+    /// (`EACCES` prohibit, `EHOSTUNREACH`/`ENETUNREACH` unreachable or no route,
+    /// `EINVAL` without an extack message: blackhole) is an answer, not an error:
+    /// [`RouteReply::refused`] holds the errno and `kind` the route type.
+    pub fn route_query(&mut self, q: &RouteQuery) -> Result<RouteReply> {
+        let what = describe_query(q);
+        let Some(dst) = q.dst else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "a route query needs a destination address",
+            ));
+        };
+        if let Some(s) = q.from {
             if s.is_ipv4() != dst.is_ipv4() {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,
@@ -192,16 +226,70 @@ impl Netlink {
         }
         m.attributes
             .push(RouteAttribute::Destination(RouteAddress::from(dst)));
-        if let Some(s) = src {
+        if let Some(s) = q.from {
             m.header.source_prefix_length = full;
             m.attributes
                 .push(RouteAttribute::Source(RouteAddress::from(s)));
         }
-        if let Some(o) = oif {
+        if let Some(i) = &q.iif {
+            let idx = self.ifindex(i).map_err(|e| e.context(what.clone()))?;
+            m.attributes.push(RouteAttribute::Iif(idx));
+        }
+        if let Some(o) = &q.oif {
             let idx = self.ifindex(o).map_err(|e| e.context(what.clone()))?;
             m.attributes.push(RouteAttribute::Oif(idx));
         }
-        let replies = self.request(RouteNetlinkMessage::GetRoute(m), 0, &what)?;
+        if let Some(mark) = q.mark.filter(|m| *m != 0) {
+            m.attributes.push(RouteAttribute::Mark(mark));
+        }
+        if let Some(p) = q.ipproto {
+            m.attributes.push(RouteAttribute::IpProto(p));
+        }
+        if let Some(p) = q.sport {
+            m.attributes.push(RouteAttribute::Sport(p));
+        }
+        if let Some(p) = q.dport {
+            m.attributes.push(RouteAttribute::Dport(p));
+        }
+        let refused = |errno: i32| RouteReply {
+            kind: match errno {
+                libc::EACCES => ModelRouteType::Prohibit,
+                libc::EINVAL => ModelRouteType::Blackhole,
+                _ => ModelRouteType::Unreachable,
+            },
+            dst,
+            from: q.from,
+            gateway: None,
+            dev: None,
+            table: None,
+            table_name: None,
+            protocol: 0,
+            scope: Scope::Universe,
+            cached: false,
+            cache_flags: 0,
+            prefsrc: None,
+            metric: None,
+            mark: None,
+            uid: None,
+            iif: None,
+            pref: None,
+            tos: 0,
+            refused: Some(errno),
+        };
+        let replies = match self.request(RouteNetlinkMessage::GetRoute(m), 0, &what) {
+            Ok(r) => r,
+            Err(e) => {
+                return match e.errno_value() {
+                    Some(n @ (libc::EACCES | libc::EHOSTUNREACH | libc::ENETUNREACH)) => {
+                        Ok(refused(n))
+                    }
+                    // EINVAL with an extack message is a malformed request;
+                    // without one, the lookup hit a blackhole.
+                    Some(libc::EINVAL) if e.extack().is_none() => Ok(refused(libc::EINVAL)),
+                    _ => Err(e),
+                };
+            }
+        };
         let reply = replies
             .into_iter()
             .find_map(|r| match r {
@@ -214,32 +302,58 @@ impl Netlink {
                     format!("{what}: the kernel sent no route"),
                 )
             })?;
-        let mut d = RouteDecision {
-            table: u32::from(reply.header.table),
-            dev: None,
-            prefsrc: None,
-            gateway: None,
+        let flags = reply.header.flags.bits();
+        let mut out = RouteReply {
             kind: ModelRouteType::from_u8(u8::from(reply.header.kind)),
+            dst,
+            from: None,
+            gateway: None,
+            dev: None,
+            table: Some(u32::from(reply.header.table)).filter(|t| *t != 0),
+            table_name: None,
+            protocol: u8::from(reply.header.protocol),
+            scope: Scope::from_u8(u8::from(reply.header.scope)),
+            cached: flags & 0x200 != 0,
+            cache_flags: flags & !0xFFFF,
+            prefsrc: None,
+            metric: None,
+            mark: None,
+            uid: None,
+            iif: None,
+            pref: None,
+            tos: reply.header.tos,
+            refused: None,
         };
         let mut oif_idx = None;
-        let mut from = None;
+        let mut iif_idx = None;
         for a in reply.attributes {
             match a {
-                RouteAttribute::Table(t) => d.table = t,
+                RouteAttribute::Table(t) => out.table = Some(t),
+                RouteAttribute::Destination(d) => {
+                    if let Some(ip) = ip_of(&d) {
+                        out.dst = ip;
+                    }
+                }
                 RouteAttribute::Oif(i) => oif_idx = Some(i),
-                RouteAttribute::Source(s) => from = ip_of(&s),
-                RouteAttribute::PrefSource(s) => d.prefsrc = ip_of(&s),
-                RouteAttribute::Gateway(g) => d.gateway = ip_of(&g),
-                RouteAttribute::Via(v) => d.gateway = via_ip(&v),
+                RouteAttribute::Iif(i) => iif_idx = Some(i),
+                RouteAttribute::Source(s) => out.from = ip_of(&s),
+                RouteAttribute::PrefSource(s) => out.prefsrc = ip_of(&s),
+                RouteAttribute::Gateway(g) => out.gateway = ip_of(&g),
+                RouteAttribute::Via(v) => out.gateway = via_ip(&v),
+                RouteAttribute::Priority(p) => out.metric = Some(p),
+                RouteAttribute::Mark(mk) => out.mark = Some(mk),
+                RouteAttribute::Uid(u) => out.uid = Some(u),
+                RouteAttribute::Preference(p) => out.pref = Some(u8::from(p)),
                 _ => {}
             }
         }
-        // The kernel sends RTA_PREFSRC only when it differs from the given source.
-        d.prefsrc = d.prefsrc.or(from);
         if let Some(i) = oif_idx {
-            d.dev = Some(self.link_name(i)?);
+            out.dev = Some(self.link_name(i)?);
         }
-        Ok(d)
+        if let Some(i) = iif_idx {
+            out.iif = Some(self.link_name(i)?);
+        }
+        Ok(out)
     }
 
     fn route_msg(&mut self, r: &Route, what: &str) -> Result<RouteMessage> {
@@ -333,4 +447,34 @@ impl Netlink {
         self.request(RouteNetlinkMessage::DelRoute(m), 0, &what)?;
         Ok(())
     }
+}
+
+/// `looking up the route to DST from SRC iif X oif Y ...` for messages.
+fn describe_query(q: &RouteQuery) -> String {
+    let mut what = match q.dst {
+        Some(d) => format!("looking up the route to {d}"),
+        None => "looking up a route".to_string(),
+    };
+    if let Some(s) = q.from {
+        what.push_str(&format!(" from {s}"));
+    }
+    if let Some(i) = &q.iif {
+        what.push_str(&format!(" iif {i}"));
+    }
+    if let Some(o) = &q.oif {
+        what.push_str(&format!(" oif {o}"));
+    }
+    if let Some(m) = q.mark {
+        what.push_str(&format!(" mark {m:#x}"));
+    }
+    if let Some(p) = q.ipproto {
+        what.push_str(&format!(" ipproto {p}"));
+    }
+    if let Some(p) = q.sport {
+        what.push_str(&format!(" sport {p}"));
+    }
+    if let Some(p) = q.dport {
+        what.push_str(&format!(" dport {p}"));
+    }
+    what
 }

@@ -208,6 +208,24 @@ impl<T: Transport> Engine<T> {
         what: &str,
         sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
     ) -> Result<bool> {
+        self.collect_raw(seq, what, &mut |mtype, payload| {
+            let msg = RouteNetlinkMessage::parse_with_param(payload, mtype).map_err(|e| {
+                Error::new(
+                    ErrorKind::Parse,
+                    format!("{what}: cannot decode netlink message type {mtype}: {e}"),
+                )
+            })?;
+            sink(msg)
+        })
+    }
+
+    /// As `collect`, passing every inner message's type and payload undecoded.
+    fn collect_raw(
+        &mut self,
+        seq: u32,
+        what: &str,
+        sink: &mut dyn FnMut(u16, &[u8]) -> Result<()>,
+    ) -> Result<bool> {
         let mut interrupted = false;
         loop {
             let n = self.transport.recv(&mut self.buf).map_err(|e| {
@@ -242,6 +260,44 @@ impl<T: Transport> Engine<T> {
         let mut out = Vec::new();
         self.collect(seq, what, &mut |m| {
             out.push(m);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Send a request the netlink crate has no type for (`mtype`, with `payload`
+    /// after the netlink header) with `NLM_F_ACK`, and return the type and payload
+    /// of every message the kernel sent before its ACK.
+    pub(crate) fn request_raw(
+        &mut self,
+        mtype: u16,
+        payload: &[u8],
+        what: &str,
+    ) -> Result<Vec<(u16, Vec<u8>)>> {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let seq = self.seq;
+        let len = NLMSG_HDRLEN + payload.len();
+        let len32 = u32::try_from(len).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("{what}: request too large"),
+            )
+        })?;
+        self.sendbuf.clear();
+        self.sendbuf.extend_from_slice(&len32.to_ne_bytes());
+        self.sendbuf.extend_from_slice(&mtype.to_ne_bytes());
+        self.sendbuf
+            .extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+        self.sendbuf.extend_from_slice(&seq.to_ne_bytes());
+        self.sendbuf.extend_from_slice(&0u32.to_ne_bytes());
+        self.sendbuf.extend_from_slice(payload);
+        self.sendbuf.resize(align4(len), 0);
+        self.transport
+            .send(&self.sendbuf)
+            .map_err(|e| Error::io(e, format!("{what}: sending the netlink request")))?;
+        let mut out = Vec::new();
+        self.collect_raw(seq, what, &mut |t, p| {
+            out.push((t, p.to_vec()));
             Ok(())
         })?;
         Ok(out)
@@ -306,7 +362,7 @@ fn handle_datagram(
     port: u32,
     what: &str,
     interrupted: &mut bool,
-    sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
+    sink: &mut dyn FnMut(u16, &[u8]) -> Result<()>,
 ) -> Result<Step> {
     let mut off = 0;
     while off + NLMSG_HDRLEN <= data.len() {
@@ -365,15 +421,7 @@ fn handle_datagram(
                     format!("{what}: the kernel reported a netlink overrun (data lost); retry"),
                 ))
             }
-            _ => {
-                let msg = RouteNetlinkMessage::parse_with_param(payload, mtype).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Parse,
-                        format!("{what}: cannot decode netlink message type {mtype}: {e}"),
-                    )
-                })?;
-                sink(msg)?;
-            }
+            _ => sink(mtype, payload)?,
         }
     }
     Ok(Step::More)

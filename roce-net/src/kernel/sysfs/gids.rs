@@ -18,12 +18,16 @@ fn is_absent(e: &io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENODEV))
 }
 
-/// Read the populated GID entries of the port in `port_dir`, sorted by index.
+/// Read the populated GID entries of the port in `port_dir`, sorted by index, and
+/// the table's length (highest slot + 1, the `gid_tbl_len` verbs reports).
 /// Empty (all-zero) slots are omitted without opening their attribute files.
-pub(crate) fn read_gids(port_dir: &Path, warnings: &mut Vec<Warning>) -> Vec<GidEntry> {
+pub(crate) fn read_gids(
+    port_dir: &Path,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<GidEntry>, Option<u32>) {
     let gids_dir = port_dir.join("gids");
     let Some(names) = super::names_in(&gids_dir, warnings) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let mut indices: Vec<u32> = Vec::with_capacity(names.len());
     for n in names {
@@ -37,6 +41,7 @@ pub(crate) fn read_gids(port_dir: &Path, warnings: &mut Vec<Warning>) -> Vec<Gid
         }
     }
     indices.sort_unstable();
+    let tbl_len = indices.last().map(|i| i.saturating_add(1));
 
     let types_dir = port_dir.join("gid_attrs").join("types");
     let ndevs_dir = port_dir.join("gid_attrs").join("ndevs");
@@ -96,7 +101,7 @@ pub(crate) fn read_gids(port_dir: &Path, warnings: &mut Vec<Warning>) -> Vec<Gid
             ipv4: gid.to_ipv4_mapped(),
         });
     }
-    out
+    (out, tbl_len)
 }
 
 #[cfg(test)]

@@ -7,8 +7,11 @@
 
 mod gids;
 mod text;
+mod vpd;
 
-use crate::model::{active_mtu_for_netdev_mtu, Interface, RdmaDevice, RdmaPort, Warning};
+use crate::model::{
+    active_mtu_for_netdev_mtu, Interface, RdmaCmPort, RdmaDevice, RdmaPort, Warning,
+};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,10 @@ use text::{read_attr, warn};
 
 /// Where RDMA devices live, relative to the sysfs root.
 pub const CLASS_INFINIBAND: &str = "class/infiniband";
+
+/// Where rdma_cm's configfs directories live, relative to the sysfs root
+/// (configfs is mounted on `/sys/kernel/config`).
+pub const RDMA_CM_CONFIGFS: &str = "kernel/config/rdma_cm";
 
 /// Files under `hw_counters/` that are settings, not counters.
 const NOT_COUNTERS: [&str; 1] = ["lifespan"];
@@ -49,7 +56,10 @@ pub fn read_rdma(
     let mut devices = Vec::with_capacity(names.len());
     for name in names {
         match name {
-            Ok(name) => devices.push(read_device(&class.join(&name), name, ifaces, warnings)),
+            Ok(name) => {
+                let cm = root.join(RDMA_CM_CONFIGFS).join(&name);
+                devices.push(read_device(&class.join(&name), &cm, name, ifaces, warnings))
+            }
             Err(raw) => warn(
                 warnings,
                 &class.join(&raw),
@@ -120,6 +130,7 @@ fn optional_attr(path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
 
 fn read_device(
     dir: &Path,
+    cm_dir: &Path,
     name: String,
     ifaces: &[Interface],
     warnings: &mut Vec<Warning>,
@@ -147,6 +158,8 @@ fn read_device(
     };
     let net_dir = device_link.join("net");
     let netdevs = names_in(&net_dir, warnings).unwrap_or_default();
+    let pci_device_id = optional_attr(&device_link.join("device"), warnings);
+    let vpd = read_vpd(&device_link.join("vpd"), warnings);
 
     let ports_dir = dir.join("ports");
     let mut port_nums = Vec::new();
@@ -179,6 +192,7 @@ fn read_device(
         net_dir: &net_dir,
         netdevs: &netdevs,
         ifaces,
+        cm_dir,
     };
     let ports = port_nums
         .into_iter()
@@ -192,14 +206,75 @@ fn read_device(
         hca_type,
         pci_addr,
         netdevs,
+        pci_device_id,
+        product_name: vpd.id,
+        part_number: vpd.part_number,
         ports,
     }
+}
+
+/// The device's PCI VPD (product name, part number). Missing, unreadable without
+/// privileges (the file is root-only), or failing in the device (`EIO`, `ENXIO`,
+/// `ETIMEDOUT`: VPD reads go to the adapter's flash) are "unknown", not warnings.
+fn read_vpd(path: &Path, warnings: &mut Vec<Warning>) -> vpd::Vpd {
+    use std::io::Read;
+    let quiet = |e: &io::Error| {
+        matches!(
+            e.kind(),
+            io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied
+        ) || matches!(
+            e.raw_os_error(),
+            Some(libc::EIO) | Some(libc::ENXIO) | Some(libc::ETIMEDOUT) | Some(libc::EINVAL)
+        )
+    };
+    let mut buf = Vec::new();
+    let res =
+        std::fs::File::open(path).and_then(|f| f.take(vpd::VPD_MAX as u64).read_to_end(&mut buf));
+    match res {
+        Ok(_) => vpd::parse_vpd(&buf),
+        Err(e) if quiet(&e) => vpd::Vpd::default(),
+        Err(e) => {
+            warn(warnings, path, format!("cannot read the PCI VPD: {e}"));
+            vpd::Vpd::default()
+        }
+    }
+}
+
+/// rdma_cm's configfs defaults for a port, when the device's configfs directory
+/// exists (an administrator creates it with `mkdir`); unreadable files are
+/// warnings.
+fn read_rdma_cm(cm_dir: &Path, port: u32, warnings: &mut Vec<Warning>) -> Option<RdmaCmPort> {
+    if !cm_dir.is_dir() {
+        return None;
+    }
+    let pdir = cm_dir.join("ports").join(port.to_string());
+    let mode = optional_attr(&pdir.join("default_roce_mode"), warnings);
+    let tos_path = pdir.join("default_roce_tos");
+    let tos = optional_attr(&tos_path, warnings).and_then(|t| match t.parse::<u8>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            warn(
+                warnings,
+                &tos_path,
+                format!("TOS {t:?} is not a number from 0 to 255; ignored"),
+            );
+            None
+        }
+    });
+    if mode.is_none() && tos.is_none() {
+        return None;
+    }
+    Some(RdmaCmPort {
+        default_roce_mode: mode,
+        default_roce_tos: tos,
+    })
 }
 
 struct DeviceCtx<'a> {
     net_dir: &'a Path,
     netdevs: &'a [String],
     ifaces: &'a [Interface],
+    cm_dir: &'a Path,
 }
 
 /// A port attribute every port has: missing or unreadable is a warning.
@@ -245,7 +320,7 @@ fn read_port(dir: &Path, port: u32, ctx: &DeviceCtx<'_>, warnings: &mut Vec<Warn
         }
     };
 
-    let gids = gids::read_gids(dir, warnings);
+    let (gids, gid_tbl_len) = gids::read_gids(dir, warnings);
     let counters = read_counters(&dir.join("counters"), warnings);
     let hw_counters = read_counters(&dir.join("hw_counters"), warnings);
 
@@ -274,6 +349,8 @@ fn read_port(dir: &Path, port: u32, ctx: &DeviceCtx<'_>, warnings: &mut Vec<Warn
         gids,
         counters,
         hw_counters,
+        gid_tbl_len,
+        rdma_cm: read_rdma_cm(ctx.cm_dir, port, warnings),
     }
 }
 

@@ -23,6 +23,8 @@ fn iface(name: &str, mtu: u32) -> Interface {
         carrier: Some(true),
         master: None,
         stats: LinkStats::default(),
+        ethtool_stats: None,
+        qos: None,
     }
 }
 
@@ -348,4 +350,49 @@ fn gid_slot_read_as_directory_warns() {
     assert_eq!(port.gids[0].gid_type, None);
     assert_eq!(port.netdev, None);
     assert_eq!(port.active_mtu, None);
+}
+
+#[test]
+fn pci_identity_vpd_table_length_and_rdma_cm() {
+    let (devs, warnings) = read("connectx8", &[]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let d = &devs[0];
+    assert_eq!(d.pci_device_id.as_deref(), Some("0x1021"));
+    assert_eq!(d.part_number.as_deref(), Some("MCX75310AAS-NEAT"));
+    assert!(d
+        .product_name
+        .as_deref()
+        .unwrap()
+        .starts_with("NVIDIA ConnectX-7 HHHL adapter card"));
+    assert_eq!(d.ports[0].gid_tbl_len, Some(16));
+    let cm = d.ports[0].rdma_cm.as_ref().unwrap();
+    assert_eq!(cm.default_roce_mode.as_deref(), Some("RoCE v2"));
+    assert_eq!(cm.default_roce_tos, Some(106));
+    // rdma_cm directories exist only where an administrator created them.
+    assert!(devs[1..].iter().all(|d| d.ports[0].rdma_cm.is_none()));
+    let (devs, _) = read("connectx16", &[]);
+    assert_eq!(devs.len(), 16);
+    assert!(devs.iter().all(|d| d.ports[0].gid_tbl_len == Some(255)));
+    let (devs, _) = read("rocep", &[]);
+    assert_eq!(devs[0].pci_device_id, None);
+    assert_eq!(devs[0].part_number, None);
+}
+
+#[test]
+fn netdevs_in_another_namespace_and_an_infiniband_port() {
+    // device/net is empty (namespace-filtered), the GIDs still name the netdevs.
+    let (devs, warnings) = read("netns-other", &[]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(devs.iter().all(|d| d.netdevs.is_empty()));
+    assert_eq!(devs[0].ports[0].netdev.as_deref(), Some("ens1f0np0"));
+    let (devs, warnings) = read("ib-port", &[]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let ib = &devs[0].ports[0];
+    assert_eq!(ib.link_layer.as_deref(), Some("InfiniBand"));
+    // No ndevs for IB GIDs: the IPoIB netdev comes from dev_port.
+    assert_eq!(ib.netdev.as_deref(), Some("ibp12s0"));
+    assert!(ib.gids.iter().all(|g| g.netdev.is_none()));
+    // fe80:: with a zero GUID is a populated slot (show_gids and NCCL skip it).
+    assert_eq!(ib.gids.len(), 2);
+    assert_eq!(ib.active_mtu, None);
 }

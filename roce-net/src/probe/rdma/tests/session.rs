@@ -90,12 +90,15 @@ fn session_over_loopback_or_lab_child() {
     });
     check_success(&crep, &srep, "fake_lo");
     python_golden(&crep, "rdma_probe_report.json");
+    python_golden(&srep, "rdma_server_report.json");
 }
 
-/// The Python binding's tests read a recorded client report
-/// (`roce-net-py/tests/data/rdma_probe_report.json`): keep its shape equal to
-/// what this build produces (rewritten with `UPDATE_FIXTURES=1` or when missing).
-fn python_golden(r: &RdmaProbeReport, name: &str) {
+/// The Python binding's tests and the Ansible collection's unit tests read
+/// recorded reports (`roce-net-py/tests/data/rdma_*.json`: a passed client and
+/// its server, `no-route-or-arp`, `timeout`, `arp-flux`, `peer-unreachable`):
+/// keep their shape equal to what this build produces (rewritten with
+/// `UPDATE_FIXTURES=1` or when missing).
+fn python_golden<T: Serialize>(r: &T, name: &str) {
     fn shape(v: &serde_json::Value) -> serde_json::Value {
         match v {
             serde_json::Value::Object(m) => {
@@ -189,6 +192,7 @@ fn a_server_that_does_not_answer_is_bounded_by_the_timeout() {
     .unwrap();
     let took = t.elapsed();
     drop(l);
+    python_golden(&r, "rdma_probe_timeout.json");
     assert!(!r.ok);
     let f = r.failure.unwrap();
     assert_eq!(f.stage, Stage::Exchange);
@@ -500,6 +504,7 @@ fn lab_probe_through_a_polluted_neighbour_is_arp_flux_until_fixed() {
     );
     assert_eq!(f.cause, Cause::ArpFlux, "{}", f.message);
     assert_eq!(f.evidence["mac_owner_on_peer"], "p1");
+    python_golden(&c, "rdma_probe_arp_flux.json");
     assert!(!s.ok);
     assert_eq!(
         s.sessions[0].failure.as_ref().unwrap().cause,
@@ -553,6 +558,7 @@ fn lab_probe_to_a_peer_that_drops_roce_is_retry_exceeded() {
 fn lab_probe_without_a_server_is_peer_unreachable() {
     let p = pair_lab("lab_probe_without_a_server_is_peer_unreachable");
     let c = run_client(&p, Mode::Normal);
+    python_golden(&c, "rdma_probe_unreachable.json");
     let f = c.failure.as_ref().unwrap();
     assert_eq!(f.stage, Stage::Connect);
     assert_eq!(f.cause, Cause::PeerUnreachable);

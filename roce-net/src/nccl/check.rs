@@ -1,0 +1,693 @@
+//! `nccl-env --check`: validate an NCCL environment a user already has against
+//! the snapshot, with NCCL's own parsing and selection ([`super::env`],
+//! [`super::model`]). Findings use the doctor's [`Finding`] type; their ids are
+//! documented in `docs/nccl.md`.
+
+use super::env::{parse_list, MAX_IB_DEVS, MAX_IFS};
+use super::model::{
+    addr_family, addr_range, link_local_gid, select_gid, strtoll, AddrFamily, AddrRange, NcclEnv,
+    NcclVersion, Selection,
+};
+use super::{choice, target_gid, NcclOptions};
+use crate::doctor::{sort_findings, Finding, Severity, Subject};
+use crate::model::{GidType, HostState, OperState, RdmaDevice, RdmaPort};
+use crate::scope::port_netdev;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// Every id [`check`] can report.
+pub const NCCL_CHECK_IDS: &[&str] = &[
+    "nccl-hca-matches-nothing",
+    "nccl-hca-overmatch",
+    "nccl-hca-mixed-link-layers",
+    "nccl-gid-index-bad",
+    "nccl-gid-pick-wrong",
+    "nccl-addr-range-invalid",
+    "nccl-socket-ifname-matches-nothing",
+    "nccl-socket-ifname-overmatch",
+    "nccl-tc-no-pfc",
+    "nccl-tc-trust-pcp",
+    "nccl-value-misparsed",
+];
+
+fn host() -> Subject {
+    Subject::default()
+}
+
+fn port_subject(d: &RdmaDevice, p: &RdmaPort) -> Subject {
+    let mut s = Subject::default().with_port(&d.name, p.port);
+    s.interface = port_netdev(d, p);
+    s
+}
+
+/// The ports NCCL considers: `ACTIVE`, InfiniBand or Ethernet link layer.
+fn nccl_ports(state: &HostState) -> Vec<(&RdmaDevice, &RdmaPort)> {
+    state
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(_, p)| {
+            p.state.as_deref() == Some("ACTIVE")
+                && matches!(
+                    p.link_layer.as_deref(),
+                    Some("Ethernet") | Some("InfiniBand")
+                )
+        })
+        .collect()
+}
+
+/// Check an NCCL environment against a snapshot.
+pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Finding> {
+    let version = opts.version.unwrap_or(NcclVersion::MODEL);
+    let mut out = Vec::new();
+    misparsed(env, &mut out);
+    let ports = nccl_ports(state);
+    let selected = hca(state, env, &ports, &mut out);
+    gids(state, env, version, &selected, &mut out);
+    addr_range_check(env, version, &mut out);
+    socket_ifname(state, env, &mut out);
+    traffic_class(state, env, &selected, &mut out);
+    sort_findings(&mut out);
+    out
+}
+
+fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
+    for (k, v) in &env.vars {
+        if !k.starts_with("NCCL_") {
+            continue;
+        }
+        if (v.starts_with('"') && v.ends_with('"') && v.len() >= 2)
+            || (v.starts_with('\'') && v.ends_with('\'') && v.len() >= 2)
+        {
+            out.push(
+                Finding::new(
+                    "nccl-value-misparsed",
+                    Severity::Error,
+                    host(),
+                    format!(
+                        "{k}={v}: the quotes are part of the value (nccl.conf and environment \
+                         values are taken literally), so NCCL matches nothing it means"
+                    ),
+                )
+                .evidence("variable", k)
+                .evidence("value", v)
+                .fix(vec![format!("{k}={}", &v[1..v.len() - 1])], None),
+            );
+        }
+    }
+    for k in [
+        "NCCL_IB_GID_INDEX",
+        "NCCL_IB_TC",
+        "NCCL_IB_SL",
+        "NCCL_IB_ROCE_VERSION_NUM",
+        "NCCL_IB_TIMEOUT",
+        "NCCL_IB_RETRY_CNT",
+    ] {
+        let Some(v) = env.get(k) else { continue };
+        let plain = {
+            let t = v.strip_prefix('-').unwrap_or(v);
+            !t.is_empty()
+                && t.bytes().all(|b| b.is_ascii_digit())
+                && (t == "0" || !t.starts_with('0'))
+        };
+        if plain {
+            continue;
+        }
+        let read = strtoll(v);
+        out.push(
+            Finding::new(
+                "nccl-value-misparsed",
+                Severity::Warning,
+                host(),
+                match read {
+                    Some(n) => format!(
+                        "{k}={v:?} is not a plain decimal number: NCCL reads it with \
+                         strtoll(.., 0) as {n}"
+                    ),
+                    None => format!("{k}={v:?} is out of range: NCCL uses its default"),
+                },
+            )
+            .evidence("variable", k)
+            .evidence("value", v)
+            .evidence("nccl_reads", read)
+            .fix(vec![format!("{k}=<decimal number>")], None),
+        );
+    }
+    if let Some(v) = env.get("NCCL_IB_ADDR_FAMILY") {
+        if v != "AF_INET" && v != "AF_INET6" {
+            out.push(
+                Finding::new(
+                    "nccl-value-misparsed",
+                    Severity::Warning,
+                    host(),
+                    format!(
+                        "NCCL_IB_ADDR_FAMILY={v:?} is neither AF_INET nor AF_INET6: NCCL uses \
+                         AF_INET"
+                    ),
+                )
+                .evidence("variable", "NCCL_IB_ADDR_FAMILY")
+                .evidence("value", v)
+                .fix(
+                    vec!["NCCL_IB_ADDR_FAMILY=AF_INET6 (or unset it)".into()],
+                    None,
+                ),
+            );
+        }
+    }
+    if let Some(v) = env.vars.get("NCCL_SOCKET_IFNAME") {
+        if v.len() == 1 {
+            out.push(
+                Finding::new(
+                    "nccl-value-misparsed",
+                    Severity::Warning,
+                    host(),
+                    format!(
+                        "NCCL_SOCKET_IFNAME={v:?} has one character: NCCL ignores values that \
+                         short and picks an interface itself"
+                    ),
+                )
+                .evidence("variable", "NCCL_SOCKET_IFNAME")
+                .evidence("value", v)
+                .fix(vec!["NCCL_SOCKET_IFNAME==<interface>".into()], None),
+            );
+        }
+    }
+}
+
+/// `NCCL_IB_HCA`: what it selects; reports entries that select nothing or more
+/// than their name, and mixed link layers. Returns the selected ports.
+fn hca<'a>(
+    state: &'a HostState,
+    env: &NcclEnv,
+    ports: &[(&'a RdmaDevice, &'a RdmaPort)],
+    out: &mut Vec<Finding>,
+) -> Vec<(&'a RdmaDevice, &'a RdmaPort)> {
+    let value = env.vars.get("NCCL_IB_HCA");
+    let list = parse_list(value.map(String::as_str).unwrap_or(""), MAX_IB_DEVS);
+    let selected: Vec<_> = ports
+        .iter()
+        .filter(|(d, p)| list.selects(&d.name, i64::from(p.port)))
+        .copied()
+        .collect();
+    let Some(value) = value else {
+        mixed(&selected, "all active ports (NCCL_IB_HCA is unset)", out);
+        return selected;
+    };
+    let names: Vec<&str> = state.rdma.iter().map(|d| d.name.as_str()).collect();
+    for e in &list.entries {
+        let hits: Vec<String> = ports
+            .iter()
+            .filter(|(d, p)| {
+                let one = super::env::NameList {
+                    exclude: false,
+                    exact: list.exact,
+                    entries: vec![e.clone()],
+                    dropped: Vec::new(),
+                };
+                one.selects(&d.name, i64::from(p.port))
+            })
+            .map(|(d, p)| format!("{}:{}", d.name, p.port))
+            .collect();
+        if hits.is_empty() {
+            let down: Vec<String> = state
+                .rdma
+                .iter()
+                .filter(|d| {
+                    if list.exact {
+                        d.name == e.name
+                    } else {
+                        d.name.starts_with(&e.name)
+                    }
+                })
+                .flat_map(|d| {
+                    d.ports
+                        .iter()
+                        .filter(|p| e.port == -1 || i64::from(p.port) == e.port)
+                        .map(move |p| {
+                            format!(
+                                "{}:{} is {}",
+                                d.name,
+                                p.port,
+                                p.state.as_deref().unwrap_or("?")
+                            )
+                        })
+                })
+                .collect();
+            out.push(
+                Finding::new(
+                    "nccl-hca-matches-nothing",
+                    Severity::Warning,
+                    host(),
+                    format!(
+                        "NCCL_IB_HCA entry {:?} matches no active port{}",
+                        e.text,
+                        if down.is_empty() {
+                            format!(" (devices: {})", names.join(", "))
+                        } else {
+                            format!(": {}", down.join(", "))
+                        }
+                    ),
+                )
+                .evidence("entry", &e.text)
+                .evidence("devices", &names)
+                .fix(vec!["roce-net nccl-env".into()], None),
+            );
+            continue;
+        }
+        let over: Vec<&str> = if list.exact {
+            Vec::new()
+        } else {
+            state
+                .rdma
+                .iter()
+                .map(|d| d.name.as_str())
+                .filter(|n| n.starts_with(&e.name) && *n != e.name)
+                .collect()
+        };
+        if !over.is_empty() {
+            out.push(
+                Finding::new(
+                    "nccl-hca-overmatch",
+                    Severity::Warning,
+                    host(),
+                    format!(
+                        "NCCL_IB_HCA entry {:?} is a prefix: it also {} {} (NCCL matches names \
+                         by prefix unless the list starts with '=')",
+                        e.text,
+                        if list.exclude { "excludes" } else { "selects" },
+                        over.join(", ")
+                    ),
+                )
+                .evidence("entry", &e.text)
+                .evidence("also_matches", &over)
+                .fix(
+                    vec![format!(
+                        "NCCL_IB_HCA={}={}",
+                        if list.exclude { "^" } else { "" },
+                        value.trim_start_matches(['^', '='])
+                    )],
+                    None,
+                ),
+            );
+        }
+    }
+    for d in &list.dropped {
+        out.push(
+            Finding::new(
+                "nccl-hca-matches-nothing",
+                Severity::Warning,
+                host(),
+                format!("NCCL_IB_HCA entry {d:?} is past NCCL's limit of {MAX_IB_DEVS} entries: ignored"),
+            )
+            .evidence("entry", d)
+            .fix(vec!["list at most 32 devices".into()], None),
+        );
+    }
+    if selected.is_empty() && !ports.is_empty() {
+        out.push(
+            Finding::new(
+                "nccl-hca-matches-nothing",
+                Severity::Error,
+                host(),
+                format!(
+                    "NCCL_IB_HCA={value} selects none of the active ports ({}): NCCL finds no \
+                     IB device and falls back to TCP sockets",
+                    ports
+                        .iter()
+                        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .evidence("value", value)
+            .fix(vec!["roce-net nccl-env".into()], None),
+        );
+    }
+    mixed(&selected, &format!("NCCL_IB_HCA={value}"), out);
+    selected
+}
+
+fn mixed(selected: &[(&RdmaDevice, &RdmaPort)], what: &str, out: &mut Vec<Finding>) {
+    let ib: Vec<String> = selected
+        .iter()
+        .filter(|(_, p)| !p.is_roce())
+        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+        .collect();
+    let roce: Vec<String> = selected
+        .iter()
+        .filter(|(_, p)| p.is_roce())
+        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+        .collect();
+    if !ib.is_empty() && !roce.is_empty() {
+        out.push(
+            Finding::new(
+                "nccl-hca-mixed-link-layers",
+                Severity::Error,
+                host(),
+                format!(
+                    "{what} selects InfiniBand ports ({}) and RoCE ports ({}): NCCL refuses to \
+                     connect them (\"Attempted to connect incompatible devices\")",
+                    ib.join(", "),
+                    roce.join(", ")
+                ),
+            )
+            .evidence("infiniband", &ib)
+            .evidence("roce", &roce)
+            .fix(vec![format!("NCCL_IB_HCA=={}", roce.join(","))], None),
+        );
+    }
+}
+
+fn type_text(t: &Option<GidType>) -> String {
+    t.as_ref()
+        .map(|t| match t {
+            GidType::RoceV1 => "RoCE v1".to_string(),
+            GidType::RoceV2 => "RoCE v2".to_string(),
+            GidType::Ib => "IB".to_string(),
+            GidType::Other(s) => s.clone(),
+        })
+        .unwrap_or_else(|| "unknown type".into())
+}
+
+fn gids(
+    state: &HostState,
+    env: &NcclEnv,
+    version: NcclVersion,
+    selected: &[(&RdmaDevice, &RdmaPort)],
+    out: &mut Vec<Finding>,
+) {
+    let fixed = if version.auto_gid() {
+        env.param("NCCL_IB_GID_INDEX", -1) >= 0
+    } else {
+        true
+    };
+    for (d, p) in selected.iter().filter(|(_, p)| p.is_roce()) {
+        let sel = select_gid(p, env, version);
+        let target = target_gid(state, d, p);
+        let subject = port_subject(d, p);
+        let Selection::Index(i) = sel else {
+            let Selection::Fails(why) = sel else { continue };
+            out.push(
+                Finding::new(
+                    if fixed {
+                        "nccl-gid-index-bad"
+                    } else {
+                        "nccl-gid-pick-wrong"
+                    },
+                    Severity::Error,
+                    subject,
+                    format!("{}:{}: {why}", d.name, p.port),
+                )
+                .evidence("nccl_version", version.to_string())
+                .fix(vec!["roce-net nccl-env".into()], None),
+            );
+            continue;
+        };
+        if target.map(|(t, _)| t) == Some(i) {
+            continue;
+        }
+        let g = choice(p, i);
+        let problem = if g.gid.is_unspecified() {
+            "an empty slot (all-zero GID): the QP cannot reach any peer".to_string()
+        } else if link_local_gid(&g.gid) {
+            format!(
+                "the link-local GID {} ({}): not routable, and not the NIC's address",
+                g.gid,
+                type_text(&g.gid_type)
+            )
+        } else if g.gid_type == Some(GidType::RoceV1) {
+            format!(
+                "{} of {}, a RoCE v1 GID: peers' RoCE v2 QPs do not accept it",
+                g.gid,
+                g.netdev.as_deref().unwrap_or("?")
+            )
+        } else {
+            let fam = if super::model::gid_family(&g.gid) == AddrFamily::Inet {
+                "IPv4"
+            } else {
+                "IPv6"
+            };
+            format!(
+                "{} ({}, {fam}) of {}",
+                g.gid,
+                type_text(&g.gid_type),
+                g.netdev.as_deref().unwrap_or("?")
+            )
+        };
+        let want = match target {
+            Some((t, a)) => format!("; the NIC's address {a} is GID {t}"),
+            None => "; the port has no RoCE v2 GID of its NIC's address".to_string(),
+        };
+        let (id, how) = if fixed {
+            (
+                "nccl-gid-index-bad",
+                format!(
+                    "NCCL_IB_GID_INDEX={} makes NCCL use GID {i} on {}:{}: {problem}",
+                    env.get("NCCL_IB_GID_INDEX")
+                        .unwrap_or("0 (the default before 2.21)"),
+                    d.name,
+                    p.port
+                ),
+            )
+        } else {
+            (
+                "nccl-gid-pick-wrong",
+                format!(
+                    "with this environment NCCL {version} selects GID {i} on {}:{}: {problem}",
+                    d.name, p.port
+                ),
+            )
+        };
+        out.push(
+            Finding::new(id, Severity::Error, subject, format!("{how}{want}"))
+                .evidence("nccl_index", i)
+                .evidence("nccl_gid", g.gid.to_string())
+                .evidence("nccl_gid_type", type_text(&g.gid_type))
+                .evidence("target_index", target.map(|(t, _)| t))
+                .evidence("nccl_version", version.to_string())
+                .fix(vec!["roce-net nccl-env".into()], None),
+        );
+    }
+}
+
+fn addr_range_check(env: &NcclEnv, version: NcclVersion, out: &mut Vec<Finding>) {
+    let Some(v) = env.get("NCCL_IB_ADDR_RANGE") else {
+        return;
+    };
+    let af = addr_family(env);
+    let (sev, msg) = match addr_range(env, af, version) {
+        AddrRange::Crash => (
+            Severity::Error,
+            format!("NCCL_IB_ADDR_RANGE={v:?} has no '/': NCCL 2.21 and 2.22 crash on it, later releases ignore it"),
+        ),
+        AddrRange::Any if !v.contains('/') => (
+            Severity::Warning,
+            format!("NCCL_IB_ADDR_RANGE={v:?} has no '/': NCCL ignores it (NCCL 2.21 and 2.22 crash on it)"),
+        ),
+        AddrRange::Any => (
+            Severity::Warning,
+            format!(
+                "NCCL_IB_ADDR_RANGE={v:?} is not a valid {} prefix for NCCL_IB_ADDR_FAMILY {}: \
+                 NCCL ignores it",
+                if af == AddrFamily::Inet { "IPv4" } else { "IPv6" },
+                if af == AddrFamily::Inet { "AF_INET" } else { "AF_INET6" }
+            ),
+        ),
+        AddrRange::Prefix { len, .. } if len < 0 => (
+            Severity::Error,
+            format!("NCCL_IB_ADDR_RANGE={v:?} has a negative mask: no GID matches it, NCCL keeps index 0"),
+        ),
+        AddrRange::Prefix { .. } => return,
+    };
+    out.push(
+        Finding::new("nccl-addr-range-invalid", sev, host(), msg)
+            .evidence("value", v)
+            .fix(
+                vec!["NCCL_IB_ADDR_RANGE=<address>/<prefix length>".into()],
+                None,
+            ),
+    );
+}
+
+fn socket_ifname(state: &HostState, env: &NcclEnv, out: &mut Vec<Finding>) {
+    let Some(v) = env.vars.get("NCCL_SOCKET_IFNAME") else {
+        return;
+    };
+    if v.len() <= 1 {
+        return;
+    }
+    let list = parse_list(v, MAX_IFS);
+    let fam = match env.get("NCCL_SOCKET_FAMILY") {
+        Some("AF_INET") => Some(true),
+        Some("AF_INET6") => Some(false),
+        _ => None,
+    };
+    // getifaddrs: running interfaces with an address of the family, not ::1.
+    let usable: Vec<&str> = state
+        .interfaces
+        .iter()
+        .filter(|i| i.admin_up && matches!(i.oper_state, OperState::Up | OperState::Unknown))
+        .filter(|i| {
+            state.addresses_of(&i.name).any(|a| {
+                fam.is_none_or(|v4| a.address.is_ipv4() == v4)
+                    && a.address != IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
+            })
+        })
+        .map(|i| i.name.as_str())
+        .collect();
+    let picked: Vec<&str> = usable
+        .iter()
+        .copied()
+        .filter(|n| list.selects(n, -1))
+        .collect();
+    if picked.is_empty() {
+        let named_down: Vec<&str> = state
+            .interfaces
+            .iter()
+            .map(|i| i.name.as_str())
+            .filter(|n| list.selects(n, -1) && !list.exclude)
+            .collect();
+        out.push(
+            Finding::new(
+                "nccl-socket-ifname-matches-nothing",
+                Severity::Error,
+                host(),
+                format!(
+                    "NCCL_SOCKET_IFNAME={v} matches no running interface with an address{}: \
+                     NCCL's bootstrap finds no socket interface and the job fails to start \
+                     (NET/IB too: \"No IP interface found\")",
+                    if named_down.is_empty() {
+                        format!(" (usable: {})", usable.join(", "))
+                    } else {
+                        format!(" ({} is down or has no address)", named_down.join(", "))
+                    }
+                ),
+            )
+            .evidence("value", v)
+            .evidence("usable", &usable)
+            .fix(vec!["roce-net nccl-env".into()], None),
+        );
+        return;
+    }
+    if !list.exact && !list.exclude {
+        let over: Vec<&str> = picked
+            .iter()
+            .copied()
+            .filter(|n| !list.entries.iter().any(|e| e.name == *n))
+            .collect();
+        if !over.is_empty() {
+            let rdma: Vec<String> = crate::scope::rdma_netdevs(state).into_keys().collect();
+            let sev = if over.iter().any(|n| rdma.iter().any(|r| r == n)) {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            out.push(
+                Finding::new(
+                    "nccl-socket-ifname-overmatch",
+                    sev,
+                    host(),
+                    format!(
+                        "NCCL_SOCKET_IFNAME={v} is a prefix: it selects {} (NCCL uses the first \
+                         it finds); '=' selects exact names",
+                        picked.join(", ")
+                    ),
+                )
+                .evidence("value", v)
+                .evidence("selects", &picked)
+                .fix(vec![format!("NCCL_SOCKET_IFNAME=={}", picked[0])], None),
+            );
+        }
+    }
+}
+
+fn traffic_class(
+    state: &HostState,
+    env: &NcclEnv,
+    selected: &[(&RdmaDevice, &RdmaPort)],
+    out: &mut Vec<Finding>,
+) {
+    let tc = env.param("NCCL_IB_TC", -1);
+    let tc_text = if tc < 0 {
+        "0 (NCCL_IB_TC unset)".to_string()
+    } else {
+        tc.to_string()
+    };
+    let Ok(tc8) = u8::try_from(tc.max(0)) else {
+        return;
+    };
+    let sl = u8::try_from(env.param("NCCL_IB_SL", 0).clamp(0, 15)).unwrap_or(0);
+    let mut seen = BTreeMap::new();
+    for (d, p) in selected.iter().filter(|(_, p)| p.is_roce()) {
+        let Some(nd) = port_netdev(d, p) else {
+            continue;
+        };
+        if seen.insert(nd.clone(), ()).is_some() {
+            continue;
+        }
+        let Some(q) = state
+            .interface(&nd)
+            .and_then(|i| i.qos.as_ref())
+            .filter(|q| q.dcb_available)
+        else {
+            continue;
+        };
+        let subject = port_subject(d, p);
+        if q.trust == Some(crate::model::Trust::Pcp) && tc >= 0 && (tc8 >> 2) != 0 {
+            out.push(
+                Finding::new(
+                    "nccl-tc-trust-pcp",
+                    Severity::Warning,
+                    subject.clone(),
+                    format!(
+                        "NCCL_IB_TC={tc} sets DSCP {} but {nd} trusts PCP: the DSCP does not \
+                         choose the priority (NCCL_IB_SL={sl} does)",
+                        tc8 >> 2
+                    ),
+                )
+                .evidence("tc", tc)
+                .evidence("trust", "pcp")
+                .fix(vec![format!("mlnx_qos -i {nd} --trust dscp")], None),
+            );
+        }
+        let Some(prio) = q.priority_for_tc(tc8, sl) else {
+            continue;
+        };
+        let Some(pfc) = &q.pfc_enabled else { continue };
+        if pfc.is_empty() || pfc.contains(&prio) {
+            continue;
+        }
+        let good: Vec<u8> = q
+            .dscp_prio
+            .iter()
+            .filter(|(_, p)| pfc.contains(p))
+            .map(|(d, _)| *d)
+            .collect();
+        out.push(
+            Finding::new(
+                "nccl-tc-no-pfc",
+                Severity::Warning,
+                subject,
+                format!(
+                    "NCCL_IB_TC={tc_text} (DSCP {}) lands on priority {prio} on {nd}, where PFC \
+                     is off (PFC is on {}): NCCL's traffic is lossy",
+                    tc8 >> 2,
+                    pfc.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            )
+            .evidence("tc", tc)
+            .evidence("priority", prio)
+            .evidence("pfc_enabled", pfc)
+            .fix(
+                match good.iter().find(|d| **d == 26).or(good.first()) {
+                    Some(dscp) => vec![format!("NCCL_IB_TC={}", u32::from(*dscp) << 2)],
+                    None => vec![format!("dcb pfc show dev {nd}")],
+                },
+                None,
+            ),
+        );
+    }
+}
