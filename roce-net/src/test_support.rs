@@ -1,4 +1,5 @@
-//! Namespace helpers for the crate's own tests: every namespace is named
+//! Namespace helpers for the crate's own tests (its unit tests, and tests/probe_arp.rs
+//! through `#[path]`): every namespace is named
 //! `rnt-sf-<tag>-<pid>` and deleted by a guard, even when the test fails.
 #![allow(dead_code)]
 

@@ -1,5 +1,7 @@
 //! ARP probe against a namespace lab: four NICs of a "host" namespace in one /24
 //! on a bridge, probed from a peer namespace on the same bridge.
+// The crate's own namespace helpers (one file, shared with its unit tests).
+#[path = "../src/test_support.rs"]
 mod sf_common;
 
 use roce_net::ArpProbeOptions;

@@ -350,8 +350,10 @@ fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
             Severity::Warning,
             |h| (!h.mtus.is_empty()).then(|| join(&h.mtus)),
             "NIC MTUs",
-            "set the same MTU on every host (policy `mtu:`), or RDMA path MTU negotiation \
-             falls to the smaller one and large messages fail on mismatched links",
+            "set the same MTU on every host (`ip link set`, and in the node's own network \
+             configuration so it survives a reboot; roce-net's policy does not manage MTUs), \
+             or RDMA path MTU negotiation falls to the smaller one and large messages fail \
+             on mismatched links",
             |h, common| match common.parse::<u32>() {
                 // A single majority MTU: set it on every NIC of the host.
                 Ok(m) => (
@@ -359,7 +361,8 @@ fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
                         .iter()
                         .map(|n| format!("ip link set dev {n} mtu {m}"))
                         .collect(),
-                    Some(format!("mtu: {m}")),
+                    // No policy key: the planner does not change MTUs.
+                    None,
                 ),
                 Err(_) => (vec!["ip -br link".to_string()], None),
             },
