@@ -126,6 +126,7 @@ for line in sys.stdin:
   log "the release artifacts carry no test hooks"
   hooks='ROCE_NET_TEST_PAUSE_AFTER|pause_after|fail_at|_fail_at|injected failure|Faulty|test hook'
   check_hooks() { # FILE [LABEL]
+    [ -s "$1" ] || { echo "${2:-$1}: no such artifact to check for test hooks" >&2; exit 1; }
     if strings -a "$1" | grep -E "$hooks" >/dev/null; then
       echo "${2:-$1} contains test hooks:" >&2
       strings -a "$1" | grep -E "$hooks" | head -5 >&2
