@@ -18,9 +18,12 @@
 //! * (b) batched shell: `ip netns exec NS sh -e -c '...'` running one
 //!   `sysctl -p FILE` and one `ip -batch FILE` (routes, rules, neighbour flushes);
 //! * (c) roce-net in-process: `Host::snapshot` + `roce_net::plan` (timed apart as
-//!   "plan"), then `roce_net::apply` (lock, drift check by a fresh snapshot,
-//!   journal, every change, verify by a third snapshot and a re-plan);
-//! * (d) the CLI end to end: `roce-net --netns NS ... apply --yes` as a child.
+//!   "plan"), then `roce_net::apply` of that plan as a saved plan (lock, a fresh
+//!   snapshot and re-plan under the lock to check it, journal, every change,
+//!   verify by a third snapshot and a re-plan);
+//! * (d) the CLI end to end: `roce-net --netns NS ... apply --yes` as a child
+//!   (process start, lock, one snapshot and plan under the lock, journal, every
+//!   change, verify, report).
 //!
 //! Locks and journals go to a directory on tmpfs (`/dev/shm`), as
 //! `/run/roce-net` is; the etc root and the scripts to the temporary directory.
@@ -577,19 +580,24 @@ fn main() {
     }
     println!();
     println!(
-        "| NICs | changes | runs | (a) shell, 1 process/step | (b) sysctl -p + ip -batch | (c) roce-net apply | (c) snapshot + plan | (c) plan + apply | (d) CLI apply --yes | a/c | b/c | a/(plan+apply) | b/(plan+apply) | `ip netns exec true` |"
+        "| NICs | changes | runs | (a) shell, 1 process/step | (b) sysctl -p + ip -batch | (c) roce-net apply | (c) snapshot + plan | (c) plan + apply | (d) CLI apply --yes | a/d | b/d | a/c | b/c | a/(plan+apply) | b/(plan+apply) | `ip netns exec true` |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (n, runs, t) in &rows {
         let (a, b) = (median(&t.a), median(&t.b));
         let (cp, ca, ct) = (median(&t.c_plan), median(&t.c_apply), median(&t.c_total));
-        let d = if t.d.is_empty() {
-            "-".to_string()
+        let (d, ad, bd) = if t.d.is_empty() {
+            ("-".to_string(), "-".to_string(), "-".to_string())
         } else {
-            format!("{:.1} ms", ms(median(&t.d)))
+            let d = ms(median(&t.d));
+            (
+                format!("{d:.1} ms"),
+                format!("{:.1}x", ms(a) / d),
+                format!("{:.2}x", ms(b) / d),
+            )
         };
         println!(
-            "| {n} | {} | {runs} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {d} | {:.1}x | {:.2}x | {:.1}x | {:.2}x | {:.1} ms |",
+            "| {n} | {} | {runs} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {d} | {ad} | {bd} | {:.1}x | {:.2}x | {:.1}x | {:.2}x | {:.1} ms |",
             t.changes,
             ms(a),
             ms(b),

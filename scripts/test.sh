@@ -33,6 +33,7 @@ all)
   command -v arping >/dev/null || need+=(iputils-arping)
   command -v sysctl >/dev/null || need+=(procps)
   command -v ping >/dev/null || need+=(iputils-ping)
+  command -v strings >/dev/null || need+=(binutils)
   # The lab tests compare the ethtool ioctl reader with `ethtool -S`.
   command -v ethtool >/dev/null || need+=(ethtool)
   command -v objdump >/dev/null || need+=(binutils)
@@ -168,6 +169,37 @@ for line in sys.stdin:
     scripts/build-artifacts.sh cli deb
   fi
 
+  # Fault injection lives behind #[cfg(test)] seams (DESIGN decision 13): the
+  # shipped CLI binary and the wheel's extension module must not contain any of
+  # the hooks the product once had, nor the test-only fault wrapper.
+  log "the release artifacts carry no test hooks"
+  hooks='ROCE_NET_TEST_PAUSE_AFTER|pause_after|fail_at|_fail_at|injected failure|Faulty|test hook'
+  check_hooks() { # FILE [LABEL]
+    [ -s "$1" ] || { echo "${2:-$1}: no such artifact to check for test hooks" >&2; exit 1; }
+    if strings -a "$1" | grep -E "$hooks" >/dev/null; then
+      echo "${2:-$1} contains test hooks:" >&2
+      strings -a "$1" | grep -E "$hooks" | head -5 >&2
+      exit 1
+    fi
+    echo "  ${2:-$1}: none"
+  }
+  for cli in dist/roce-net-*-x86_64-linux-gnu; do check_hooks "$cli"; done
+  if [ "${SKIP_PYTHON:-0}" != 1 ]; then
+    for whl in dist/roce_net-*.whl; do
+      so=$(mktemp)
+      python3 - "$whl" "$so" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = [n for n in z.namelist() if n.endswith(".so")]
+if not names:
+    sys.exit(f"{sys.argv[1]}: no extension module")
+open(sys.argv[2], "wb").write(z.read(names[0]))
+PY
+      check_hooks "$so" "$whl (extension module)"
+      rm -f "$so"
+    done
+  fi
+
   if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
     WHEEL_BUILT=1 scripts/test-python.sh --build-part
   fi
@@ -204,6 +236,38 @@ fi
 mkdir -p /run/netns
 mount -t tmpfs -o mode=0755 rnt-test-netns /run/netns
 
+# The suite must pass on a node where roce-net already ran (apply and persist
+# write /etc/iproute2/rt_tables.d/roce-net.conf there, so `ip` prints table
+# names) and must never depend on that file: for the whole run, this mount
+# namespace sees a tmpfs copy of iproute2's configuration directory with such a
+# file for tables 1001-1008 added (the real /etc is never written). The names
+# are those of a real 8-NIC node, not of the labs' NICs.
+for conf in /etc/iproute2 /usr/share/iproute2 /usr/lib/iproute2; do
+  [ -d "$conf" ] || continue
+  stage=$(mktemp -d)
+  cp -a "$conf"/. "$stage"/
+  mkdir -p "$stage/rt_tables.d"
+  {
+    echo "# Managed by roce-net: routing tables of its per-NIC source routing."
+    for i in 0 1 2 3 4 5 6 7; do printf '%d\troce_ens%df0np0\n' $((1001 + i)) $((i + 1)); done
+  } > "$stage/rt_tables.d/roce-net.conf"
+  mount -t tmpfs -o mode=0755 rnt-test-iproute2 "$conf"
+  cp -a "$stage"/. "$conf"/
+  rm -rf "$stage"
+  echo "==> $conf is a tmpfs copy for this run, with rt_tables.d/roce-net.conf naming tables 1001-1008"
+  break
+done
+
+# Nothing in the suite may read or write the machine's /run/roce-net (every test
+# gives its own --state-dir): if it exists it is covered here by an empty,
+# read-only tmpfs; if it does not, the run fails should anything create it.
+run_state=/run/roce-net
+run_state_existed=0
+if [ -e "$run_state" ]; then
+  run_state_existed=1
+  mount -t tmpfs -o ro,mode=0755 rnt-test-run-roce-net "$run_state"
+fi
+
 log "Rust tests (unit, fixture, golden and namespace lab tests; the verbs feature's)"
 # Lab tests must fail, not skip, when they cannot run in CI.
 export CI="${CI:-}"
@@ -232,6 +296,11 @@ fi
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"
   scripts/test-python.sh --root-part
+fi
+
+if [ "$run_state_existed" = 0 ] && [ -e "$run_state" ]; then
+  echo "a test created $run_state (the machine's own state directory); tests must use --state-dir" >&2
+  exit 1
 fi
 
 left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^rnt-' || true)

@@ -52,22 +52,22 @@ pub mod exit {
     about = "Diagnose and fix host networking on multi-NIC RoCE/RDMA servers",
     long_about = None
 )]
-struct Cli {
+pub(crate) struct Cli {
     /// Work inside this named network namespace (as `ip -n NAME`).
     #[arg(long, global = true, value_name = "NAME")]
-    netns: Option<String>,
+    pub(crate) netns: Option<String>,
     /// Read RDMA devices from DIR/class/infiniband instead of /sys.
     #[arg(long, global = true, value_name = "DIR")]
-    sysfs_root: Option<PathBuf>,
+    pub(crate) sysfs_root: Option<PathBuf>,
     /// Read and write iproute2's table names under DIR/iproute2 instead of /etc.
     #[arg(long, global = true, value_name = "DIR")]
-    etc_root: Option<PathBuf>,
+    pub(crate) etc_root: Option<PathBuf>,
     /// Where apply keeps its locks and journals.
     #[arg(long, global = true, value_name = "DIR", default_value = roce_net::DEFAULT_STATE_DIR)]
-    state_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -181,7 +181,7 @@ enum Cmd {
         #[arg(short, long)]
         yes: bool,
         /// Roll back on its own unless `roce-net confirm` arrives within SECS
-        /// (1 to 86400).
+        /// (1 to 86400); the watchdog that does it starts before the first change.
         // Bounded where it is parsed: a deadline of "now + 2^64-1 s" used to wrap
         // into the past and roll back at once (issue 8, defect 10). One day is
         // also the Python binding's limit.
@@ -190,10 +190,16 @@ enum Cmd {
     },
     /// Keep an apply made with --confirm-timeout.
     Confirm,
-    /// Where the last apply in this namespace stands (from its journal).
+    /// Where the last apply in this namespace stands (from its journal), and what
+    /// its confirm watchdog did.
     Status,
-    /// Undo the last apply from its journal (also after a crash or a killed apply).
+    /// Undo the last apply from its journal (also after a crash, a killed apply or
+    /// a killed rollback).
     Rollback,
+    /// Move this namespace's journal (a failed rollback's, a corrupt one) to the
+    /// state directory's archive/, so the next apply starts afresh. Changes nothing
+    /// on the host.
+    Archive,
     /// Render the fix as boot-persistent configuration and write it.
     Persist {
         /// Policy file; the built-in default policy when omitted.
@@ -273,9 +279,10 @@ enum Cmd {
         #[arg(long)]
         keep: bool,
     },
-    /// Internal: the confirm-timeout watchdog, started detached by `apply`.
+    /// Internal: the confirm-timeout watchdog, started detached by `apply`
+    /// before the first change.
     #[command(name = "__watchdog", hide = true)]
-    Watchdog,
+    Watchdog(crate::apply_cmd::WatchdogArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -400,12 +407,27 @@ pub fn exit_code(e: &Error) -> u8 {
 
 fn report_error(e: &Error, json: bool) {
     if json {
+        // The chain of causes, outermost first (each with its own kind, errno,
+        // kernel text and context).
+        let mut causes = Vec::new();
+        let mut c = e.cause();
+        while let Some(x) = c {
+            causes.push(serde_json::json!({
+                "kind": x.kind().name(),
+                "message": x.message(),
+                "context": x.context_chain(),
+                "errno": x.errno_value(),
+                "extack": x.extack(),
+            }));
+            c = x.cause();
+        }
         let v = serde_json::json!({
             "error": {
                 "kind": e.kind().name(),
                 "message": e.to_string(),
                 "errno": e.errno_value(),
                 "extack": e.extack(),
+                "causes": causes,
             }
         });
         eprintln!("{v}");
@@ -414,7 +436,7 @@ fn report_error(e: &Error, json: bool) {
     }
 }
 
-fn host(cli: &Cli) -> Result<Host, Error> {
+pub(crate) fn host(cli: &Cli) -> Result<Host, Error> {
     let mut h = match &cli.netns {
         Some(n) => Host::netns(n)?,
         None => Host::current(),
@@ -639,35 +661,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             plan,
             yes,
             confirm_timeout,
-        } => return apply(&cli, policy, plan, *yes, *confirm_timeout),
-        Cmd::Confirm => {
-            roce_net::confirm(&host(&cli)?, &apply_opts(&cli))?;
-            if cli.json {
-                print_json(&serde_json::json!({"confirmed": true}))?;
-            } else {
-                out("confirmed: the last apply is kept");
-            }
-        }
-        Cmd::Status => {
-            let j = roce_net::apply_status(&host(&cli)?, &apply_opts(&cli))?;
-            if cli.json {
-                print_json(&j)?;
-            } else {
-                out(&render::journal(j.as_ref()));
-            }
-        }
-        Cmd::Rollback => {
-            let r = roce_net::rollback(&host(&cli)?, &apply_opts(&cli))?;
-            if cli.json {
-                print_json(&r)?;
-            } else {
-                let mut s = format!("rolled back the last apply (it was {}):\n", r.was);
-                for u in &r.undone {
-                    s.push_str(&format!("  {u}\n"));
-                }
-                out(&s);
-            }
-        }
+        } => return crate::apply_cmd::apply(&cli, policy, plan, *yes, *confirm_timeout),
+        Cmd::Confirm => return crate::apply_cmd::confirm(&cli),
+        Cmd::Status => return crate::apply_cmd::status(&cli),
+        Cmd::Rollback => return crate::apply_cmd::rollback(&cli),
+        Cmd::Archive => return crate::apply_cmd::archive(&cli),
         Cmd::Persist {
             policy,
             backend,
@@ -816,139 +814,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
             });
         }
         Cmd::Lab { nics, keep } => return crate::demo::run(*nics, *keep, cli.json),
-        Cmd::Watchdog => {
-            let outcome = roce_net::watchdog(&host(&cli)?, &apply_opts(&cli))?;
-            if cli.json {
-                print_json(&outcome)?;
-            }
-        }
+        Cmd::Watchdog(args) => return crate::apply_cmd::watchdog(&cli, args),
     }
     Ok(exit::OK)
 }
 
-fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Error> {
+pub(crate) fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Error> {
     match path {
         Some(p) => roce_net::Policy::load(p),
         None => Ok(roce_net::Policy::default()),
     }
-}
-
-fn apply_opts(cli: &Cli) -> roce_net::ApplyOptions {
-    let mut o = roce_net::ApplyOptions {
-        state_dir: cli.state_dir.clone(),
-        ..Default::default()
-    };
-    // Test hook for the killed-apply test: `INDEX:MILLIS` pauses after that change.
-    if let Ok(v) = std::env::var("ROCE_NET_TEST_PAUSE_AFTER") {
-        if let Some((i, ms)) = v.split_once(':') {
-            if let (Ok(i), Ok(ms)) = (i.parse(), ms.parse()) {
-                o.pause_after = Some((i, Duration::from_millis(ms)));
-            }
-        }
-    }
-    o
-}
-
-fn apply(
-    cli: &Cli,
-    policy: &Option<PathBuf>,
-    plan_file: &Option<PathBuf>,
-    yes: bool,
-    confirm_timeout: Option<u64>,
-) -> Result<u8, Error> {
-    let h = host(cli)?;
-    let plan = match plan_file {
-        Some(f) => roce_net::Plan::load(f)?,
-        None => roce_net::plan(&h.snapshot()?, &load_policy(policy)?)?,
-    };
-    if plan.is_empty() {
-        if cli.json {
-            print_json(&serde_json::json!({"applied": 0, "changes": []}))?;
-        } else {
-            out("nothing to do: the host already matches the policy");
-        }
-        return Ok(exit::OK);
-    }
-    if !yes {
-        if !std::io::stdin().is_terminal() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "apply needs confirmation: review `roce-net plan`, then run with --yes (standard input is not a terminal)",
-            ));
-        }
-        eprint!(
-            "{}\nApply these {} change(s)? [y/N] ",
-            render::plan(&plan),
-            plan.changes.len()
-        );
-        let mut answer = String::new();
-        let _ = std::io::stdin().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            eprintln!("nothing changed");
-            return Ok(exit::DECLINED);
-        }
-    }
-    let mut opts = apply_opts(cli);
-    opts.confirm_timeout = confirm_timeout.map(Duration::from_secs);
-    let report = roce_net::apply(&h, &plan, &opts)?;
-    if report.confirm_deadline.is_some() {
-        spawn_watchdog(cli)?;
-    }
-    if cli.json {
-        print_json(&report)?;
-    } else {
-        let mut s = format!("applied {} change(s), verified:\n", report.applied);
-        for c in &report.changes {
-            s.push_str(&format!("  {c}\n"));
-        }
-        if let Some(d) = report.confirm_deadline {
-            let left = d.saturating_sub(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|x| x.as_secs())
-                    .unwrap_or(0),
-            );
-            s.push_str(&format!(
-                "run `roce-net{} confirm` within {left}s to keep it; otherwise it is rolled back\n",
-                cli.netns
-                    .as_deref()
-                    .map(|n| format!(" --netns {n}"))
-                    .unwrap_or_default()
-            ));
-        }
-        out(&s);
-    }
-    Ok(exit::OK)
-}
-
-/// Start the confirm-timeout watchdog as a detached process (its own session), so
-/// it survives the SSH session that ran `apply`.
-fn spawn_watchdog(cli: &Cli) -> Result<(), Error> {
-    use std::os::unix::process::CommandExt;
-    let exe =
-        std::env::current_exe().map_err(|e| Error::io(e, "finding the roce-net executable"))?;
-    let mut cmd = std::process::Command::new(exe);
-    if let Some(n) = &cli.netns {
-        cmd.arg("--netns").arg(n);
-    }
-    if let Some(r) = &cli.etc_root {
-        cmd.arg("--etc-root").arg(r);
-    }
-    cmd.arg("--state-dir").arg(&cli.state_dir).arg("__watchdog");
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe; called in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    cmd.spawn().map(|_| ()).map_err(|e| {
-        Error::io(
-            e,
-            "starting the confirm-timeout watchdog; run `roce-net rollback` by hand if needed",
-        )
-    })
 }

@@ -583,38 +583,3 @@ pub fn fleet(r: &roce_net::FleetReport) -> String {
     }
     s
 }
-
-/// `roce-net status`.
-pub fn journal(j: Option<&roce_net::Journal>) -> String {
-    use roce_net::{JournalState, StepStatus};
-    let Some(j) = j else {
-        return "no apply recorded in this namespace\n".into();
-    };
-    let state = match &j.state {
-        JournalState::Applying => {
-            "applying: did not finish (crashed or killed?); run `roce-net rollback`".to_string()
-        }
-        JournalState::PendingConfirm { deadline } => {
-            format!("applied, awaiting `roce-net confirm` until {deadline} (Unix time), then rolled back")
-        }
-        JournalState::Committed => "applied and kept".to_string(),
-        JournalState::RolledBack => "rolled back".to_string(),
-        JournalState::RollbackFailed => {
-            "rollback FAILED: the host may be in a mixed state".to_string()
-        }
-    };
-    let count = |st: StepStatus| j.steps.iter().filter(|s| s.status == st).count();
-    let mut s = format!(
-        "last apply (started {}): {state}\n{} change(s): {} done, {} started, {} undone, {} not started\n",
-        j.started_at,
-        j.steps.len(),
-        count(StepStatus::Done),
-        count(StepStatus::Started),
-        count(StepStatus::Undone),
-        count(StepStatus::Pending),
-    );
-    for e in &j.errors {
-        let _ = writeln!(s, "error: {e}");
-    }
-    s
-}

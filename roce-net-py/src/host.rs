@@ -151,48 +151,74 @@ impl Host {
         to_py(py, &r)
     }
 
-    /// Apply a plan as a transaction: refuse on drift, journal every change with
-    /// its inverse, verify (a new plan must be empty), roll back on any failure.
-    /// With `confirm_timeout` (seconds) a detached watchdog rolls the change back
-    /// unless `confirm()` comes in time. Returns an ApplyReport.
-    #[pyo3(signature = (plan, *, confirm_timeout=None, state_dir=None, _fail_at=None))]
+    /// Apply a plan as a transaction: re-plan under the lock and refuse drift in
+    /// what the plan touches (or a change the planner would not make), journal
+    /// every change with its inverse, verify (a new plan must be empty), roll back
+    /// on any failure. With `confirm_timeout` (seconds) a detached watchdog,
+    /// started before the first change, rolls the change back unless `confirm()`
+    /// comes in time. Returns an ApplyReport.
+    #[pyo3(signature = (plan, *, confirm_timeout=None, state_dir=None))]
     fn apply<'py>(
         &self,
         py: Python<'py>,
         plan: &Bound<'py, PyAny>,
         confirm_timeout: Option<f64>,
         state_dir: Option<PathBuf>,
-        _fail_at: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let p = native_plan(plan)?;
         let mut opts = apply_options(state_dir.clone());
         if let Some(t) = confirm_timeout {
-            if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+            let max = roce_net::MAX_CONFIRM_TIMEOUT.as_secs_f64();
+            if !(t.is_finite() && t >= 1.0 && t <= max) {
                 return Err(py_err(Error::new(
                     ErrorKind::InvalidInput,
-                    format!("confirm_timeout {t} s is not between 0 and 86400"),
+                    format!("confirm_timeout {t} s is not between 1 and {max}"),
                 )));
             }
-            opts.confirm_timeout = Some(Duration::from_secs_f64(t));
+            // Armed, and its watchdog running in its own session (it outlives this
+            // process and the SSH session), before the first change.
+            let h = self.inner.clone();
+            let t = Duration::from_secs_f64(t);
+            let mut guard = py.detach(move || roce_net::arm_confirm(&h, t)).py()?;
+            let pid: u32 = py
+                .import("roce_net._watchdog")?
+                .call_method1(
+                    "spawn",
+                    (
+                        self.netns(),
+                        self.netns_path(),
+                        self.etc_root(),
+                        opts.state_dir.clone(),
+                        guard.apply_id.clone(),
+                        guard.deadline,
+                        guard.namespace.cookie,
+                        guard.namespace.boot_id.clone(),
+                    ),
+                )?
+                .extract()?;
+            guard.watchdog_pid = Some(pid);
+            opts.guard = Some(guard);
         }
-        opts.fail_at = _fail_at;
         let h = self.inner.clone();
         let o = opts.clone();
-        let report = py.detach(move || roce_net::apply(&h, &p, &o)).py()?;
-        if report.confirm_deadline.is_some() {
-            // The watchdog runs in its own session so it outlives this process
-            // (and the SSH session that may die with a bad routing change).
-            py.import("roce_net._watchdog")?.call_method1(
-                "spawn",
-                (
-                    self.netns(),
-                    self.netns_path(),
-                    self.etc_root(),
-                    opts.state_dir,
-                ),
-            )?;
+        let report = py.detach(move || roce_net::apply(&h, &p, &o));
+        match report {
+            Ok(r) => to_py(py, &r),
+            Err(e) => {
+                if let Some(g) = &opts.guard {
+                    // Refused before the first change: the watchdog has nothing to guard.
+                    let h = self.inner.clone();
+                    let started = py.detach(|| {
+                        matches!(roce_net::apply_status(&h, &opts), Ok(Some(j)) if j.apply_id == g.apply_id)
+                    });
+                    if let (false, Some(pid)) = (started, g.watchdog_pid) {
+                        let term = py.import("signal")?.getattr("SIGTERM")?;
+                        let _ = py.import("os")?.call_method1("kill", (pid, term));
+                    }
+                }
+                Err(py_err(e))
+            }
         }
-        to_py(py, &report)
     }
 
     /// Confirm an apply made with `confirm_timeout`, so the watchdog keeps it.
@@ -239,17 +265,32 @@ impl Host {
         to_py(py, &r)
     }
 
-    /// Block until the pending apply's deadline; roll back unless confirmed. Run
-    /// by the detached watchdog process; returns "confirmed", "nothing_pending"
-    /// or the RollbackReport.
-    #[pyo3(signature = (*, state_dir=None))]
+    /// Block until the guarded apply's deadline; roll back unless confirmed. Run
+    /// by the detached watchdog process with the guard armed before the apply;
+    /// returns "confirmed", "nothing_pending", the RollbackReport or the
+    /// namespace-changed message.
+    #[pyo3(signature = (*, state_dir=None, apply_id=None, deadline=None, cookie=None, boot_id=None))]
     fn _watchdog<'py>(
         &self,
         py: Python<'py>,
         state_dir: Option<PathBuf>,
+        apply_id: Option<String>,
+        deadline: Option<u64>,
+        cookie: Option<u64>,
+        boot_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let h = self.inner.clone();
-        let o = apply_options(state_dir);
+        let mut o = apply_options(state_dir);
+        if let (Some(apply_id), Some(deadline), Some(cookie), Some(boot_id)) =
+            (apply_id, deadline, cookie, boot_id)
+        {
+            o.guard = Some(roce_net::ConfirmGuard {
+                apply_id,
+                deadline,
+                namespace: roce_net::NamespaceId { cookie, boot_id },
+                watchdog_pid: Some(std::process::id()),
+            });
+        }
         let r = py.detach(move || roce_net::watchdog(&h, &o)).py()?;
         to_py(py, &r)
     }

@@ -59,45 +59,64 @@ def test_seed_scenario_fixed_from_python(env):
 
 
 def test_failure_mid_apply_rolls_back(env):
-    _, host, run = env
+    """A change the kernel refuses half way (the subnet route of a NIC that is
+    down) rolls back everything before it; the error keeps the kernel's cause."""
+    import errno
+    import subprocess
+
+    lab, host, run = env
+    subprocess.run(["ip", "-n", lab.host_ns, "link", "set", "r1", "down"], check=True)
     before = host.snapshot()
     plan = roce_net.plan(before, roce_net.Policy.from_dict(POLICY))
-    n = len(plan.changes)
     with pytest.raises(roce_net.RolledBackError) as ei:
-        host.apply(plan, state_dir=run, _fail_at=n - 2)
+        host.apply(plan, state_dir=run)
     e = ei.value
     assert e.kind == "rolled_back" and str(e)
+    assert e.errno == errno.ENETDOWN, e
+    assert e.extack and str(e).count(e.extack) == 1, e
     after = host.snapshot()
     assert _rules(after) == _rules(before) == []
     assert after.sysctls.to_dict() == before.sysctls.to_dict()
 
 
 def test_drifted_host_refuses_the_plan(env):
-    lab, host, run = env
-    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
-    lab.host()  # unchanged handle; now change the host behind the plan's back
+    """Drift in what the plan touches (a sysctl it sets) refuses it; drift
+    elsewhere (a rule in a table of its own) does not."""
     import subprocess
 
+    lab, host, run = env
+    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
     subprocess.run(
-        ["ip", "-n", lab.host_ns, "rule", "add", "pref", "5000", "from", "198.18.0.99", "table", "7"],
+        ["ip", "netns", "exec", lab.host_ns, "sysctl", "-q", "-w", "net.ipv4.conf.r0.arp_ignore=2"],
         check=True,
     )
     with pytest.raises(roce_net.DriftError) as ei:
         host.apply(plan, state_dir=run)
     assert ei.value.kind == "drift"
+    assert "net.ipv4.conf.r0.arp_ignore" in str(ei.value)
     assert not _rules(host.snapshot())
+    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
+    subprocess.run(
+        ["ip", "-n", lab.host_ns, "rule", "add", "pref", "5000", "from", "198.18.0.99", "table", "7"],
+        check=True,
+    )
+    host.apply(plan, state_dir=run)
+    assert len(_rules(host.snapshot())) == len(lab.nics)
 
 
 def test_concurrent_apply_is_locked(env):
     """Another applier holding the namespace's lock makes apply fail with LockedError."""
     import fcntl
-    import os
 
     lab, host, run = env
     plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
-    run.mkdir(parents=True, exist_ok=True)
-    ino = os.stat(f"/run/netns/{lab.host_ns}").st_ino
-    with open(run / f"net-{ino}.lock", "w") as f:
+    # The lock file's name is the namespace's key (its cookie); an apply and a
+    # rollback make it.
+    host.apply(plan, state_dir=run)
+    host.rollback(state_dir=run)
+    (lock,) = run.glob("*.lock")
+    assert lock.name.startswith("netns-")
+    with open(lock, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(roce_net.LockedError) as ei:
             host.apply(plan, state_dir=run)

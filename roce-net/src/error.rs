@@ -3,7 +3,9 @@
 //! An [`Error`] has a [`ErrorKind`] (which maps to a Python exception class and a
 //! CLI exit code), a message that says what failed on which object and what to do,
 //! a context chain (outermost last), the errno when the kernel gave one, and the
-//! kernel's extended-ack text when netlink supplied it.
+//! kernel's extended-ack text when netlink supplied it, and the error that caused
+//! it ([`Error::with_source`]): an apply that failed and was rolled back keeps the
+//! kernel's refusal as its source, kind, errno, extack and context intact.
 
 use schemars::JsonSchema;
 use std::fmt;
@@ -80,6 +82,7 @@ pub struct Error {
     context: Vec<String>,
     errno: Option<i32>,
     extack: Option<String>,
+    source: Option<Box<Error>>,
 }
 
 /// Result alias.
@@ -94,7 +97,30 @@ impl Error {
             context: Vec::new(),
             errno: None,
             extack: None,
+            source: None,
         }
+    }
+
+    /// Keep `cause` as the error this one follows from. [`Error::errno_value`] and
+    /// [`Error::extack`] fall back to the cause's, and the text shows the cause
+    /// first, once: `<cause>; <this message>`.
+    pub fn with_source(mut self, cause: Error) -> Error {
+        self.source = Some(Box::new(cause));
+        self
+    }
+
+    /// The error this one follows from, if any.
+    pub fn cause(&self) -> Option<&Error> {
+        self.source.as_deref()
+    }
+
+    /// The innermost error of the chain (this one when it has no cause).
+    pub fn root_cause(&self) -> &Error {
+        let mut e = self;
+        while let Some(c) = e.cause() {
+            e = c;
+        }
+        e
     }
 
     /// From an I/O error, with what was being done. The kind follows the errno.
@@ -155,18 +181,25 @@ impl Error {
     pub fn context_chain(&self) -> &[String] {
         &self.context
     }
-    /// The errno, when the kernel reported one.
+    /// The errno, when the kernel reported one (this error's, else its cause's).
     pub fn errno_value(&self) -> Option<i32> {
         self.errno
+            .or_else(|| self.cause().and_then(Error::errno_value))
     }
-    /// The kernel's extended-ack text, when netlink supplied one.
+    /// The kernel's extended-ack text, when netlink supplied one (this error's,
+    /// else its cause's).
     pub fn extack(&self) -> Option<&str> {
-        self.extack.as_deref()
+        self.extack
+            .as_deref()
+            .or_else(|| self.cause().and_then(Error::extack))
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(cause) = &self.source {
+            write!(f, "{cause}; ")?;
+        }
         for c in self.context.iter().rev() {
             write!(f, "{c}: ")?;
         }
@@ -178,7 +211,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -192,5 +231,28 @@ mod tests {
         let s = e.to_string();
         assert!(s.starts_with("applying change 2 of 5: adding route"), "{s}");
         assert!(s.ends_with("(kernel: Route already exists)"), "{s}");
+    }
+
+    #[test]
+    fn a_wrapped_error_keeps_its_cause_and_shows_the_kernel_text_once() {
+        let cause = Error::errno(libc::ENETDOWN, "adding route 198.18.0.0/24 dev r1")
+            .with_kind(ErrorKind::Netlink)
+            .with_extack("Nexthop device is not up")
+            .context("change 9 of 59");
+        let e = Error::new(ErrorKind::RolledBack, "rolled back 8 change(s)").with_source(cause);
+        assert_eq!(e.kind(), ErrorKind::RolledBack);
+        assert_eq!(e.errno_value(), Some(libc::ENETDOWN));
+        assert_eq!(e.extack(), Some("Nexthop device is not up"));
+        let c = e.cause().unwrap();
+        assert_eq!(c.kind(), ErrorKind::Netlink);
+        assert_eq!(c.context_chain(), ["change 9 of 59"]);
+        assert!(std::ptr::eq(e.root_cause(), c));
+        let s = e.to_string();
+        assert_eq!(s.matches("Nexthop device is not up").count(), 1, "{s}");
+        assert!(s.starts_with("change 9 of 59: adding route"), "{s}");
+        assert!(s.ends_with("; rolled back 8 change(s)"), "{s}");
+        assert!(!s.contains("(kernel: )"), "{s}");
+        use std::error::Error as _;
+        assert!(e.source().is_some());
     }
 }

@@ -150,7 +150,7 @@ pub fn plan_json(data: &[u8]) {
     }
 }
 
-/// An apply journal and its step log, as [`crate::Journal::load`] reads them
+/// An apply journal and its step log, as `Journal::load` reads them
 /// from a state directory: the input is split at the first NUL byte into the
 /// journal's JSON and the step log.
 pub fn journal(data: &[u8]) {
@@ -170,14 +170,26 @@ pub fn journal(data: &[u8]) {
         None => (data, &b""[..]),
     };
     let key = "net-fuzz";
-    let jpath = crate::Journal::path(dir, key);
-    let lpath = crate::Journal::log_path(dir, key);
+    let Ok(state) = crate::apply::statedir::StateDir::create(dir) else {
+        return;
+    };
+    let jpath = state.file(&crate::Journal::file_name(key));
+    let lpath = state.file(&crate::Journal::log_name(key));
     if std::fs::write(&jpath, json).is_err() || std::fs::write(&lpath, log).is_err() {
         return;
     }
-    match crate::Journal::load(dir, key) {
+    // Parse, then load as the namespace it names (the owner check passes) so the
+    // step log is replayed as `status`/`rollback` would.
+    match crate::Journal::load_unchecked(&state, key) {
         Ok(Some(j)) => {
             let _ = serde_json::to_string(&j);
+            match crate::Journal::load(&state, key, &j.namespace.id, "the fuzzed namespace") {
+                Ok(Some(j)) => {
+                    let _ = serde_json::to_string(&j);
+                }
+                Ok(None) => {}
+                Err(e) => check_error(&e),
+            }
         }
         Ok(None) => {}
         Err(e) => check_error(&e),

@@ -124,27 +124,61 @@ impl Host {
 
     /// Capture the whole snapshot.
     pub fn snapshot(&self) -> Result<HostState> {
-        let mut state = self.target.run(|| {
+        self.target.run(|| {
             let mut nl = netlink::Netlink::open()?;
-            let mut st = HostState::empty(&hostname());
-            st.interfaces = nl.links()?;
-            let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
+            self.snapshot_with(&mut nl)
+        })
+    }
+
+    /// [`Host::snapshot`] on the calling thread, which must already be inside
+    /// this host's namespace, through an open socket of that namespace (apply
+    /// runs a whole transaction on one such thread and socket).
+    pub(crate) fn snapshot_with(&self, nl: &mut netlink::Netlink) -> Result<HostState> {
+        self.snapshot_parts(nl, true, true)
+    }
+
+    /// [`Host::snapshot_with`], leaving out neighbours and/or the hardware
+    /// reads (RDMA devices, NIC driver statistics and DCB QoS) when the caller
+    /// does not need them (apply's verify: apply sets none of them, and the
+    /// re-plan ignores neighbour flushes).
+    pub(crate) fn snapshot_parts(
+        &self,
+        nl: &mut netlink::Netlink,
+        neighbors: bool,
+        hardware: bool,
+    ) -> Result<HostState> {
+        let mut st = HostState::empty(&hostname());
+        st.interfaces = nl.links()?;
+        let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
+        let read_sysctls = || {
+            let mut w = Vec::new();
+            let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
+            (v, w)
+        };
+        let dumps = |st: &mut HostState, nl: &mut netlink::Netlink| -> Result<()> {
+            st.addresses = nl.addresses(&st.interfaces)?;
+            if neighbors {
+                st.neighbors = nl.neighbors(&st.interfaces)?;
+            }
+            st.routes = nl.routes(&st.interfaces)?;
+            st.rules = nl.rules()?;
+            Ok(())
+        };
+        if names.len() <= PARALLEL_SYSCTLS_FROM {
+            // A thread costs more than the few dozen files it would overlap.
+            dumps(&mut st, nl)?;
+            let (v, mut w) = read_sysctls();
+            st.sysctls = v;
+            st.warnings.append(&mut w);
+        } else {
             // /proc/sys reads (six files per interface) overlap with the netlink
-            // dumps on a second thread; threads spawned here inherit this thread's
-            // network namespace, so both see the same one.
+            // dumps on a second thread; threads spawned here inherit this
+            // thread's network namespace, so both see the same one.
+            let mut part = HostState::empty("");
+            part.interfaces = std::mem::take(&mut st.interfaces);
             std::thread::scope(|scope| {
-                let sysctls = scope.spawn(|| {
-                    let mut w = Vec::new();
-                    let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
-                    (v, w)
-                });
-                let dumps = (|| -> Result<()> {
-                    st.addresses = nl.addresses(&st.interfaces)?;
-                    st.neighbors = nl.neighbors(&st.interfaces)?;
-                    st.routes = nl.routes(&st.interfaces)?;
-                    st.rules = nl.rules()?;
-                    Ok(())
-                })();
+                let sysctls = scope.spawn(read_sysctls);
+                let r = dumps(&mut part, nl);
                 match sysctls.join() {
                     Ok((v, mut w)) => {
                         st.sysctls = v;
@@ -155,21 +189,30 @@ impl Host {
                         message: "reading sysctls failed unexpectedly".to_string(),
                     }),
                 }
-                dumps
+                r
             })?;
-            st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
-            read_nic_hw(&mut nl, &mut st);
-            Ok(st)
-        })?;
-        state.netns = self.target.name().map(str::to_string);
-        state.captured_at = std::time::SystemTime::now()
+            st.interfaces = part.interfaces;
+            st.addresses = part.addresses;
+            st.neighbors = part.neighbors;
+            st.routes = part.routes;
+            st.rules = part.rules;
+        }
+        st.netns = self.target.name().map(str::to_string);
+        st.captured_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        state.table_names = rt_tables::read_table_names(&self.etc_root, &mut state.warnings);
-        Ok(state)
+        st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
+        if hardware {
+            st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
+            read_nic_hw(nl, &mut st);
+        }
+        Ok(st)
     }
 }
+
+/// Above how many interfaces a snapshot reads `/proc/sys` on a second thread.
+const PARALLEL_SYSCTLS_FROM: usize = 32;
 
 /// The driver statistics (`ethtool -S`) and DCB QoS of every NIC in scope, read
 /// on the namespace's socket. What cannot be read is a warning; a driver without

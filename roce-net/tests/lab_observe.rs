@@ -3,7 +3,7 @@
 
 mod lab_support;
 
-use lab_support::{ip, ip_json, proto_id, s, seed, table_id};
+use lab_support::{ip, ip_json, ip_json_numeric, proto_id, route_type, s, seed, table_id};
 use roce_net::{ErrorKind, Host};
 use roce_net::{Family, NeighState, Route, RouteType, Rule, RuleAction, Scope};
 use std::collections::BTreeSet;
@@ -176,7 +176,7 @@ fn route_key(r: &Route) -> String {
 }
 
 fn ip_route_key(v: &serde_json::Value, family: Family) -> String {
-    let kind = match s(v, "type").as_deref() {
+    let kind = match route_type(v.get("type")).as_deref() {
         None | Some("unicast") => RouteType::Unicast,
         Some("local") => RouteType::Local,
         Some("broadcast") => RouteType::Broadcast,
@@ -343,12 +343,13 @@ fn snapshot_matches_iproute2() {
             .filter(|r| r.family == fam)
             .map(route_key)
             .collect();
-        let theirs: BTreeSet<String> = ip_json(ns, &[flag, "route", "show", "table", "all"])
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| ip_route_key(v, fam))
-            .collect();
+        let theirs: BTreeSet<String> =
+            ip_json_numeric(ns, &[flag, "route", "show", "table", "all"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| ip_route_key(v, fam))
+                .collect();
         assert_eq!(ours, theirs, "{flag} routes differ");
     }
     let main: Vec<&Route> = st
@@ -398,7 +399,7 @@ fn snapshot_matches_iproute2() {
                 )
             })
             .collect();
-        let theirs: Vec<String> = ip_json(ns, &["-d", flag, "rule", "show"])
+        let theirs: Vec<String> = ip_json_numeric(ns, &["-d", flag, "rule", "show"])
             .as_array()
             .unwrap()
             .iter()
@@ -515,7 +516,7 @@ fn route_get_matches_iproute2() {
     let mut tables = BTreeSet::new();
     for dst in dsts {
         for src in &srcs {
-            let mut args = vec!["-j", "route", "get", dst];
+            let mut args = vec!["-N", "-j", "route", "get", dst];
             if let Some(sv) = src {
                 args.extend(["from", sv.as_str()]);
             }
@@ -550,8 +551,8 @@ fn route_get_matches_iproute2() {
                 s(v, "gateway").map(|x| x.parse().unwrap()),
                 "{ctx}"
             );
-            let kind = match s(v, "type").as_deref() {
-                None => RouteType::Unicast,
+            let kind = match route_type(v.get("type")).as_deref() {
+                None | Some("unicast") => RouteType::Unicast,
                 Some("local") => RouteType::Local,
                 Some("broadcast") => RouteType::Broadcast,
                 Some(t) => panic!("{ctx}: type {t}"),
@@ -590,7 +591,7 @@ fn route_get_matches_iproute2() {
         ("2001:db8:7::99", Some("2001:db8::11")),
         ("2001:db8:7::99", Some("2001:db8:7::12")),
     ] {
-        let mut args = vec!["-j", "-6", "route", "get", dst];
+        let mut args = vec!["-N", "-j", "-6", "route", "get", dst];
         if let Some(sv) = src {
             args.extend(["from", sv]);
         }

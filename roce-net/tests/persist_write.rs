@@ -332,3 +332,47 @@ fn an_oversized_existing_file_is_refused_not_read_whole() {
     assert_eq!(tree(root.path()), before);
     assert_eq!(std::fs::metadata(&big).unwrap().len(), (16 << 20) + 1);
 }
+
+/// Issue 13 item 5: persist writes roce-net's table-names file under the same
+/// host-wide lock apply's writer takes (an exclusive flock on the rt_tables.d
+/// directory), so the two never interleave a read-modify-write of the file.
+#[test]
+fn the_table_names_file_is_written_under_the_host_wide_lock() {
+    use std::os::fd::AsRawFd;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("etc/iproute2/rt_tables.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Another writer (apply, in any namespace) holds the lock.
+    let held = std::fs::File::open(&dir).unwrap();
+    // SAFETY: flock on a descriptor the test owns.
+    assert_eq!(
+        unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r = root.path().to_path_buf();
+    let writer = std::thread::spawn(move || {
+        let files = [file(
+            &format!("/etc/{}", roce_net::TABLE_NAMES_FILE),
+            "1001\troce_a\n",
+            0o644,
+        )];
+        let out = roce_net::write_persistence(&files, &r, false);
+        tx.send(()).unwrap();
+        out
+    });
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(500))
+            .is_err(),
+        "persist wrote the names file while another writer held the lock"
+    );
+    assert!(!dir.join("roce-net.conf").exists());
+    drop(held);
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("persist goes on once the lock is free");
+    writer.join().unwrap().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("roce-net.conf")).unwrap(),
+        "1001\troce_a\n"
+    );
+}

@@ -373,6 +373,26 @@ fn table_name_clash_is_refused() {
     );
 }
 
+/// Issue 13 item 5: the names file's one rule is the policy's: a NIC whose
+/// table name rt_tables.d cannot hold (the kernel allows `+` in interface
+/// names) is refused at plan time, not accepted by plan and apply and then
+/// refused by persist.
+#[test]
+fn a_table_name_the_names_file_cannot_hold_is_refused_at_plan_time() {
+    let mut h = host();
+    add_nic(&mut h, "eth+1", 30, "198.18.0.30");
+    let m = host_err(
+        &h,
+        "nics: {include: [r1, \"eth+1\"]}\n",
+        "routing.table_name_prefix: table name \"roce_eth+1\" for eth+1 (table 1001) is not a valid iproute2 table name: it contains \"+\"",
+    );
+    assert!(m.contains("register_table_names: false"), "{m}");
+    // Without registering names, the NIC is fine.
+    let p = Policy::from_yaml("nics: {include: [r1, \"eth+1\"]}\nregister_table_names: false\n")
+        .unwrap();
+    roce_net::plan(&h, &p).unwrap();
+}
+
 #[test]
 fn auto_selection() {
     // With RDMA devices: their netdevs, whatever the subnets.

@@ -162,16 +162,23 @@ class Host:
         *,
         confirm_timeout: Optional[float] = None,
         state_dir: Optional[_Path] = None,
-        _fail_at: Optional[int] = None,
     ) -> ApplyReport:
-        """Apply a plan as a transaction (drift check, journal, verify, rollback on failure)."""
+        """Apply a plan as a transaction (re-plan under the lock, journal, verify, rollback on failure)."""
     def confirm(self, *, state_dir: Optional[_Path] = None) -> None:
         """Confirm an apply made with ``confirm_timeout``."""
     def apply_status(self, *, state_dir: Optional[_Path] = None) -> Optional[Dict[str, Any]]:
         """The last apply's journal as a dict (``state``, ``steps``...), or None."""
     def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
         """Undo the last apply from its journal."""
-    def _watchdog(self, *, state_dir: Optional[_Path] = None) -> Any: ...
+    def _watchdog(
+        self,
+        *,
+        state_dir: Optional[_Path] = None,
+        apply_id: Optional[str] = None,
+        deadline: Optional[int] = None,
+        cookie: Optional[int] = None,
+        boot_id: Optional[str] = None,
+    ) -> Any: ...
 
 @final
 class Policy:

@@ -886,6 +886,7 @@ class ApplyReport(_Record):
     changes: Tuple[str, ...]
     confirm_deadline: Optional[int]
     journal: str
+    apply_id: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

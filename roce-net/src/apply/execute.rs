@@ -1,65 +1,229 @@
-//! Carrying out one [`Change`] on a host: netlink for routes, rules and
-//! neighbours, `/proc/sys` for sysctls, a file for table names.
+//! The real [`Effects`]: one [`Change`] at a time on a host, through netlink for
+//! routes, rules and neighbours, `/proc/sys` for sysctls and roce-net's own
+//! names file for table names; snapshots through the same socket.
+//!
+//! Undo checks that what it restores is what the journal recorded. A step that
+//! may or may not have reached the kernel (a crash) counts as undone when the
+//! host already holds the recorded state: an `EEXIST` on re-adding a route or
+//! rule is accepted only when the object in its place is the recorded one, and
+//! anything else there is a failure naming both.
 
-use crate::error::Result;
+use super::journal::Step;
+use super::transaction::Effects;
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::Host;
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
-use crate::model::Neighbor;
+use crate::model::{HostState, Route, Rule, RuleAction};
 use crate::plan::Change;
-use crate::rt_tables::set_table_name;
+use crate::rt_tables::{own_table_names, update_table_names, NameUpdate};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Where a change is carried out.
-pub struct Target<'a> {
+/// The kernel of one namespace, from a thread inside it.
+pub(crate) struct Kernel<'a> {
+    /// The host handle (snapshot roots).
+    pub host: &'a Host,
     /// Netlink socket inside the namespace.
     pub nl: &'a mut Netlink,
     /// `/proc/sys` as seen from inside the namespace.
     pub proc_sys: &'a Path,
-    /// `/etc` root for table names.
-    pub etc_root: &'a Path,
+    /// The RDMA devices of the first snapshot (verify reuses them).
+    rdma: Option<Vec<crate::model::RdmaDevice>>,
 }
 
-/// Carry out one change. `tolerant` makes "already there" / "already gone"
-/// outcomes succeed, which rollback needs after a crash (a step may or may not
-/// have reached the kernel).
-pub fn execute(t: &mut Target<'_>, change: &Change, tolerant: bool) -> Result<()> {
-    let ok_if = |r: Result<()>, errno: i32| -> Result<()> {
-        match r {
-            Err(e) if tolerant && e.errno_value() == Some(errno) => Ok(()),
-            other => other,
+impl<'a> Kernel<'a> {
+    pub(crate) fn new(host: &'a Host, nl: &'a mut Netlink) -> Kernel<'a> {
+        Kernel {
+            host,
+            nl,
+            proc_sys: Path::new(procfs::PROC_SYS),
+            rdma: None,
         }
-    };
-    match change {
-        Change::SetSysctl { sysctl, after, .. } => procfs::set_sysctl(t.proc_sys, sysctl, after),
-        Change::AddRoute { route } => ok_if(t.nl.route_add(route), libc::EEXIST),
-        Change::DeleteRoute { route } => ok_if(t.nl.route_del(route), libc::ESRCH),
-        Change::ReplaceRoute { after, .. } => t.nl.route_replace(after),
-        Change::AddRule { rule } => ok_if(t.nl.rule_add(rule), libc::EEXIST),
-        Change::DeleteRule { rule } => ok_if(t.nl.rule_del(rule), libc::ENOENT),
-        Change::FlushNeighbors { entries, .. } => {
-            for n in entries {
-                match t.nl.neigh_del(n) {
-                    // Gone already (expired or flushed by the kernel): that is the goal.
-                    Err(e) if e.errno_value() == Some(libc::ENOENT) => {}
-                    other => other?,
-                }
-            }
-            Ok(())
-        }
-        Change::RestoreNeighbors { entries, .. } => {
-            for n in entries {
-                restore_neighbor(t.nl, n)?;
-            }
-            Ok(())
-        }
-        Change::RegisterTableName { id, name, .. } => set_table_name(t.etc_root, *id, Some(name)),
-        Change::UnregisterTableName { id, .. } => set_table_name(t.etc_root, *id, None),
     }
 }
 
-fn restore_neighbor(nl: &mut Netlink, n: &Neighbor) -> Result<()> {
-    match nl.neigh_add(n) {
-        Err(e) if e.errno_value() == Some(libc::EEXIST) => Ok(()),
-        other => other,
+/// Routes compare equal however a metric of 0 was reported.
+fn same_route(a: &Route, b: &Route) -> bool {
+    let norm = |r: &Route| {
+        let mut r = r.clone();
+        if r.metric == Some(0) {
+            r.metric = None;
+        }
+        r
+    };
+    norm(a) == norm(b)
+}
+
+/// Rules compare equal however absent marks, masks and suppressors were reported.
+fn same_rule(a: &Rule, b: &Rule) -> bool {
+    let norm = |r: &Rule| {
+        let mut r = r.clone();
+        if r.fwmark == Some(0) {
+            r.fwmark = None;
+        }
+        if r.fwmark.is_none() || r.fwmask == Some(u32::MAX) {
+            r.fwmask = None;
+        }
+        if r.suppress_prefixlen == Some(u32::MAX) {
+            r.suppress_prefixlen = None;
+        }
+        if r.action != RuleAction::Goto {
+            r.goto = None;
+        }
+        r
+    };
+    norm(a) == norm(b)
+}
+
+impl Kernel<'_> {
+    /// After `EEXIST` on re-adding `want`: fine when the route with its key is
+    /// exactly `want`, a failure naming what is there otherwise.
+    fn route_in_place(&mut self, want: &Route, err: Error) -> Result<()> {
+        let ifs = self.nl.links()?;
+        let routes = self.nl.routes(&ifs)?;
+        let key = |r: &Route| (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0));
+        let there: Vec<&Route> = routes.iter().filter(|r| key(r) == key(want)).collect();
+        if there.iter().any(|r| same_route(r, want)) {
+            return Ok(());
+        }
+        let found = there
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(Error::new(
+            ErrorKind::RollbackFailed,
+            format!(
+                "could not restore route {}: a different route holds its place ({}); it is not \
+                 the one recorded, so it is left as is",
+                want,
+                if found.is_empty() {
+                    "not shown by a dump".into()
+                } else {
+                    found
+                }
+            ),
+        )
+        .with_source(err))
+    }
+
+    /// After `EEXIST` on re-adding `want`: fine when an equal rule is there.
+    fn rule_in_place(&mut self, want: &Rule, err: Error) -> Result<()> {
+        let rules = self.nl.rules()?;
+        if rules.iter().any(|r| same_rule(r, want)) {
+            return Ok(());
+        }
+        let similar: Vec<String> = rules
+            .iter()
+            .filter(|r| r.family == want.family && r.priority == want.priority)
+            .map(|r| r.to_string())
+            .collect();
+        Err(Error::new(
+            ErrorKind::RollbackFailed,
+            format!(
+                "could not restore rule {}: the kernel reports it exists, but no rule equal to \
+                 the recorded one is there (at priority {}: {})",
+                want,
+                want.priority,
+                if similar.is_empty() {
+                    "none".into()
+                } else {
+                    similar.join("; ")
+                }
+            ),
+        )
+        .with_source(err))
+    }
+
+    fn run(&mut self, change: &Change, undo: bool) -> Result<()> {
+        let errno = |e: &Error, n: i32| e.errno_value() == Some(n);
+        match change {
+            Change::SetSysctl { sysctl, after, .. } => {
+                procfs::set_sysctl(self.proc_sys, sysctl, after)
+            }
+            Change::AddRoute { route } => match self.nl.route_add(route) {
+                Err(e) if undo && errno(&e, libc::EEXIST) => self.route_in_place(route, e),
+                other => other,
+            },
+            // Undoing an add: already gone is the recorded state (absent).
+            Change::DeleteRoute { route } => match self.nl.route_del(route) {
+                Err(e) if undo && errno(&e, libc::ESRCH) => Ok(()),
+                other => other,
+            },
+            Change::ReplaceRoute { after, .. } => self.nl.route_replace(after),
+            Change::AddRule { rule } => match self.nl.rule_add(rule) {
+                Err(e) if undo && errno(&e, libc::EEXIST) => self.rule_in_place(rule, e),
+                other => other,
+            },
+            Change::DeleteRule { rule } => match self.nl.rule_del(rule) {
+                Err(e) if undo && errno(&e, libc::ENOENT) => Ok(()),
+                other => other,
+            },
+            Change::FlushNeighbors { entries, .. } => {
+                for n in entries {
+                    match self.nl.neigh_del(n) {
+                        // Gone already (expired or flushed by the kernel): that is the goal.
+                        Err(e) if errno(&e, libc::ENOENT) => {}
+                        other => other?,
+                    }
+                }
+                Ok(())
+            }
+            // `ip neigh replace`: the recorded entry is put back whatever is there.
+            Change::RestoreNeighbors { entries, .. } => {
+                for n in entries {
+                    self.nl.neigh_add(n)?;
+                }
+                Ok(())
+            }
+            Change::RegisterTableName { .. } | Change::UnregisterTableName { .. } => {
+                Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "internal: table names are written through the names file update",
+                ))
+            }
+        }
+    }
+}
+
+impl Effects for Kernel<'_> {
+    fn snapshot(&mut self) -> Result<HostState> {
+        let st = self.host.snapshot_with(self.nl)?;
+        self.rdma = Some(st.rdma.clone());
+        Ok(st)
+    }
+
+    fn snapshot_verify(&mut self) -> Result<HostState> {
+        match &self.rdma {
+            Some(rdma) => {
+                let rdma = rdma.clone();
+                let mut st = self.host.snapshot_parts(self.nl, false, false)?;
+                st.rdma = rdma;
+                Ok(st)
+            }
+            None => self.snapshot(),
+        }
+    }
+
+    fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>> {
+        own_table_names(self.host.etc_root())
+    }
+
+    fn change(&mut self, _index: usize, change: &Change) -> Result<()> {
+        self.run(change, false)
+    }
+
+    fn table_names(
+        &mut self,
+        _first: usize,
+        updates: &[NameUpdate<'_>],
+        tolerant: bool,
+    ) -> Result<Vec<bool>> {
+        update_table_names(self.host.etc_root(), updates, tolerant)
+    }
+
+    fn undo(&mut self, _index: usize, step: &Step) -> Result<()> {
+        self.run(&step.inverse, true)
     }
 }

@@ -3,13 +3,19 @@
 //!
 //! The journal proper (`<key>.journal.json`) is rewritten whole, atomically, when an
 //! apply starts and at every change of [`JournalState`]. While changes are being
-//! applied, each step's progress is instead appended to the step log
+//! applied or undone, each step's progress is instead appended to the step log
 //! (`<key>.journal.log`, one `<index> <status>` line per transition, each written
-//! with one `write`), so recording a step costs the same whatever
-//! the plan's size; rewriting the whole journal twice per step made a large apply
-//! quadratic (1 795 changes: 11 s). [`Journal::load`] replays the step log onto a
-//! journal left in the `applying` state; in every other state the journal was
-//! rewritten after the last step log entry and is complete on its own.
+//! with one `write`), so recording a step costs the same whatever the plan's size;
+//! rewriting the whole journal twice per step made a large apply quadratic (1 795
+//! changes: 11 s). The step log starts with a header naming the apply (its
+//! `apply_id`) and the phase (`apply` or `rollback`); [`Journal::load`] replays a
+//! log whose header matches onto a journal in the `applying` or `rolling_back`
+//! state, and ignores any other log (one left by an earlier phase or apply). In
+//! every other state the journal was rewritten after the last step log entry and
+//! is complete on its own.
+//!
+//! Each journal records the identity of its namespace ([`NamespaceId`]): a
+//! journal is only ever used for the namespace it names, whatever its file name.
 //!
 //! Nothing is fsynced. The journal must survive the *process* (a crash, `kill -9`,
 //! a lost SSH session), and a `write` reaching the page cache does. It need not
@@ -17,12 +23,17 @@
 //! gone after a reboot too, and the default state directory `/run` is a tmpfs.
 //! Syncing each step cost milliseconds per change on a disk-backed directory.
 
+use super::identity::NamespaceId;
+use super::statedir::StateDir;
 use crate::error::{Error, ErrorKind, Result};
 use crate::plan::Change;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+/// The journal format this build writes and reads.
+pub const JOURNAL_VERSION: u32 = 2;
 
 /// Where an apply stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,10 +48,38 @@ pub enum JournalState {
     },
     /// Applied and verified (and confirmed, if a confirm timeout was set).
     Committed,
+    /// Being undone (a journal left in this state means a rollback was killed;
+    /// running rollback again finishes it).
+    RollingBack,
     /// Undone.
     RolledBack,
     /// Undoing failed part way; see `errors`.
     RollbackFailed,
+}
+
+impl JournalState {
+    /// The state's name as in JSON (`applying`, `pending_confirm`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            JournalState::Applying => "applying",
+            JournalState::PendingConfirm { .. } => "pending_confirm",
+            JournalState::Committed => "committed",
+            JournalState::RollingBack => "rolling_back",
+            JournalState::RolledBack => "rolled_back",
+            JournalState::RollbackFailed => "rollback_failed",
+        }
+    }
+
+    /// True while the host may hold changes the journal can still undo and the
+    /// apply is not finished: `applying`, `pending_confirm`, `rolling_back`.
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self,
+            JournalState::Applying
+                | JournalState::PendingConfirm { .. }
+                | JournalState::RollingBack
+        )
+    }
 }
 
 /// How far one step got.
@@ -55,6 +94,10 @@ pub enum StepStatus {
     Done,
     /// Undone by rollback.
     Undone,
+    /// Found already in place when applied (another writer made the same
+    /// change, e.g. a table name shared by every namespace): not this apply's to
+    /// undo.
+    Skipped,
 }
 
 /// One change and how to undo it.
@@ -68,23 +111,149 @@ pub struct Step {
     pub status: StepStatus,
 }
 
+/// The namespace a journal belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceRecord {
+    /// Its identity (cookie and boot id).
+    #[serde(flatten)]
+    pub id: NamespaceId,
+    /// Its name (`ip netns` name), when it was reached by name.
+    pub name: Option<String>,
+    /// Its file, when it was reached by path.
+    pub path: Option<PathBuf>,
+}
+
+impl std::fmt::Display for NamespaceRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.name, &self.path) {
+            (Some(n), _) => write!(f, "network namespace {n:?}, {}", self.id),
+            (None, Some(p)) => write!(f, "network namespace {}, {}", p.display(), self.id),
+            (None, None) => write!(f, "the caller's network namespace, {}", self.id),
+        }
+    }
+}
+
+/// What the confirm-timeout watchdog did, recorded in the journal it guards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchdogRecord {
+    /// The watchdog's process id, when it runs as its own process.
+    pub pid: Option<u32>,
+    /// How it ended: `rolled_back`, `rollback_failed`, `confirmed`,
+    /// `namespace_changed`, `namespace_gone`; `None` while it waits.
+    pub outcome: Option<String>,
+    /// When it ended (Unix seconds).
+    pub at: Option<u64>,
+    /// What it did or why it did nothing, in words.
+    pub message: Option<String>,
+}
+
 /// The journal of one apply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "JournalRepr")]
 pub struct Journal {
-    /// Namespace key (see [`super::namespace_key`]).
+    /// Journal format ([`JOURNAL_VERSION`]).
+    pub version: u32,
+    /// Namespace key (see [`NamespaceId::key`]).
     pub key: String,
-    /// Namespace name, when named.
-    pub netns: Option<String>,
+    /// The namespace it belongs to.
+    pub namespace: NamespaceRecord,
+    /// A random id of this apply (the watchdog guards exactly this one).
+    pub apply_id: String,
     /// When the apply started (Unix seconds).
     pub started_at: u64,
+    /// With a confirm timeout: when the watchdog rolls back unless confirmed,
+    /// recorded before the first change.
+    #[serde(default)]
+    pub confirm_deadline: Option<u64>,
     /// Where it stands.
     #[serde(flatten)]
     pub state: JournalState,
     /// The steps, in application order.
     pub steps: Vec<Step>,
-    /// Errors met while rolling back.
+    /// What made the apply roll back (the error, with the kernel's text).
+    #[serde(default)]
+    pub failure: Option<String>,
+    /// Errors met while rolling back: what could not be restored.
     #[serde(default)]
     pub errors: Vec<String>,
+    /// The confirm-timeout watchdog's record.
+    #[serde(default)]
+    pub watchdog: Option<WatchdogRecord>,
+}
+
+/// The journal as stored, read without `flatten` (which made serde buffer the
+/// whole document, steps included, before reading any of it).
+#[derive(Deserialize)]
+struct JournalRepr {
+    version: u32,
+    key: String,
+    namespace: NamespaceRecord,
+    apply_id: String,
+    started_at: u64,
+    #[serde(default)]
+    confirm_deadline: Option<u64>,
+    state: String,
+    #[serde(default)]
+    deadline: Option<u64>,
+    steps: Vec<Step>,
+    #[serde(default)]
+    failure: Option<String>,
+    #[serde(default)]
+    errors: Vec<String>,
+    #[serde(default)]
+    watchdog: Option<WatchdogRecord>,
+}
+
+fn state_of(name: &str, deadline: Option<u64>) -> std::result::Result<JournalState, String> {
+    Ok(match (name, deadline) {
+        ("applying", _) => JournalState::Applying,
+        ("pending_confirm", Some(deadline)) => JournalState::PendingConfirm { deadline },
+        ("pending_confirm", None) => return Err("pending_confirm without a deadline".into()),
+        ("committed", _) => JournalState::Committed,
+        ("rolling_back", _) => JournalState::RollingBack,
+        ("rolled_back", _) => JournalState::RolledBack,
+        ("rollback_failed", _) => JournalState::RollbackFailed,
+        (other, _) => return Err(format!("unknown state {other:?}")),
+    })
+}
+
+impl TryFrom<JournalRepr> for Journal {
+    type Error = String;
+    fn try_from(r: JournalRepr) -> std::result::Result<Journal, String> {
+        Ok(Journal {
+            version: r.version,
+            key: r.key,
+            namespace: r.namespace,
+            apply_id: r.apply_id,
+            started_at: r.started_at,
+            confirm_deadline: r.confirm_deadline,
+            state: state_of(&r.state, r.deadline)?,
+            steps: r.steps,
+            failure: r.failure,
+            errors: r.errors,
+            watchdog: r.watchdog,
+        })
+    }
+}
+
+/// The part of a journal an apply reads to decide whether it may start (the
+/// steps are skipped, not parsed).
+#[derive(Debug, Clone)]
+pub(crate) struct JournalHead {
+    pub state: JournalState,
+    pub errors: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct HeadRepr {
+    version: u32,
+    key: String,
+    namespace: NamespaceRecord,
+    state: String,
+    #[serde(default)]
+    deadline: Option<u64>,
+    #[serde(default)]
+    errors: Vec<String>,
 }
 
 impl StepStatus {
@@ -94,6 +263,7 @@ impl StepStatus {
             StepStatus::Started => "started",
             StepStatus::Done => "done",
             StepStatus::Undone => "undone",
+            StepStatus::Skipped => "skipped",
         }
     }
 
@@ -103,78 +273,157 @@ impl StepStatus {
             "started" => StepStatus::Started,
             "done" => StepStatus::Done,
             "undone" => StepStatus::Undone,
+            "skipped" => StepStatus::Skipped,
             _ => return None,
         })
     }
 }
 
+/// Which phase a step log records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Apply,
+    Rollback,
+}
+
+impl Phase {
+    fn word(self) -> &'static str {
+        match self {
+            Phase::Apply => "apply",
+            Phase::Rollback => "rollback",
+        }
+    }
+}
+
+const LOG_MAGIC: &str = "roce-net-steps";
+
+fn header(apply_id: &str, phase: Phase) -> String {
+    format!(
+        "{LOG_MAGIC} {JOURNAL_VERSION} {apply_id} {}\n",
+        phase.word()
+    )
+}
+
+/// What to do about a journal that cannot be used.
+fn archive_hint() -> &'static str {
+    "nothing was changed. Run `roce-net archive` to move it aside (it is kept under \
+     the state directory's archive/), then check the host with `roce-net doctor` and \
+     `roce-net plan`"
+}
+
 impl Journal {
-    /// The journal file for a namespace key.
-    pub fn path(state_dir: &Path, key: &str) -> PathBuf {
-        state_dir.join(format!("{key}.journal.json"))
+    /// The journal file name for a namespace key.
+    pub fn file_name(key: &str) -> String {
+        format!("{key}.journal.json")
     }
 
-    /// The step log for a namespace key (see the module documentation).
-    pub fn log_path(state_dir: &Path, key: &str) -> PathBuf {
-        state_dir.join(format!("{key}.journal.log"))
+    /// The step log file name for a namespace key.
+    pub fn log_name(key: &str) -> String {
+        format!("{key}.journal.log")
     }
 
-    /// Write atomically (temp file, rename); see the module notes on syncing.
-    pub fn save(&self, state_dir: &Path) -> Result<()> {
-        let path = Self::path(state_dir, &self.key);
-        let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_vec_pretty(self)
+    /// Write atomically (temporary file, rename); see the module notes on syncing.
+    pub(crate) fn save(&self, dir: &StateDir) -> Result<()> {
+        let text = serde_json::to_vec(self)
             .map_err(|e| Error::new(ErrorKind::Io, format!("serialising journal: {e}")))?;
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&text)?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| Error::io(e, format!("writing journal {}", path.display())))
+        dir.write_atomic(&Self::file_name(&self.key), &text)
     }
 
-    /// Read the journal for a namespace key; `None` when there is none.
-    pub fn load(state_dir: &Path, key: &str) -> Result<Option<Journal>> {
-        let path = Self::path(state_dir, key);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(e, format!("reading journal {}", path.display()))),
+    /// Read the journal for a namespace key; `None` when there is none. The
+    /// journal must belong to the namespace `id` (`target` names it in messages).
+    pub(crate) fn load(
+        dir: &StateDir,
+        key: &str,
+        id: &NamespaceId,
+        target: &str,
+    ) -> Result<Option<Journal>> {
+        let Some(mut j) = Self::load_unchecked(dir, key)? else {
+            return Ok(None);
         };
-        let mut j: Journal = serde_json::from_str(&text).map_err(|e| {
-            Error::new(
-                ErrorKind::Parse,
-                format!(
-                    "journal {} is corrupt ({e}); inspect it and remove it by hand",
-                    path.display()
-                ),
-            )
-        })?;
+        check_owner(dir, key, &j.namespace, id, target)?;
         if j.state == JournalState::Applying {
-            j.replay_log(state_dir)?;
+            j.replay_log(dir, Phase::Apply)?;
+        } else if j.state == JournalState::RollingBack {
+            j.replay_log(dir, Phase::Rollback)?;
         }
         Ok(Some(j))
     }
 
-    /// Apply the step log's entries to the steps, in order. A last line without
-    /// its newline (a write cut short) is ignored.
-    fn replay_log(&mut self, state_dir: &Path) -> Result<()> {
-        let path = Self::log_path(state_dir, &self.key);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => {
-                return Err(Error::io(
-                    e,
-                    format!("reading journal step log {}", path.display()),
-                ))
-            }
+    /// Read and parse without checking the namespace or replaying the step log.
+    pub(crate) fn load_unchecked(dir: &StateDir, key: &str) -> Result<Option<Journal>> {
+        let name = Self::file_name(key);
+        let Some(bytes) = dir.read(&name)? else {
+            return Ok(None);
         };
+        let j: Journal = parse(dir, &name, &bytes)?;
+        check_key(dir, &name, &j.key, key)?;
+        if j.version != JOURNAL_VERSION {
+            return Err(corrupt(
+                dir,
+                &name,
+                format!(
+                    "format version {}; this roce-net reads version {JOURNAL_VERSION}",
+                    j.version
+                ),
+            ));
+        }
+        Ok(Some(j))
+    }
+
+    /// The state and rollback errors of the journal for `key`, checked to be
+    /// the namespace `id`'s, without parsing its steps.
+    pub(crate) fn load_head(
+        dir: &StateDir,
+        key: &str,
+        id: &NamespaceId,
+        target: &str,
+    ) -> Result<Option<JournalHead>> {
+        let name = Self::file_name(key);
+        let Some(bytes) = dir.read(&name)? else {
+            return Ok(None);
+        };
+        let h: HeadRepr = parse(dir, &name, &bytes)?;
+        check_key(dir, &name, &h.key, key)?;
+        check_owner(dir, key, &h.namespace, id, target)?;
+        if h.version != JOURNAL_VERSION {
+            return Err(corrupt(
+                dir,
+                &name,
+                format!(
+                    "format version {}; this roce-net reads version {JOURNAL_VERSION}",
+                    h.version
+                ),
+            ));
+        }
+        let state = state_of(&h.state, h.deadline)
+            .map_err(|e| corrupt(dir, &name, format!("corrupt: {e}")))?;
+        Ok(Some(JournalHead {
+            state,
+            errors: h.errors,
+        }))
+    }
+
+    /// Apply the step log's entries to the steps, in order, when the log belongs
+    /// to this apply and phase. A last line without its newline (a write cut
+    /// short) is ignored.
+    fn replay_log(&mut self, dir: &StateDir, phase: Phase) -> Result<()> {
+        let name = Self::log_name(&self.key);
+        let Some(bytes) = dir.read(&name)? else {
+            return Ok(());
+        };
+        let path = dir.file(&name);
+        let text = String::from_utf8_lossy(&bytes);
         let complete = match text.rfind('\n') {
             Some(end) => &text[..end],
             None => return Ok(()),
         };
-        for (n, line) in complete.lines().enumerate() {
+        let mut lines = complete.lines().enumerate();
+        match lines.next() {
+            Some((_, h)) if format!("{h}\n") == header(&self.apply_id, phase) => {}
+            // Another apply's or phase's log: this journal is complete without it.
+            _ => return Ok(()),
+        }
+        for (n, line) in lines {
             let mut words = line.split_whitespace();
             let entry = match (words.next(), words.next(), words.next()) {
                 (Some(i), Some(s), None) => i
@@ -188,10 +437,10 @@ impl Journal {
                 return Err(Error::new(
                     ErrorKind::Parse,
                     format!(
-                        "journal step log {} is corrupt at line {} ({line:?}); inspect it and \
-                         remove it by hand",
+                        "journal step log {} is corrupt at line {} ({line:?}); {}",
                         path.display(),
-                        n + 1
+                        n + 1,
+                        archive_hint()
                     ),
                 ));
             };
@@ -201,7 +450,76 @@ impl Journal {
     }
 }
 
-/// The open step log of the apply in progress.
+fn corrupt(dir: &StateDir, name: &str, why: String) -> Error {
+    Error::new(
+        ErrorKind::Parse,
+        format!(
+            "journal {} cannot be used ({why}); {}",
+            dir.file(name).display(),
+            archive_hint()
+        ),
+    )
+}
+
+/// Parse a journal (or a part of one); a document of another format version,
+/// or none, is named as such.
+fn parse<T: serde::de::DeserializeOwned>(dir: &StateDir, name: &str, bytes: &[u8]) -> Result<T> {
+    #[derive(Deserialize)]
+    struct Version {
+        version: Option<u64>,
+    }
+    match serde_json::from_slice::<T>(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => Err(corrupt(
+            dir,
+            name,
+            match serde_json::from_slice::<Version>(bytes).map(|v| v.version) {
+                Ok(Some(n)) if n != u64::from(JOURNAL_VERSION) => {
+                    format!("format version {n}; this roce-net reads version {JOURNAL_VERSION}")
+                }
+                Ok(None) => "no format version: written by an older roce-net, which did not \
+                             record which namespace it belongs to"
+                    .to_string(),
+                _ => format!("corrupt: {e}"),
+            },
+        )),
+    }
+}
+
+fn check_key(dir: &StateDir, name: &str, found: &str, key: &str) -> Result<()> {
+    if found != key {
+        return Err(corrupt(
+            dir,
+            name,
+            format!("it names key {found:?}, but its file is for {key:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a journal written for another namespace, naming both.
+fn check_owner(
+    dir: &StateDir,
+    key: &str,
+    owner: &NamespaceRecord,
+    id: &NamespaceId,
+    target: &str,
+) -> Result<()> {
+    if owner.id != *id {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "journal {} belongs to {owner}, not to {target} ({id}): it was written for \
+                 another network namespace (or another boot) and is never used here; {}",
+                dir.file(&Journal::file_name(key)).display(),
+                archive_hint()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The open step log of the apply or rollback in progress.
 pub(crate) struct StepLog {
     file: File,
     path: PathBuf,
@@ -210,21 +528,16 @@ pub(crate) struct StepLog {
 }
 
 impl StepLog {
-    /// Start an empty step log for the journal of `key`, dropping the one an
-    /// earlier apply left (its journal is complete without it). Create it before
-    /// the new journal is first written.
-    pub(crate) fn create(state_dir: &Path, key: &str) -> Result<StepLog> {
-        let path = Journal::log_path(state_dir, key);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(e, format!("creating journal step log {}", path.display())))?;
+    /// Start a new step log for `j` and `phase`, replacing any earlier one. The
+    /// header ties it to this apply and phase, so creating it before or after
+    /// the journal is saved is equally safe.
+    pub(crate) fn create(dir: &StateDir, j: &Journal, phase: Phase) -> Result<StepLog> {
+        let name = Journal::log_name(&j.key);
+        let file = dir.create_fresh(&name)?;
         Ok(StepLog {
             file,
-            path,
-            pending: String::new(),
+            path: dir.file(&name),
+            pending: header(&j.apply_id, phase),
         })
     }
 
@@ -259,6 +572,13 @@ impl StepLog {
 mod tests {
     use super::*;
 
+    fn id() -> NamespaceId {
+        NamespaceId {
+            cookie: 7,
+            boot_id: "00000000-0000-0000-0000-000000000001".into(),
+        }
+    }
+
     fn journal(steps: usize) -> Journal {
         let change = |id: u32| Change::RegisterTableName {
             id,
@@ -266,9 +586,16 @@ mod tests {
             before: None,
         };
         Journal {
-            key: "net-1".into(),
-            netns: None,
+            version: JOURNAL_VERSION,
+            key: id().key(),
+            namespace: NamespaceRecord {
+                id: id(),
+                name: Some("rnt-x".into()),
+                path: None,
+            },
+            apply_id: "a1".into(),
             started_at: 1,
+            confirm_deadline: None,
             state: JournalState::Applying,
             steps: (0..steps as u32)
                 .map(|i| Step {
@@ -277,7 +604,9 @@ mod tests {
                     status: StepStatus::Pending,
                 })
                 .collect(),
+            failure: None,
             errors: Vec::new(),
+            watchdog: None,
         }
     }
 
@@ -285,88 +614,127 @@ mod tests {
         j.steps.iter().map(|s| s.status).collect()
     }
 
+    fn load(d: &StateDir) -> Result<Option<Journal>> {
+        Journal::load(d, &id().key(), &id(), "the test namespace")
+    }
+
     #[test]
     fn step_log_is_replayed_onto_an_applying_journal() {
-        let d = tempfile::tempdir().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let d = StateDir::create(t.path()).unwrap();
         let mut j = journal(3);
-        let mut log = StepLog::create(d.path(), &j.key).unwrap();
-        j.save(d.path()).unwrap();
+        let mut log = StepLog::create(&d, &j, Phase::Apply).unwrap();
+        j.save(&d).unwrap();
         log.set(&mut j, 0, StepStatus::Started);
         log.set(&mut j, 0, StepStatus::Done);
         log.set(&mut j, 1, StepStatus::Started);
         // Buffered lines are not in the file until flushed.
-        let unflushed = Journal::load(d.path(), "net-1").unwrap().unwrap();
+        let unflushed = load(&d).unwrap().unwrap();
         assert_eq!(statuses(&unflushed), vec![StepStatus::Pending; 3]);
         log.flush().unwrap();
-        let loaded = Journal::load(d.path(), "net-1").unwrap().unwrap();
+        let loaded = load(&d).unwrap().unwrap();
         use StepStatus::*;
         assert_eq!(statuses(&loaded), vec![Done, Started, Pending]);
         assert_eq!(loaded, j, "the loaded journal is the one in memory");
         // The journal file alone still says nothing was done.
-        let text = std::fs::read_to_string(Journal::path(d.path(), "net-1")).unwrap();
-        let plain: Journal = serde_json::from_str(&text).unwrap();
+        let plain = Journal::load_unchecked(&d, &j.key).unwrap().unwrap();
         assert_eq!(statuses(&plain), vec![Pending, Pending, Pending]);
     }
 
     #[test]
     fn a_cut_short_last_line_is_ignored_and_corruption_refused() {
-        let d = tempfile::tempdir().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let d = StateDir::create(t.path()).unwrap();
         let mut j = journal(2);
-        let mut log = StepLog::create(d.path(), &j.key).unwrap();
-        j.save(d.path()).unwrap();
+        let mut log = StepLog::create(&d, &j, Phase::Apply).unwrap();
+        j.save(&d).unwrap();
         log.set(&mut j, 0, StepStatus::Started);
         log.flush().unwrap();
-        let path = Journal::log_path(d.path(), "net-1");
+        let path = d.file(&Journal::log_name(&j.key));
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         f.write_all(b"0 do").unwrap();
-        let loaded = Journal::load(d.path(), "net-1").unwrap().unwrap();
+        let loaded = load(&d).unwrap().unwrap();
         assert_eq!(
             statuses(&loaded),
             vec![StepStatus::Started, StepStatus::Pending]
         );
+        let h = header("a1", Phase::Apply);
         for bad in [
             "0 done\n5 done\n",
             "0 finished\n",
             "x started\n",
             "0 done extra\n",
         ] {
-            std::fs::write(&path, bad).unwrap();
-            let e = Journal::load(d.path(), "net-1").unwrap_err();
+            std::fs::write(&path, format!("{h}{bad}")).unwrap();
+            let e = load(&d).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Parse, "{bad:?}");
             assert!(e.to_string().contains("journal.log"), "{e}");
+            assert!(e.to_string().contains("roce-net archive"), "{e}");
         }
     }
 
     #[test]
-    fn a_journal_saved_after_the_log_ignores_it() {
-        let d = tempfile::tempdir().unwrap();
+    fn a_log_of_another_apply_or_phase_is_ignored() {
+        let t = tempfile::tempdir().unwrap();
+        let d = StateDir::create(t.path()).unwrap();
         let mut j = journal(2);
-        let mut log = StepLog::create(d.path(), &j.key).unwrap();
-        j.save(d.path()).unwrap();
+        let mut log = StepLog::create(&d, &j, Phase::Apply).unwrap();
+        j.save(&d).unwrap();
         log.set(&mut j, 0, StepStatus::Started);
         log.set(&mut j, 0, StepStatus::Done);
         log.flush().unwrap();
-        // Rolled back: the full journal is written; the log is now stale.
-        j.steps[0].status = StepStatus::Undone;
-        j.state = JournalState::RolledBack;
-        j.save(d.path()).unwrap();
-        let loaded = Journal::load(d.path(), "net-1").unwrap().unwrap();
+        // The next apply writes its journal before its log exists: the old log
+        // (another apply id) must not be replayed onto it.
+        let mut next = journal(2);
+        next.apply_id = "a2".into();
+        next.save(&d).unwrap();
         assert_eq!(
-            statuses(&loaded),
+            statuses(&load(&d).unwrap().unwrap()),
+            vec![StepStatus::Pending; 2]
+        );
+        // A rolling-back journal ignores the apply phase's log (it is baked in).
+        j.state = JournalState::RollingBack;
+        j.save(&d).unwrap();
+        let got = load(&d).unwrap().unwrap();
+        assert_eq!(statuses(&got), vec![StepStatus::Done, StepStatus::Pending]);
+        let mut rlog = StepLog::create(&d, &j, Phase::Rollback).unwrap();
+        rlog.set(&mut j, 0, StepStatus::Undone);
+        rlog.flush().unwrap();
+        let got = load(&d).unwrap().unwrap();
+        assert_eq!(
+            statuses(&got),
             vec![StepStatus::Undone, StepStatus::Pending]
         );
-        // The next apply starts a fresh log before writing its journal.
-        let next = journal(2);
-        let _log = StepLog::create(d.path(), &next.key).unwrap();
-        next.save(d.path()).unwrap();
-        let loaded = Journal::load(d.path(), "net-1").unwrap().unwrap();
-        assert_eq!(
-            statuses(&loaded),
-            vec![StepStatus::Pending, StepStatus::Pending]
-        );
-        assert_eq!(loaded, next);
+    }
+
+    #[test]
+    fn a_journal_of_another_namespace_or_format_is_refused_with_both_named() {
+        let t = tempfile::tempdir().unwrap();
+        let d = StateDir::create(t.path()).unwrap();
+        let j = journal(1);
+        j.save(&d).unwrap();
+        let other = NamespaceId { cookie: 8, ..id() };
+        let e = Journal::load(&d, &j.key, &other, "network namespace \"rnt-y\"").unwrap_err();
+        let s = e.to_string();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{s}");
+        assert!(s.contains("\"rnt-x\", cookie 7"), "{s}");
+        assert!(s.contains("\"rnt-y\" (cookie 8"), "{s}");
+        assert!(s.contains("roce-net archive"), "{s}");
+        // A version-1 journal (no namespace identity) is refused, with what to do.
+        std::fs::write(
+            d.file(&Journal::file_name(&j.key)),
+            r#"{"key":"x","netns":null,"started_at":1,"state":"committed","steps":[]}"#,
+        )
+        .unwrap();
+        let e = load(&d).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Parse);
+        assert!(e.to_string().contains("older roce-net"), "{e}");
+        std::fs::write(d.file(&Journal::file_name(&j.key)), "{not json").unwrap();
+        let e = load(&d).unwrap_err();
+        assert!(e.to_string().contains("corrupt"), "{e}");
+        assert!(e.to_string().contains("roce-net archive"), "{e}");
     }
 }

@@ -1,52 +1,72 @@
 //! One lock per network namespace serialises appliers (DESIGN decision 5).
 
+use super::statedir::StateDir;
 use crate::error::{Error, ErrorKind, Result};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// An exclusive `flock(2)` on `<state_dir>/<key>.lock`, released on drop (and by
 /// the kernel when the process dies, so a killed applier never leaves it stuck).
+/// The key is the namespace's [`super::NamespaceId::key`], so a namespace that
+/// reuses a freed one's inode or name never shares its lock.
 #[derive(Debug)]
 pub struct NsLock {
     _file: File,
     path: PathBuf,
 }
 
+fn try_flock(f: &File) -> std::io::Result<bool> {
+    // SAFETY: flock on an fd we own.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Ok(false);
+    }
+    Err(e)
+}
+
 impl NsLock {
     /// Take the lock without waiting; `ErrorKind::Locked` if another process holds it.
     pub fn acquire(state_dir: &Path, key: &str) -> Result<NsLock> {
-        std::fs::create_dir_all(state_dir).map_err(|e| {
-            Error::io(
-                e,
-                format!("creating state directory {}", state_dir.display()),
-            )
-        })?;
-        let path = state_dir.join(format!("{key}.lock"));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(e, format!("opening lock file {}", path.display())))?;
-        // SAFETY: flock on an fd we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(Error::new(
-                    ErrorKind::Locked,
-                    format!(
-                        "another roce-net apply or rollback holds the lock for this namespace ({}); \
-                         wait for it to finish and try again",
-                        path.display()
-                    ),
-                )
-                .with_errno(libc::EWOULDBLOCK));
+        Self::acquire_in(&StateDir::create(state_dir)?, key, None)
+    }
+
+    /// Take the lock, waiting up to `wait` for another holder to let go (`None`:
+    /// do not wait). `ErrorKind::Locked` when it is still held then.
+    pub(crate) fn acquire_in(dir: &StateDir, key: &str, wait: Option<Duration>) -> Result<NsLock> {
+        let name = format!("{key}.lock");
+        let path = dir.file(&name);
+        let file = dir.open_lock(&name)?;
+        let t0 = Instant::now();
+        loop {
+            match try_flock(&file) {
+                Ok(true) => return Ok(NsLock { _file: file, path }),
+                Ok(false) => {}
+                Err(e) => return Err(Error::io(e, format!("locking {}", path.display()))),
             }
-            return Err(Error::io(err, format!("locking {}", path.display())));
+            match wait {
+                Some(w) if t0.elapsed() < w => std::thread::sleep(Duration::from_millis(20)),
+                _ => break,
+            }
         }
-        Ok(NsLock { _file: file, path })
+        let waited = match wait {
+            Some(w) => format!(" (waited {} s)", w.as_secs()),
+            None => String::new(),
+        };
+        Err(Error::new(
+            ErrorKind::Locked,
+            format!(
+                "another roce-net apply, rollback or watchdog holds the lock for this namespace \
+                 ({}){waited}; wait for it to finish and try again",
+                path.display()
+            ),
+        )
+        .with_errno(libc::EWOULDBLOCK))
     }
 
     /// The lock file.
@@ -69,5 +89,21 @@ mod tests {
         let _c = NsLock::acquire(d.path(), "net-2").unwrap();
         drop(a);
         NsLock::acquire(d.path(), "net-1").unwrap();
+    }
+
+    #[test]
+    fn a_waiting_lock_gets_it_when_the_holder_lets_go() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = StateDir::create(d.path()).unwrap();
+        let a = NsLock::acquire(d.path(), "k").unwrap();
+        let e = NsLock::acquire_in(&dir, "k", Some(Duration::from_millis(100))).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Locked);
+        assert!(e.to_string().contains("waited"), "{e}");
+        std::thread::scope(|s| {
+            let h = s.spawn(|| NsLock::acquire_in(&dir, "k", Some(Duration::from_secs(20))));
+            std::thread::sleep(Duration::from_millis(100));
+            drop(a);
+            h.join().unwrap().unwrap();
+        });
     }
 }

@@ -39,8 +39,8 @@ impl<'a> Layout<'a> {
                 ));
             }
         }
-        for name in d.table_names.values() {
-            check_table_name(name)?;
+        for (id, name) in &d.table_names {
+            crate::rt_tables::check_table_name(*id, name)?;
         }
         let mut nics: Vec<NicItems<'a>> = d
             .nics
@@ -85,24 +85,6 @@ pub(crate) fn check_ifname(s: &str) -> Result<()> {
             format!(
                 "interface name {s:?} cannot be persisted safely: it must be 1-15 characters \
                  from A-Z a-z 0-9 . - _ @"
-            ),
-        ))
-    }
-}
-
-fn check_table_name(s: &str) -> Result<()> {
-    let ok = !s.is_empty()
-        && !s.bytes().all(|b| b.is_ascii_digit())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "routing table name {s:?} is not valid for rt_tables.d: use letters, digits, \
-                 . - _ and not only digits"
             ),
         ))
     }
@@ -258,13 +240,9 @@ pub(crate) fn render_sysctl(d: &DesiredState) -> Result<RenderedFile> {
 /// `rt_tables.d` and `rt_protos.d` drop-ins.
 pub(crate) fn render_names(d: &DesiredState) -> Result<Vec<RenderedFile>> {
     let mut out = Vec::new();
-    let mut t = String::new();
-    t.push_str(HEADER);
-    t.push_str("\n# Routing table names used by roce-net (one table per NIC).\n");
-    for (id, name) in &d.table_names {
-        check_table_name(name)?;
-        let _ = writeln!(t, "{id}\t{name}");
-    }
+    // The names file has one owner (rt_tables): its header and name rules are
+    // the ones apply's writer uses, so apply and persist agree on every name.
+    let t = crate::rt_tables::render_names_file(&d.table_names)?;
     out.push(RenderedFile {
         path: PathBuf::from(RT_TABLES_PATH),
         content: t,

@@ -170,7 +170,9 @@ pub(crate) fn is_ours(content: &[u8]) -> bool {
     String::from_utf8_lossy(&head)
         .lines()
         .take(3)
-        .any(|l| l == super::common::HEADER)
+        // The table-names file carries its one owner's header (rt_tables/): apply
+        // and persist write it alike.
+        .any(|l| l == super::common::HEADER || l == crate::rt_tables::NAMES_HEADER)
 }
 
 /// What [`remove_files`] did (or, with `dry_run`, would do).
@@ -642,6 +644,17 @@ fn write_one(
                 shown.display()
             ),
         ));
+    };
+    // roce-net's table-names file is shared by every writer on the host (apply
+    // edits it from any namespace): hold the host-wide lock its owner
+    // (rt_tables) defines while replacing it, and back up what it holds now.
+    let fresh;
+    let before = if f.path == Path::new(super::RT_TABLES_PATH) {
+        crate::rt_tables::lock_names_dir(&dir, &shown)?;
+        fresh = inspect(root, &f.path)?;
+        &fresh
+    } else {
+        before
     };
     // Re-check the target right before replacing it (it may have changed since
     // the first pass); rename replaces a symlink itself but we refuse anyway.

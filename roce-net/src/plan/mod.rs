@@ -27,6 +27,7 @@ pub use change::Change;
 pub use fingerprint::fingerprint;
 pub use neigh::{polluted_neighbors, PollutedNeighbor, PollutionReason};
 pub(crate) use planner::plan_past_obstacles;
+pub(crate) use planner::plan_with;
 pub use planner::{desired_state, plan};
 
 use crate::model::{Route, Rule, Sysctl};

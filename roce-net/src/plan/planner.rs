@@ -171,8 +171,15 @@ fn same_text(a: &str, b: &str) -> bool {
 /// the policy against the snapshot first ([`Policy::validate`]), never touches
 /// the host. A compliant host gives an empty plan.
 pub fn plan(host: &HostState, policy: &Policy) -> Result<Plan> {
+    plan_with(host, policy, true)
+}
+
+/// [`plan`], leaving `base_fingerprint` empty unless `fingerprinted` (apply's
+/// verify only needs the changes; hashing the whole snapshot costs more than
+/// planning a small host).
+pub(crate) fn plan_with(host: &HostState, policy: &Policy, fingerprinted: bool) -> Result<Plan> {
     let layout = policy.layout(host)?;
-    Ok(plan_layout(host, policy, &layout))
+    Ok(plan_layout(host, policy, &layout, fingerprinted))
 }
 
 /// The plan `policy` makes on `host` once the foreign routes and rules in its
@@ -184,7 +191,7 @@ pub(crate) fn plan_past_obstacles(
 ) -> Result<(Plan, Vec<Obstacle>)> {
     let (layout, obstacles) = policy.layout_past_obstacles(host)?;
     if obstacles.is_empty() {
-        return Ok((plan_layout(host, policy, &layout), obstacles));
+        return Ok((plan_layout(host, policy, &layout, true), obstacles));
     }
     let mut cleared = host.clone();
     cleared.routes.retain(|r| {
@@ -197,10 +204,10 @@ pub(crate) fn plan_past_obstacles(
             .iter()
             .any(|o| matches!(&o.object, ForeignObject::Rule(x) if x == r))
     });
-    Ok((plan_layout(&cleared, policy, &layout), obstacles))
+    Ok((plan_layout(&cleared, policy, &layout, true), obstacles))
 }
 
-fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
+fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted: bool) -> Plan {
     let desired = build_desired(layout, policy);
     let p = policy.protocol;
     let mut changes = Vec::new();
@@ -394,7 +401,11 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout) -> Plan {
     Plan {
         hostname: host.hostname.clone(),
         netns: host.netns.clone(),
-        base_fingerprint: fingerprint(host),
+        base_fingerprint: if fingerprinted {
+            fingerprint(host)
+        } else {
+            String::new()
+        },
         changes,
         desired,
         policy: policy.clone(),

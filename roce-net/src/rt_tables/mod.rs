@@ -14,12 +14,20 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Warning;
+
+mod write;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+pub(crate) use write::{lock_names_dir, own_table_names, update_table_names, NameUpdate};
 
 /// The file roce-net registers its table names in, under an `/etc` root. roce-net
-/// writes no other iproute2 file.
+/// writes no other iproute2 file. This module owns it: its header
+/// ([`NAMES_HEADER`]), the rule for names ([`check_table_name`]), its text
+/// ([`render_names_file`]) and its host-wide lock. Apply edits it only through
+/// [`update_table_names`] (see `write.rs`: the lock, unique temporary files,
+/// exact updates); `persist` writes the text this module renders while holding
+/// the same lock ([`lock_names_dir`]).
 pub const TABLE_NAMES_FILE: &str = "iproute2/rt_tables.d/roce-net.conf";
 
 /// Where distributions install iproute2's default databases, in lookup order.
@@ -209,11 +217,11 @@ pub fn parse_line(line: &str) -> Result<Option<(u32, &str)>, String> {
     Ok(Some((id, name)))
 }
 
-/// Set (or with `None`, remove) the name of table `id` in roce-net's own
-/// `rt_tables.d` file, atomically. Other files are never edited.
-pub fn set_table_name(etc_root: &Path, id: u32, name: Option<&str>) -> Result<()> {
-    set_table_names(etc_root, &[(id, name)])
-}
+/// The first line of roce-net's names file, whoever writes it (apply's step or
+/// `persist`). A file that starts with it is roce-net's: its `<id> <name>`
+/// lines are the ones apply may replace or remove.
+pub(crate) const NAMES_HEADER: &str =
+    "# Managed by roce-net: routing tables of its per-NIC source routing.";
 
 /// The longest table name roce-net writes, in bytes.
 ///
@@ -281,63 +289,19 @@ pub(crate) fn check_table_name(id: u32, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The file's text after setting (or removing) one name; `None` when nothing
-/// but comments would be left, so the file is removed.
-fn name_update(old: &str, id: u32, name: Option<&str>) -> Result<Option<String>> {
-    let mut lines: Vec<String> = old
-        .lines()
-        .filter(|l| {
-            let first = l.split_whitespace().next().unwrap_or("");
-            first.parse::<u32>().ok() != Some(id)
-        })
-        .map(str::to_string)
-        .collect();
-    if let Some(n) = name {
-        check_table_name(id, n)?;
-        lines.push(format!("{id}\t{n}"));
+/// The whole text of roce-net's names file holding `names` (what `persist`
+/// writes for boot; apply edits the same file line by line). Every name is
+/// checked with [`check_table_name`].
+pub(crate) fn render_names_file(names: &BTreeMap<u32, String>) -> Result<String> {
+    use std::fmt::Write;
+    let mut t = String::new();
+    t.push_str(NAMES_HEADER);
+    t.push('\n');
+    for (id, name) in names {
+        check_table_name(*id, name)?;
+        let _ = writeln!(t, "{id}\t{name}");
     }
-    if lines.is_empty() || lines.iter().all(|l| l.starts_with('#')) {
-        return Ok(None);
-    }
-    if !old.contains("# Managed by roce-net") {
-        lines.insert(
-            0,
-            "# Managed by roce-net: routing tables of its per-NIC source routing.".into(),
-        );
-    }
-    Ok(Some(lines.join("\n") + "\n"))
-}
-
-/// Several [`set_table_name`] updates in order, with one read and one atomic
-/// write of the file: the result is the file the updates one by one would leave.
-/// On an invalid name nothing is written.
-pub(crate) fn set_table_names(etc_root: &Path, updates: &[(u32, Option<&str>)]) -> Result<()> {
-    let path = etc_root.join(TABLE_NAMES_FILE);
-    let old = match std::fs::read_to_string(&path) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(Error::io(e, format!("reading {}", path.display()))),
-    };
-    let mut text = Some(old);
-    for (id, name) in updates {
-        text = name_update(text.as_deref().unwrap_or(""), *id, *name)?;
-    }
-    let Some(text) = text else {
-        return match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io(e, format!("removing {}", path.display())))
-            }
-            _ => Ok(()),
-        };
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io(e, format!("creating {}", dir.display())))?;
-    }
-    let tmp = path.with_extension("conf.roce-net-tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| Error::io(e, format!("writing {}", path.display())))
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -355,67 +319,6 @@ mod unit {
         assert!(parse_line("abc def").is_err());
         assert!(parse_line("-1 neg").is_err());
         assert!(parse_line("0xzz bad").is_err());
-    }
-}
-
-#[cfg(test)]
-mod writer_tests {
-
-    use super::*;
-
-    fn read(etc: &Path) -> Option<String> {
-        std::fs::read_to_string(etc.join(TABLE_NAMES_FILE)).ok()
-    }
-
-    type Updates<'a> = Vec<(u32, Option<&'a str>)>;
-
-    #[test]
-    fn batched_table_names_leave_the_file_one_by_one_would() {
-        let cases: Vec<(Option<&str>, Updates)> = vec![
-            (
-                None,
-                vec![(1001, Some("a")), (1002, Some("b")), (1003, Some("c"))],
-            ),
-            (
-                Some("1001\told\n# a note\n"),
-                vec![(1001, Some("a")), (1002, Some("b")), (1001, None)],
-            ),
-            (
-                Some("# Managed by roce-net: x\n1001\ta\n"),
-                vec![(1001, None), (1002, Some("b"))],
-            ),
-            (Some("1001\ta\n"), vec![(1001, None)]),
-            (
-                None,
-                vec![(1001, Some("a")), (1001, None), (1002, Some("b"))],
-            ),
-        ];
-        for (start, updates) in cases {
-            let one = tempfile::tempdir().unwrap();
-            let all = tempfile::tempdir().unwrap();
-            for d in [one.path(), all.path()] {
-                if let Some(s) = start {
-                    let p = d.join(TABLE_NAMES_FILE);
-                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                    std::fs::write(p, s).unwrap();
-                }
-            }
-            for (id, name) in &updates {
-                set_table_name(one.path(), *id, *name).unwrap();
-            }
-            set_table_names(all.path(), &updates).unwrap();
-            assert_eq!(read(one.path()), read(all.path()), "{start:?} {updates:?}");
-        }
-    }
-
-    #[test]
-    fn an_invalid_name_writes_nothing() {
-        let d = tempfile::tempdir().unwrap();
-        let e =
-            set_table_names(d.path(), &[(1001, Some("a")), (1002, Some("two words"))]).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidInput);
-        assert!(e.to_string().contains("1002"), "{e}");
-        assert_eq!(read(d.path()), None);
     }
 }
 

@@ -430,6 +430,10 @@ pub fn set_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<()> {
     write_checked(s, &path, &canonical)
 }
 
+/// The most of a sysctl file read back after a write (values are a few bytes;
+/// the same bound as every other kernel attribute read).
+const READBACK_MAX: u64 = crate::input::InputKind::KernelAttribute.max_bytes();
+
 /// Write `canonical` to the sysctl file at `path`, then read it back on the same
 /// descriptor and compare.
 fn write_checked(s: &Sysctl, path: &Path, canonical: &str) -> Result<()> {
@@ -454,11 +458,20 @@ fn write_checked(s: &Sysctl, path: &Path, canonical: &str) -> Result<()> {
             err
         });
     }
-    let mut now = String::new();
-    let max = crate::input::InputKind::KernelAttribute.max_bytes();
-    f.rewind()
-        .and_then(|_| (&mut f).take(max).read_to_string(&mut now))
-        .map_err(|e| read_error(e, s, path))?;
+    // Read back with one pread(2) from offset 0 (no rewind, no size probe):
+    // sysctl values are short; a longer one falls back to a bounded whole read.
+    let mut buf = [0u8; 256];
+    let n =
+        std::os::unix::fs::FileExt::read_at(&f, &mut buf, 0).map_err(|e| read_error(e, s, path))?;
+    let now = if n < buf.len() {
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    } else {
+        let mut long = Vec::new();
+        f.rewind()
+            .and_then(|_| (&mut f).take(READBACK_MAX).read_to_end(&mut long))
+            .map_err(|e| read_error(e, s, path))?;
+        String::from_utf8_lossy(&long).into_owned()
+    };
     let now = now.trim();
     if normalize(s, now) != canonical {
         return Err(Error::new(

@@ -1,0 +1,571 @@
+//! The transaction itself, over an [`Effects`] seam: the real kernel
+//! ([`super::execute::Kernel`]) in the product, a fault-injecting wrapper in this
+//! crate's own tests (DESIGN decision 13). Nothing here knows which.
+//!
+//! Every path after the first change either finishes (verified, journal saved)
+//! or undoes what was started, in reverse, and says what failed and what was
+//! restored, with the original error kept as the source.
+
+use super::identity::NamespaceId;
+use super::journal::{
+    Journal, JournalState, NamespaceRecord, Phase, Step, StepLog, StepStatus, WatchdogRecord,
+    JOURNAL_VERSION,
+};
+use super::statedir::StateDir;
+use super::{validate, ApplyOptions, ApplyReport, RollbackReport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::HostState;
+use crate::plan::{self, Change, Plan};
+use crate::policy::Policy;
+use crate::rt_tables::NameUpdate;
+use std::collections::BTreeMap;
+
+/// Everything a transaction does to a host.
+pub(crate) trait Effects {
+    /// Read the whole host.
+    fn snapshot(&mut self) -> Result<HostState>;
+    /// Read the host again to verify an apply: everything apply changes or the
+    /// planner reads, but neighbours (verify ignores one-shot flushes) and RDMA
+    /// devices (apply never sets them) may come from the first read.
+    fn snapshot_verify(&mut self) -> Result<HostState> {
+        self.snapshot()
+    }
+    /// roce-net's own table-name lines (its names file only).
+    fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>>;
+    /// Carry out step `index`'s change.
+    fn change(&mut self, index: usize, change: &Change) -> Result<()>;
+    /// Write table names (steps `first..`); per update, whether it changed the
+    /// file (`false`: it already held the name).
+    fn table_names(
+        &mut self,
+        first: usize,
+        updates: &[NameUpdate<'_>],
+        tolerant: bool,
+    ) -> Result<Vec<bool>>;
+    /// Undo step `index`, checking that what is restored is what was recorded.
+    fn undo(&mut self, index: usize, step: &Step) -> Result<()>;
+}
+
+/// The namespace and state directory a transaction works with, under its lock.
+pub(crate) struct Session {
+    pub dir: StateDir,
+    pub id: NamespaceId,
+    pub record: NamespaceRecord,
+    /// How messages name the namespace.
+    pub desc: String,
+}
+
+impl Session {
+    pub(crate) fn key(&self) -> String {
+        self.id.key()
+    }
+}
+
+/// What to apply.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// A saved (or shown) plan: validated against a fresh plan under the lock.
+    Saved(&'a Plan),
+    /// A policy: planned under the lock.
+    Policy(&'a Policy),
+}
+
+pub(crate) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The name a table-name change leaves for its table (`None`: no name).
+fn name_target(c: &Change) -> Option<Option<&str>> {
+    match c {
+        Change::RegisterTableName { name, .. } => Some(Some(name.as_str())),
+        Change::UnregisterTableName { .. } => Some(None),
+        _ => None,
+    }
+}
+
+fn name_id(c: &Change) -> Option<u32> {
+    match c {
+        Change::RegisterTableName { id, .. } | Change::UnregisterTableName { id, .. } => Some(*id),
+        _ => None,
+    }
+}
+
+/// The update that carries out `forward` (or with `undo`, its inverse) on the
+/// names file.
+fn name_update(step: &Step, undo: bool) -> Option<NameUpdate<'_>> {
+    let (c, inv) = if undo {
+        (&step.inverse, &step.change)
+    } else {
+        (&step.change, &step.inverse)
+    };
+    Some(NameUpdate {
+        id: name_id(c)?,
+        expect: name_target(inv)?,
+        set: name_target(c)?,
+    })
+}
+
+/// The inverse of every change, or an error naming the first change that cannot
+/// be undone (nothing is applied then). Table-name inverses restore exactly the
+/// line roce-net's own file held (`own`), not the name other files give.
+fn steps_for(plan: &Plan, own: &BTreeMap<u32, String>) -> Result<Vec<Step>> {
+    plan.changes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let inverse = match c {
+                Change::RegisterTableName { id, name, .. } => match own.get(id) {
+                    None => Some(Change::UnregisterTableName {
+                        id: *id,
+                        name: name.clone(),
+                    }),
+                    Some(old) => Some(Change::RegisterTableName {
+                        id: *id,
+                        name: old.clone(),
+                        before: Some(name.clone()),
+                    }),
+                },
+                _ => c.inverse(),
+            };
+            let inverse = inverse.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "change {} of {} ({}) cannot be undone: its current value could not be read; \
+                         nothing was applied",
+                        i + 1,
+                        plan.changes.len(),
+                        c.describe()
+                    ),
+                )
+            })?;
+            Ok(Step {
+                change: c.clone(),
+                inverse,
+                status: StepStatus::Pending,
+            })
+        })
+        .collect()
+}
+
+/// Refuse to start while the last apply's journal needs attention.
+pub(crate) fn check_previous(s: &Session) -> Result<()> {
+    let Some(j) = Journal::load_head(&s.dir, &s.key(), &s.id, &s.desc)? else {
+        return Ok(());
+    };
+    match &j.state {
+        JournalState::PendingConfirm { deadline } => Err(Error::new(
+            ErrorKind::Locked,
+            format!(
+                "an earlier apply awaits confirmation until {deadline} (Unix time); \
+                 run `roce-net confirm` or `roce-net rollback` first"
+            ),
+        )),
+        JournalState::Applying | JournalState::RollingBack => Err(Error::new(
+            ErrorKind::Locked,
+            format!(
+                "an earlier {} did not finish (crashed or killed); run `roce-net rollback` \
+                 to restore the host before applying again",
+                if j.state == JournalState::Applying {
+                    "apply"
+                } else {
+                    "rollback"
+                }
+            ),
+        )),
+        JournalState::RollbackFailed => Err(Error::new(
+            ErrorKind::RollbackFailed,
+            format!(
+                "the last rollback in this namespace failed ({}); its journal {} is the only \
+                 record of what to restore, so it is not replaced. Fix the cause and run \
+                 `roce-net rollback` again, or run `roce-net archive` to keep the journal aside \
+                 and accept the host as it is",
+                j.errors.join("; "),
+                s.dir.file(&Journal::file_name(&s.key())).display()
+            ),
+        )),
+        JournalState::Committed | JournalState::RolledBack => Ok(()),
+    }
+}
+
+/// Apply under the lock held by the session. See the module documentation.
+pub(crate) fn apply(
+    s: &Session,
+    fx: &mut dyn Effects,
+    source: Source<'_>,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport> {
+    check_previous(s)?;
+    let current = fx.snapshot()?;
+    let plan = match source {
+        Source::Policy(p) => plan::plan(&current, p)?,
+        Source::Saved(saved) => validate::check_saved(saved, &current)?,
+    };
+    let journal_path = s.dir.file(&Journal::file_name(&s.key()));
+    if plan.is_empty() {
+        return Ok(ApplyReport {
+            applied: 0,
+            changes: Vec::new(),
+            confirm_deadline: None,
+            journal: journal_path,
+            apply_id: None,
+        });
+    }
+    let own = fx.own_table_names()?;
+    let steps = steps_for(&plan, &own)?;
+    let (apply_id, deadline, pid) = match (&opts.guard, opts.confirm_timeout) {
+        (Some(g), _) => {
+            if g.namespace != s.id {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "the confirm watchdog was armed for {}, but this is {} ({}); nothing \
+                         was changed",
+                        g.namespace, s.desc, s.id
+                    ),
+                ));
+            }
+            (g.apply_id.clone(), Some(g.deadline), g.watchdog_pid)
+        }
+        (None, Some(t)) => (
+            super::statedir::random_id(),
+            Some(super::confirm::deadline_after(t)?),
+            None,
+        ),
+        (None, None) => (super::statedir::random_id(), None, None),
+    };
+    let mut j = Journal {
+        version: JOURNAL_VERSION,
+        key: s.key(),
+        namespace: s.record.clone(),
+        apply_id,
+        started_at: now(),
+        confirm_deadline: deadline,
+        state: JournalState::Applying,
+        steps,
+        failure: None,
+        errors: Vec::new(),
+        watchdog: deadline.map(|_| WatchdogRecord {
+            pid,
+            outcome: None,
+            at: None,
+            message: None,
+        }),
+    };
+    // The journal (with the deadline) exists before the first change; its step
+    // log is tied to it by the apply id, so either order survives a crash.
+    j.save(&s.dir)?;
+    let mut log = match StepLog::create(&s.dir, &j, Phase::Apply) {
+        Ok(l) => l,
+        Err(e) => {
+            j.state = JournalState::RolledBack;
+            j.failure = Some(e.to_string());
+            let _ = j.save(&s.dir);
+            return Err(e);
+        }
+    };
+    let result = forward(fx, &mut j, &mut log)
+        .and_then(|()| verify(fx, &plan.policy))
+        .and_then(|()| {
+            j.state = match deadline {
+                Some(d) => JournalState::PendingConfirm { deadline: d },
+                None => JournalState::Committed,
+            };
+            j.save(&s.dir)
+        });
+    if let Err(cause) = result {
+        return Err(undo_after_failure(s, fx, &mut j, cause));
+    }
+    let done = |st: StepStatus| j.steps.iter().filter(|x| x.status == st).count();
+    Ok(ApplyReport {
+        applied: done(StepStatus::Done),
+        changes: j
+            .steps
+            .iter()
+            .filter(|x| x.status == StepStatus::Done)
+            .map(|x| x.change.describe())
+            .collect(),
+        confirm_deadline: deadline,
+        journal: journal_path,
+        apply_id: Some(j.apply_id.clone()),
+    })
+}
+
+/// The end of the run of table-name steps starting at `i`.
+fn names_run(steps: &[Step], i: usize) -> usize {
+    let mut end = i;
+    while end < steps.len() && name_update(&steps[end], false).is_some() {
+        end += 1;
+    }
+    end
+}
+
+fn forward(fx: &mut dyn Effects, j: &mut Journal, log: &mut StepLog) -> Result<()> {
+    let n = j.steps.len();
+    let what = |j: &Journal, i: usize| {
+        format!("change {} of {n} ({})", i + 1, j.steps[i].change.describe())
+    };
+    let mut i = 0;
+    while i < n {
+        let end = names_run(&j.steps, i);
+        if end > i {
+            // Consecutive table-name steps: one write of the names file, each step
+            // journalled started before it and done after it, as one by one.
+            for k in i..end {
+                log.set(j, k, StepStatus::Started);
+            }
+            log.flush()?;
+            let updates: Vec<NameUpdate<'_>> = j.steps[i..end]
+                .iter()
+                .filter_map(|st| name_update(st, false))
+                .collect();
+            match fx.table_names(i, &updates, false) {
+                Ok(changed) => {
+                    for (k, c) in (i..end).zip(changed) {
+                        log.set(
+                            j,
+                            k,
+                            if c {
+                                StepStatus::Done
+                            } else {
+                                StepStatus::Skipped
+                            },
+                        );
+                    }
+                }
+                Err(e) => {
+                    // The write is atomic: none of them took effect.
+                    for k in i + 1..end {
+                        j.steps[k].status = StepStatus::Pending;
+                    }
+                    return Err(e.context(what(j, i)));
+                }
+            }
+            i = end;
+            continue;
+        }
+        log.set(j, i, StepStatus::Started);
+        log.flush()?;
+        fx.change(i, &j.steps[i].change)
+            .map_err(|e| e.context(what(j, i)))?;
+        log.set(j, i, StepStatus::Done);
+        i += 1;
+    }
+    log.flush()
+}
+
+/// Re-read the host and re-plan: only one-shot neighbour flushes may remain.
+fn verify(fx: &mut dyn Effects, policy: &Policy) -> Result<()> {
+    let after = fx
+        .snapshot_verify()
+        .map_err(|e| e.context("verifying: re-reading the host after applying"))?;
+    let again = plan::plan_with(&after, policy, false)
+        .map_err(|e| e.context("verifying: re-planning on the host after applying"))?;
+    let left: Vec<String> = again
+        .changes
+        .iter()
+        .filter(|c| !matches!(c, Change::FlushNeighbors { .. }))
+        .map(Change::describe)
+        .collect();
+    if !left.is_empty() {
+        return Err(Error::new(
+            ErrorKind::Verify,
+            format!(
+                "after applying, the host still differs from the policy: {}",
+                left.join("; ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Undo every started step in reverse after `cause`; return the error to report.
+fn undo_after_failure(s: &Session, fx: &mut dyn Effects, j: &mut Journal, cause: Error) -> Error {
+    j.failure = Some(cause.to_string());
+    let (undone, save_err) = undo_journal(s, fx, j);
+    let kind_if_ok = if cause.kind() == ErrorKind::Verify {
+        ErrorKind::Verify
+    } else {
+        ErrorKind::RolledBack
+    };
+    if j.errors.is_empty() {
+        let mut msg = format!(
+            "rolled back {} change(s), the host is as before{}",
+            undone.len(),
+            if undone.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", undone.join("; "))
+            }
+        );
+        if let Some(e) = save_err {
+            msg.push_str(&format!(" (but the journal could not be updated: {e})"));
+        }
+        Error::new(kind_if_ok, msg).with_source(cause)
+    } else {
+        Error::new(
+            ErrorKind::RollbackFailed,
+            format!(
+                "rollback failed too, the host may be in a mixed state; not restored: {}. \
+                 Undone: {}. The journal {} is kept; fix the cause and run `roce-net rollback`",
+                j.errors.join("; "),
+                if undone.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    undone.join("; ")
+                },
+                s.dir.file(&Journal::file_name(&j.key)).display()
+            ),
+        )
+        .with_source(cause)
+    }
+}
+
+/// Mark the journal rolling back, undo, and save the outcome. Returns what was
+/// undone and the error of the final save, if any.
+fn undo_journal(
+    s: &Session,
+    fx: &mut dyn Effects,
+    j: &mut Journal,
+) -> (Vec<String>, Option<Error>) {
+    j.state = JournalState::RollingBack;
+    let mut log = j
+        .save(&s.dir)
+        .and_then(|()| StepLog::create(&s.dir, j, Phase::Rollback))
+        .ok();
+    let undone = undo(fx, j, log.as_mut());
+    j.state = if j.errors.is_empty() {
+        JournalState::RolledBack
+    } else {
+        JournalState::RollbackFailed
+    };
+    (undone, j.save(&s.dir).err())
+}
+
+/// Undo started/done steps in reverse order, each checked to restore what was
+/// recorded (a step that may or may not have reached the kernel counts as undone
+/// when the host already holds the recorded state). Errors are recorded in the
+/// journal and undoing goes on.
+fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) -> Vec<String> {
+    let mut undone = Vec::new();
+    j.errors.clear();
+    let todo = |st: StepStatus| matches!(st, StepStatus::Started | StepStatus::Done);
+    let mut i = j.steps.len();
+    while i > 0 {
+        let end = i;
+        i -= 1;
+        if !todo(j.steps[i].status) {
+            continue;
+        }
+        if let Some(l) = log.as_deref_mut() {
+            if let Err(e) = l.flush() {
+                j.errors.push(format!("recording rollback progress: {e}"));
+            }
+        }
+        if name_update(&j.steps[i], true).is_some() {
+            // The run of table-name steps ending here, undone with one write.
+            let mut start = i;
+            while start > 0
+                && name_update(&j.steps[start - 1], true).is_some()
+                && todo(j.steps[start - 1].status)
+            {
+                start -= 1;
+            }
+            let idx: Vec<usize> = (start..end).rev().collect();
+            let updates: Vec<NameUpdate<'_>> = idx
+                .iter()
+                .filter_map(|k| name_update(&j.steps[*k], true))
+                .collect();
+            match fx.table_names(start, &updates, true) {
+                Ok(_) => {
+                    for k in idx {
+                        undone.push(j.steps[k].inverse.describe());
+                        match log.as_deref_mut() {
+                            Some(l) => l.set(j, k, StepStatus::Undone),
+                            None => j.steps[k].status = StepStatus::Undone,
+                        }
+                    }
+                }
+                Err(e) => {
+                    let what: Vec<String> =
+                        idx.iter().map(|k| j.steps[*k].change.describe()).collect();
+                    j.errors.push(format!("undoing {}: {e}", what.join(", ")));
+                }
+            }
+            i = start;
+            continue;
+        }
+        match fx.undo(i, &j.steps[i]) {
+            Ok(()) => {
+                undone.push(j.steps[i].inverse.describe());
+                match log.as_deref_mut() {
+                    Some(l) => l.set(j, i, StepStatus::Undone),
+                    None => j.steps[i].status = StepStatus::Undone,
+                }
+            }
+            Err(e) => j
+                .errors
+                .push(format!("undoing {}: {e}", j.steps[i].change.describe())),
+        }
+    }
+    if let Some(l) = log {
+        if let Err(e) = l.flush() {
+            j.errors.push(format!("recording rollback progress: {e}"));
+        }
+    }
+    undone
+}
+
+/// Roll back the session's journal (under its lock). `NotFound` when there is
+/// nothing to roll back.
+pub(crate) fn rollback(s: &Session, fx: &mut dyn Effects) -> Result<(RollbackReport, Journal)> {
+    let Some(mut j) = Journal::load(&s.dir, &s.key(), &s.id, &s.desc)? else {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "no apply journal for {} in {}: nothing to roll back",
+                s.desc,
+                s.dir.path().display()
+            ),
+        ));
+    };
+    if j.state == JournalState::RolledBack {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            "the last apply was already rolled back",
+        ));
+    }
+    let was = j.state.name().to_string();
+    let (undone, save_err) = undo_journal(s, fx, &mut j);
+    if j.errors.is_empty() {
+        if let Some(e) = save_err {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!(
+                    "rolled back ({}), but the journal could not be updated; run `roce-net \
+                     rollback` again to record it",
+                    undone.join("; ")
+                ),
+            )
+            .with_source(e));
+        }
+        Ok((RollbackReport { undone, was }, j))
+    } else {
+        Err(Error::new(
+            ErrorKind::RollbackFailed,
+            format!(
+                "rollback incomplete, the host may be in a mixed state; not restored: {}; \
+                 undone: {}. The journal is kept: fix the cause and run `roce-net rollback` again",
+                j.errors.join("; "),
+                if undone.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    undone.join("; ")
+                }
+            ),
+        ))
+    }
+}

@@ -1,0 +1,289 @@
+//! Checking a saved plan (`apply --plan FILE`, or a plan shown at a prompt)
+//! against the host as it is under the lock.
+//!
+//! The plan is re-made from its own policy on the current host. That is both
+//! checks in one:
+//!
+//! - **only what the planner itself could make**: a change the fresh plan does not
+//!   hold is refused. When it could never be roce-net's (a route or rule without
+//!   the policy's protocol, a sysctl or table name the policy does not manage, a
+//!   neighbour flush off the managed NICs, a kind of change the planner never
+//!   makes) the whole plan is refused as invalid input, naming the change: a
+//!   hand-edited plan never touches a foreign object.
+//! - **drift in what the plan touches and reads**: the fresh plan depends on
+//!   exactly the inputs of the planner's decisions (the managed NICs and their
+//!   addresses, the tables, rules and priorities it uses, the sysctls it sets,
+//!   the table names). If those changed, the plans differ and the apply is refused
+//!   as drift; a change anywhere else (a route in an unrelated table, a counter)
+//!   does not matter.
+//!
+//! Neighbour entries come and go by themselves, so a saved flush is applied for
+//! the entries the fresh plan would still flush and not for others.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{HostState, Neighbor};
+use crate::plan::{self, Change, Plan};
+use std::collections::BTreeSet;
+
+/// Why `c` could never be a change of `fresh`'s planner, if so.
+fn foreign(c: &Change, fresh: &Plan) -> Option<String> {
+    let p = fresh.policy.protocol;
+    let not_ours = |what: String, proto: u8| {
+        (proto != p).then(|| {
+            format!("{what} is not roce-net's: its protocol is {proto}, the policy's is {p}")
+        })
+    };
+    let d = &fresh.desired;
+    match c {
+        Change::AddRoute { route } | Change::DeleteRoute { route } => {
+            not_ours(format!("route {route}"), route.protocol)
+        }
+        Change::ReplaceRoute { before, after } => {
+            not_ours(format!("route {before}"), before.protocol)
+                .or_else(|| not_ours(format!("route {after}"), after.protocol))
+        }
+        Change::AddRule { rule } | Change::DeleteRule { rule } => {
+            not_ours(format!("rule {rule}"), rule.protocol)
+        }
+        Change::SetSysctl { sysctl, after, .. } => {
+            match d.sysctls.iter().find(|(s, _)| s == sysctl) {
+                None => Some(format!(
+                    "sysctl {sysctl} is not one this policy manages here"
+                )),
+                Some((_, want)) if want.split_whitespace().ne(after.split_whitespace()) => Some(
+                    format!("it sets sysctl {sysctl} to {after:?}; the policy says {want:?}"),
+                ),
+                Some(_) => None,
+            }
+        }
+        Change::RegisterTableName { id, name, .. } => match d.table_names.get(id) {
+            None => Some(format!("table {id} is not one this policy names here")),
+            Some(want) if want != name => Some(format!(
+                "it names table {id} {name:?}; the policy says {want:?}"
+            )),
+            Some(_) => None,
+        },
+        Change::FlushNeighbors { ifname, .. } => (!d.nics.iter().any(|n| n.ifname == *ifname))
+            .then(|| format!("{ifname} is not a NIC this policy manages here")),
+        Change::RestoreNeighbors { .. } | Change::UnregisterTableName { .. } => {
+            Some("the planner never makes this kind of change (only rollback does)".into())
+        }
+    }
+}
+
+fn neigh_key(n: &Neighbor) -> (String, std::net::IpAddr, Option<String>) {
+    (
+        n.ifname.clone(),
+        n.ip,
+        n.mac.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// The plan to apply for `saved` on the host `current`, or why not.
+pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
+    saved
+        .policy
+        .check()
+        .map_err(|e| e.context("the plan's policy is invalid; nothing was applied"))?;
+    let fresh = plan::plan(current, &saved.policy).map_err(|e| {
+        Error::new(
+            ErrorKind::Drift,
+            "the host changed so that the plan's own policy no longer applies; nothing was \
+             applied. Make a new plan with `roce-net plan` and review it",
+        )
+        .with_source(e)
+    })?;
+    for (i, c) in saved.changes.iter().enumerate() {
+        if let Some(why) = foreign(c, &fresh) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "change {} of {} ({}) is not one roce-net's planner makes for this plan's \
+                     policy on this host: {why}. The plan was edited or made by something else; \
+                     nothing was applied",
+                    i + 1,
+                    saved.changes.len(),
+                    c.describe()
+                ),
+            ));
+        }
+    }
+    let lasting = |p: &Plan| -> Vec<Change> {
+        p.changes
+            .iter()
+            .filter(|c| !matches!(c, Change::FlushNeighbors { .. }))
+            .cloned()
+            .collect()
+    };
+    let (was, now) = (lasting(saved), lasting(&fresh));
+    if was != now {
+        let stale: Vec<String> = was
+            .iter()
+            .filter(|c| !now.contains(c))
+            .map(Change::describe)
+            .collect();
+        let needed: Vec<String> = now
+            .iter()
+            .filter(|c| !was.contains(c))
+            .map(Change::describe)
+            .collect();
+        let mut what = Vec::new();
+        if !stale.is_empty() {
+            what.push(format!("no longer right: {}", stale.join("; ")));
+        }
+        if !needed.is_empty() {
+            what.push(format!("now needed instead: {}", needed.join("; ")));
+        }
+        if what.is_empty() {
+            what.push("the same changes in another order".into());
+        }
+        return Err(Error::new(
+            ErrorKind::Drift,
+            format!(
+                "the host changed in what the plan touches since it was made ({}); nothing was \
+                 applied. Make a new plan with `roce-net plan` and review it",
+                what.join("; ")
+            ),
+        ));
+    }
+    // Flushes: the saved plan's entries that are still polluted now.
+    let still: BTreeSet<_> = fresh
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::FlushNeighbors { entries, .. } => Some(entries.iter().map(neigh_key)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let mut changes = now;
+    for c in &saved.changes {
+        if let Change::FlushNeighbors { ifname, entries } = c {
+            let keep: Vec<Neighbor> = entries
+                .iter()
+                .filter(|n| still.contains(&neigh_key(n)))
+                .cloned()
+                .collect();
+            if !keep.is_empty() {
+                changes.push(Change::FlushNeighbors {
+                    ifname: ifname.clone(),
+                    entries: keep,
+                });
+            }
+        }
+    }
+    Ok(Plan { changes, ..fresh })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{protocol, Route};
+    use crate::policy::Policy;
+    use std::path::Path;
+
+    fn fixture() -> (HostState, Policy) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plan/fresh");
+        let host = HostState::load(&dir.join("current.json")).unwrap();
+        let policy = Policy::load(&dir.join("policy.yaml")).unwrap();
+        (host, policy)
+    }
+
+    fn main_kernel_route(h: &HostState) -> Route {
+        h.routes
+            .iter()
+            .find(|r| r.table == 254 && r.protocol == protocol::KERNEL)
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn an_untouched_plan_is_applied_as_made() {
+        let (host, policy) = fixture();
+        let p = plan::plan(&host, &policy).unwrap();
+        assert!(!p.is_empty());
+        assert_eq!(check_saved(&p, &host).unwrap().changes, p.changes);
+    }
+
+    #[test]
+    fn a_hand_edited_plan_touching_a_foreign_object_is_refused() {
+        let (host, policy) = fixture();
+        let good = plan::plan(&host, &policy).unwrap();
+        let victim = main_kernel_route(&host);
+        let mut edits: Vec<(Change, &str)> = vec![
+            (
+                Change::DeleteRoute {
+                    route: victim.clone(),
+                },
+                "protocol is 2",
+            ),
+            (
+                Change::SetSysctl {
+                    sysctl: crate::model::Sysctl::Conf {
+                        target: crate::model::ConfTarget::Interface("eth0".into()),
+                        key: crate::model::ConfKey::ArpIgnore,
+                    },
+                    before: Some("0".into()),
+                    after: "8".into(),
+                },
+                "not one this policy manages",
+            ),
+            (
+                Change::UnregisterTableName {
+                    id: 254,
+                    name: "main".into(),
+                },
+                "never makes this kind",
+            ),
+        ];
+        // The same route with roce-net's protocol is owned, but not in the plan:
+        // the plan is refused as not matching the host (drift), not applied.
+        let mut owned = victim.clone();
+        owned.protocol = policy.protocol;
+        for (c, why) in edits.drain(..) {
+            let mut p = good.clone();
+            p.changes.insert(1, c);
+            let e = check_saved(&p, &host).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            assert!(e.to_string().contains(why), "{why}: {e}");
+            assert!(e.to_string().contains("nothing was applied"), "{e}");
+        }
+        let mut p = good.clone();
+        p.changes.push(Change::DeleteRoute { route: owned });
+        assert_eq!(check_saved(&p, &host).unwrap_err().kind(), ErrorKind::Drift);
+        // A policy that would claim the kernel's own routes is refused too.
+        let mut p = good.clone();
+        p.policy.protocol = protocol::KERNEL;
+        p.changes.push(Change::DeleteRoute { route: victim });
+        let e = check_saved(&p, &host).unwrap_err();
+        assert!(e.to_string().contains("policy is invalid"), "{e}");
+    }
+
+    #[test]
+    fn drift_counts_only_in_what_the_plan_touches_and_reads() {
+        let (host, policy) = fixture();
+        let p = plan::plan(&host, &policy).unwrap();
+        // Churn in a table the policy does not use: not drift.
+        let mut churned = host.clone();
+        for i in 0..50u8 {
+            let mut r = main_kernel_route(&host);
+            r.table = 5000;
+            r.protocol = protocol::STATIC;
+            r.dst = format!("198.19.{i}.0/24").parse().unwrap();
+            churned.routes.push(r);
+        }
+        assert_ne!(plan::fingerprint(&churned), p.base_fingerprint);
+        assert_eq!(check_saved(&p, &churned).unwrap().changes, p.changes);
+        // A sysctl the plan sets changed behind its back: drift, named.
+        let mut moved = host.clone();
+        let arp = crate::model::Sysctl::Conf {
+            target: crate::model::ConfTarget::All,
+            key: crate::model::ConfKey::ArpIgnore,
+        };
+        moved.sysctls.all.arp_ignore = Some(2);
+        let e = check_saved(&p, &moved).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Drift, "{e}");
+        assert!(e.to_string().contains(&arp.to_string()), "{e}");
+        assert!(e.to_string().contains("roce-net plan"), "{e}");
+    }
+}

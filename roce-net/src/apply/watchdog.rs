@@ -1,0 +1,197 @@
+//! The confirm-timeout watchdog (see `confirm.rs` for how it is armed).
+//!
+//! It waits for its guard's deadline (leaving early once the apply it guards is
+//! confirmed or rolled back), then **waits for the namespace's lock** (an apply
+//! or rollback still running finishes first; bounded by
+//! [`ApplyOptions::watchdog_lock_wait`]), then rolls back the guarded apply if it
+//! is still open: `applying` (the applier died or hung up), `pending_confirm`
+//! (not confirmed in time) or `rolling_back` (a rollback was killed). It only
+//! ever acts on the journal with its guard's apply id, and only inside the
+//! namespace with its guard's cookie: a namespace deleted and created again
+//! under the same name is another namespace, left alone. What it did is written
+//! into the journal (`watchdog.outcome`), which `roce-net status` shows.
+
+use super::identity::{describe_target, namespace_id, NamespaceId};
+use super::journal::{Journal, JournalState, WatchdogRecord};
+use super::statedir::StateDir;
+use super::transaction::{self, now, Session};
+use super::{in_namespace, privilege, record, ApplyOptions, ConfirmGuard, NsLock, RollbackReport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::Host;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// What the watchdog did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchdogOutcome {
+    /// Confirmed in time; nothing done.
+    Confirmed,
+    /// The deadline passed; rolled back.
+    RolledBack(RollbackReport),
+    /// There was nothing pending (the guarded apply never started, failed and was
+    /// rolled back, or was rolled back by hand).
+    NothingPending,
+    /// The guarded namespace is gone or is now another one; nothing done.
+    NamespaceChanged(String),
+}
+
+/// The error for a namespace that is not the one expected.
+pub(crate) fn namespace_changed(host: &Host, want: &NamespaceId, got: &NamespaceId) -> Error {
+    Error::new(
+        ErrorKind::InvalidInput,
+        format!(
+            "{} is now another namespace ({got}) than the one guarded ({want}): it was deleted \
+             and created again; nothing was changed in it",
+            describe_target(host)
+        ),
+    )
+}
+
+/// The guarded apply's outcome if it is already finished.
+fn finished(dir: &StateDir, key: &str, apply_id: &str) -> Option<WatchdogOutcome> {
+    let j = Journal::load_unchecked(dir, key).ok()??;
+    if j.apply_id != apply_id {
+        return None;
+    }
+    match j.state {
+        JournalState::Committed => Some(WatchdogOutcome::Confirmed),
+        JournalState::RolledBack | JournalState::RollbackFailed => {
+            Some(WatchdogOutcome::NothingPending)
+        }
+        _ => None,
+    }
+}
+
+fn record_outcome(dir: &StateDir, key: &str, outcome: &str, message: String) {
+    if let Ok(Some(mut j)) = Journal::load_unchecked(dir, key) {
+        let w = j.watchdog.get_or_insert(WatchdogRecord {
+            pid: None,
+            outcome: None,
+            at: None,
+            message: None,
+        });
+        w.outcome = Some(outcome.to_string());
+        w.at = Some(now());
+        w.message = Some(message);
+        let _ = j.save(dir);
+    }
+}
+
+/// Wait for the guarded apply's deadline; roll back unless it was confirmed.
+/// Blocks; meant to run in a detached process. With [`ApplyOptions::guard`] it
+/// guards that apply (armed before it started); without, the pending apply of
+/// the host's namespace as its journal records it.
+pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
+    privilege::require_net_admin("the confirm watchdog")?;
+    let dir = StateDir::create(&opts.state_dir)?;
+    let guard = match &opts.guard {
+        Some(g) => g.clone(),
+        None => {
+            let id = namespace_id(host)?;
+            match Journal::load(&dir, &id.key(), &id, &describe_target(host))? {
+                Some(j) if j.state.is_open() => match j.confirm_deadline {
+                    Some(deadline) => ConfirmGuard {
+                        apply_id: j.apply_id,
+                        deadline,
+                        namespace: id,
+                        watchdog_pid: None,
+                    },
+                    None => return Ok(WatchdogOutcome::NothingPending),
+                },
+                Some(j) if j.state == JournalState::Committed => {
+                    return Ok(WatchdogOutcome::Confirmed)
+                }
+                _ => return Ok(WatchdogOutcome::NothingPending),
+            }
+        }
+    };
+    let key = guard.namespace.key();
+    loop {
+        let t = now();
+        if t >= guard.deadline {
+            break;
+        }
+        if let Some(done) = finished(&dir, &key, &guard.apply_id) {
+            return Ok(done);
+        }
+        let left = Duration::from_secs(guard.deadline - t);
+        std::thread::sleep(left.min(Duration::from_millis(250)));
+    }
+
+    let _lock = NsLock::acquire_in(&dir, &key, Some(opts.watchdog_lock_wait))?;
+    let Some(j) = Journal::load_unchecked(&dir, &key)? else {
+        return Ok(WatchdogOutcome::NothingPending);
+    };
+    if j.apply_id != guard.apply_id || j.namespace.id != guard.namespace {
+        return Ok(WatchdogOutcome::NothingPending);
+    }
+    match j.state {
+        JournalState::Committed => return Ok(WatchdogOutcome::Confirmed),
+        JournalState::RolledBack | JournalState::RollbackFailed => {
+            return Ok(WatchdogOutcome::NothingPending)
+        }
+        _ => {}
+    }
+    let was = j.state.name();
+    let res = in_namespace(host, None, |id, nl| {
+        if id != guard.namespace {
+            return Ok(Err(
+                namespace_changed(host, &guard.namespace, &id).to_string()
+            ));
+        }
+        let s = Session {
+            dir: StateDir::create(&opts.state_dir)?,
+            record: record(host, &id),
+            desc: describe_target(host),
+            id,
+        };
+        let mut k = super::execute::Kernel::new(host, nl);
+        Ok(Ok(transaction::rollback(&s, &mut k)))
+    });
+    match res {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let msg = format!(
+                "at the deadline {}, {} no longer exists ({e}); nothing was changed",
+                guard.deadline,
+                describe_target(host)
+            );
+            record_outcome(&dir, &key, "namespace_gone", msg.clone());
+            Ok(WatchdogOutcome::NamespaceChanged(msg))
+        }
+        Err(e) => {
+            record_outcome(&dir, &key, "failed", format!("could not roll back: {e}"));
+            Err(e)
+        }
+        Ok(Err(msg)) => {
+            record_outcome(&dir, &key, "namespace_changed", msg.clone());
+            Ok(WatchdogOutcome::NamespaceChanged(msg))
+        }
+        Ok(Ok(Ok((report, _)))) => {
+            record_outcome(
+                &dir,
+                &key,
+                "rolled_back",
+                format!(
+                    "the deadline {} passed without `roce-net confirm` (the apply was {was}): \
+                     rolled back {} change(s)",
+                    guard.deadline,
+                    report.undone.len()
+                ),
+            );
+            Ok(WatchdogOutcome::RolledBack(report))
+        }
+        Ok(Ok(Err(e))) => {
+            record_outcome(
+                &dir,
+                &key,
+                "rollback_failed",
+                format!(
+                    "the deadline {} passed; rolling back failed: {e}",
+                    guard.deadline
+                ),
+            );
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,536 @@
+//! The one writer of roce-net's table-names file, `rt_tables.d/roce-net.conf`.
+//!
+//! The file is shared by every network namespace of the host (and by every state
+//! directory), so:
+//!
+//! - every read-modify-write holds a **host-wide lock**: an exclusive `flock(2)` on
+//!   the `rt_tables.d` directory itself, which every writer of this file on the
+//!   host opens, whatever namespace it works in;
+//! - the new text goes to a **unique temporary file** created with
+//!   `O_CREAT | O_EXCL | O_NOFOLLOW` next to the target, then renamed over it;
+//! - every update says what it **expects** the file to hold for its table id, and
+//!   only lines that are exactly roce-net's own `<id> <name>` are replaced or
+//!   removed: another writer's change since the plan is a conflict, reported, not
+//!   overwritten.
+
+use super::{check_table_name, parse_line, TABLE_NAMES_FILE};
+use crate::error::{Error, ErrorKind, Result};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::NAMES_HEADER as HEADER;
+/// How long a writer waits for another to finish (a write takes well under a
+/// millisecond; this only bounds a writer that is stopped or stuck).
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The largest names file read.
+const MAX_FILE: u64 = 1 << 20;
+
+/// One update of the names file: table `id` must be named `expect` in it now
+/// (`None`: no line for it), and is then named `set` (`None`: its line removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NameUpdate<'a> {
+    /// Table id.
+    pub id: u32,
+    /// What the file must hold for `id` before the update.
+    pub expect: Option<&'a str>,
+    /// What it holds after.
+    pub set: Option<&'a str>,
+}
+
+/// The host-wide lock, held while it lives.
+struct NamesLock {
+    dir: OwnedFd,
+    path: PathBuf,
+}
+
+/// A temporary-name suffix unique within this process (with the pid in the name
+/// and `O_EXCL`, unique on the host): a counter and the clock.
+fn unique() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{n:x}{t:08x}")
+}
+
+fn c_name(s: &str) -> CString {
+    // Only our own constant names reach this.
+    CString::new(s).unwrap_or_default()
+}
+
+fn lock(etc_root: &Path) -> Result<NamesLock> {
+    let file = etc_root.join(TABLE_NAMES_FILE);
+    let dir = file.parent().unwrap_or(etc_root).to_path_buf();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(e, format!("creating {}", dir.display())))?;
+    let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} contains a NUL byte", dir.display()),
+        )
+    })?;
+    // SAFETY: open a directory by a valid path; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(Error::io(
+            std::io::Error::last_os_error(),
+            format!("opening {}", dir.display()),
+        ));
+    }
+    // SAFETY: a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    lock_dir(&fd, &dir, &file)?;
+    Ok(NamesLock {
+        dir: fd,
+        path: file,
+    })
+}
+
+/// Take the host-wide lock on the names file's directory, open as `dir` (shown
+/// as `dir_path`; `file` is the names file), waiting up to [`LOCK_WAIT`] for
+/// another writer. Held until every descriptor of that open directory is
+/// closed. Every writer of the names file takes it: apply's (through
+/// [`update_table_names`]) and persist's (through [`lock_names_dir`]).
+fn lock_dir(dir: &OwnedFd, dir_path: &Path, file: &Path) -> Result<()> {
+    let t0 = Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(Error::io(e, format!("locking {}", dir_path.display())));
+        }
+        if t0.elapsed() >= LOCK_WAIT {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                format!(
+                    "another roce-net process has held the host-wide lock on {} for {} s \
+                     (it writes {}); nothing was written. Find it with `fuser -v {}`",
+                    dir_path.display(),
+                    LOCK_WAIT.as_secs(),
+                    file.display(),
+                    dir_path.display()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Take the host-wide lock of the names file for a writer that opened its
+/// directory itself (`roce-net persist`, which writes the whole file under a
+/// target root): `dir` is that open `rt_tables.d` directory, `shown` the file.
+pub(crate) fn lock_names_dir(dir: &OwnedFd, shown: &Path) -> Result<()> {
+    let dir_path = shown.parent().unwrap_or(shown);
+    lock_dir(dir, dir_path, shown)
+}
+
+impl NamesLock {
+    fn name(&self) -> &'static str {
+        TABLE_NAMES_FILE
+            .rsplit('/')
+            .next()
+            .unwrap_or("roce-net.conf")
+    }
+
+    fn openat(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
+        let c = c_name(name);
+        // SAFETY: openat relative to the locked directory.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                c.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o644 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    fn read(&self) -> Result<String> {
+        let f = match self.openat(self.name(), libc::O_RDONLY) {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(String::new()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(Error::new(
+                    ErrorKind::Permission,
+                    format!(
+                        "{} is a symbolic link; roce-net only writes its own regular file there. \
+                         Remove the link and try again",
+                        self.path.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(Error::io(e, format!("reading {}", self.path.display()))),
+        };
+        let mut b = Vec::new();
+        f.take(MAX_FILE + 1)
+            .read_to_end(&mut b)
+            .map_err(|e| Error::io(e, format!("reading {}", self.path.display())))?;
+        if b.len() as u64 > MAX_FILE {
+            return Err(Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "{} is larger than 1 MiB; it is not roce-net's names file. Move it aside",
+                    self.path.display()
+                ),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&b).into_owned())
+    }
+
+    fn write(&self, text: Option<&str>) -> Result<()> {
+        let target = c_name(self.name());
+        let Some(text) = text else {
+            // SAFETY: unlinkat in the locked directory.
+            if unsafe { libc::unlinkat(self.dir.as_raw_fd(), target.as_ptr(), 0) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ENOENT) {
+                    return Err(Error::io(e, format!("removing {}", self.path.display())));
+                }
+            }
+            return Ok(());
+        };
+        let mut attempt = 0;
+        let (mut f, tmp) = loop {
+            let tmp = format!(".{}.{}.{}.tmp", self.name(), std::process::id(), unique());
+            match self.openat(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL) {
+                Ok(f) => break (f, tmp),
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) && attempt < 8 => attempt += 1,
+                Err(e) => {
+                    return Err(Error::io(
+                        e,
+                        format!("creating a temporary file next to {}", self.path.display()),
+                    ))
+                }
+            }
+        };
+        let c_tmp = c_name(&tmp);
+        let res = f.write_all(text.as_bytes()).and_then(|_| {
+            // SAFETY: renameat within the locked directory.
+            let rc = unsafe {
+                libc::renameat(
+                    self.dir.as_raw_fd(),
+                    c_tmp.as_ptr(),
+                    self.dir.as_raw_fd(),
+                    target.as_ptr(),
+                )
+            };
+            if rc != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+        if let Err(e) = res {
+            // SAFETY: unlinkat of our own temporary file.
+            unsafe { libc::unlinkat(self.dir.as_raw_fd(), c_tmp.as_ptr(), 0) };
+            return Err(Error::io(e, format!("writing {}", self.path.display())));
+        }
+        Ok(())
+    }
+}
+
+/// roce-net's own table names: the lines of its names file only (not the names
+/// other files give), later lines winning as in iproute2.
+pub(crate) fn own_table_names(etc_root: &Path) -> Result<BTreeMap<u32, String>> {
+    let path = etc_root.join(TABLE_NAMES_FILE);
+    let text = match std::fs::File::open(&path) {
+        Ok(f) => {
+            let mut b = Vec::new();
+            f.take(MAX_FILE)
+                .read_to_end(&mut b)
+                .map_err(|e| Error::io(e, format!("reading {}", path.display())))?;
+            String::from_utf8_lossy(&b).into_owned()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::io(e, format!("reading {}", path.display()))),
+    };
+    Ok(parse(&text))
+}
+
+fn parse(text: &str) -> BTreeMap<u32, String> {
+    text.lines()
+        .filter_map(|l| parse_line(l).ok().flatten())
+        .map(|(id, n)| (id, n.to_string()))
+        .collect()
+}
+
+/// Apply `updates` in order with one read and one atomic write of the names
+/// file, under the host-wide lock. Every update's expectation is checked against
+/// the file as it is then; on a mismatch (another writer changed that table's
+/// name since the plan) or an invalid name, nothing is written.
+///
+/// `tolerant` (rollback): an update whose table already holds `set` is done.
+/// Otherwise an update whose table already holds `set` is skipped too, and the
+/// returned flag for it is `false`: someone else made the same change, so it is
+/// not this update's to undo.
+pub(crate) fn update_table_names(
+    etc_root: &Path,
+    updates: &[NameUpdate<'_>],
+    tolerant: bool,
+) -> Result<Vec<bool>> {
+    for u in updates {
+        if let Some(n) = u.set {
+            check_table_name(u.id, n)?;
+        }
+    }
+    let lock = lock(etc_root)?;
+    let old = lock.read()?;
+    let mut lines: Vec<String> = old.lines().map(str::to_string).collect();
+    let mut changed = Vec::with_capacity(updates.len());
+    for u in updates {
+        let ours: Vec<(usize, String)> = lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| match parse_line(l) {
+                Ok(Some((id, n))) if id == u.id => Some((i, n.to_string())),
+                _ => None,
+            })
+            .collect();
+        let current = ours.last().map(|(_, n)| n.as_str());
+        if current == u.set {
+            changed.push(false);
+            continue;
+        }
+        if current != u.expect {
+            let shown = |v: Option<&str>| match v {
+                Some(n) => format!("names it {n:?}"),
+                None => "has no name for it".to_string(),
+            };
+            return Err(Error::new(
+                ErrorKind::Drift,
+                format!(
+                    "table {}: {} {}, but roce-net expected it to {}; another writer changed it \
+                     since the plan was made, so it is left as is{}",
+                    u.id,
+                    lock.path.display(),
+                    shown(current),
+                    match u.expect {
+                        Some(n) => format!("name it {n:?}"),
+                        None => "have no name for it".to_string(),
+                    },
+                    if tolerant {
+                        ""
+                    } else {
+                        "; nothing was written"
+                    }
+                ),
+            ));
+        }
+        let at = ours
+            .iter()
+            .find(|(_, n)| Some(n.as_str()) == u.expect)
+            .map(|(i, _)| *i);
+        // Exactly the expected `<id> <name>` line(s) go; nothing else is touched.
+        if let Some(want) = u.expect {
+            lines
+                .retain(|l| !matches!(parse_line(l), Ok(Some((id, n))) if id == u.id && n == want));
+        }
+        if let Some(n) = u.set {
+            let line = format!("{}\t{n}", u.id);
+            match at {
+                Some(i) if i <= lines.len() => lines.insert(i, line),
+                _ => lines.push(line),
+            }
+        }
+        changed.push(true);
+    }
+    if !changed.iter().any(|c| *c) {
+        return Ok(changed);
+    }
+    let only_comments = lines
+        .iter()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
+    let text = if only_comments {
+        None
+    } else {
+        if !lines.iter().any(|l| l.trim_end() == HEADER) {
+            lines.insert(0, HEADER.to_string());
+        }
+        Some(lines.join("\n") + "\n")
+    };
+    lock.write(text.as_deref())?;
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(etc: &Path) -> Option<String> {
+        std::fs::read_to_string(etc.join(TABLE_NAMES_FILE)).ok()
+    }
+
+    fn put(etc: &Path, s: &str) {
+        let p = etc.join(TABLE_NAMES_FILE);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, s).unwrap();
+    }
+
+    fn set<'a>(id: u32, expect: Option<&'a str>, set: Option<&'a str>) -> NameUpdate<'a> {
+        NameUpdate { id, expect, set }
+    }
+
+    #[test]
+    fn updates_replace_and_remove_exactly_their_own_lines() {
+        let d = tempfile::tempdir().unwrap();
+        put(d.path(), "# a note\n1000\tother\n");
+        let r = update_table_names(
+            d.path(),
+            &[set(1001, None, Some("a")), set(1002, None, Some("b"))],
+            false,
+        )
+        .unwrap();
+        assert_eq!(r, vec![true, true]);
+        assert_eq!(
+            read(d.path()).unwrap(),
+            format!("{HEADER}\n# a note\n1000\tother\n1001\ta\n1002\tb\n")
+        );
+        // Rename in place, remove one; the foreign line and note stay.
+        update_table_names(
+            d.path(),
+            &[set(1001, Some("a"), Some("a2")), set(1002, Some("b"), None)],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            read(d.path()).unwrap(),
+            format!("{HEADER}\n# a note\n1000\tother\n1001\ta2\n")
+        );
+        assert_eq!(own_table_names(d.path()).unwrap().get(&1001).unwrap(), "a2");
+        // Nothing but comments left: the file goes.
+        update_table_names(
+            d.path(),
+            &[set(1001, Some("a2"), None), set(1000, Some("other"), None)],
+            false,
+        )
+        .unwrap();
+        assert_eq!(read(d.path()), None);
+    }
+
+    #[test]
+    fn one_rule_for_names_and_the_file_persist_writes_is_apply_s_own() {
+        // Issue 13 item 5: a name persist used to refuse (after policy and apply
+        // had accepted it) is refused by the one rule every writer uses.
+        for bad in ["roce_eth+1", "two words", "", "1234", &"x".repeat(65)] {
+            let e = super::super::check_table_name(1001, bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}");
+            let e = update_table_names(
+                tempfile::tempdir().unwrap().path(),
+                &[set(1001, None, Some(bad))],
+                false,
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}");
+        }
+        for good in ["roce_eth1", "roce_ens1f0np0", "rnet-bond0.100", "a1"] {
+            super::super::check_table_name(1001, good).unwrap();
+        }
+        // The text persist renders (the same header) is read by apply's writer
+        // as roce-net's own lines: it can rename and remove them exactly.
+        let d = tempfile::tempdir().unwrap();
+        let names: BTreeMap<u32, String> =
+            [(1001, "roce_a".to_string()), (1002, "roce_b".to_string())].into();
+        let text = super::super::render_names_file(&names).unwrap();
+        assert!(text.starts_with(&format!("{HEADER}\n")), "{text}");
+        put(d.path(), &text);
+        assert_eq!(own_table_names(d.path()).unwrap(), names);
+        update_table_names(d.path(), &[set(1002, Some("roce_b"), None)], false).unwrap();
+        assert_eq!(read(d.path()).unwrap(), format!("{HEADER}\n1001\troce_a\n"));
+        let bad: BTreeMap<u32, String> = [(1001, "roce_eth+1".to_string())].into();
+        assert!(super::super::render_names_file(&bad).is_err());
+    }
+
+    #[test]
+    fn a_name_changed_by_another_writer_is_a_conflict_and_nothing_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        put(d.path(), "1001\ttheirs\n");
+        let e = update_table_names(
+            d.path(),
+            &[set(1002, None, Some("b")), set(1001, Some("mine"), None)],
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Drift);
+        assert!(e.to_string().contains("\"theirs\""), "{e}");
+        assert_eq!(read(d.path()).unwrap(), "1001\ttheirs\n", "untouched");
+        // Already what the update wants: done, not ours.
+        let r = update_table_names(d.path(), &[set(1001, None, Some("theirs"))], false).unwrap();
+        assert_eq!(r, vec![false]);
+        // An invalid name writes nothing.
+        let e =
+            update_table_names(d.path(), &[set(1003, None, Some("two words"))], false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(read(d.path()).unwrap(), "1001\ttheirs\n");
+    }
+
+    #[test]
+    fn a_planted_link_is_never_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let p = d.path().join(TABLE_NAMES_FILE);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let e = update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        // A link planted at a temporary name is irrelevant: names are unique.
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(&victim, p.with_extension("conf.roce-net-tmp")).unwrap();
+        update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_update() {
+        let d = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                let etc = d.path();
+                s.spawn(move || {
+                    for i in 0..50u32 {
+                        let id = 2000 + t * 100 + i;
+                        let name = format!("t{t}_{i}");
+                        update_table_names(etc, &[set(id, None, Some(&name))], false).unwrap();
+                    }
+                });
+            }
+        });
+        let names = own_table_names(d.path()).unwrap();
+        assert_eq!(names.len(), 200, "every writer's every name is there");
+        // And removing them all concurrently leaves no orphan.
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                let etc = d.path();
+                s.spawn(move || {
+                    for i in 0..50u32 {
+                        let id = 2000 + t * 100 + i;
+                        let name = format!("t{t}_{i}");
+                        update_table_names(etc, &[set(id, Some(&name), None)], true).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(read(d.path()), None);
+    }
+}
