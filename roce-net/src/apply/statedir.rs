@@ -91,9 +91,7 @@ fn is_symlink_error(e: &std::io::Error) -> bool {
 
 fn random_suffix() -> String {
     let mut b = [0u8; 8];
-    // SAFETY: getrandom into a local buffer of that length.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
+    if !crate::kernel::getrandom(&mut b) {
         // Unique enough with O_EXCL retrying: pid and time.
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -410,20 +408,17 @@ impl StateDir {
                 format!("{archived}.{n}")
             };
             let to = cstr(&target)?;
-            // SAFETY: renameat2 between two directory fds we own, never replacing.
-            let rc = unsafe {
-                libc::renameat2(
-                    self.fd.as_raw_fd(),
-                    from.as_ptr(),
-                    sub.fd.as_raw_fd(),
-                    to.as_ptr(),
-                    libc::RENAME_NOREPLACE,
-                )
+            // Between two directory fds we own, never replacing.
+            let e = match crate::kernel::renameat2(
+                self.fd.as_raw_fd(),
+                &from,
+                sub.fd.as_raw_fd(),
+                &to,
+                libc::RENAME_NOREPLACE,
+            ) {
+                Ok(()) => return Ok(Some(sub.file(&target))),
+                Err(e) => e,
             };
-            if rc == 0 {
-                return Ok(Some(sub.file(&target)));
-            }
-            let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EEXIST) {
                 return Err(Error::io(
                     e,

@@ -208,11 +208,7 @@ impl IbvQueue {
         }
         // A random 24-bit PSN, as rc_pingpong does.
         let mut r = [0u8; 4];
-        // The raw system call, not glibc's getrandom() wrapper (glibc 2.25): the
-        // portable binary's floor is glibc 2.17 (docs/install.md).
-        // SAFETY: r is a valid buffer of 4 bytes; flags 0.
-        let n = unsafe { libc::syscall(libc::SYS_getrandom, r.as_mut_ptr(), 4usize, 0u32) };
-        self.psn = if n == 4 {
+        self.psn = if crate::kernel::getrandom(&mut r) {
             u32::from_le_bytes(r) & 0x00ff_ffff
         } else {
             0x1234
