@@ -27,49 +27,45 @@ def test_host_properties(tmp_path):
     assert p.netns is None and str(p.netns_path) == "/proc/self/ns/net"
 
 
-def test_io_releases_the_gil(tmp_path):
-    """A snapshot blocked in the kernel must let other Python threads run.
+@pytest.mark.needs_root
+def test_io_releases_the_gil(make_netns):
+    """A call blocked in the kernel must let other Python threads run.
 
-    The namespace "file" is a FIFO: opening it (which the library does to enter the
-    namespace) blocks until a writer opens it. The child process waits, running
-    Python code, until one of its threads is blocked in that open (seen in
-    /proc/self/task/*/wchan), and only then opens the writer end. If the snapshot
-    held the GIL while blocked, the waiting loop could never run again and the
-    child would hang; the subprocess timeout turns that deadlock into a failure
-    (no timing is asserted).
+    An ARP probe for an address nobody answers waits in poll(2) for its whole
+    timeout. The child process starts it in a thread and then, running Python
+    code, waits until that thread's task is seen sleeping in poll
+    (/proc/self/task/*/wchan). If the probe held the GIL while blocked, the
+    waiting loop could not run until the probe had returned, and would never see
+    it blocked; it then fails. No timing is asserted. (A FIFO as the namespace
+    file no longer blocks: it is opened O_NONBLOCK and refused at once.)
     """
-    fifo = tmp_path / "ns-fifo"
-    os.mkfifo(fifo)
+    ns = make_netns()
+    ns.add_nic("r0", "198.18.0.10/24")
     script = textwrap.dedent(
         f"""
-        import glob, os, threading, time, roce_net
-        errors = []
-        def snap():
-            try:
-                roce_net.Host(netns_path={str(fifo)!r}).snapshot()
-            except roce_net.RoceNetError as e:
-                errors.append(e)
-        def blocked_in_fifo_open():
+        import glob, threading, roce_net
+        host = roce_net.Host(netns={ns.name!r})
+        done = []
+        def probe():
+            done.append(host.probe_arp("r0", "198.18.0.99", count=1, timeout=5.0))
+        def blocked_in_poll():
             for w in glob.glob("/proc/self/task/*/wchan"):
                 try:
-                    if open(w).read().strip() in ("wait_for_partner", "fifo_open"):
+                    if "poll" in open(w).read():
                         return True
                 except OSError:
                     pass
             return False
-        t = threading.Thread(target=snap)
+        t = threading.Thread(target=probe)
         t.start()
-        for _ in range(100000):          # Python code: needs the GIL
-            if blocked_in_fifo_open():
+        seen = False
+        while t.is_alive():              # Python code: needs the GIL
+            if blocked_in_poll():
+                seen = True
                 break
-            time.sleep(0.001)
-        else:
-            raise SystemExit("the snapshot never blocked in the FIFO open")
-        fd = os.open({str(fifo)!r}, os.O_WRONLY)
-        os.close(fd)
         t.join()
-        # setns() on a FIFO fails: the error names the file.
-        assert len(errors) == 1 and {str(fifo)!r} in str(errors[0]), errors
+        assert seen, "never saw the probe blocked in poll while Python ran"
+        assert done and len(done[0].replies) == 0, done
         print("ok")
         """
     )
