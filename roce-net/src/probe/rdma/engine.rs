@@ -589,19 +589,25 @@ fn client_run(
     r
 }
 
-fn client_traffic(
+/// What both ends do before traffic: bring the QP to RTS at the path MTU
+/// (recorded in the report), post the first latency receive, and exchange
+/// `Ready` so neither side sends before the other can receive. Returns the
+/// latency message size.
+#[allow(clippy::too_many_arguments)]
+fn connect_and_ready(
     q: &mut Qp<'_>,
     ch: &mut Channel,
     s: &mut Session<'_>,
     me: &Endpoint,
     theirs: &Endpoint,
-    opts: &RdmaProbeOptions,
+    mtu: Option<u32>,
+    latency_size: usize,
     deadline: Instant,
-) -> std::result::Result<(), Fail> {
-    let mtu = path_mtu(opts.mtu, me.active_mtu, theirs.active_mtu);
+) -> std::result::Result<usize, Fail> {
+    let mtu = path_mtu(mtu, me.active_mtu, theirs.active_mtu);
     s.rep.path_mtu = Some(mtu);
     connect_qp(q.q, &s.sel, theirs, mtu)?;
-    let lat = opts.latency_size;
+    let lat = latency_size;
     q.post_recv(WR_RECV, 0, lat)
         .map_err(|e| Fail::verbs(Stage::SendRecv, e))?;
     ch.send(&Msg::Ready, deadline)
@@ -615,6 +621,19 @@ fn client_traffic(
             ))
         }
     }
+    Ok(lat)
+}
+
+fn client_traffic(
+    q: &mut Qp<'_>,
+    ch: &mut Channel,
+    s: &mut Session<'_>,
+    me: &Endpoint,
+    theirs: &Endpoint,
+    opts: &RdmaProbeOptions,
+    deadline: Instant,
+) -> std::result::Result<(), Fail> {
+    let lat = connect_and_ready(q, ch, s, me, theirs, opts.mtu, opts.latency_size, deadline)?;
     // Ping-pong.
     q.write_local(lat, &pattern(1, lat));
     let mut rtts = Vec::with_capacity(opts.latency_iterations as usize);
@@ -992,23 +1011,7 @@ fn server_traffic(
     p: &Params,
     deadline: Instant,
 ) -> std::result::Result<(), Fail> {
-    let mtu = path_mtu(p.mtu, me.active_mtu, theirs.active_mtu);
-    s.rep.path_mtu = Some(mtu);
-    connect_qp(q.q, &s.sel, theirs, mtu)?;
-    let lat = p.latency_size;
-    q.post_recv(WR_RECV, 0, lat)
-        .map_err(|e| Fail::verbs(Stage::SendRecv, e))?;
-    ch.send(&Msg::Ready, deadline)
-        .map_err(|e| Fail::wire(Stage::Exchange, e))?;
-    match recv_msg(ch, deadline, Stage::Exchange)? {
-        Msg::Ready => {}
-        m => {
-            return Err(Fail::other(
-                Stage::Exchange,
-                format!("expected ready, got {m:?}"),
-            ))
-        }
-    }
+    let lat = connect_and_ready(q, ch, s, me, theirs, p.mtu, p.latency_size, deadline)?;
     for i in 0..p.latency_iterations {
         let mut want: HashSet<u64> = [WR_RECV | u64::from(i)].into();
         wait(q, ch, &mut want, deadline, Stage::SendRecv)?;
