@@ -2,7 +2,8 @@
 //! administrator would run, side by side in one run.
 //!
 //! Run as root: `cargo bench --bench apply` (optionally `-- --nics 8,256
-//! --runs-small 5 --runs-large 3 --methods abcd --keep-journal`). For each NIC count it builds one throwaway
+//! --runs-small 5 --runs-large 3 --methods abcd --keep-journal`; `--cli-wrap
+//! "strace -f -tt -o FILE"` runs (d) under a profiler). For each NIC count it builds one throwaway
 //! lab (`rnt-ba-<pid>-<n>-{sw,host,peer}`, removed at the end): a host
 //! namespace whose NICs `r0..` all sit in 198.18.0.0/22 (198.18.0.10, .11, ...)
 //! and a peer (198.18.3.254/22) on the same bridge. Before every timed run the
@@ -61,6 +62,12 @@ struct Opts {
     /// Keep the previous apply's journal between runs (the steady state of a
     /// host applied to again) instead of starting from an empty state directory.
     keep_journal: bool,
+    /// A command (split on spaces) to run the CLI under in (d), for profiling:
+    /// `--cli-wrap "strace -f -tt -o /tmp/cli.trace"` or `"perf record -g -o F --"`.
+    cli_wrap: Vec<String>,
+    /// Another build of the CLI to run as (e), interleaved with (d), to compare
+    /// two builds side by side in one run (`--cli-alt PATH`).
+    cli_alt: Option<PathBuf>,
 }
 
 fn parse_opts() -> Opts {
@@ -70,6 +77,8 @@ fn parse_opts() -> Opts {
         runs_large: 3,
         methods: "abcd".into(),
         keep_journal: false,
+        cli_wrap: Vec::new(),
+        cli_alt: None,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -82,6 +91,10 @@ fn parse_opts() -> Opts {
             ("--runs-small", Some(v)) => o.runs_small = v.parse().unwrap_or(o.runs_small),
             ("--runs-large", Some(v)) => o.runs_large = v.parse().unwrap_or(o.runs_large),
             ("--methods", Some(v)) => o.methods = v.clone(),
+            ("--cli-alt", Some(v)) => o.cli_alt = Some(PathBuf::from(v)),
+            ("--cli-wrap", Some(v)) => {
+                o.cli_wrap = v.split_whitespace().map(String::from).collect();
+            }
             ("--keep-journal", _) => {
                 o.keep_journal = true;
                 i += 1;
@@ -466,6 +479,7 @@ struct Times {
     c_apply: Vec<Duration>,
     c_total: Vec<Duration>,
     d: Vec<Duration>,
+    e: Vec<Duration>,
     netns_exec: Vec<Duration>,
     changes: usize,
 }
@@ -480,7 +494,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn bench(n: usize, runs: usize, methods: &str, keep_journal: bool) -> Times {
+fn bench(n: usize, runs: usize, o: &Opts) -> Times {
+    let (methods, keep_journal) = (o.methods.as_str(), o.keep_journal);
     let t = Instant::now();
     let b = Bench::build(n, keep_journal);
     println!(
@@ -544,15 +559,35 @@ fn bench(n: usize, runs: usize, methods: &str, keep_journal: bool) -> Times {
             check("ip -batch", b.outcome("ip -batch"));
         }
 
-        // (d) the CLI.
+        // (d) the CLI, and (e) another build of it.
+        let mut clis = Vec::new();
         if methods.contains('d') {
+            clis.push((Path::new(cli), false));
+        }
+        if let Some(alt) = &o.cli_alt {
+            clis.push((alt.as_path(), true));
+        }
+        for (bin, alt) in clis {
             b.reset();
-            times.d.push(run(Command::new(cli)
+            let mut cmd = match o.cli_wrap.split_first() {
+                Some((w, rest)) => {
+                    let mut c = Command::new(w);
+                    c.args(rest).arg(bin);
+                    c
+                }
+                None => Command::new(bin),
+            };
+            let took = run(cmd
                 .args(["--netns", &b.ns, "--etc-root"])
                 .arg(b.etc.path())
                 .arg("--state-dir")
                 .arg(b.state.path())
-                .args(["apply", "--yes"])));
+                .args(["apply", "--yes"]));
+            if alt {
+                times.e.push(took);
+            } else {
+                times.d.push(took);
+            }
             check("roce-net CLI", b.outcome("roce-net CLI"));
         }
 
@@ -575,7 +610,7 @@ fn main() {
     let mut rows = Vec::new();
     for &n in &o.nics {
         let runs = if n > 64 { o.runs_large } else { o.runs_small };
-        let t = bench(n, runs, &o.methods, o.keep_journal);
+        let t = bench(n, runs, &o);
         rows.push((n, runs, t));
     }
     println!();
@@ -611,6 +646,19 @@ fn main() {
             ms(median(&t.netns_exec)),
         );
     }
+    if let Some(alt) = &o.cli_alt {
+        println!();
+        println!("| NICs | (d) CLI | (e) {} | d / e | a / e |", alt.display());
+        println!("|---:|---:|---:|---:|---:|");
+        for (n, _, t) in &rows {
+            let (a, d, e) = (ms(median(&t.a)), ms(median(&t.d)), ms(median(&t.e)));
+            println!(
+                "| {n} | {d:.1} ms | {e:.1} ms | {:.2}x | {:.1}x |",
+                d / e,
+                a / e
+            );
+        }
+    }
     println!();
     for (n, _, t) in &rows {
         let all = |v: &[Duration]| {
@@ -620,12 +668,13 @@ fn main() {
                 .join(" ")
         };
         println!(
-            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}]",
+            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}] e [{}]",
             all(&t.a),
             all(&t.b),
             all(&t.c_apply),
             all(&t.c_plan),
-            all(&t.d)
+            all(&t.d),
+            all(&t.e)
         );
     }
 }
