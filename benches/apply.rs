@@ -26,6 +26,7 @@
 //!   (process start, lock, one snapshot and plan under the lock, journal, every
 //!   change, verify, report).
 //!
+//! Children run without the `LD_LIBRARY_PATH` that `cargo bench` sets.
 //! Locks and journals go to a directory on tmpfs (`/dev/shm`), as
 //! `/run/roce-net` is; the etc root and the scripts to the temporary directory.
 //! By default every run starts without an earlier journal (a first apply);
@@ -602,6 +603,11 @@ fn bench(n: usize, runs: usize, o: &Opts) -> Times {
 
 fn main() {
     let o = parse_opts();
+    // `cargo bench` runs this with its LD_LIBRARY_PATH (target/, the toolchain's
+    // lib/): every child's dynamic loader would search it for each library (a
+    // dozen failed opens per process, for `ip` and `sysctl` as for the CLI).
+    // Nobody runs these tools that way; measure them as they are run.
+    std::env::remove_var("LD_LIBRARY_PATH");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("apply bench: needs root (creates network namespaces); skipped");

@@ -89,6 +89,9 @@ pub(crate) fn apply(
     confirm_timeout: Option<u64>,
 ) -> Result<u8, Error> {
     let h = host(cli)?;
+    // This process works on this one namespace: enter it on the main thread, so
+    // the transaction runs here instead of on a worker thread that enters it.
+    h.target().enter()?;
     let timeout = match confirm_timeout {
         Some(s) if s == 0 || s > roce_net::MAX_CONFIRM_TIMEOUT.as_secs() => {
             return Err(Error::new(

@@ -134,85 +134,107 @@ impl Host {
     /// this host's namespace, through an open socket of that namespace (apply
     /// runs a whole transaction on one such thread and socket).
     pub(crate) fn snapshot_with(&self, nl: &mut netlink::Netlink) -> Result<HostState> {
-        self.snapshot_parts(nl, true, true)
+        self.snapshot_parts(nl, Parts::ALL)
     }
 
-    /// [`Host::snapshot_with`], leaving out neighbours and/or the hardware
-    /// reads (RDMA devices, NIC driver statistics and DCB QoS) when the caller
-    /// does not need them (apply's verify: apply sets none of them, and the
-    /// re-plan ignores neighbour flushes).
+    /// [`Host::snapshot_with`] of only the `parts` a caller needs (links,
+    /// addresses, routes, rules and table names are always read).
     pub(crate) fn snapshot_parts(
         &self,
         nl: &mut netlink::Netlink,
-        neighbors: bool,
-        hardware: bool,
+        parts: Parts,
     ) -> Result<HostState> {
+        let Parts {
+            neighbors,
+            sysctls,
+            rdma,
+            nic_hw,
+        } = parts;
         let mut st = HostState::empty(&hostname());
-        st.interfaces = nl.links()?;
-        let names: Vec<String> = st.interfaces.iter().map(|i| i.name.clone()).collect();
-        let read_sysctls = || {
-            let mut w = Vec::new();
-            let v = procfs::read_sysctls(Path::new(procfs::PROC_SYS), &names, &mut w);
-            (v, w)
-        };
-        let dumps = |st: &mut HostState, nl: &mut netlink::Netlink| -> Result<()> {
-            st.addresses = nl.addresses(&st.interfaces)?;
-            if neighbors {
-                st.neighbors = nl.neighbors(&st.interfaces)?;
-            }
-            st.routes = nl.routes(&st.interfaces)?;
-            st.rules = nl.rules()?;
-            Ok(())
-        };
-        if names.len() <= PARALLEL_SYSCTLS_FROM {
-            // A thread costs more than the few dozen files it would overlap.
-            dumps(&mut st, nl)?;
-            let (v, mut w) = read_sysctls();
-            st.sysctls = v;
-            st.warnings.append(&mut w);
-        } else {
-            // /proc/sys reads (six files per interface) overlap with the netlink
-            // dumps on a second thread; threads spawned here inherit this
-            // thread's network namespace, so both see the same one.
-            let mut part = HostState::empty("");
-            part.interfaces = std::mem::take(&mut st.interfaces);
-            std::thread::scope(|scope| {
-                let sysctls = scope.spawn(read_sysctls);
-                let r = dumps(&mut part, nl);
-                match sysctls.join() {
-                    Ok((v, mut w)) => {
-                        st.sysctls = v;
-                        st.warnings.append(&mut w);
-                    }
-                    Err(_) => st.warnings.push(crate::model::Warning {
-                        source: procfs::PROC_SYS.to_string(),
-                        message: "reading sysctls failed unexpectedly".to_string(),
-                    }),
-                }
-                r
-            })?;
-            st.interfaces = part.interfaces;
-            st.addresses = part.addresses;
-            st.neighbors = part.neighbors;
-            st.routes = part.routes;
-            st.rules = part.rules;
+        let (interfaces, inet): (Vec<_>, Vec<_>) = nl.links_inet()?.into_iter().unzip();
+        st.interfaces = interfaces;
+        st.addresses = nl.addresses(&st.interfaces)?;
+        if neighbors {
+            st.neighbors = nl.neighbors(&st.interfaces)?;
         }
+        st.routes = nl.routes(&st.interfaces)?;
+        st.rules = nl.rules()?;
+        let proc_sys = Path::new(procfs::PROC_SYS);
+        if sysctls {
+            st.sysctls = procfs::read_shared_sysctls(proc_sys, &mut st.warnings);
+        }
+        for (i, c) in st.interfaces.iter().zip(inet) {
+            let Some(c) = c else { continue };
+            let configured =
+                procfs::interface_conf(proc_sys, &i.name, |k| c.get(k), &mut st.warnings);
+            st.sysctls.interfaces.insert(
+                i.name.clone(),
+                crate::model::InterfaceConf {
+                    configured,
+                    effective: configured,
+                },
+            );
+        }
+        st.sysctls.recompute_effective();
         st.netns = self.target.name().map(str::to_string);
         st.captured_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
         st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
-        if hardware {
-            st.rdma = sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings);
+        if rdma {
+            st.rdma = if nic_hw {
+                sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings)
+            } else {
+                sysfs::read_rdma_topology(&self.sysfs_root, &st.interfaces, &mut st.warnings)
+            };
+        }
+        if nic_hw {
             read_nic_hw(nl, &mut st);
         }
         Ok(st)
     }
 }
 
-/// Above how many interfaces a snapshot reads `/proc/sys` on a second thread.
-const PARALLEL_SYSCTLS_FROM: usize = 32;
+/// What a snapshot reads besides links, addresses, routes, rules and table names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Parts {
+    /// The neighbour tables.
+    pub neighbors: bool,
+    /// The sysctls under `/proc/sys` (every interface's, and the host tuning).
+    pub sysctls: bool,
+    /// The RDMA devices in sysfs (ports, GID tables, counters).
+    pub rdma: bool,
+    /// NIC driver statistics (`ethtool -S`), DCB QoS, and of the RDMA devices
+    /// everything beyond what decides each port's netdev (GID tables, counters,
+    /// VPD, rdma_cm: `sysfs::read_rdma_topology` without it).
+    pub nic_hw: bool,
+}
+
+impl Parts {
+    /// The whole host ([`Host::snapshot`]).
+    pub const ALL: Parts = Parts {
+        neighbors: true,
+        sysctls: true,
+        rdma: true,
+        nic_hw: true,
+    };
+    /// What the planner reads: everything but the NIC statistics and QoS, and
+    /// of the RDMA devices only which netdev backs each port (apply's plan under
+    /// the lock; the planner's NIC scope reads no more of them).
+    pub const PLAN: Parts = Parts {
+        nic_hw: false,
+        ..Parts::ALL
+    };
+    /// Only links, addresses, routes, rules and table names (apply's verify
+    /// re-reads the sysctls it needs itself, see `procfs::reread_sysctls`).
+    pub const NETLINK: Parts = Parts {
+        neighbors: false,
+        sysctls: false,
+        rdma: false,
+        nic_hw: false,
+    };
+}
 
 /// The driver statistics (`ethtool -S`) and DCB QoS of every NIC in scope, read
 /// on the namespace's socket. What cannot be read is a warning; a driver without

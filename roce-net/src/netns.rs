@@ -2,7 +2,9 @@
 //!
 //! Netlink sockets and `/proc/sys/net` files belong to the namespace of the thread
 //! that opens them. [`NetnsTarget::run`] runs a closure on a thread that has entered
-//! the namespace, so the caller's own thread (and process) never changes namespace.
+//! the namespace, so the caller's own thread (and process) never changes namespace,
+//! unless the caller moved it there itself with [`NetnsTarget::enter`] (then the
+//! work runs on the calling thread, without a worker thread).
 
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
@@ -66,9 +68,37 @@ impl NetnsTarget {
         }
     }
 
-    /// Run `f` inside the namespace. For [`NetnsTarget::Current`] it runs on the
-    /// calling thread; otherwise on a scoped thread that entered the namespace
-    /// with `setns(2)` and ends with `f`.
+    /// Move the calling thread into this namespace (nothing for
+    /// [`NetnsTarget::Current`]), for a process or thread that works on this one
+    /// namespace, like the CLI: every later [`NetnsTarget::run`] on it then runs
+    /// on the calling thread, saving a worker thread (its start, `setns(2)` and
+    /// end) per call. The thread stays in the namespace.
+    pub fn enter(&self) -> Result<()> {
+        match self.file() {
+            Some(f) => enter(&f),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the calling thread is in this namespace: its
+    /// `/proc/thread-self/ns/net` and the namespace file are the same nsfs inode
+    /// (as `ip netns identify` compares them; both are live at this moment, so an
+    /// equal inode is the same namespace).
+    fn is_entered(&self, file: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(here), Ok(there)) = (
+            std::fs::metadata("/proc/thread-self/ns/net"),
+            std::fs::metadata(file),
+        ) else {
+            return false;
+        };
+        here.dev() == there.dev() && here.ino() == there.ino()
+    }
+
+    /// Run `f` inside the namespace. For [`NetnsTarget::Current`], or when the
+    /// calling thread already is in the namespace ([`NetnsTarget::enter`]), it
+    /// runs on the calling thread; otherwise on a scoped thread that entered the
+    /// namespace with `setns(2)` and ends with `f`.
     pub fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send,
@@ -77,6 +107,9 @@ impl NetnsTarget {
         let Some(file) = self.file() else {
             return f();
         };
+        if self.is_entered(&file) {
+            return f();
+        }
         std::thread::scope(|s| {
             let h = s.spawn(move || {
                 enter(&file)?;
@@ -291,4 +324,39 @@ pub fn list() -> Result<Vec<String>> {
         .collect();
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NetnsTarget;
+    use crate::test_support::{require_namespaces, Netns};
+
+    /// After `enter`, `run` works on the calling thread (no worker thread), in
+    /// that namespace; a thread elsewhere still gets a worker thread.
+    #[test]
+    #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+    fn run_stays_on_a_thread_that_entered() {
+        require_namespaces("run_stays_on_a_thread_that_entered");
+        let ns = Netns::new("enter");
+        let target = NetnsTarget::named(&ns.name).unwrap();
+        let cookie = || std::fs::read_link("/proc/thread-self/ns/net").unwrap();
+        let inside = target.run(|| Ok(cookie())).unwrap();
+        assert_ne!(inside, cookie(), "the namespace is not this thread's");
+        let here = std::thread::current().id();
+        let worker = target.run(|| Ok(std::thread::current().id())).unwrap();
+        assert_ne!(worker, here, "not entered: a worker thread");
+        // On a thread of its own, which ends in the namespace.
+        let t = target.clone();
+        std::thread::spawn(move || {
+            let here = std::thread::current().id();
+            t.enter().unwrap();
+            let (id, c) = t
+                .run(|| Ok((std::thread::current().id(), cookie())))
+                .unwrap();
+            assert_eq!(id, here, "entered: the calling thread");
+            assert_eq!(c, inside, "and in the namespace");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -12,9 +12,10 @@ use super::journal::Step;
 use super::transaction::Effects;
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;
+use crate::host::Parts;
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
-use crate::model::{HostState, Route, Rule, RuleAction};
+use crate::model::{HostState, Route, Rule, RuleAction, Sysctl};
 use crate::plan::Change;
 use crate::rt_tables::{own_table_names, update_table_names, NameUpdate};
 use std::collections::BTreeMap;
@@ -28,8 +29,11 @@ pub(crate) struct Kernel<'a> {
     pub nl: &'a mut Netlink,
     /// `/proc/sys` as seen from inside the namespace.
     pub proc_sys: &'a Path,
-    /// The RDMA devices of the first snapshot (verify reuses them).
-    rdma: Option<Vec<crate::model::RdmaDevice>>,
+    /// Sysctl writes through `conf/<dir>` descriptors opened once.
+    sysctl_files: procfs::SysctlFiles,
+    /// The RDMA devices and sysctls of the first snapshot (verify reuses the
+    /// devices, and the sysctls the plan does not read).
+    first: Option<(Vec<crate::model::RdmaDevice>, crate::model::SysctlView)>,
 }
 
 impl<'a> Kernel<'a> {
@@ -38,7 +42,8 @@ impl<'a> Kernel<'a> {
             host,
             nl,
             proc_sys: Path::new(procfs::PROC_SYS),
-            rdma: None,
+            sysctl_files: procfs::SysctlFiles::new(Path::new(procfs::PROC_SYS)),
+            first: None,
         }
     }
 }
@@ -139,9 +144,7 @@ impl Kernel<'_> {
     fn run(&mut self, change: &Change, undo: bool) -> Result<()> {
         let errno = |e: &Error, n: i32| e.errno_value() == Some(n);
         match change {
-            Change::SetSysctl { sysctl, after, .. } => {
-                procfs::set_sysctl(self.proc_sys, sysctl, after)
-            }
+            Change::SetSysctl { sysctl, after, .. } => self.sysctl_files.set(sysctl, after),
             Change::AddRoute { route } => match self.nl.route_add(route) {
                 Err(e) if undo && errno(&e, libc::EEXIST) => self.route_in_place(route, e),
                 other => other,
@@ -189,21 +192,24 @@ impl Kernel<'_> {
 
 impl Effects for Kernel<'_> {
     fn snapshot(&mut self) -> Result<HostState> {
-        let st = self.host.snapshot_with(self.nl)?;
-        self.rdma = Some(st.rdma.clone());
+        let st = self.host.snapshot_parts(self.nl, Parts::PLAN)?;
+        self.first = Some((st.rdma.clone(), st.sysctls.clone()));
         Ok(st)
     }
 
-    fn snapshot_verify(&mut self) -> Result<HostState> {
-        match &self.rdma {
-            Some(rdma) => {
-                let rdma = rdma.clone();
-                let mut st = self.host.snapshot_parts(self.nl, false, false)?;
-                st.rdma = rdma;
-                Ok(st)
-            }
-            None => self.snapshot(),
-        }
+    fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState> {
+        let Some((rdma, view)) = self.first.clone() else {
+            return self.snapshot();
+        };
+        // Links (with every interface's IPv4 settings), addresses, routes, rules
+        // and table names afresh; all/default/tuning: the plan's ones re-read.
+        let mut st = self.host.snapshot_parts(self.nl, Parts::NETLINK)?;
+        st.rdma = rdma;
+        let fresh = std::mem::take(&mut st.sysctls.interfaces);
+        st.sysctls = view;
+        st.sysctls.interfaces = fresh;
+        procfs::reread_sysctls(self.proc_sys, &mut st.sysctls, sysctls)?;
+        Ok(st)
     }
 
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>> {

@@ -5,14 +5,21 @@
 //! 2. enter the namespace, identify it by its cookie ([`NamespaceId`]) and take its
 //!    lock; refuse while an earlier apply awaits confirmation, did not finish, or
 //!    left a failed rollback;
-//! 3. plan under the lock: [`apply_policy`] plans from a fresh snapshot;
+//! 3. plan under the lock: [`apply_policy`] plans from a fresh snapshot of what
+//!    the planner reads (no NIC statistics or DCB QoS; of the RDMA devices only
+//!    which netdev backs each port);
 //!    [`apply`] re-plans a saved plan from its own policy and refuses a change the
 //!    planner would not make (`validate.rs`) or drift in what the plan touches;
 //! 4. journal every change with its inverse (and, with a confirm timeout, the
 //!    deadline) before the first change;
 //! 5. apply change by change, journalling each step before and after it reaches
 //!    the kernel (`transaction.rs`);
-//! 6. verify: re-read the host and re-plan; the new plan must be empty;
+//! 6. verify: re-read what the plan reads and re-plan; the new plan must be
+//!    empty (links with each interface's IPv4 settings, addresses, routes, rules
+//!    and table names are dumped again, and the `conf/all`, `conf/default` and
+//!    tuning sysctls the desired state names are read again; neighbours, RDMA
+//!    devices and the other sysctls, which the re-plan does not compare, are the
+//!    first snapshot's);
 //! 7. on any failure after the first change, undo the applied steps in reverse,
 //!    each checked to restore what was recorded, and say what failed (the
 //!    original error is the source) and what was restored.

@@ -8,7 +8,7 @@ use super::transaction::{self, Effects, Session, Source};
 use super::{apply_with, ApplyOptions, ApplyReport, JournalState, StepStatus};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lab::Lab;
-use crate::model::{Family, HostState};
+use crate::model::{Family, HostState, Sysctl};
 use crate::plan::Change;
 use crate::policy::Policy;
 use crate::rt_tables::NameUpdate;
@@ -55,9 +55,9 @@ impl Effects for Faulty<'_, '_> {
         self.hit()?;
         self.inner.snapshot()
     }
-    fn snapshot_verify(&mut self) -> Result<HostState> {
+    fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState> {
         self.hit()?;
-        self.inner.snapshot_verify()
+        self.inner.snapshot_verify(sysctls)
     }
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>> {
         self.inner.own_table_names()
@@ -313,6 +313,37 @@ fn a_failure_in_verify_rolls_back() {
     assert_eq!(err.kind(), ErrorKind::Verify, "{err}");
     assert!(err.to_string().contains("still differs"), "{err}");
     assert!(comparable(&e.host.snapshot().unwrap()) == want, "restored");
+
+    // (4), (5) Another tool resets a sysctl the plan set: verify re-reads the
+    // plan's `conf/all` values from /proc/sys and every interface's from the
+    // link dump, so both are seen.
+    for (sysctl, shown) in [
+        (
+            "net.ipv4.conf.all.arp_ignore=0",
+            "net.ipv4.conf.all.arp_ignore",
+        ),
+        ("net.ipv4.conf.r1.rp_filter=1", "net.ipv4.conf.r1.rp_filter"),
+    ] {
+        let ns4 = ns.clone();
+        let err = apply_faulty(
+            &e,
+            Source::Policy(&policy),
+            &e.opts,
+            none(),
+            None,
+            Some(Box::new(move || {
+                let st = Command::new("ip")
+                    .args(["netns", "exec", &ns4, "sysctl", "-qw", sysctl])
+                    .status()
+                    .unwrap();
+                assert!(st.success(), "sysctl -w {sysctl}");
+            })),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Verify, "{err}");
+        assert!(err.to_string().contains(shown), "{sysctl}: {err}");
+        assert!(comparable(&e.host.snapshot().unwrap()) == want, "restored");
+    }
 }
 
 /// The step log, read back while the apply is held before a step, shows exactly

@@ -14,7 +14,7 @@ use super::journal::{
 use super::statedir::StateDir;
 use super::{validate, ApplyOptions, ApplyReport, RollbackReport};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::HostState;
+use crate::model::{HostState, Sysctl};
 use crate::plan::{self, Change, Plan};
 use crate::policy::Policy;
 use crate::rt_tables::NameUpdate;
@@ -22,14 +22,16 @@ use std::collections::BTreeMap;
 
 /// Everything a transaction does to a host.
 pub(crate) trait Effects {
-    /// Read the whole host.
+    /// Read the host as the planner reads it (everything but NIC statistics,
+    /// DCB QoS and RDMA detail beyond each port's netdev: `Parts::PLAN`).
     fn snapshot(&mut self) -> Result<HostState>;
     /// Read the host again to verify an apply: everything apply changes or the
-    /// planner reads, but neighbours (verify ignores one-shot flushes) and RDMA
-    /// devices (apply never sets them) may come from the first read.
-    fn snapshot_verify(&mut self) -> Result<HostState> {
-        self.snapshot()
-    }
+    /// planner reads. Links, addresses, routes, rules and table names are read
+    /// whole, of the sysctls only `sysctls` (the plan's desired ones: the
+    /// planner reads no other); neighbours (verify ignores one-shot flushes),
+    /// RDMA devices (apply never sets them) and the other sysctls may come
+    /// from the first read.
+    fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState>;
     /// roce-net's own table-name lines (its names file only).
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>>;
     /// Carry out step `index`'s change.
@@ -268,7 +270,7 @@ pub(crate) fn apply(
         }
     };
     let result = forward(fx, &mut j, &mut log)
-        .and_then(|()| verify(fx, &plan.policy))
+        .and_then(|()| verify(fx, &plan))
         .and_then(|()| {
             j.state = match deadline {
                 Some(d) => JournalState::PendingConfirm { deadline: d },
@@ -357,12 +359,19 @@ fn forward(fx: &mut dyn Effects, j: &mut Journal, log: &mut StepLog) -> Result<(
     log.flush()
 }
 
-/// Re-read the host and re-plan: only one-shot neighbour flushes may remain.
-fn verify(fx: &mut dyn Effects, policy: &Policy) -> Result<()> {
+/// Re-read what the plan reads and re-plan: only one-shot neighbour flushes may
+/// remain.
+fn verify(fx: &mut dyn Effects, plan: &Plan) -> Result<()> {
+    let sysctls: Vec<Sysctl> = plan
+        .desired
+        .sysctls
+        .iter()
+        .map(|(s, _)| s.clone())
+        .collect();
     let after = fx
-        .snapshot_verify()
+        .snapshot_verify(&sysctls)
         .map_err(|e| e.context("verifying: re-reading the host after applying"))?;
-    let again = plan::plan_with(&after, policy, false)
+    let again = plan::plan_with(&after, &plan.policy, false)
         .map_err(|e| e.context("verifying: re-planning on the host after applying"))?;
     let left: Vec<String> = again
         .changes

@@ -2,11 +2,12 @@
 
 use super::{no_such_interface, Netlink};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{HwAddr, Interface, LinkStats, OperState};
+use crate::model::{ConfKey, HwAddr, Interface, LinkStats, OperState};
 use crate::netns::NetnsTarget;
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
+    AfSpecInet, AfSpecUnspec, InetDevConf, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags,
+    LinkInfo, LinkMessage, State,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use std::collections::HashMap;
@@ -24,8 +25,38 @@ fn oper_state(s: State) -> OperState {
     }
 }
 
+/// An interface's IPv4 settings as its link message carries them
+/// (`IFLA_AF_SPEC` / `AF_INET` / `IFLA_INET_CONF`): the kernel's `in_dev->cnf`
+/// array, the very values `/proc/sys/net/ipv4/conf/<iface>/` shows (both are
+/// filled from it: `inet_fill_link_af` and `devinet_conf_proc` in
+/// `net/ipv4/devinet.c`). Absent for an interface without IPv4 (no
+/// `conf/<iface>` directory either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InetConf(InetDevConf);
+
+impl InetConf {
+    /// The kernel's value of one key (an `int`, as `/proc/sys` prints it).
+    pub(crate) fn get(&self, key: ConfKey) -> i32 {
+        let c = &self.0;
+        match key {
+            ConfKey::ArpIgnore => c.arp_ignore,
+            ConfKey::ArpAnnounce => c.arp_announce,
+            ConfKey::ArpFilter => c.arpfilter,
+            ConfKey::RpFilter => c.rp_filter,
+            ConfKey::AcceptLocal => c.accept_local,
+            ConfKey::ArpNotify => c.arp_notify,
+        }
+    }
+}
+
 /// Convert one link message; the master is returned as an index for a second pass.
 pub(super) fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
+    let (i, master, _) = to_interface_conf(m);
+    (i, master)
+}
+
+/// [`to_interface`] and the link's IPv4 settings.
+fn to_interface_conf(m: LinkMessage) -> (Interface, Option<u32>, Option<InetConf>) {
     let mut i = Interface {
         index: m.header.index,
         name: String::new(),
@@ -41,8 +72,20 @@ pub(super) fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
         qos: None,
     };
     let mut master = None;
+    let mut inet = None;
     for a in m.attributes {
         match a {
+            LinkAttribute::AfSpecUnspec(specs) => {
+                for spec in specs {
+                    if let AfSpecUnspec::Inet(v) = spec {
+                        for x in v {
+                            if let AfSpecInet::DevConf(c) = x {
+                                inet = Some(InetConf(c));
+                            }
+                        }
+                    }
+                }
+            }
             LinkAttribute::IfName(n) => i.name = n,
             LinkAttribute::Address(b) if !b.is_empty() => i.mac = Some(HwAddr(b)),
             LinkAttribute::Mtu(v) => i.mtu = v,
@@ -71,7 +114,7 @@ pub(super) fn to_interface(m: LinkMessage) -> (Interface, Option<u32>) {
             _ => {}
         }
     }
-    (i, master)
+    (i, master, inet)
 }
 
 fn link_msg(index: u32) -> LinkMessage {
@@ -84,21 +127,29 @@ impl Netlink {
     /// Every link (`ip -s link show`): name, index, kind, MAC, MTU, admin and
     /// operational state, carrier, master name and 64-bit counters.
     pub fn links(&mut self) -> Result<Vec<Interface>> {
+        Ok(self.links_inet()?.into_iter().map(|(i, _)| i).collect())
+    }
+
+    /// [`Netlink::links`] with each link's IPv4 settings from the same dump (a
+    /// snapshot reads them here instead of six `/proc/sys` files per interface).
+    pub(crate) fn links_inet(&mut self) -> Result<Vec<(Interface, Option<InetConf>)>> {
         let msg = RouteNetlinkMessage::GetLink(LinkMessage::default());
         let raw = self.dump_map(msg, "dumping links", |m| match m {
-            RouteNetlinkMessage::NewLink(l) => Some(to_interface(l)),
+            RouteNetlinkMessage::NewLink(l) => Some(to_interface_conf(l)),
             _ => None,
         })?;
-        let names: HashMap<u32, String> =
-            raw.iter().map(|(i, _)| (i.index, i.name.clone())).collect();
-        let mut out: Vec<Interface> = raw
+        let names: HashMap<u32, String> = raw
+            .iter()
+            .map(|(i, _, _)| (i.index, i.name.clone()))
+            .collect();
+        let mut out: Vec<(Interface, Option<InetConf>)> = raw
             .into_iter()
-            .map(|(mut i, master)| {
+            .map(|(mut i, master, inet)| {
                 i.master = master.map(|idx| names.get(&idx).cloned().unwrap_or(format!("if{idx}")));
-                i
+                (i, inet)
             })
             .collect();
-        out.sort_by_key(|i| i.index);
+        out.sort_by_key(|(i, _)| i.index);
         Ok(out)
     }
 

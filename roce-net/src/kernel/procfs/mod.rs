@@ -10,8 +10,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
-    ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess, SysctlView, Tuning,
-    TuningKey, Warning,
+    ConfKey, ConfTarget, ConfValues, Sysctl, SysctlAccess, SysctlView, Tuning, TuningKey, Warning,
 };
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -37,27 +36,72 @@ fn conf_component(name: &str) -> Option<std::ffi::OsString> {
     ok.then(|| std::ffi::OsString::from_vec(raw))
 }
 
-/// Read every sysctl roce-net cares about: `conf/all`, `conf/default` and
-/// `conf/<iface>` for each of `ifnames` (all [`ConfKey`]s), the effective values by
-/// the kernel's combine rule, and the host tuning keys.
+/// Read the sysctls roce-net cares about that only `/proc/sys` shows:
+/// `conf/all` and `conf/default` (all [`ConfKey`]s) and the host tuning keys,
+/// with whether each tuning key exists and is writable here. The per-interface
+/// values come from the link dump (`Netlink::links_inet`, the same kernel
+/// array); [`interface_conf`] turns them into the view's `interfaces`.
 ///
 /// Never fails as a whole: unreadable or malformed values are `None` plus a
-/// [`Warning`]. An interface without a `conf/<iface>` directory (no IPv4 on it, e.g.
-/// MTU below 68, or it vanished meanwhile) is left out without a warning. Host-wide
-/// tuning keys that the namespace does not show (`udp_mem` and
-/// `netdev_max_backlog` exist only in the initial namespace) are `None` without a
-/// warning.
-pub fn read_sysctls(
-    proc_sys: &Path,
-    ifnames: &[String],
-    warnings: &mut Vec<Warning>,
-) -> SysctlView {
+/// [`Warning`]. Host-wide tuning keys that the namespace does not show
+/// (`udp_mem` and `netdev_max_backlog` exist only in the initial namespace) are
+/// `None` without a warning.
+pub fn read_shared_sysctls(proc_sys: &Path, warnings: &mut Vec<Warning>) -> SysctlView {
     let conf = proc_sys.join(CONF_DIR);
     let mut view = SysctlView {
         all: read_conf_dir(&conf.join("all"), warnings).unwrap_or_default(),
         default: read_conf_dir(&conf.join("default"), warnings).unwrap_or_default(),
         ..SysctlView::default()
     };
+    view.tuning = read_tuning(proc_sys, warnings);
+    let access = tuning_access(proc_sys);
+    view.initial_netns =
+        Some(access.get(&TuningKey::NetdevMaxBacklog) != Some(&SysctlAccess::Absent));
+    view.tuning_access = Some(access);
+    view
+}
+
+/// One interface's configured values from the kernel's `int`s (a negative
+/// one, which no key accepts from roce-net but `/proc/sys` would store, is
+/// `None` plus a warning naming its file, as a `/proc/sys` read of it would be).
+pub fn interface_conf(
+    proc_sys: &Path,
+    name: &str,
+    value: impl Fn(ConfKey) -> i32,
+    warnings: &mut Vec<Warning>,
+) -> ConfValues {
+    let mut values = ConfValues::default();
+    for key in ConfKey::ALL {
+        let v = value(key);
+        let v = match u32::try_from(v) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                let dir = conf_component(name).unwrap_or_else(|| name.into());
+                warn(
+                    warnings,
+                    &proc_sys.join(CONF_DIR).join(dir).join(key.file_name()),
+                    format!("value {v} is not an unsigned number"),
+                );
+                None
+            }
+        };
+        values.set(key, v);
+    }
+    values
+}
+
+#[cfg(test)]
+/// [`read_shared_sysctls`] and `conf/<iface>` of each of `ifnames` read from
+/// `/proc/sys` files (the reference the link dump's values are checked against,
+/// and the reader of fixture trees). An interface without a `conf/<iface>`
+/// directory is left out without a warning.
+pub fn read_sysctls(
+    proc_sys: &Path,
+    ifnames: &[String],
+    warnings: &mut Vec<Warning>,
+) -> SysctlView {
+    let conf = proc_sys.join(CONF_DIR);
+    let mut view = read_shared_sysctls(proc_sys, warnings);
     for name in ifnames {
         if view.interfaces.contains_key(name) {
             continue;
@@ -77,18 +121,13 @@ pub fn read_sysctls(
             let effective = ConfValues::effective(&view.all, &configured);
             view.interfaces.insert(
                 name.clone(),
-                InterfaceConf {
+                crate::model::InterfaceConf {
                     configured,
                     effective,
                 },
             );
         }
     }
-    view.tuning = read_tuning(proc_sys, warnings);
-    let access = tuning_access(proc_sys);
-    view.initial_netns =
-        Some(access.get(&TuningKey::NetdevMaxBacklog) != Some(&SysctlAccess::Absent));
-    view.tuning_access = Some(access);
     view
 }
 
@@ -248,32 +287,106 @@ fn read_tuning(proc_sys: &Path, warnings: &mut Vec<Warning>) -> Tuning {
                 continue;
             }
         };
-        let bad = |warnings: &mut Vec<Warning>| {
-            warn(
-                warnings,
-                &path,
-                format!(
-                    "value {} is not in the kernel's format",
-                    crate::input::excerpt(&text, 64)
-                ),
-            )
-        };
-        match key {
-            TuningKey::UdpMem => match parse_triple(&text) {
-                Some(v) => t.udp_mem = Some(v),
-                None => bad(warnings),
-            },
-            _ => match text.parse::<u64>() {
-                Ok(v) => match key {
-                    TuningKey::NetdevMaxBacklog => t.netdev_max_backlog = Some(v),
-                    TuningKey::RmemMax => t.rmem_max = Some(v),
-                    _ => t.wmem_max = Some(v),
-                },
-                Err(_) => bad(warnings),
-            },
+        if !set_tuning(&mut t, key, &text) {
+            warn(warnings, &path, not_kernel_format(&text));
         }
     }
     t
+}
+
+fn not_kernel_format(text: &str) -> String {
+    format!(
+        "value {} is not in the kernel's format",
+        crate::input::excerpt(text, 64)
+    )
+}
+
+/// Parse a tuning key's text into `t`; false when it is not in the kernel's format.
+fn set_tuning(t: &mut Tuning, key: TuningKey, text: &str) -> bool {
+    match key {
+        TuningKey::UdpMem => parse_triple(text).map(|v| t.udp_mem = Some(v)).is_some(),
+        _ => match text.parse::<u64>() {
+            Ok(v) => {
+                match key {
+                    TuningKey::NetdevMaxBacklog => t.netdev_max_backlog = Some(v),
+                    TuningKey::RmemMax => t.rmem_max = Some(v),
+                    _ => t.wmem_max = Some(v),
+                }
+                true
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// Read the `/proc/sys`-only sysctls among `which` (`conf/all`, `conf/default`,
+/// tuning) again into `view`, then recompute the effective values: apply's verify
+/// re-reads what the plan reads, the sysctls its desired state names (the
+/// per-interface ones come with the link dump it also re-reads). Each
+/// `conf/<dir>` is opened once. A sysctl that cannot be read or parsed is an
+/// error naming it (verify must not pass on a value it could not see).
+pub fn reread_sysctls(proc_sys: &Path, view: &mut SysctlView, which: &[Sysctl]) -> Result<()> {
+    let conf = proc_sys.join(CONF_DIR);
+    let mut dirs: Vec<(&ConfTarget, Vec<ConfKey>)> = Vec::new();
+    for s in which {
+        match s {
+            Sysctl::Conf {
+                target: ConfTarget::Interface(_),
+                ..
+            } => {}
+            Sysctl::Conf { target, key } => match dirs.iter_mut().find(|(t, _)| *t == target) {
+                Some((_, keys)) => keys.push(*key),
+                None => dirs.push((target, vec![*key])),
+            },
+            Sysctl::Tuning(key) => {
+                let path = proc_sys.join(key.proc_path());
+                let text = read_trimmed(&path).map_err(|e| read_error(e, s, &path))?;
+                if !set_tuning(&mut view.tuning, *key, &text) {
+                    return Err(Error::new(
+                        ErrorKind::Parse,
+                        format!(
+                            "reading sysctl {s} ({}): {}",
+                            path.display(),
+                            not_kernel_format(&text)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for (target, keys) in dirs {
+        let first = Sysctl::Conf {
+            target: target.clone(),
+            key: keys[0],
+        };
+        let dir = conf.join(target.dir_name());
+        let fd = open_dir(&dir).map_err(|e| read_error(e, &first, &dir))?;
+        let values = match target {
+            ConfTarget::Default => &mut view.default,
+            _ => &mut view.all,
+        };
+        for key in keys {
+            let s = Sysctl::Conf {
+                target: target.clone(),
+                key,
+            };
+            let path = dir.join(key.file_name());
+            let text = read_small_at(&fd, key.file_name()).map_err(|e| read_error(e, &s, &path))?;
+            let v = text.parse::<u32>().map_err(|_| {
+                Error::new(
+                    ErrorKind::Parse,
+                    format!(
+                        "reading sysctl {s} ({}): value {} is not an unsigned number",
+                        path.display(),
+                        crate::input::excerpt(&text, 64)
+                    ),
+                )
+            })?;
+            values.set(key, Some(v));
+        }
+    }
+    view.recompute_effective();
+    Ok(())
 }
 
 /// `udp_mem`'s three numbers (the kernel separates them with tabs; any whitespace
@@ -417,37 +530,101 @@ pub fn write_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<Option<S
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(read_error(e, s, &path)),
         Err(_) => None,
     };
-    write_checked(s, &path, &canonical)?;
+    SysctlFiles::new(proc_sys).set(s, &canonical)?;
     Ok(previous)
 }
 
-/// [`write_sysctl`] without reading the previous value first, for callers that
-/// already know it (apply journals it from the plan): range-checked, written and
-/// read back through one file descriptor.
-pub fn set_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<()> {
-    let canonical = validate_sysctl_value(s, value)?;
-    let path = sysctl_path(proc_sys, s)?;
-    write_checked(s, &path, &canonical)
+/// Sysctl writes through `conf/<dir>` descriptors opened once each, for a caller
+/// that writes many (apply sets three per NIC): each write then opens one path
+/// component with `openat(2)` instead of walking the whole
+/// `/proc/sys/net/ipv4/conf/<iface>/<key>` again. Like the files, the
+/// descriptors belong to the namespace of the thread that opened them.
+pub struct SysctlFiles {
+    root: PathBuf,
+    dirs: Vec<(std::ffi::OsString, std::os::fd::OwnedFd)>,
+}
+
+impl SysctlFiles {
+    /// No directory opened yet, under the `/proc/sys` root `proc_sys`.
+    pub fn new(proc_sys: &Path) -> SysctlFiles {
+        SysctlFiles {
+            root: proc_sys.to_path_buf(),
+            dirs: Vec::new(),
+        }
+    }
+
+    /// Set one sysctl without reading its previous value first (apply journals
+    /// it from the plan): range-check `value` (a bad value is `InvalidInput` and
+    /// nothing is written), write it, and read it back through the same
+    /// descriptor (a mismatch is `Verify`).
+    pub fn set(&mut self, s: &Sysctl, value: &str) -> Result<()> {
+        let canonical = validate_sysctl_value(s, value)?;
+        let path = sysctl_path(&self.root, s)?;
+        let doing = || format!("writing {canonical:?} to sysctl {s} ({})", path.display());
+        let opened = match s {
+            Sysctl::Conf { target, key } => {
+                let dir = match target {
+                    ConfTarget::Interface(n) => conf_component(n),
+                    _ => Some(target.dir_name().into()),
+                };
+                match dir {
+                    Some(d) => self.open_at(&d, key.file_name()),
+                    None => std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(&path),
+                }
+            }
+            Sysctl::Tuning(_) => std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path),
+        };
+        let f = opened.map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => read_error(e, s, &path),
+            _ => Error::io(e, doing()),
+        })?;
+        write_checked(s, &path, f, &canonical)
+    }
+
+    /// `conf/<dir>/<file>` opened for reading and writing.
+    fn open_at(&mut self, dir: &std::ffi::OsStr, file: &str) -> io::Result<std::fs::File> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let i = match self.dirs.iter().position(|(d, _)| d == dir) {
+            Some(i) => i,
+            None => {
+                let fd = open_dir(&self.root.join(CONF_DIR).join(dir))?;
+                self.dirs.push((dir.to_os_string(), fd));
+                self.dirs.len() - 1
+            }
+        };
+        let c =
+            std::ffi::CString::new(file).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
+        let fd = unsafe {
+            libc::openat(
+                self.dirs[i].1.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a freshly opened descriptor nobody else owns.
+        Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    }
 }
 
 /// The most of a sysctl file read back after a write (values are a few bytes;
 /// the same bound as every other kernel attribute read).
 const READBACK_MAX: u64 = crate::input::InputKind::KernelAttribute.max_bytes();
 
-/// Write `canonical` to the sysctl file at `path`, then read it back on the same
-/// descriptor and compare.
-fn write_checked(s: &Sysctl, path: &Path, canonical: &str) -> Result<()> {
+/// Write `canonical` to the sysctl file `f` (at `path`), then read it back on the
+/// same descriptor and compare.
+fn write_checked(s: &Sysctl, path: &Path, mut f: std::fs::File, canonical: &str) -> Result<()> {
     use std::io::{Read, Seek};
     let doing = || format!("writing {canonical:?} to sysctl {s} ({})", path.display());
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => read_error(e, s, path),
-            _ => Error::io(e, doing()),
-        })?;
     if let Err(e) = f.write_all(format!("{canonical}\n").as_bytes()) {
         let refused = e.raw_os_error() == Some(libc::EINVAL);
         let err = Error::io(e, doing());

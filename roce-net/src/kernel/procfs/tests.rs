@@ -242,3 +242,74 @@ fn reads_and_writes_per_namespace_values() {
         want
     );
 }
+
+/// A snapshot's per-interface values come from the link dump
+/// (`IFLA_INET_CONF`), not from six `/proc/sys` files per interface: checked
+/// here against the kernel's own files and `sysctl(8)` for every key, on names
+/// with dots, with values that differ per interface and key (all written with
+/// `sysctl -w`, as an administrator would), a negative value (which
+/// `/proc/sys` stores and the model cannot hold).
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn link_dump_values_are_the_proc_sys_values() {
+    sf_common::require_namespaces("link_dump_values_are_the_proc_sys_values");
+    let ns = sf_common::Netns::new("inetconf");
+    ns.ip(&["link", "add", "v0.7", "type", "veth", "peer", "name", "v1"]);
+    ns.ip(&["link", "add", "v2", "type", "veth", "peer", "name", "v3"]);
+    let names = ["lo", "v0.7", "v1", "v2", "v3"];
+    for (n, name) in names.iter().enumerate() {
+        for (k, key) in ConfKey::ALL.iter().enumerate() {
+            let max = *key.valid_range().end() as usize;
+            let v = (n + k) % (max + 1);
+            let dotted = name.replace('.', "/");
+            ns.exec(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv4.conf.{dotted}.{}={v}", key.file_name()),
+            ]);
+        }
+    }
+    ns.exec(&["sysctl", "-qw", "net.ipv4.conf.v3.arp_notify=-1"]);
+    ns.exec(&["sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"]);
+
+    let host = crate::host::Host::netns(&ns.name).unwrap();
+    let st = host.snapshot().unwrap();
+    let target = NetnsTarget::named(&ns.name).unwrap();
+    let owned: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let (files, _) = target
+        .run(|| {
+            let mut w = Vec::new();
+            Ok((read_sysctls(Path::new(PROC_SYS), &owned, &mut w), w))
+        })
+        .unwrap();
+    for name in names {
+        let got = &st.sysctls.interfaces[name];
+        let dotted = name.replace('.', "/");
+        for key in ConfKey::ALL {
+            let text = ns.exec(&[
+                "sysctl",
+                "-n",
+                &format!("net.ipv4.conf.{dotted}.{}", key.file_name()),
+            ]);
+            let want = text.parse::<u32>().ok();
+            assert_eq!(
+                got.configured.get(key),
+                want,
+                "{name} {key:?} (sysctl says {text})"
+            );
+            assert_eq!(
+                got.configured.get(key),
+                files.interfaces[name].configured.get(key),
+                "{name} {key:?}"
+            );
+        }
+        assert_eq!(got.effective, files.interfaces[name].effective, "{name}");
+    }
+    assert!(
+        st.warnings
+            .iter()
+            .any(|w| w.source.ends_with("conf/v3/arp_notify") && w.message.contains("-1")),
+        "the negative value is named: {:?}",
+        st.warnings
+    );
+}

@@ -21,8 +21,10 @@ fn is_absent(e: &io::Error) -> bool {
 /// Read the populated GID entries of the port in `port_dir`, sorted by index, and
 /// the table's length (highest slot + 1, the `gid_tbl_len` verbs reports).
 /// Empty (all-zero) slots are omitted without opening their attribute files.
+/// With `until_netdev`, reading stops after the first entry that names a netdev.
 pub(crate) fn read_gids(
     port_dir: &Path,
+    until_netdev: bool,
     warnings: &mut Vec<Warning>,
 ) -> (Vec<GidEntry>, Option<u32>) {
     let gids_dir = port_dir.join("gids");
@@ -97,6 +99,7 @@ pub(crate) fn read_gids(
                 None
             }
         };
+        let named = netdev.is_some();
         out.push(GidEntry {
             index,
             gid,
@@ -104,6 +107,9 @@ pub(crate) fn read_gids(
             netdev,
             ipv4: gid.to_ipv4_mapped(),
         });
+        if until_netdev && named {
+            break;
+        }
     }
     (out, tbl_len)
 }

@@ -42,6 +42,30 @@ pub fn read_rdma(
     ifaces: &[Interface],
     warnings: &mut Vec<Warning>,
 ) -> Vec<RdmaDevice> {
+    read_rdma_with(root, ifaces, true, warnings)
+}
+
+/// [`read_rdma`] of only what decides which netdev backs each port (what the
+/// planner's NIC scope reads): devices, their netdevs, ports and their state,
+/// and each port's GIDs up to the first that names a netdev (the one
+/// `read_rdma` takes the port's netdev from). No counters, no VPD, no rdma_cm
+/// mode, no further GIDs: on a node with eight RoCE ports that is a few dozen
+/// files instead of thousands (a GID table has 255 slots of three files, a
+/// port a hundred counters).
+pub fn read_rdma_topology(
+    root: &Path,
+    ifaces: &[Interface],
+    warnings: &mut Vec<Warning>,
+) -> Vec<RdmaDevice> {
+    read_rdma_with(root, ifaces, false, warnings)
+}
+
+fn read_rdma_with(
+    root: &Path,
+    ifaces: &[Interface],
+    full: bool,
+    warnings: &mut Vec<Warning>,
+) -> Vec<RdmaDevice> {
     let class = root.join(CLASS_INFINIBAND);
     let names = match list_dir(&class) {
         Ok(n) => n,
@@ -60,7 +84,14 @@ pub fn read_rdma(
         match name {
             Ok(name) => {
                 let cm = root.join(RDMA_CM_CONFIGFS).join(&name);
-                devices.push(read_device(&class.join(&name), &cm, name, ifaces, warnings))
+                devices.push(read_device(
+                    &class.join(&name),
+                    &cm,
+                    name,
+                    ifaces,
+                    full,
+                    warnings,
+                ))
             }
             Err(raw) => warn(
                 warnings,
@@ -167,6 +198,7 @@ fn read_device(
     cm_dir: &Path,
     name: String,
     ifaces: &[Interface],
+    full: bool,
     warnings: &mut Vec<Warning>,
 ) -> RdmaDevice {
     let node_guid = optional_attr(&dir.join("node_guid"), warnings);
@@ -193,7 +225,11 @@ fn read_device(
     let net_dir = device_link.join("net");
     let netdevs = netdev_names(&net_dir, warnings);
     let pci_device_id = optional_attr(&device_link.join("device"), warnings);
-    let vpd = read_vpd(&device_link.join("vpd"), warnings);
+    let vpd = if full {
+        read_vpd(&device_link.join("vpd"), warnings)
+    } else {
+        vpd::Vpd::default()
+    };
 
     let ports_dir = dir.join("ports");
     let mut port_nums = Vec::new();
@@ -227,6 +263,7 @@ fn read_device(
         netdevs: &netdevs,
         ifaces,
         cm_dir,
+        full,
     };
     let ports = port_nums
         .into_iter()
@@ -309,6 +346,8 @@ struct DeviceCtx<'a> {
     netdevs: &'a [String],
     ifaces: &'a [Interface],
     cm_dir: &'a Path,
+    /// Everything, or only what decides the port's netdev ([`read_rdma_topology`]).
+    full: bool,
 }
 
 /// A port attribute every port has: missing or unreadable is a warning.
@@ -357,9 +396,15 @@ fn read_port(dir: &Path, port: u32, ctx: &DeviceCtx<'_>, warnings: &mut Vec<Warn
         }
     };
 
-    let (gids, gid_tbl_len) = gids::read_gids(dir, warnings);
-    let counters = read_counters(&dir.join("counters"), warnings);
-    let hw_counters = read_counters(&dir.join("hw_counters"), warnings);
+    let (gids, gid_tbl_len) = gids::read_gids(dir, !ctx.full, warnings);
+    let (counters, hw_counters) = if ctx.full {
+        (
+            read_counters(&dir.join("counters"), warnings),
+            read_counters(&dir.join("hw_counters"), warnings),
+        )
+    } else {
+        Default::default()
+    };
 
     let netdev = gids
         .iter()
@@ -387,7 +432,11 @@ fn read_port(dir: &Path, port: u32, ctx: &DeviceCtx<'_>, warnings: &mut Vec<Warn
         counters,
         hw_counters,
         gid_tbl_len,
-        rdma_cm: read_rdma_cm(ctx.cm_dir, port, warnings),
+        rdma_cm: if ctx.full {
+            read_rdma_cm(ctx.cm_dir, port, warnings)
+        } else {
+            None
+        },
     }
 }
 

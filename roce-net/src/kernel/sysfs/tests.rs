@@ -396,3 +396,69 @@ fn netdevs_in_another_namespace_and_an_infiniband_port() {
     assert_eq!(ib.gids.len(), 2);
     assert_eq!(ib.active_mtu, None);
 }
+
+/// Apply's plan reads only the RDMA topology (`read_rdma_topology`): for every
+/// fixture tree, each port's netdev, state, link layer and active MTU (all the
+/// planner's NIC scope can see) are those of the full read, and none of the
+/// expensive parts (counters, whole GID tables, VPD, rdma_cm) are read.
+#[test]
+fn topology_read_decides_the_same_netdevs_as_the_full_read() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("class/infiniband").is_dir() {
+            continue;
+        }
+        cases += 1;
+        let (mut w1, mut w2) = (Vec::new(), Vec::new());
+        let probe = super::read_rdma(&dir, &[], &mut w1);
+        let ifaces: Vec<Interface> = probe
+            .iter()
+            .flat_map(|d| d.netdevs.iter().cloned())
+            .map(|n| iface(&n, 4200))
+            .collect();
+        let full = super::read_rdma(&dir, &ifaces, &mut w1);
+        let topo = super::read_rdma_topology(&dir, &ifaces, &mut w2);
+        let view = |devs: &[RdmaDevice]| -> Vec<String> {
+            devs.iter()
+                .flat_map(|d| {
+                    d.ports.iter().map(move |p| {
+                        format!(
+                            "{} {:?} port {} {:?} {:?} {:?} {:?} scope netdev {:?}",
+                            d.name,
+                            d.netdevs,
+                            p.port,
+                            p.netdev,
+                            p.state,
+                            p.link_layer,
+                            p.active_mtu,
+                            crate::scope::port_netdev(d, p)
+                        )
+                    })
+                })
+                .collect()
+        };
+        assert_eq!(view(&topo), view(&full), "{}", dir.display());
+        for d in &topo {
+            assert!(d.product_name.is_none() && d.part_number.is_none());
+            for p in &d.ports {
+                assert!(p.counters.is_empty() && p.hw_counters.is_empty());
+                assert!(p.rdma_cm.is_none());
+                assert!(p.gids.iter().filter(|g| g.netdev.is_some()).count() <= 1);
+            }
+        }
+        let full_gids: usize = full
+            .iter()
+            .flat_map(|d| &d.ports)
+            .map(|p| p.gids.len())
+            .sum();
+        let topo_gids: usize = topo
+            .iter()
+            .flat_map(|d| &d.ports)
+            .map(|p| p.gids.len())
+            .sum();
+        assert!(topo_gids <= full_gids);
+    }
+    assert!(cases >= 10, "fixture trees found: {cases}");
+}
