@@ -89,9 +89,6 @@ pub(crate) fn apply(
     confirm_timeout: Option<u64>,
 ) -> Result<u8, Error> {
     let h = host(cli)?;
-    // This process works on this one namespace: enter it on the main thread, so
-    // the transaction runs here instead of on a worker thread that enters it.
-    h.target().enter()?;
     let timeout = match confirm_timeout {
         Some(s) if s == 0 || s > roce_net::MAX_CONFIRM_TIMEOUT.as_secs() => {
             return Err(Error::new(
@@ -156,6 +153,11 @@ pub(crate) fn apply(
         watchdog_pid = Some((pid, guard.apply_id.clone()));
         o.guard = Some(guard);
     }
+    // From here this process works on this one namespace: enter it on the main
+    // thread, so the transaction runs here instead of on a worker thread that
+    // enters it. Not before: the watchdog started above must not start inside
+    // the namespace (it would keep a deleted namespace alive until its deadline).
+    h.target().enter()?;
     let held = HeldSignals::hold();
     let res = match &reviewed {
         Some(p) => roce_net::apply(&h, p, &o),
