@@ -534,6 +534,15 @@ pub fn write_sysctl(proc_sys: &Path, s: &Sysctl, value: &str) -> Result<Option<S
     Ok(previous)
 }
 
+/// A sysctl file opened for reading and writing, truncated.
+fn open_rw(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .truncate(true)
+        .open(path)
+}
+
 /// Sysctl writes through `conf/<dir>` descriptors opened once each, for a caller
 /// that writes many (apply sets three per NIC): each write then opens one path
 /// component with `openat(2)` instead of walking the whole
@@ -569,16 +578,10 @@ impl SysctlFiles {
                 };
                 match dir {
                     Some(d) => self.open_at(&d, key.file_name()),
-                    None => std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .open(&path),
+                    None => open_rw(&path),
                 }
             }
-            Sysctl::Tuning(_) => std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path),
+            Sysctl::Tuning(_) => open_rw(&path),
         };
         let f = opened.map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => read_error(e, s, &path),
@@ -587,7 +590,8 @@ impl SysctlFiles {
         write_checked(s, &path, f, &canonical)
     }
 
-    /// `conf/<dir>/<file>` opened for reading and writing.
+    /// `conf/<dir>/<file>` opened for reading and writing (truncated, which
+    /// `/proc/sys` ignores and a fixture tree's plain file needs).
     fn open_at(&mut self, dir: &std::ffi::OsStr, file: &str) -> io::Result<std::fs::File> {
         use std::os::fd::{AsRawFd, FromRawFd};
         let i = match self.dirs.iter().position(|(d, _)| d == dir) {
@@ -605,7 +609,7 @@ impl SysctlFiles {
             libc::openat(
                 self.dirs[i].1.as_raw_fd(),
                 c.as_ptr(),
-                libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC,
             )
         };
         if fd < 0 {
