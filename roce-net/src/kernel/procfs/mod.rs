@@ -550,15 +550,21 @@ fn open_rw(path: &Path) -> io::Result<std::fs::File> {
 /// descriptors belong to the namespace of the thread that opened them.
 pub struct SysctlFiles {
     root: PathBuf,
-    dirs: Vec<(std::ffi::OsString, std::os::fd::OwnedFd)>,
+    dirs: std::collections::HashMap<std::ffi::OsString, std::os::fd::OwnedFd>,
 }
+
+/// At most this many `conf/<dir>` descriptors are kept open (room for 256 NICs
+/// and their VLANs, well under the usual soft limit of 1024 descriptors); writes
+/// to further directories open their whole path, so a host with thousands of
+/// interfaces never runs out of file descriptors.
+const MAX_CONF_DIRS: usize = 320;
 
 impl SysctlFiles {
     /// No directory opened yet, under the `/proc/sys` root `proc_sys`.
     pub fn new(proc_sys: &Path) -> SysctlFiles {
         SysctlFiles {
             root: proc_sys.to_path_buf(),
-            dirs: Vec::new(),
+            dirs: std::collections::HashMap::new(),
         }
     }
 
@@ -594,20 +600,23 @@ impl SysctlFiles {
     /// `/proc/sys` ignores and a fixture tree's plain file needs).
     fn open_at(&mut self, dir: &std::ffi::OsStr, file: &str) -> io::Result<std::fs::File> {
         use std::os::fd::{AsRawFd, FromRawFd};
-        let i = match self.dirs.iter().position(|(d, _)| d == dir) {
-            Some(i) => i,
-            None => {
-                let fd = open_dir(&self.root.join(CONF_DIR).join(dir))?;
-                self.dirs.push((dir.to_os_string(), fd));
-                self.dirs.len() - 1
+        if !self.dirs.contains_key(dir) {
+            let path = self.root.join(CONF_DIR).join(dir);
+            if self.dirs.len() >= MAX_CONF_DIRS {
+                return open_rw(&path.join(file));
             }
+            let fd = open_dir(&path)?;
+            self.dirs.insert(dir.to_os_string(), fd);
+        }
+        let Some(dir_fd) = self.dirs.get(dir) else {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
         };
         let c =
             std::ffi::CString::new(file).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
         let fd = unsafe {
             libc::openat(
-                self.dirs[i].1.as_raw_fd(),
+                dir_fd.as_raw_fd(),
                 c.as_ptr(),
                 libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC,
             )

@@ -313,3 +313,56 @@ fn link_dump_values_are_the_proc_sys_values() {
         st.warnings
     );
 }
+
+/// Many writes through one `SysctlFiles`: each lands in its own file, and no
+/// more than `MAX_CONF_DIRS` directory descriptors stay open however many
+/// interfaces there are (the rest open their whole path).
+#[test]
+fn sysctl_files_write_many_interfaces_with_bounded_descriptors() {
+    let n = super::MAX_CONF_DIRS + 20;
+    let names: Vec<String> = (0..n).map(|i| format!("e{i}.7")).collect();
+    let mut confs: Vec<(&str, [u32; 6])> = vec![("all", [0; 6]), ("default", [0; 6])];
+    confs.extend(names.iter().map(|n| (n.as_str(), [0; 6])));
+    let d = tree(&confs);
+    let mut files = super::SysctlFiles::new(d.path());
+    for (i, name) in names.iter().enumerate() {
+        for key in [ConfKey::ArpIgnore, ConfKey::RpFilter] {
+            let s = Sysctl::Conf {
+                target: ConfTarget::Interface(name.clone()),
+                key,
+            };
+            let v = (i % 2 + 1).to_string();
+            files.set(&s, &v).unwrap();
+        }
+    }
+    assert!(
+        files.dirs.len() <= super::MAX_CONF_DIRS,
+        "{}",
+        files.dirs.len()
+    );
+    for (i, name) in names.iter().enumerate() {
+        let dir = d.path().join("net/ipv4/conf").join(name);
+        let want = format!("{}\n", i % 2 + 1);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("arp_ignore")).unwrap(),
+            want
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("rp_filter")).unwrap(),
+            want
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("arp_announce")).unwrap(),
+            "0\n"
+        );
+    }
+    // A missing interface is NotFound naming it, through the cache as without.
+    let gone = Sysctl::Conf {
+        target: ConfTarget::Interface("gone0".into()),
+        key: ConfKey::ArpIgnore,
+    };
+    assert_eq!(
+        files.set(&gone, "1").unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}
