@@ -317,12 +317,9 @@ fn a_failure_in_verify_rolls_back() {
     // (4), (5) Another tool resets a sysctl the plan set: verify re-reads the
     // plan's `conf/all` values from /proc/sys and every interface's from the
     // link dump, so both are seen.
-    for (sysctl, shown) in [
-        (
-            "net.ipv4.conf.all.arp_ignore=0",
-            "net.ipv4.conf.all.arp_ignore",
-        ),
-        ("net.ipv4.conf.r1.rp_filter=1", "net.ipv4.conf.r1.rp_filter"),
+    for sysctl in [
+        "net.ipv4.conf.all.arp_ignore=0",
+        "net.ipv4.conf.r1.rp_filter=1",
     ] {
         let ns4 = ns.clone();
         let err = apply_faulty(
@@ -341,7 +338,8 @@ fn a_failure_in_verify_rolls_back() {
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Verify, "{err}");
-        assert!(err.to_string().contains(shown), "{sysctl}: {err}");
+        let (name, _) = sysctl.split_once('=').unwrap();
+        assert!(err.to_string().contains(name), "{sysctl}: {err}");
         assert!(comparable(&e.host.snapshot().unwrap()) == want, "restored");
     }
 }

@@ -232,24 +232,27 @@ fn open_dir(dir: &Path) -> io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-/// Read a small file (a sysctl value) relative to a directory fd, trimmed.
-fn read_small_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<String> {
-    use std::io::Read;
+/// `openat(2)` of `name` in the directory `dir` with `flags` (and `O_CLOEXEC`).
+fn open_in(
+    dir: &std::os::fd::OwnedFd,
+    name: &str,
+    flags: libc::c_int,
+) -> io::Result<std::fs::File> {
     use std::os::fd::{AsRawFd, FromRawFd};
     let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: fd is a freshly opened descriptor nobody else owns.
-    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Read a small file (a sysctl value) relative to a directory fd, trimmed.
+fn read_small_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = open_in(dir, name, libc::O_RDONLY)?;
     let mut buf = [0u8; 128];
     let mut n = 0;
     loop {
@@ -599,33 +602,18 @@ impl SysctlFiles {
     /// `conf/<dir>/<file>` opened for reading and writing (truncated, which
     /// `/proc/sys` ignores and a fixture tree's plain file needs).
     fn open_at(&mut self, dir: &std::ffi::OsStr, file: &str) -> io::Result<std::fs::File> {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        if !self.dirs.contains_key(dir) {
-            let path = self.root.join(CONF_DIR).join(dir);
-            if self.dirs.len() >= MAX_CONF_DIRS {
-                return open_rw(&path.join(file));
-            }
-            let fd = open_dir(&path)?;
-            self.dirs.insert(dir.to_os_string(), fd);
+        const FLAGS: libc::c_int = libc::O_RDWR | libc::O_TRUNC;
+        if let Some(fd) = self.dirs.get(dir) {
+            return open_in(fd, file, FLAGS);
         }
-        let Some(dir_fd) = self.dirs.get(dir) else {
-            return Err(io::Error::from_raw_os_error(libc::ENOENT));
-        };
-        let c =
-            std::ffi::CString::new(file).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
-        let fd = unsafe {
-            libc::openat(
-                dir_fd.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        let path = self.root.join(CONF_DIR).join(dir);
+        if self.dirs.len() >= MAX_CONF_DIRS {
+            return open_rw(&path.join(file));
         }
-        // SAFETY: fd is a freshly opened descriptor nobody else owns.
-        Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+        let fd = open_dir(&path)?;
+        let f = open_in(&fd, file, FLAGS);
+        self.dirs.insert(dir.to_os_string(), fd);
+        f
     }
 }
 
