@@ -73,6 +73,7 @@ pub(crate) struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum Cmd {
     /// NICs (in the spirit of ibdev2netdev), GIDs, rules, non-main tables, neighbours.
     Show {
@@ -286,6 +287,7 @@ enum Cmd {
 }
 
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum ProbeCmd {
     /// ARP requests from DEV for TARGET; every distinct MAC that answers.
     Arp {
@@ -823,5 +825,75 @@ pub(crate) fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Er
     match path {
         Some(p) => roce_net::Policy::load(p),
         None => Ok(roce_net::Policy::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Subcommands are defined lazily (`defer`: only the one given is built, so
+    /// `roce-net apply` does not build the options of every other command). Clap
+    /// checks a definition only when it is built: build and check them all here.
+    #[test]
+    fn every_subcommand_definition_is_valid() {
+        Cli::command().debug_assert();
+        let mut cmd = Cli::command();
+        cmd.build();
+        let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+        for name in [
+            "show", "apply", "probe", "persist", "doctor", "plan", "rollback",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
+        }
+        let probe = cmd.find_subcommand("probe").expect("probe");
+        assert!(probe.get_subcommands().any(|c| c.get_name() == "arp"));
+        let apply = cmd.find_subcommand("apply").expect("apply");
+        assert!(apply
+            .get_arguments()
+            .any(|a| a.get_id() == "confirm_timeout"));
+    }
+
+    /// Global options reach a deferred subcommand before and after its name, and
+    /// its own options and their checks still apply.
+    #[test]
+    fn deferred_subcommands_parse_as_before() {
+        let cli = Cli::try_parse_from([
+            "roce-net",
+            "--netns",
+            "a",
+            "apply",
+            "--yes",
+            "--json",
+            "--state-dir",
+            "/x",
+            "--confirm-timeout",
+            "30",
+        ])
+        .expect("parses");
+        assert_eq!(cli.netns.as_deref(), Some("a"));
+        assert!(cli.json);
+        assert_eq!(cli.state_dir, PathBuf::from("/x"));
+        match cli.cmd {
+            Cmd::Apply {
+                yes,
+                confirm_timeout,
+                ..
+            } => assert!(yes && confirm_timeout == Some(30)),
+            other => panic!("parsed as {other:?}"),
+        }
+        let e = Cli::try_parse_from(["roce-net", "apply", "--confirm-timeout", "0"])
+            .expect_err("out of range");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        let e = Cli::try_parse_from(["roce-net", "apply", "-f", "p", "--plan", "q"])
+            .expect_err("conflict");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        let e = Cli::try_parse_from(["roce-net", "probe", "arp", "--dev", "x"])
+            .expect_err("missing --target");
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        let help = Cli::try_parse_from(["roce-net", "apply", "--help"]).expect_err("help");
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--confirm-timeout"), "{help}");
     }
 }
