@@ -24,8 +24,14 @@ use std::os::fd::AsRawFd;
 pub(crate) const MAX_DUMP_ATTEMPTS: usize = 5;
 /// `SO_RCVBUF` asked for (the kernel doubles it, capped by `rmem_max` unless root).
 const RCVBUF: usize = 1 << 20;
-/// Initial receive buffer; grown when a datagram is larger.
+/// Initial receive buffer; grown when a datagram is larger. The kernel's dump
+/// datagrams are at most 32 KiB unless a single message is larger (a link with
+/// hundreds of VFs, when asked for them), and acks are capped.
 const RECV_BUF: usize = 64 * 1024;
+/// The most the receive buffer grows to: a larger datagram is refused.
+const MAX_RECV_BUF: usize = 16 << 20;
+/// Datagrams read and dropped at most while draining an abandoned exchange.
+const MAX_DRAIN: usize = 1 << 20;
 /// Receive timeout: a kernel that does not answer in this time is reported.
 const RECV_TIMEOUT_SECS: i64 = 30;
 
@@ -42,8 +48,10 @@ const NLMSGERR_ATTR_MSG: u16 = 1;
 pub(crate) trait Transport {
     /// Send one request datagram.
     fn send(&mut self, data: &[u8]) -> std::io::Result<()>;
-    /// Receive one datagram into `buf` (growing it as needed); returns its length.
-    fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize>;
+    /// Receive one datagram into `buf` and return its full length, which is
+    /// more than `buf.len()` when it did not fit (its tail is then lost). With
+    /// `wait` false, a socket with nothing queued gives `WouldBlock` at once.
+    fn recv(&mut self, buf: &mut [u8], wait: bool) -> std::io::Result<usize>;
     /// Our port id, as the kernel addresses replies to us.
     fn port(&self) -> u32;
 }
@@ -115,32 +123,16 @@ impl Transport for KernelTransport {
         Ok(())
     }
 
-    fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    fn recv(&mut self, buf: &mut [u8], wait: bool) -> std::io::Result<usize> {
         let fd = self.sock.as_raw_fd();
+        // One read per datagram: MSG_TRUNC makes the kernel return the datagram's
+        // real length, so a datagram larger than `buf` is seen (and the exchange
+        // run again with a larger buffer: `Engine::collect_raw`) instead of
+        // peeking at every datagram's size first, which costs a second read each.
+        let flags = libc::MSG_TRUNC | if wait { 0 } else { libc::MSG_DONTWAIT };
         loop {
-            // Peek at the real size first so a datagram is never truncated.
             // SAFETY: recv into a buffer we own, with its true length.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_PEEK | libc::MSG_TRUNC,
-                )
-            };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            let n = n as usize;
-            if n > buf.len() {
-                buf.resize(n.next_power_of_two(), 0);
-            }
-            // SAFETY: as above.
-            let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
             if got < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() == std::io::ErrorKind::Interrupted {
@@ -148,13 +140,14 @@ impl Transport for KernelTransport {
                 }
                 return Err(e);
             }
+            let got = got as usize;
             #[cfg(test)]
             RECORDED.with(|r| {
                 if let Some(v) = r.borrow_mut().as_mut() {
-                    v.push(buf[..got as usize].to_vec());
+                    v.push(buf[..got.min(buf.len())].to_vec());
                 }
             });
-            return Ok(got as usize);
+            return Ok(got);
         }
     }
 
@@ -178,6 +171,18 @@ pub(crate) struct Engine<T: Transport> {
     sendbuf: Vec<u8>,
 }
 
+/// How an exchange ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The kernel's ACK or `NLMSG_DONE` arrived; `interrupted` when a message
+    /// carried `NLM_F_DUMP_INTR`.
+    Complete { interrupted: bool },
+    /// A datagram of `needed` bytes did not fit the `had`-byte buffer. The rest
+    /// of the exchange was read and dropped and the buffer has grown, so the
+    /// exchange can be run again.
+    Truncated { needed: usize, had: usize },
+}
+
 /// What a reply datagram told us.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Step {
@@ -189,10 +194,15 @@ pub(super) enum Step {
 
 impl<T: Transport> Engine<T> {
     pub(crate) fn new(transport: T) -> Engine<T> {
+        Self::with_buffer(transport, RECV_BUF)
+    }
+
+    /// An engine whose receive buffer starts at `len` bytes.
+    fn with_buffer(transport: T, len: usize) -> Engine<T> {
         Engine {
             transport,
             seq: 0,
-            buf: vec![0; RECV_BUF],
+            buf: vec![0; len],
             sendbuf: Vec::new(),
         }
     }
@@ -214,14 +224,13 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Read datagrams until the exchange with sequence `seq` finishes, passing
-    /// every inner message to `sink`. Returns whether any message had
-    /// `NLM_F_DUMP_INTR`.
+    /// every inner message to `sink`.
     fn collect(
         &mut self,
         seq: u32,
         what: &str,
         sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
-    ) -> Result<bool> {
+    ) -> Result<Ended> {
         self.collect_raw(seq, what, &mut |mtype, payload| {
             sink(decode(mtype, payload, what)?)
         })
@@ -233,10 +242,10 @@ impl<T: Transport> Engine<T> {
         seq: u32,
         what: &str,
         sink: &mut dyn FnMut(u16, &[u8]) -> Result<()>,
-    ) -> Result<bool> {
+    ) -> Result<Ended> {
         let mut interrupted = false;
         loop {
-            let n = self.transport.recv(&mut self.buf).map_err(|e| {
+            let n = self.transport.recv(&mut self.buf, true).map_err(|e| {
                 let timeout = matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
@@ -248,12 +257,53 @@ impl<T: Transport> Engine<T> {
                     err
                 }
             })?;
-            let data = &self.buf[..n.min(self.buf.len())];
+            if n > self.buf.len() {
+                return self.truncated(n, what);
+            }
+            let data = &self.buf[..n];
             let port = self.transport.port();
             if handle_datagram(data, seq, port, what, &mut interrupted, sink)? == Step::Finished {
-                return Ok(interrupted);
+                return Ok(Ended::Complete { interrupted });
             }
         }
+    }
+
+    /// A datagram of `needed` bytes did not fit: read and drop what is left of
+    /// the exchange (the kernel refuses a new dump on this socket while one is
+    /// running, and queues a dump's next datagram while we read the one before,
+    /// so an empty queue means it is over), then grow the buffer for a rerun.
+    fn truncated(&mut self, needed: usize, what: &str) -> Result<Ended> {
+        let had = self.buf.len();
+        for _ in 0..MAX_DRAIN {
+            if self.transport.recv(&mut self.buf, false).is_err() {
+                break;
+            }
+        }
+        if needed > MAX_RECV_BUF {
+            return Err(Error::new(
+                ErrorKind::Netlink,
+                format!(
+                    "{what}: the kernel sent a {needed}-byte netlink datagram, more than \
+                     roce-net reads ({MAX_RECV_BUF} bytes)"
+                ),
+            ));
+        }
+        self.buf
+            .resize(needed.next_power_of_two().min(MAX_RECV_BUF), 0);
+        Ok(Ended::Truncated { needed, had })
+    }
+
+    /// The error for a request whose reply was cut short (the buffer has grown
+    /// since, so running it again works).
+    fn lost_reply(what: &str, needed: usize, had: usize) -> Error {
+        Error::new(
+            ErrorKind::Netlink,
+            format!(
+                "{what}: the kernel's reply ({needed} bytes) did not fit the {had}-byte \
+                 receive buffer and was lost; the request was sent and may have taken \
+                 effect: check, then run it again"
+            ),
+        )
     }
 
     /// Send `msg` with `NLM_F_ACK` (plus `flags`, e.g. `NLM_F_CREATE`) and return
@@ -266,11 +316,14 @@ impl<T: Transport> Engine<T> {
     ) -> Result<Vec<RouteNetlinkMessage>> {
         let seq = self.send(msg, NLM_F_ACK | flags, what)?;
         let mut out = Vec::new();
-        self.collect(seq, what, &mut |m| {
+        let ended = self.collect(seq, what, &mut |m| {
             out.push(m);
             Ok(())
         })?;
-        Ok(out)
+        match ended {
+            Ended::Complete { .. } => Ok(out),
+            Ended::Truncated { needed, had } => Err(Self::lost_reply(what, needed, had)),
+        }
     }
 
     /// Send a request the netlink crate has no type for (`mtype`, with `payload`
@@ -304,33 +357,48 @@ impl<T: Transport> Engine<T> {
             .send(&self.sendbuf)
             .map_err(|e| Error::io(e, format!("{what}: sending the netlink request")))?;
         let mut out = Vec::new();
-        self.collect_raw(seq, what, &mut |t, p| {
+        let ended = self.collect_raw(seq, what, &mut |t, p| {
             out.push((t, p.to_vec()));
             Ok(())
         })?;
-        Ok(out)
+        match ended {
+            Ended::Complete { .. } => Ok(out),
+            Ended::Truncated { needed, had } => Err(Self::lost_reply(what, needed, had)),
+        }
     }
 
     /// Dump with `msg` and map every reply through `f` (`None` drops it). Retried
-    /// from scratch when the kernel flags the dump as interrupted.
+    /// from scratch when the kernel flags the dump as interrupted, or when a
+    /// datagram did not fit the receive buffer (which has grown since).
     pub(crate) fn dump_map<R>(
         &mut self,
         msg: RouteNetlinkMessage,
         what: &str,
         mut f: impl FnMut(RouteNetlinkMessage) -> Option<R>,
     ) -> Result<Vec<R>> {
+        let mut last = None;
         for _attempt in 0..MAX_DUMP_ATTEMPTS {
             let seq = self.send(msg.clone(), NLM_F_DUMP, what)?;
             let mut out = Vec::new();
-            let interrupted = self.collect(seq, what, &mut |m| {
+            let ended = self.collect(seq, what, &mut |m| {
                 if let Some(r) = f(m) {
                     out.push(r);
                 }
                 Ok(())
             })?;
-            if !interrupted {
+            if ended == (Ended::Complete { interrupted: false }) {
                 return Ok(out);
             }
+            last = Some(ended);
+        }
+        if let Some(Ended::Truncated { needed, had }) = last {
+            return Err(Error::new(
+                ErrorKind::Netlink,
+                format!(
+                    "{what}: a {needed}-byte datagram still did not fit the {had}-byte receive \
+                     buffer after {MAX_DUMP_ATTEMPTS} attempts (each grows it); retry"
+                ),
+            ));
         }
         Err(Error::new(
             ErrorKind::Netlink,
@@ -519,7 +587,7 @@ mod tests {
             self.last_seq = read_u32(data, 8);
             Ok(())
         }
-        fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+        fn recv(&mut self, buf: &mut [u8], _wait: bool) -> std::io::Result<usize> {
             let mut d = self
                 .replies
                 .pop_front()
@@ -531,7 +599,8 @@ mod tests {
                 d[off + 8..off + 12].copy_from_slice(&self.last_seq.to_ne_bytes());
                 off += align4(len.max(16));
             }
-            buf[..d.len()].copy_from_slice(&d);
+            let fit = d.len().min(buf.len());
+            buf[..fit].copy_from_slice(&d[..fit]);
             Ok(d.len())
         }
         fn port(&self) -> u32 {
@@ -684,6 +753,149 @@ mod tests {
         assert_eq!(err.errno_value(), Some(libc::EINVAL));
     }
 
+    /// Like the kernel: each request queues its own replies, and a read that
+    /// does not wait finds only what is queued.
+    struct Queued {
+        batches: VecDeque<Vec<Vec<u8>>>,
+        queued: VecDeque<Vec<u8>>,
+        sent: usize,
+        last_seq: u32,
+    }
+
+    impl Transport for Queued {
+        fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
+            self.sent += 1;
+            self.last_seq = read_u32(data, 8);
+            let seq = self.last_seq;
+            for mut d in self.batches.pop_front().unwrap_or_default() {
+                d[8..12].copy_from_slice(&seq.to_ne_bytes());
+                self.queued.push_back(d);
+            }
+            Ok(())
+        }
+        fn recv(&mut self, buf: &mut [u8], _wait: bool) -> std::io::Result<usize> {
+            let d = self
+                .queued
+                .pop_front()
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::WouldBlock))?;
+            let fit = d.len().min(buf.len());
+            buf[..fit].copy_from_slice(&d[..fit]);
+            Ok(d.len())
+        }
+        fn port(&self) -> u32 {
+            77
+        }
+    }
+
+    fn queued(batches: Vec<Vec<Vec<u8>>>, buf: usize) -> Engine<Queued> {
+        Engine::with_buffer(
+            Queued {
+                batches: batches.into(),
+                queued: VecDeque::new(),
+                sent: 0,
+                last_seq: 0,
+            },
+            buf,
+        )
+    }
+
+    /// A route message padded with an unknown attribute to `len` bytes.
+    fn big_route_msg(len: usize) -> Vec<u8> {
+        let mut rtmsg = vec![2u8, 0, 0, 0, 254, 4, 0, 1, 0, 0, 0, 0];
+        let alen = len - 16 - rtmsg.len();
+        rtmsg.extend_from_slice(&(alen as u16).to_ne_bytes());
+        rtmsg.extend_from_slice(&200u16.to_ne_bytes());
+        rtmsg.resize(len - 16, 0);
+        nlmsg(24, 2, &rtmsg)
+    }
+
+    #[test]
+    fn datagram_larger_than_the_buffer_reruns_the_dump_with_a_larger_one() {
+        let done = nlmsg(3, 2, &[0; 4]);
+        let attempt = vec![route_msg(0), big_route_msg(600), route_msg(0), done.clone()];
+        let mut e = queued(vec![attempt.clone(), attempt], 256);
+        let got = e.dump(get_routes(), "dumping routes").unwrap();
+        assert_eq!(
+            got.len(),
+            3,
+            "every route of the rerun, none of the cut one"
+        );
+        assert_eq!(e.transport.sent, 2, "the dump is sent again once");
+        assert!(e.buf.len() >= 600, "the buffer grew to {}", e.buf.len());
+        assert!(
+            e.transport.queued.is_empty(),
+            "the cut exchange was read to its end"
+        );
+    }
+
+    #[test]
+    fn request_whose_reply_did_not_fit_fails_and_the_next_one_works() {
+        let ack = nlmsg(2, NLM_F_CAPPED, &[0u8; 20]);
+        let mut e = queued(vec![vec![big_route_msg(600), ack.clone()], vec![ack]], 256);
+        let err = e.request(get_routes(), 0, "getting route").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Netlink);
+        let text = err.to_string();
+        assert!(
+            text.contains("getting route") && text.contains("600 bytes") && text.contains("256"),
+            "{text}"
+        );
+        assert!(e.request(get_routes(), 0, "again").unwrap().is_empty());
+    }
+
+    /// On a real kernel: a link dump read through a buffer smaller than one link
+    /// message is read to its end, sent again with a grown buffer, and gives
+    /// what a normal read gives; a request after it is answered normally.
+    #[test]
+    #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+    fn kernel_dump_larger_than_the_buffer_is_rerun() {
+        crate::test_support::require_root("kernel_dump_larger_than_the_buffer_is_rerun");
+        use netlink_packet_route::link::LinkMessage;
+        let mut lab = crate::lab::Lab::new("nl-trunc").unwrap();
+        let ns = lab.add_namespace("x").unwrap();
+        let target = crate::netns::NetnsTarget::named(&ns).unwrap();
+        let (small, normal, sent) = target
+            .run(|| {
+                let mut nl = super::super::Netlink::open()?;
+                for i in 0..4 {
+                    nl.link_add_bridge(&format!("b{i}"))?;
+                }
+                let names = |v: Vec<RouteNetlinkMessage>| -> Vec<String> {
+                    v.iter()
+                        .filter_map(|m| match m {
+                            RouteNetlinkMessage::NewLink(l) => {
+                                l.attributes.iter().find_map(|a| match a {
+                                    netlink_packet_route::link::LinkAttribute::IfName(n) => {
+                                        Some(n.clone())
+                                    }
+                                    _ => None,
+                                })
+                            }
+                            _ => None,
+                        })
+                        .collect()
+                };
+                let get = || RouteNetlinkMessage::GetLink(LinkMessage::default());
+                let mut e = Engine::with_buffer(KernelTransport::open()?, 256);
+                let small = names(e.dump(get(), "dumping links")?);
+                let sent = e.seq;
+                // The socket is in step again: a request and a dump both work.
+                let mut lo = LinkMessage::default();
+                lo.header.index = 1;
+                let got = e.request(RouteNetlinkMessage::GetLink(lo), 0, "getting lo")?;
+                assert_eq!(names(got), ["lo"]);
+                let again = names(e.dump(get(), "dumping links")?);
+                assert_eq!(again, small);
+                let normal =
+                    names(Engine::new(KernelTransport::open()?).dump(get(), "dumping links")?);
+                Ok((small, normal, sent))
+            })
+            .unwrap();
+        assert_eq!(small, normal);
+        assert_eq!(small.len(), 5, "lo and four bridges: {small:?}");
+        assert_eq!(sent, 2, "the cut dump is sent again once");
+        lab.destroy().unwrap();
+    }
+
     /// The kernel transport, running `hook` once after the first datagram.
     struct Churn<F: FnMut()> {
         inner: KernelTransport,
@@ -696,8 +908,8 @@ mod tests {
             self.sent += 1;
             self.inner.send(data)
         }
-        fn recv(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-            let n = self.inner.recv(buf)?;
+        fn recv(&mut self, buf: &mut [u8], wait: bool) -> std::io::Result<usize> {
+            let n = self.inner.recv(buf, wait)?;
             if let Some(mut h) = self.hook.take() {
                 h();
             }
