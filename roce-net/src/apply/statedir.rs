@@ -189,21 +189,8 @@ impl StateDir {
     }
 
     fn openat(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
-        let c = cstr(name).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: openat relative to our directory fd with a valid name.
-        let fd = unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        use std::os::fd::AsFd;
+        crate::kernel::open_at(self.fd.as_fd(), name, flags | libc::O_NOFOLLOW)
     }
 
     fn refuse_link(&self, name: &str) -> Error {

@@ -149,21 +149,8 @@ impl NamesLock {
     }
 
     fn openat(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
-        let c = c_name(name);
-        // SAFETY: openat relative to the locked directory.
-        let fd = unsafe {
-            libc::openat(
-                self.dir.as_raw_fd(),
-                c.as_ptr(),
-                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        use std::os::fd::AsFd;
+        crate::kernel::open_at(self.dir.as_fd(), name, flags | libc::O_NOFOLLOW)
     }
 
     fn read(&self) -> Result<String> {

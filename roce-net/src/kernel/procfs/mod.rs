@@ -238,15 +238,8 @@ fn open_in(
     name: &str,
     flags: libc::c_int,
 ) -> io::Result<std::fs::File> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is a freshly opened descriptor nobody else owns.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    use std::os::fd::AsFd;
+    crate::kernel::open_at(dir.as_fd(), name, flags)
 }
 
 /// Read a small file (a sysctl value) relative to a directory fd, trimmed.
