@@ -184,17 +184,10 @@ fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> 
     let mut values = ConfValues::default();
     for key in ConfKey::ALL {
         let v = match read_small_at(&fd, key.file_name()) {
-            Ok(text) => match text.parse::<u32>() {
+            Ok(text) => match parse_conf_value(&text) {
                 Ok(v) => Some(v),
-                Err(_) => {
-                    warn(
-                        warnings,
-                        &dir.join(key.file_name()),
-                        format!(
-                            "value {} is not an unsigned number",
-                            crate::input::excerpt(&text, 64)
-                        ),
-                    );
+                Err(why) => {
+                    warn(warnings, &dir.join(key.file_name()), why);
                     None
                 }
             },
@@ -290,6 +283,17 @@ fn read_tuning(proc_sys: &Path, warnings: &mut Vec<Warning>) -> Tuning {
     t
 }
 
+/// A `conf/<dir>/<key>` value: an unsigned number, or why it is not one (the
+/// snapshot warns with it, verify fails with it).
+fn parse_conf_value(text: &str) -> std::result::Result<u32, String> {
+    text.parse::<u32>().map_err(|_| {
+        format!(
+            "value {} is not an unsigned number",
+            crate::input::excerpt(text, 64)
+        )
+    })
+}
+
 fn not_kernel_format(text: &str) -> String {
     format!(
         "value {} is not in the kernel's format",
@@ -368,14 +372,10 @@ pub fn reread_sysctls(proc_sys: &Path, view: &mut SysctlView, which: &[Sysctl]) 
             };
             let path = dir.join(key.file_name());
             let text = read_small_at(&fd, key.file_name()).map_err(|e| read_error(e, &s, &path))?;
-            let v = text.parse::<u32>().map_err(|_| {
+            let v = parse_conf_value(&text).map_err(|why| {
                 Error::new(
                     ErrorKind::Parse,
-                    format!(
-                        "reading sysctl {s} ({}): value {} is not an unsigned number",
-                        path.display(),
-                        crate::input::excerpt(&text, 64)
-                    ),
+                    format!("reading sysctl {s} ({}): {why}", path.display()),
                 )
             })?;
             values.set(key, Some(v));

@@ -1,7 +1,9 @@
 //! Sysctls through a `/proc/sys` root: fixture trees in a temp dir, and the real
 //! `/proc/sys` inside a namespace this test creates.
 
-use super::{read_sysctl, read_sysctls, write_sysctl, PROC_SYS};
+use super::{
+    read_shared_sysctls, read_sysctl, read_sysctls, reread_sysctls, write_sysctl, PROC_SYS,
+};
 use crate::model::{ConfKey, ConfTarget, Sysctl, TuningKey};
 use crate::netns::NetnsTarget;
 use crate::test_support as sf_common;
@@ -98,6 +100,37 @@ fn malformed_values_warn_and_keep_the_rest() {
     // Missing host-wide key (as in a non-initial namespace): None, no warning.
     assert_eq!(v.tuning.netdev_max_backlog, None);
     assert_eq!(v.tuning.rmem_max, Some(212992));
+}
+
+/// A `conf/all` value that is not a number: the snapshot warns and keeps the
+/// rest, verify's re-read fails naming the sysctl, both with the same reason.
+#[test]
+fn unparsable_shared_value_warns_in_a_snapshot_and_fails_verify() {
+    let d = tree(&[("all", [1, 2, 0, 2, 0, 0]), ("default", [0; 6])]);
+    std::fs::write(d.path().join("net/ipv4/conf/all/arp_announce"), "two\n").unwrap();
+    let mut w = Vec::new();
+    let mut v = read_shared_sysctls(d.path(), &mut w);
+    assert_eq!(v.all.arp_announce, None);
+    assert_eq!(v.all.arp_ignore, Some(1));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].source.ends_with("conf/all/arp_announce"), "{w:?}");
+    let reason = "value \"two\" is not an unsigned number";
+    assert!(w[0].message.contains(reason), "{w:?}");
+    let s = Sysctl::Conf {
+        target: ConfTarget::All,
+        key: ConfKey::ArpAnnounce,
+    };
+    let e = reread_sysctls(d.path(), &mut v, std::slice::from_ref(&s)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Parse);
+    let text = e.to_string();
+    assert!(
+        text.contains("arp_announce") && text.contains(reason),
+        "{text}"
+    );
+    // A readable value is re-read into the view.
+    std::fs::write(d.path().join("net/ipv4/conf/all/arp_announce"), "1\n").unwrap();
+    reread_sysctls(d.path(), &mut v, &[s]).unwrap();
+    assert_eq!(v.all.arp_announce, Some(1));
 }
 
 #[test]
