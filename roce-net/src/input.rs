@@ -228,6 +228,35 @@ pub(crate) fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, b
     (out, false)
 }
 
+/// `openat(2)` of `name` relative to the directory `dir`, with `flags` plus
+/// `O_CLOEXEC` (and mode 0644 when `flags` create the file). The one place the
+/// state directory, the table-names file and `/proc/sys` reach files by a
+/// directory descriptor, so a path component swapped half way changes nothing;
+/// callers that must never follow a link pass `O_NOFOLLOW`.
+pub(crate) fn open_at(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &str,
+    flags: libc::c_int,
+) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a valid directory fd and NUL-terminated name; the new fd is owned below.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a freshly opened descriptor nobody else owns.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

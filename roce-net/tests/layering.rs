@@ -55,10 +55,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "probe",
         &["error", "model", "kernel", "host", "netns", "scope", "fib"],
     ),
+    // apply reaches its state files through input's `open_at`.
     (
         "apply",
         &[
             "error",
+            "input",
             "model",
             "kernel",
             "host",

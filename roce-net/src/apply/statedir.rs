@@ -190,7 +190,7 @@ impl StateDir {
 
     fn openat(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
         use std::os::fd::AsFd;
-        crate::kernel::open_at(self.fd.as_fd(), name, flags | libc::O_NOFOLLOW)
+        crate::input::open_at(self.fd.as_fd(), name, flags | libc::O_NOFOLLOW)
     }
 
     fn refuse_link(&self, name: &str) -> Error {

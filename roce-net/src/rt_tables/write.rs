@@ -150,7 +150,7 @@ impl NamesLock {
 
     fn openat(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
         use std::os::fd::AsFd;
-        crate::kernel::open_at(self.dir.as_fd(), name, flags | libc::O_NOFOLLOW)
+        crate::input::open_at(self.dir.as_fd(), name, flags | libc::O_NOFOLLOW)
     }
 
     fn read(&self) -> Result<String> {

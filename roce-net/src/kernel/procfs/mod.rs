@@ -232,7 +232,7 @@ fn open_in(
     flags: libc::c_int,
 ) -> io::Result<std::fs::File> {
     use std::os::fd::AsFd;
-    crate::kernel::open_at(dir.as_fd(), name, flags)
+    crate::input::open_at(dir.as_fd(), name, flags)
 }
 
 /// Read a small file (a sysctl value) relative to a directory fd, trimmed.
