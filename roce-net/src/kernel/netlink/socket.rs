@@ -573,10 +573,12 @@ mod tests {
     use netlink_packet_route::route::RouteMessage;
     use std::collections::VecDeque;
 
-    /// Replays scripted datagrams; a `None` entry means "the sequence number of
-    /// the last request", patched in when it is received.
+    /// Scripted replies, as the kernel queues them: each request releases its
+    /// batch of datagrams into the queue, a read finds only what is queued, and
+    /// every message read is given the current request's sequence number.
     struct Script {
-        replies: VecDeque<Vec<u8>>,
+        batches: VecDeque<Vec<Vec<u8>>>,
+        queued: VecDeque<Vec<u8>>,
         sent: usize,
         last_seq: u32,
     }
@@ -585,14 +587,16 @@ mod tests {
         fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
             self.sent += 1;
             self.last_seq = read_u32(data, 8);
+            if let Some(batch) = self.batches.pop_front() {
+                self.queued.extend(batch);
+            }
             Ok(())
         }
         fn recv(&mut self, buf: &mut [u8], _wait: bool) -> std::io::Result<usize> {
             let mut d = self
-                .replies
+                .queued
                 .pop_front()
                 .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::WouldBlock))?;
-            // Patch every message's sequence number to the current request's.
             let mut off = 0;
             while off + 16 <= d.len() {
                 let len = read_u32(&d, off) as usize;
@@ -629,12 +633,23 @@ mod tests {
         nlmsg(24, flags | 2, &rtmsg)
     }
 
+    /// An engine whose first request releases all of `replies`.
     fn engine(replies: Vec<Vec<u8>>) -> Engine<Script> {
-        Engine::new(Script {
-            replies: replies.into(),
-            sent: 0,
-            last_seq: 0,
-        })
+        scripted(vec![replies], RECV_BUF)
+    }
+
+    /// An engine with a `buf`-byte receive buffer whose n-th request releases
+    /// the n-th batch of replies.
+    fn scripted(batches: Vec<Vec<Vec<u8>>>, buf: usize) -> Engine<Script> {
+        Engine::with_buffer(
+            Script {
+                batches: batches.into(),
+                queued: VecDeque::new(),
+                sent: 0,
+                last_seq: 0,
+            },
+            buf,
+        )
     }
 
     fn get_routes() -> RouteNetlinkMessage {
@@ -753,52 +768,6 @@ mod tests {
         assert_eq!(err.errno_value(), Some(libc::EINVAL));
     }
 
-    /// Like the kernel: each request queues its own replies, and a read that
-    /// does not wait finds only what is queued.
-    struct Queued {
-        batches: VecDeque<Vec<Vec<u8>>>,
-        queued: VecDeque<Vec<u8>>,
-        sent: usize,
-        last_seq: u32,
-    }
-
-    impl Transport for Queued {
-        fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
-            self.sent += 1;
-            self.last_seq = read_u32(data, 8);
-            let seq = self.last_seq;
-            for mut d in self.batches.pop_front().unwrap_or_default() {
-                d[8..12].copy_from_slice(&seq.to_ne_bytes());
-                self.queued.push_back(d);
-            }
-            Ok(())
-        }
-        fn recv(&mut self, buf: &mut [u8], _wait: bool) -> std::io::Result<usize> {
-            let d = self
-                .queued
-                .pop_front()
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::WouldBlock))?;
-            let fit = d.len().min(buf.len());
-            buf[..fit].copy_from_slice(&d[..fit]);
-            Ok(d.len())
-        }
-        fn port(&self) -> u32 {
-            77
-        }
-    }
-
-    fn queued(batches: Vec<Vec<Vec<u8>>>, buf: usize) -> Engine<Queued> {
-        Engine::with_buffer(
-            Queued {
-                batches: batches.into(),
-                queued: VecDeque::new(),
-                sent: 0,
-                last_seq: 0,
-            },
-            buf,
-        )
-    }
-
     /// A route message padded with an unknown attribute to `len` bytes.
     fn big_route_msg(len: usize) -> Vec<u8> {
         let mut rtmsg = vec![2u8, 0, 0, 0, 254, 4, 0, 1, 0, 0, 0, 0];
@@ -813,7 +782,7 @@ mod tests {
     fn datagram_larger_than_the_buffer_reruns_the_dump_with_a_larger_one() {
         let done = nlmsg(3, 2, &[0; 4]);
         let attempt = vec![route_msg(0), big_route_msg(600), route_msg(0), done.clone()];
-        let mut e = queued(vec![attempt.clone(), attempt], 256);
+        let mut e = scripted(vec![attempt.clone(), attempt], 256);
         let got = e.dump(get_routes(), "dumping routes").unwrap();
         assert_eq!(
             got.len(),
@@ -831,7 +800,7 @@ mod tests {
     #[test]
     fn request_whose_reply_did_not_fit_fails_and_the_next_one_works() {
         let ack = nlmsg(2, NLM_F_CAPPED, &[0u8; 20]);
-        let mut e = queued(vec![vec![big_route_msg(600), ack.clone()], vec![ack]], 256);
+        let mut e = scripted(vec![vec![big_route_msg(600), ack.clone()], vec![ack]], 256);
         let err = e.request(get_routes(), 0, "getting route").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Netlink);
         let text = err.to_string();
