@@ -193,6 +193,22 @@ fn none() -> Hook<'static> {
     Box::new(|_| Ok(()))
 }
 
+/// Apply `policy` with `hook` run between the last change and verify.
+fn apply_before_verify(
+    e: &Env,
+    policy: &Policy,
+    hook: impl FnMut() + Send + 'static,
+) -> Result<ApplyReport> {
+    apply_faulty(
+        e,
+        Source::Policy(policy),
+        &e.opts,
+        none(),
+        None,
+        Some(Box::new(hook)),
+    )
+}
+
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn failure_at_every_step_restores_the_host_and_keeps_the_cause() {
@@ -272,14 +288,9 @@ fn a_failure_in_verify_rolls_back() {
     // in verify fails with a policy error.
     let policy: Policy = Policy::from_yaml("version: 1\nnics:\n  include: [r0, r1, r2]\n").unwrap();
     let ns2 = ns.clone();
-    let err = apply_faulty(
-        &e,
-        Source::Policy(&policy),
-        &e.opts,
-        none(),
-        None,
-        Some(Box::new(move || ip(&ns2, "addr del 198.18.0.12/24 dev r1"))),
-    )
+    let err = apply_before_verify(&e, &policy, move || {
+        ip(&ns2, "addr del 198.18.0.12/24 dev r1")
+    })
     .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::RolledBack, "{err}");
     assert_eq!(err.cause().unwrap().kind(), ErrorKind::Policy, "{err}");
@@ -301,15 +312,7 @@ fn a_failure_in_verify_rolls_back() {
     // (3) Another tool removes one of the rules just added (as a network daemon
     // managing foreign rules does): the re-plan is not empty.
     let ns3 = ns.clone();
-    let err = apply_faulty(
-        &e,
-        Source::Policy(&policy),
-        &e.opts,
-        none(),
-        None,
-        Some(Box::new(move || ip(&ns3, "rule del pref 1002"))),
-    )
-    .unwrap_err();
+    let err = apply_before_verify(&e, &policy, move || ip(&ns3, "rule del pref 1002")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Verify, "{err}");
     assert!(err.to_string().contains("still differs"), "{err}");
     assert!(comparable(&e.host.snapshot().unwrap()) == want, "restored");
@@ -322,20 +325,13 @@ fn a_failure_in_verify_rolls_back() {
         "net.ipv4.conf.r1.rp_filter=1",
     ] {
         let ns4 = ns.clone();
-        let err = apply_faulty(
-            &e,
-            Source::Policy(&policy),
-            &e.opts,
-            none(),
-            None,
-            Some(Box::new(move || {
-                let st = Command::new("ip")
-                    .args(["netns", "exec", &ns4, "sysctl", "-qw", sysctl])
-                    .status()
-                    .unwrap();
-                assert!(st.success(), "sysctl -w {sysctl}");
-            })),
-        )
+        let err = apply_before_verify(&e, &policy, move || {
+            let st = Command::new("ip")
+                .args(["netns", "exec", &ns4, "sysctl", "-qw", sysctl])
+                .status()
+                .unwrap();
+            assert!(st.success(), "sysctl -w {sysctl}");
+        })
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Verify, "{err}");
         let (name, _) = sysctl.split_once('=').unwrap();
