@@ -144,10 +144,15 @@ impl Lab {
         Ok(lab)
     }
 
-    /// Wait until every lab NIC (and the peer's) is operationally up: a veth
-    /// reports `UP` only after the kernel's link watch has run (up to a second
-    /// after `ip link set up`), and a snapshot taken before that sees the NICs
-    /// `down`. Bounded: an error after 10 s names the NICs still down.
+    /// Wait until every lab NIC (and the peer's) and every link of the switch
+    /// (the bridge and its ports) is operationally up: a veth reports `UP` only
+    /// after the kernel's link watch has run (up to a second after `ip link set
+    /// up`), and a snapshot taken before that sees the NICs `down`. The bridge
+    /// comes up later still: its carrier goes on once a port forwards, which
+    /// is itself a link watch event, so under load the NICs can be `UP` while
+    /// `br0` is still `UNKNOWN` (a snapshot of the switch then differs from one
+    /// read a moment later). Bounded: an error after 10 s names the links still
+    /// down.
     fn wait_links_up(&self) -> Result<()> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
@@ -156,6 +161,13 @@ impl Lab {
                 let l = in_ns(&nic.namespace, |nl| nl.link(&nic.name))?;
                 if l.oper_state != crate::model::OperState::Up {
                     down.push(format!("{}/{}", nic.namespace, nic.name));
+                }
+            }
+            if let Some(sw) = &self.switch {
+                for l in in_ns(sw, |nl| nl.links())? {
+                    if l.name != "lo" && l.oper_state != crate::model::OperState::Up {
+                        down.push(format!("{sw}/{}", l.name));
+                    }
                 }
             }
             if down.is_empty() {
