@@ -8,6 +8,7 @@ use roce_net::{ErrorKind, Host};
 use roce_net::{Family, NeighState, Route, RouteType, Rule, RuleAction, Scope};
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 /// Routes and rules the comparison tests add on top of the seed lab: some with
 /// `ip`, some with the library (tables 100 and 1000 > 255, a fwmark rule, ...).
@@ -207,6 +208,68 @@ fn ip_route_key(v: &serde_json::Value, family: Family) -> String {
     )
 }
 
+/// Wait until IPv6 duplicate address detection has finished on the NICs `nics`
+/// of `ns`: each has its link-local address, none is tentative, and each address
+/// has the local route (table local) the kernel adds only once its DAD
+/// succeeded. That happens about 1 to 2 s after the link came up (a random
+/// delay of up to `rtr_solicit_delay`, one probe, then `retrans_time`): until
+/// then a snapshot and an `ip` read a moment later can differ by that route.
+/// Afterwards nothing in the seed lab's host namespace changes by itself.
+/// Bounded: panics after 15 s, naming what is still missing.
+fn wait_ipv6_settled(ns: &str, nics: &[&str]) {
+    let t0 = Instant::now();
+    loop {
+        let addrs = ip_json(ns, &["-6", "addr", "show"]);
+        let locals: BTreeSet<String> =
+            ip_json_numeric(ns, &["-6", "route", "show", "table", "255"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|v| route_type(v.get("type")).as_deref() == Some("local"))
+                .filter_map(|v| s(v, "dst"))
+                .collect();
+        let mut missing = Vec::new();
+        for nic in nics {
+            let info: Vec<serde_json::Value> = addrs
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| s(l, "ifname").as_deref() == Some(*nic))
+                .and_then(|l| l["addr_info"].as_array().cloned())
+                .unwrap_or_default();
+            if !info
+                .iter()
+                .any(|a| s(a, "scope").as_deref() == Some("link"))
+            {
+                missing.push(format!("{nic}: no link-local address yet"));
+            }
+            for a in &info {
+                let addr = s(a, "local").unwrap();
+                if a.get("tentative").is_some() {
+                    missing.push(format!("{nic} {addr}: tentative"));
+                } else if !locals.contains(&addr) {
+                    missing.push(format!("{nic} {addr}: no local route yet"));
+                }
+            }
+        }
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "IPv6 in {ns} not settled after 15 s: {}",
+            missing.join(", ")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Our snapshot and `ip -j` read the same lab one after the other, so the lab
+/// must be still by then: the links of every lab namespace are up (the bridge
+/// too: [`roce_net::Lab`] waits for them) and IPv6 DAD is over on the host's
+/// NICs ([`wait_ipv6_settled`]); under load either used to change between the
+/// two reads now and then (`br0` UNKNOWN then UP; a link-local address's local
+/// route missing then there).
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn snapshot_matches_iproute2() {
@@ -256,6 +319,8 @@ fn snapshot_matches_iproute2() {
             "permanent",
         ],
     );
+    let nics: Vec<&str> = lab.nics().iter().map(|n| n.name.as_str()).collect();
+    wait_ipv6_settled(ns, &nics);
     let st = lab.host().unwrap().snapshot().unwrap();
     assert_eq!(st.netns.as_deref(), Some(ns));
 
