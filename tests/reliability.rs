@@ -28,8 +28,9 @@ fn inode(ns: &str) -> u64 {
         .ino()
 }
 
-/// Serialises the tests that wait for an inode number to come back (each would
-/// take the other's).
+/// Held by the test that waits for an inode number to come back, and by the
+/// other test of namespace identity, whose namespaces would otherwise be the
+/// likeliest to take that number first.
 static INODES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A new namespace whose nsfs inode is `ino` once its owner is freed (the kernel
@@ -58,21 +59,6 @@ fn namespace_with_inode(tag: &str, ino: u64, limit: Duration) -> Option<(Ns, Vec
 /// Tries of a scenario that needs an inode number back (another namespace made
 /// on the machine meanwhile can take it first).
 const INODE_TRIES: usize = 5;
-
-/// Give the namespace of `ns` the name `name` too (`ip netns` names are bind
-/// mounts of the namespace file).
-fn also_name(ns: &Ns, name: &str) -> Ns {
-    let to = Path::new("/run/netns").join(name);
-    std::fs::File::create(&to).unwrap();
-    let st = std::process::Command::new("mount")
-        .arg("--bind")
-        .arg(Path::new("/run/netns").join(&ns.0))
-        .arg(&to)
-        .status()
-        .unwrap();
-    assert!(st.success(), "mount --bind");
-    Ns(name.to_string())
-}
 
 /// Two NICs r0, r1 in 198.18.2.0/24, added to an empty namespace.
 fn add_nics(ns: &str) {
@@ -211,8 +197,57 @@ fn the_watchdog_waits_for_the_lock_then_rolls_back_and_says_so() {
     );
 }
 
-/// Defect 3: a namespace deleted and created again under the same name (here
-/// even with the same inode) is not the one the watchdog guards: left alone.
+/// The namespace cookie (`SO_NETNS_COOKIE`) of namespace `ns`, read by the test
+/// itself (apart from roce-net's reading) with a socket made inside it.
+fn cookie(ns: &str) -> u64 {
+    let f = std::fs::File::open(Path::new("/run/netns").join(ns)).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setns on this short-lived thread only; a socket and a
+            // getsockopt into a u64 of its size; the fd is closed here.
+            unsafe {
+                assert_eq!(libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET), 0);
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+                assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+                let mut c: u64 = 0;
+                let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+                // 71: SO_NETNS_COOKIE (include/uapi/asm-generic/socket.h).
+                let rc = libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    71,
+                    (&mut c as *mut u64).cast(),
+                    &mut len,
+                );
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                assert_eq!(rc, 0, "SO_NETNS_COOKIE: {e}");
+                c
+            }
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// Defect 3: a namespace deleted and created again under the same name is not
+/// the one the watchdog guards: left alone, and the outcome it records names the
+/// cookie it guards and the other one it found.
+///
+/// Race-free by construction. It used to also wait for the kernel to give the
+/// new namespace the deleted one's inode number, which any namespace made on the
+/// machine meanwhile could take first (one lowest-free allocator numbers every
+/// namespace of every kind, and each `ip -n` or `ip netns exec` of a test
+/// running in parallel makes a mount namespace), so under load it failed now
+/// and then with no inode back within its tries. Nothing here waits for the
+/// kernel: the name is given to a new namespace at once. What the watchdog
+/// trusts is shown directly instead: the journal records this very name, the
+/// test reads both namespaces' cookies itself, and the watchdog must leave the
+/// new one alone saying that its cookie is not the guarded one. So it is not
+/// the name; and it is not the inode either, since the two cookies it names are
+/// the identity roce-net keys its state by, which a namespace that got a freed
+/// inode number back does not share
+/// (`a_reused_namespace_inode_never_sees_another_namespaces_journal`).
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn the_watchdog_leaves_a_recreated_namespace_alone() {
@@ -229,27 +264,30 @@ fn the_watchdog_leaves_a_recreated_namespace_alone() {
             .arg(&state);
         c
     };
-    let (j, journal, again, _fillers) = (0..INODE_TRIES)
-        .find_map(|_| {
-            let ns = netns("wdns", 2);
-            let name = ns.0.clone();
-            let ino = inode(&name);
-            let o = cli(&name)
-                .args(["apply", "--yes", "--confirm-timeout", "8"])
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", text(&o));
-            let o = cli(&name).args(["--json", "status"]).output().unwrap();
-            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            let journal = state.join(format!("{}.journal.json", j["key"].as_str().unwrap()));
-            // Delete it, and make a new one with the same name and inode.
-            drop(ns);
-            let (fresh_ns, fillers) = namespace_with_inode("wdnew", ino, Duration::from_secs(5))?;
-            let again = also_name(&fresh_ns, &name);
-            drop(fresh_ns);
-            Some((j, journal, again, fillers))
-        })
-        .expect("an inode number came back within the tries");
+    let ns = netns("wdns", 2);
+    let name = ns.0.clone();
+    let guarded = cookie(&name);
+    let o = cli(&name)
+        .args(["apply", "--yes", "--confirm-timeout", "8"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let o = cli(&name).args(["--json", "status"]).output().unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["state"], "pending_confirm", "{j}");
+    assert_eq!(j["namespace"]["cookie"], guarded, "{j}");
+    assert_eq!(j["namespace"]["name"], name.as_str(), "{j}");
+    let journal = state.join(format!("{}.journal.json", j["key"].as_str().unwrap()));
+    // Delete it, and make a new one with the same name.
+    drop(ns);
+    let st = std::process::Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap();
+    assert!(st.success(), "ip netns add {name}");
+    let again = Ns(name.clone());
+    let found = cookie(&again.0);
+    assert_ne!(found, guarded, "a new namespace has a new cookie");
     add_nics(&again.0);
     let st = std::process::Command::new("ip")
         .args([
@@ -284,14 +322,28 @@ fn the_watchdog_leaves_a_recreated_namespace_alone() {
         fresh,
         "the recreated namespace was not touched"
     );
+    let mut recorded = serde_json::Value::Null;
     wait_until(
         "the watchdog records its outcome",
         Duration::from_secs(15),
         || {
-            std::fs::read_to_string(&journal)
-                .map(|t| t.contains("\"outcome\":\"namespace_changed\""))
-                .unwrap_or(false)
+            recorded = std::fs::read_to_string(&journal)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or(serde_json::Value::Null);
+            recorded["watchdog"]["outcome"] == "namespace_changed"
         },
+    );
+    let msg = recorded["watchdog"]["message"].as_str().unwrap_or_default();
+    for c in [found, guarded] {
+        assert!(
+            msg.contains(&format!("(cookie {c} (boot")),
+            "the outcome names cookie {c}: {recorded}"
+        );
+    }
+    assert!(
+        msg.contains(&format!("{name:?}")),
+        "and the name: {recorded}"
     );
 }
 
