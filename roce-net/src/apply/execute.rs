@@ -191,15 +191,29 @@ impl Kernel<'_> {
 }
 
 impl Effects for Kernel<'_> {
-    fn snapshot(&mut self) -> Result<HostState> {
-        let st = self.host.snapshot_parts(self.nl, Parts::PLAN)?;
+    fn snapshot(&mut self, shared: Option<&[Sysctl]>) -> Result<HostState> {
+        let st = match shared {
+            None => self.host.snapshot_parts(self.nl, Parts::PLAN)?,
+            Some(which) => {
+                let parts = Parts {
+                    sysctls: false,
+                    ..Parts::PLAN
+                };
+                let mut st = self.host.snapshot_parts(self.nl, parts)?;
+                let interfaces = std::mem::take(&mut st.sysctls.interfaces);
+                st.sysctls = procfs::read_shared_sysctls_of(self.proc_sys, which, &mut st.warnings);
+                st.sysctls.interfaces = interfaces;
+                st.sysctls.recompute_effective();
+                st
+            }
+        };
         self.first = Some((st.rdma.clone(), st.sysctls.clone()));
         Ok(st)
     }
 
     fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState> {
         let Some((rdma, view)) = self.first.clone() else {
-            return self.snapshot();
+            return self.snapshot(None);
         };
         // Links (with every interface's IPv4 settings), addresses, routes, rules
         // and table names afresh; all/default/tuning: the plan's ones re-read.
