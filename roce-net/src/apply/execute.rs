@@ -144,7 +144,10 @@ impl Kernel<'_> {
     fn run(&mut self, change: &Change, undo: bool) -> Result<()> {
         let errno = |e: &Error, n: i32| e.errno_value() == Some(n);
         match change {
-            Change::SetSysctl { sysctl, after, .. } => self.sysctl_files.set(sysctl, after),
+            // Applying, the value is checked by verify, which re-reads every
+            // sysctl of the plan; undoing, nothing follows, so it is read back.
+            Change::SetSysctl { sysctl, after, .. } if undo => self.sysctl_files.set(sysctl, after),
+            Change::SetSysctl { sysctl, after, .. } => self.sysctl_files.write(sysctl, after),
             Change::AddRoute { route } => match self.nl.route_add(route) {
                 Err(e) if undo && errno(&e, libc::EEXIST) => self.route_in_place(route, e),
                 other => other,

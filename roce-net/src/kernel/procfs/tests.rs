@@ -408,7 +408,13 @@ fn sysctl_files_write_many_interfaces_with_bounded_descriptors() {
                 key,
             };
             let v = (i % 2 + 1).to_string();
-            files.set(&s, &v).unwrap();
+            // Both ways of writing open the same descriptors (apply writes
+            // without reading back, rollback reads back).
+            if key == ConfKey::ArpIgnore {
+                files.set(&s, &v).unwrap();
+            } else {
+                files.write(&s, &v).unwrap();
+            }
         }
     }
     assert!(
@@ -441,4 +447,22 @@ fn sysctl_files_write_many_interfaces_with_bounded_descriptors() {
         files.set(&gone, "1").unwrap_err().kind(),
         ErrorKind::NotFound
     );
+}
+
+/// Writing without the read-back checks the value as `set` does: out of range is
+/// `InvalidInput` and the file is left as it was.
+#[test]
+fn sysctl_write_without_read_back_still_refuses_bad_values() {
+    let d = tree(&[("all", [0; 6]), ("r0", [0; 6])]);
+    let mut files = super::SysctlFiles::new(d.path());
+    let s = Sysctl::Conf {
+        target: ConfTarget::Interface("r0".into()),
+        key: ConfKey::ArpIgnore,
+    };
+    let file = d.path().join("net/ipv4/conf/r0/arp_ignore");
+    let err = files.write(&s, "9").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "0\n");
+    files.write(&s, "2").unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "2\n");
 }
