@@ -6,7 +6,6 @@ use roce_net::{Error, ErrorKind, Host, HostState};
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 /// Exit codes (documented in docs/cli.md).
@@ -369,7 +368,8 @@ fn parse_ipproto(s: &str) -> Result<u8, String> {
 }
 
 /// Entry point.
-pub fn main() -> ExitCode {
+/// Parse the command line, run it, render the outcome; the process's exit code.
+pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -379,15 +379,15 @@ pub fn main() -> ExitCode {
                 exit::OK
             };
             let _ = e.print();
-            return ExitCode::from(code);
+            return code;
         }
     };
     let json = cli.json;
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(e) => {
             report_error(&e, json);
-            ExitCode::from(exit_code(&e))
+            exit_code(&e)
         }
     }
 }
