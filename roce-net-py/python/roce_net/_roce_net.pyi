@@ -90,7 +90,7 @@ def parse_snapshot(text: str) -> HostState:
 
 @final
 class NativeState:
-    def to_json(self, pretty: bool = True) -> str: ...
+    def to_json(self, indent: Optional[int] = None) -> str: ...
 
 @final
 class RouteSeq(Sequence[Route]):
@@ -195,7 +195,8 @@ class Policy:
     @classmethod
     def load(cls, path: _Path) -> Policy: ...
     def to_dict(self) -> Dict[str, Any]: ...
-    def to_json(self) -> str: ...
+    def to_json(self, *, indent: Optional[int] = None) -> str:
+        """Compact JSON (every field, defaults filled in); indented by ``indent`` spaces if given."""
 
 def plan(state: HostState, policy: Policy) -> Plan:
     """The ordered changes that make ``state`` comply with ``policy`` (pure, no I/O)."""

@@ -117,7 +117,10 @@ class _Record:
         return out
 
     def to_json(self, *, indent: Optional[int] = None) -> str:
-        """JSON text of :meth:`to_dict`."""
+        """JSON text of :meth:`to_dict`: compact (no spaces, as the library writes
+        it) by default, indented by ``indent`` spaces otherwise (``json.dumps``)."""
+        if indent is None:
+            return json.dumps(self.to_dict(), separators=(",", ":"))
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
@@ -500,14 +503,17 @@ class HostState(_Record):
         """Plain data, exactly the library's snapshot JSON schema."""
         if self._native is not None:
             # json.loads of the library's compact JSON beats walking 100k objects.
-            d: Dict[str, Any] = json.loads(self._native.to_json(False))
+            d: Dict[str, Any] = json.loads(self._native.to_json())
             return d
         return _Record.to_dict(self)
 
     def to_json(self, *, indent: Optional[int] = None) -> str:
-        """JSON text; the library's own (pretty) output when ``indent`` is None."""
-        if self._native is not None and indent is None:
-            s: str = self._native.to_json(True)
+        """JSON text: compact (one line, what ``roce-net snapshot`` writes) by
+        default; ``indent=2`` indents as ``roce-net snapshot --pretty`` does (any
+        width from 0 to 64, as ``json.dumps``). A snapshot from the library is
+        written by the library's own serializer either way."""
+        if self._native is not None:
+            s: str = self._native.to_json(indent)
             return s
         return _Record.to_json(self, indent=indent)
 
