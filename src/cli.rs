@@ -6,7 +6,6 @@ use roce_net::{Error, ErrorKind, Host, HostState};
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 /// Exit codes (documented in docs/cli.md).
@@ -315,31 +314,6 @@ fn parse_nccl_version(s: &str) -> Result<roce_net::NcclVersion, String> {
         .ok_or_else(|| format!("{s:?} is not an NCCL version (like 2.30 or 2.20.5)"))
 }
 
-/// Read a text file of at most `max` bytes.
-fn read_bounded(p: &std::path::Path, max: u64) -> Result<String, Error> {
-    use std::io::Read;
-    let f = std::fs::File::open(p).map_err(|e| Error::io(e, format!("reading {}", p.display())))?;
-    let mut buf = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io(e, format!("reading {}", p.display())))?;
-    if buf.len() as u64 > max {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "{} is larger than {max} bytes; is it an NCCL environment file?",
-                p.display()
-            ),
-        ));
-    }
-    String::from_utf8(buf).map_err(|_| {
-        Error::new(
-            ErrorKind::Parse,
-            format!("{} is not UTF-8 text", p.display()),
-        )
-    })
-}
-
 /// A u32 in decimal or `0x` hex (as iproute2's `get_unsigned(.., 0)`).
 fn parse_u32_auto(s: &str) -> Result<u32, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -369,7 +343,8 @@ fn parse_ipproto(s: &str) -> Result<u8, String> {
 }
 
 /// Entry point.
-pub fn main() -> ExitCode {
+/// Parse the command line, run it, render the outcome; the process's exit code.
+pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -379,15 +354,15 @@ pub fn main() -> ExitCode {
                 exit::OK
             };
             let _ = e.print();
-            return ExitCode::from(code);
+            return code;
         }
     };
     let json = cli.json;
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(e) => {
             report_error(&e, json);
-            ExitCode::from(exit_code(&e))
+            exit_code(&e)
         }
     }
 }
@@ -758,7 +733,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let opts = roce_net::NcclOptions::for_version(*nccl_version);
             if *check {
                 let env = match env_file {
-                    Some(p) => roce_net::NcclEnv::parse_conf(&read_bounded(p, 1 << 20)?),
+                    Some(p) => roce_net::NcclEnv::parse_conf(&roce_net::read_input_text(
+                        p,
+                        roce_net::InputKind::NcclConf,
+                    )?),
                     None => roce_net::NcclEnv::from_process(),
                 };
                 let findings = roce_net::nccl_check(&st, &env, &opts);

@@ -104,6 +104,58 @@ fn missing_namespace_is_not_found() {
     assert_eq!(v["error"]["kind"], "not_found");
 }
 
+/// The tool's own entry (`src/main.rs`, no Rust start-up) keeps what Rust's
+/// start-up gives: started with standard descriptors closed, what it opens does
+/// not become its stdout (it prints to `/dev/null` and succeeds, and an error
+/// still goes to stderr); a write to a pipe nobody reads is an error it
+/// survives, not a `SIGPIPE` kill; the exit code is the CLI's.
+#[test]
+fn the_process_entry_keeps_rust_start_up_guarantees() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    // stdin and stdout closed.
+    let o = unsafe {
+        bin()
+            .arg("--version")
+            .stderr(Stdio::piped())
+            .pre_exec(|| {
+                libc::close(0);
+                libc::close(1);
+                Ok(())
+            })
+            .output()
+            .unwrap()
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+    let o = unsafe {
+        bin()
+            .args(["show", "--netns", "rnt-surely-missing-ns"])
+            .stderr(Stdio::piped())
+            .pre_exec(|| {
+                libc::close(1);
+                Ok(())
+            })
+            .output()
+            .unwrap()
+    };
+    assert_eq!(o.status.code(), Some(66), "{}", text(&o));
+    assert!(text(&o).contains("does not exist"), "{}", text(&o));
+    // stdout a pipe whose read end is already closed.
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    drop(unsafe { OwnedFd::from_raw_fd(fds[0]) });
+    let write_end = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+    let st = bin()
+        .arg("--help")
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.signal(), None, "killed by a signal: {st:?}");
+    assert!(st.code().is_some(), "{st:?}");
+}
+
 #[test]
 fn usage_errors_exit_64() {
     let o = run(&["no-such-verb"]);

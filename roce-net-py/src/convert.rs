@@ -14,7 +14,7 @@
 //! add its dataclass in `_types.py` (and to `_ALL`), and call [`to_py`] on it.
 
 use crate::schema::Exported;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use std::collections::HashMap;
@@ -153,4 +153,40 @@ pub fn set_slot(
 /// mirror is checked against their schema.
 pub fn to_py<'py, T: Exported + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
     crate::ser::to_python(py, v)
+}
+
+/// The widest `indent` a `to_json` accepts (a guard against a huge allocation).
+pub const MAX_INDENT: usize = 64;
+
+/// `InvalidInputError` for an `indent` wider than [`MAX_INDENT`].
+pub fn check_indent(indent: Option<usize>) -> PyResult<()> {
+    match indent.filter(|n| *n > MAX_INDENT) {
+        Some(n) => Err(crate::errors::py_err(roce_net::Error::new(
+            roce_net::ErrorKind::InvalidInput,
+            format!(
+                "to_json: indent {n} is more than {MAX_INDENT} spaces; \
+                 give 0 to {MAX_INDENT}, or None for compact JSON"
+            ),
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// JSON text as the library's serializer writes it: compact (no whitespace)
+/// without `indent`, else one value per line indented by `indent` spaces (2 is
+/// serde_json's `to_string_pretty`, what the library's `to_json`s write).
+pub fn json_text<T: serde::Serialize + ?Sized>(v: &T, indent: Option<usize>) -> PyResult<String> {
+    let text = match indent {
+        None => serde_json::to_string(v),
+        Some(n) => {
+            let pad = " ".repeat(n);
+            let mut out = Vec::new();
+            let fmt = serde_json::ser::PrettyFormatter::with_indent(pad.as_bytes());
+            let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+            v.serialize(&mut ser)
+                // serde_json writes UTF-8 only.
+                .map(|()| String::from_utf8_lossy(&out).into_owned())
+        }
+    };
+    text.map_err(|e| PyValueError::new_err(format!("serialising to JSON: {e}")))
 }

@@ -1,11 +1,13 @@
-//! Pure analyses over snapshots: `doctor`, `nccl_env`, `fleet_report`.
+//! Pure analyses over snapshots: `doctor`, `nccl_env`, `nccl_check`, `fleet_report`.
 
 use crate::convert::to_py;
 use crate::errors::py_err;
+use crate::errors::IntoPyResult;
 use crate::state::native_state;
 use pyo3::prelude::*;
-use roce_net::DoctorOptions;
+use roce_net::{DoctorOptions, InputKind, NcclEnv, NcclVersion};
 use roce_net::{Error, ErrorKind, HostState};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 fn options(opts: Option<&Bound<'_, PyAny>>) -> PyResult<DoctorOptions> {
@@ -43,12 +45,90 @@ pub fn doctor<'py>(
     to_py(py, &findings)
 }
 
-/// `nccl_env(state)`: NCCL settings derived from the GID tables, with reasons.
+/// An NCCL release given as text (`"2.30"`, `"2.20.5"`, `"v2.30.7-1"`).
+fn nccl_version(v: Option<&str>) -> PyResult<roce_net::NcclOptions> {
+    let version = v
+        .map(|s| {
+            NcclVersion::parse(s).ok_or_else(|| {
+                py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("nccl_version {s:?} is not an NCCL version (like 2.30 or 2.20.5)"),
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(roce_net::NcclOptions::for_version(version))
+}
+
+/// `nccl_env(state, *, nccl_version=None)`: NCCL settings derived from the GID
+/// tables, with reasons (`roce-net nccl-env [--nccl-version V]`).
 #[pyfunction]
-pub fn nccl_env<'py>(py: Python<'py>, state: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+#[pyo3(signature = (state, *, nccl_version=None))]
+pub fn nccl_env<'py>(
+    py: Python<'py>,
+    state: &Bound<'py, PyAny>,
+    nccl_version: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
     let st = native_state(state)?;
-    let advice = py.detach(move || roce_net::nccl_env(&st));
+    let opts = self::nccl_version(nccl_version)?;
+    let advice = py.detach(move || roce_net::nccl_env_with(&st, &opts));
     to_py(py, &advice)
+}
+
+/// The NCCL environment to check: `env` (a mapping), the file `env_file`
+/// (parsed as NCCL parses nccl.conf), or this process's `NCCL_*` variables
+/// (`os.environ`, what NCCL in this process would read).
+fn check_env(
+    py: Python<'_>,
+    env: Option<&Bound<'_, PyAny>>,
+    env_file: Option<PathBuf>,
+) -> PyResult<NcclEnv> {
+    let pairs = |m: &Bound<'_, PyAny>| -> PyResult<Vec<(String, String)>> {
+        let mut v = Vec::new();
+        for item in m.call_method0("items")?.try_iter()? {
+            v.push(item?.extract::<(String, String)>()?);
+        }
+        Ok(v)
+    };
+    match (env, env_file) {
+        (Some(_), Some(_)) => Err(py_err(Error::new(
+            ErrorKind::InvalidInput,
+            "nccl_check: give env or env_file, not both",
+        ))),
+        (Some(m), None) => Ok(NcclEnv::from_pairs(pairs(m)?)),
+        (None, Some(p)) => {
+            let text = py
+                .detach(move || roce_net::read_input_text(&p, InputKind::NcclConf))
+                .py()?;
+            Ok(NcclEnv::parse_conf(&text))
+        }
+        (None, None) => {
+            let environ = py.import("os")?.getattr("environ")?;
+            let vars = pairs(&environ)?
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("NCCL_"));
+            Ok(NcclEnv::from_pairs(vars))
+        }
+    }
+}
+
+/// `nccl_check(state, env=None, *, env_file=None, nccl_version=None)`: the
+/// NCCL environment a job has, checked against the host as NCCL would select
+/// with it (`roce-net nccl-env --check [--env-file F]`), as Findings.
+#[pyfunction]
+#[pyo3(signature = (state, env=None, *, env_file=None, nccl_version=None))]
+pub fn nccl_check<'py>(
+    py: Python<'py>,
+    state: &Bound<'py, PyAny>,
+    env: Option<&Bound<'py, PyAny>>,
+    env_file: Option<PathBuf>,
+    nccl_version: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let st = native_state(state)?;
+    let opts = self::nccl_version(nccl_version)?;
+    let env = check_env(py, env, env_file)?;
+    let findings = py.detach(move || roce_net::nccl_check(&st, &env, &opts));
+    to_py(py, &findings)
 }
 
 /// `fleet_report(states, options=None)`: per-host summaries and cross-host findings.

@@ -19,6 +19,7 @@ mod routes;
 mod schema;
 mod ser;
 mod state;
+mod views;
 
 /// The extension module.
 #[pymodule]
@@ -45,9 +46,11 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lab::Lab>()?;
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::nccl_env, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::nccl_check, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::fleet_report, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::render_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::route_lookup, m)?)?;
     rdma::add(m)?;
+    views::add(m)?;
     Ok(())
 }

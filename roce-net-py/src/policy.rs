@@ -69,9 +69,12 @@ impl Policy {
             .call_method1("loads", (self.inner.to_value().to_string(),))
     }
 
-    /// Every field, defaults filled in, as pretty JSON.
-    fn to_json(&self) -> String {
-        self.inner.to_json()
+    /// Every field, defaults filled in, as JSON: compact, or indented by
+    /// `indent` spaces (2: the library's `Policy::to_json`).
+    #[pyo3(signature = (*, indent=None))]
+    fn to_json(&self, indent: Option<usize>) -> PyResult<String> {
+        crate::convert::check_indent(indent)?;
+        crate::convert::json_text(&self.inner, indent)
     }
 
     fn __repr__(&self) -> String {

@@ -124,6 +124,8 @@ exported_types! {
         r::Finding, r::Subject, r::Remediation, r::Summary, r::NcclAdvice, r::NcclVar,
         r::GidPick, r::GidChoice, r::PickOutcome, r::PortRef,
         r::FleetReport, r::HostSummary, r::FibDecision,
+        // Views (`gids`, `ibdev2netdev`).
+        r::GidRow, r::Ibdev2NetdevRow,
         // Persistence.
         r::RenderedFile, r::WriteReport, r::FileDiff,
         // Labs.

@@ -22,18 +22,14 @@ pub struct NativeState {
 
 #[pymethods]
 impl NativeState {
-    /// JSON exactly as the library writes it: pretty (the library's `to_json`) or compact.
-    #[pyo3(signature = (pretty=true))]
-    fn to_json(&self, py: Python<'_>, pretty: bool) -> PyResult<String> {
+    /// JSON exactly as the library's serializer writes it: compact (what
+    /// `roce-net snapshot` writes) without `indent`, else one value per line
+    /// indented by `indent` spaces (2: the library's `HostState::to_json`).
+    #[pyo3(signature = (indent=None))]
+    fn to_json(&self, py: Python<'_>, indent: Option<usize>) -> PyResult<String> {
+        crate::convert::check_indent(indent)?;
         let inner = self.inner.clone();
-        py.detach(move || {
-            if pretty {
-                Ok(inner.to_json())
-            } else {
-                serde_json::to_string(&*inner)
-            }
-        })
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+        py.detach(move || crate::convert::json_text(&*inner, indent))
     }
     fn __repr__(&self) -> String {
         format!(

@@ -81,6 +81,9 @@ def test_recorded_success_report_becomes_typed_results():
     # to_dict gives back the engine's document.
     assert r.to_dict() == d
     assert json.loads(r.to_json()) == d
+    # Compact by default, indented on request, as every result's to_json.
+    assert "\n" not in r.to_json() and ", " not in r.to_json()
+    assert r.to_json(indent=2) == json.dumps(r.to_dict(), indent=2)
 
 
 def test_recorded_failure_report_keeps_cause_and_evidence():

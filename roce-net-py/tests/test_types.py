@@ -61,6 +61,44 @@ def test_to_dict_is_exactly_the_library_json():
     assert json.loads(st.to_json()) == st.to_dict()
 
 
+def test_to_json_is_compact_unless_indented(tmp_path):
+    st = roce_net.parse_snapshot(json.dumps(state_doc(3, extra_routes=5)))
+    compact = st.to_json()
+    # Compact: one line, no spaces between tokens (what `roce-net snapshot` writes).
+    assert "\n" not in compact
+    assert compact == json.dumps(json.loads(compact), separators=(",", ":"))
+    # indent=2 is the library's indented JSON, what save_snapshot writes.
+    p = tmp_path / "snap.json"
+    roce_net.save_snapshot(st, p)
+    assert st.to_json(indent=2) == p.read_text()
+    # Any other width, as json.dumps indents.
+    for n in (0, 4):
+        assert st.to_json(indent=n) == json.dumps(st.to_dict(), indent=n)
+    # A HostState without its native original: compact too, the same data (keys
+    # of defaulted fields come last there, as a dataclass declares them).
+    plain = dataclasses.replace(st, _native=None)
+    assert plain._native is None
+    text = plain.to_json()
+    assert "\n" not in text and text == json.dumps(json.loads(text), separators=(",", ":"))
+    assert json.loads(text) == json.loads(compact)
+    assert json.loads(plain.to_json(indent=2)) == json.loads(st.to_json(indent=2))
+    assert plain.to_json(indent=2) == json.dumps(plain.to_dict(), indent=2)
+    # Every other result object is compact by default too.
+    r = st.routes[0]
+    assert r.to_json() == json.dumps(r.to_dict(), separators=(",", ":"))
+    assert r.to_json(indent=2) == json.dumps(r.to_dict(), indent=2)
+    with pytest.raises(roce_net.InvalidInputError):
+        st.to_json(indent=65)
+    # A Policy too (the native class): compact, or indented by the library.
+    pol = roce_net.Policy()
+    assert "\n" not in pol.to_json() and json.loads(pol.to_json()) == pol.to_dict()
+    pretty = pol.to_json(indent=2)
+    assert pretty.startswith('{\n  "') and json.loads(pretty) == pol.to_dict()
+    assert roce_net.Policy.from_json(pretty) == pol
+    with pytest.raises(roce_net.InvalidInputError):
+        pol.to_json(indent=65)
+
+
 def test_from_dict_round_trip_without_native_original():
     doc = state_doc(2)
     st = roce_net.HostState.from_dict(doc)

@@ -269,9 +269,34 @@ fn read_nic_hw(nl: &mut netlink::Netlink, st: &mut HostState) {
     }
 }
 
-/// This machine's host name (`uname -n`), empty if unavailable.
+/// This machine's host name (`uname -n`: the node name of the calling thread's
+/// UTS namespace, which `/proc/sys/kernel/hostname` also shows), empty if
+/// unavailable. One `uname(2)` instead of opening and reading the procfs file
+/// (about 0.6 us against 10 us here; a snapshot asks for it every time).
 pub fn hostname() -> String {
-    crate::input::read_attribute(std::path::Path::new("/proc/sys/kernel/hostname"))
-        .map(|b| String::from_utf8_lossy(b.trim_ascii()).into_owned())
-        .unwrap_or_default()
+    // SAFETY: an all-zero utsname is valid; uname fills it, NUL-terminated.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to an owned utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let raw: Vec<u8> = u
+        .nodename
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(raw.trim_ascii()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    /// `uname -n` is the name `/proc/sys/kernel/hostname` shows (both are the
+    /// UTS namespace's node name).
+    #[test]
+    fn hostname_is_the_procfs_host_name() {
+        let procfs = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert_eq!(super::hostname(), procfs.trim());
+        assert!(!super::hostname().is_empty());
+    }
 }

@@ -35,6 +35,9 @@ pub enum InputKind {
     /// A configuration file of the node that persistence reads before replacing
     /// it (netplan, networkd, NetworkManager, ifupdown): at most 16 MiB.
     NodeConfig,
+    /// An NCCL environment file (`nccl.conf`, `nccl-env --check --env-file`): at
+    /// most 1 MiB.
+    NcclConf,
     /// One sysfs or procfs attribute (a GID, a counter, a sysctl): at most 4 KiB.
     /// The kernel fills such files from one page at most; a larger one is not an
     /// attribute (a planted file under a `--sysfs-root`, say).
@@ -50,6 +53,7 @@ impl InputKind {
             InputKind::Snapshot => 1 << 30,
             InputKind::TableNames => 1 << 20,
             InputKind::NodeConfig => 16 << 20,
+            InputKind::NcclConf => 1 << 20,
             InputKind::KernelAttribute => 4096,
         }
     }
@@ -62,6 +66,7 @@ impl InputKind {
             InputKind::Snapshot => "snapshot",
             InputKind::TableNames => "table-name file",
             InputKind::NodeConfig => "configuration file",
+            InputKind::NcclConf => "NCCL environment file",
             InputKind::KernelAttribute => "kernel attribute",
         }
     }

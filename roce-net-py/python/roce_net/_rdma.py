@@ -39,8 +39,11 @@ class _Data:
     def to_dict(self) -> Dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=str)
+    def to_json(self, *, indent: Optional[int] = None) -> str:
+        """Compact JSON of :meth:`to_dict`; indented by ``indent`` spaces if given."""
+        if indent is None:
+            return json.dumps(self.to_dict(), separators=(",", ":"), default=str)
+        return json.dumps(self.to_dict(), indent=indent, default=str)
 
 
 @dataclass(frozen=True)

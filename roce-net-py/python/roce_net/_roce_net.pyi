@@ -28,6 +28,8 @@ from ._types import (
     ArpProbeResult,
     Finding,
     FleetReport,
+    GidRow,
+    Ibdev2NetdevRow,
     NcclAdvice,
     RollbackReport,
     HostState,
@@ -62,12 +64,17 @@ __all__ = [
     "Lab",
     "doctor",
     "nccl_env",
+    "nccl_check",
     "fleet_report",
     "render_metrics",
     "route_lookup",
     "_probe_rdma",
     "_probe_rdma_server",
     "_verbs_view",
+    "show_gids",
+    "ibdev2netdev",
+    "render_show_gids",
+    "render_ibdev2netdev",
 ]
 
 __version__: str
@@ -90,7 +97,7 @@ def parse_snapshot(text: str) -> HostState:
 
 @final
 class NativeState:
-    def to_json(self, pretty: bool = True) -> str: ...
+    def to_json(self, indent: Optional[int] = None) -> str: ...
 
 @final
 class RouteSeq(Sequence[Route]):
@@ -195,7 +202,8 @@ class Policy:
     @classmethod
     def load(cls, path: _Path) -> Policy: ...
     def to_dict(self) -> Dict[str, Any]: ...
-    def to_json(self) -> str: ...
+    def to_json(self, *, indent: Optional[int] = None) -> str:
+        """Compact JSON (every field, defaults filled in); indented by ``indent`` spaces if given."""
 
 def plan(state: HostState, policy: Policy) -> Plan:
     """The ordered changes that make ``state`` comply with ``policy`` (pure, no I/O)."""
@@ -264,8 +272,19 @@ class Lab:
 
 def doctor(state: HostState, options: Optional[Mapping[str, Any]] = None) -> Tuple[Finding, ...]:
     """Every check over a snapshot (pure); ``options`` overrides DoctorOptions fields."""
-def nccl_env(state: HostState) -> NcclAdvice:
-    """NCCL environment derived from the GID tables, each value with its reason."""
+def nccl_env(state: HostState, *, nccl_version: Optional[str] = None) -> NcclAdvice:
+    """NCCL environment derived from the GID tables, each value with its reason
+    (``roce-net nccl-env``); ``nccl_version`` (``"2.30"``) the release the job uses."""
+def nccl_check(
+    state: HostState,
+    env: Optional[Mapping[str, str]] = None,
+    *,
+    env_file: Optional[_Path] = None,
+    nccl_version: Optional[str] = None,
+) -> Tuple[Finding, ...]:
+    """The NCCL environment a job has (``env``, the nccl.conf-style ``env_file``, or
+    this process's ``NCCL_*`` variables) checked against the host
+    (``roce-net nccl-env --check``)."""
 def fleet_report(
     states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
 ) -> FleetReport:
@@ -316,3 +335,18 @@ def _probe_rdma_server(
     libibverbs: Optional[_Path] = None,
 ) -> str: ...
 def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView: ...
+
+# The CLI's read-only RDMA views (`roce-net gids`, `roce-net ibdev2netdev`).
+def show_gids(
+    state: HostState, device: Optional[str] = None, port: Optional[int] = None
+) -> Tuple[GidRow, ...]:
+    """The rows mlnx-tools' ``show_gids [DEV [PORT]]`` prints (``roce-net --json gids``).
+    NotFoundError for a device or port the snapshot lacks."""
+def ibdev2netdev(state: HostState) -> Tuple[Ibdev2NetdevRow, ...]:
+    """Each RDMA port and its netdev, as OFED's ``ibdev2netdev`` maps them."""
+def render_show_gids(rows: Iterable[Union[GidRow, Mapping[str, Any]]]) -> str:
+    """The rows as ``show_gids`` prints them (``roce-net gids``)."""
+def render_ibdev2netdev(
+    rows: Iterable[Union[Ibdev2NetdevRow, Mapping[str, Any]]], verbose: bool = False
+) -> str:
+    """The rows as ``ibdev2netdev`` (``-v``: ``verbose``) prints them."""

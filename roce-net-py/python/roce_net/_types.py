@@ -74,6 +74,8 @@ __all__ = [
     "GidChoice",
     "PickOutcome",
     "PortRef",
+    "GidRow",
+    "Ibdev2NetdevRow",
     "HostSummary",
     "FleetReport",
     "ApplyReport",
@@ -117,7 +119,10 @@ class _Record:
         return out
 
     def to_json(self, *, indent: Optional[int] = None) -> str:
-        """JSON text of :meth:`to_dict`."""
+        """JSON text of :meth:`to_dict`: compact (no spaces, as the library writes
+        it) by default, indented by ``indent`` spaces otherwise (``json.dumps``)."""
+        if indent is None:
+            return json.dumps(self.to_dict(), separators=(",", ":"))
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
@@ -500,14 +505,17 @@ class HostState(_Record):
         """Plain data, exactly the library's snapshot JSON schema."""
         if self._native is not None:
             # json.loads of the library's compact JSON beats walking 100k objects.
-            d: Dict[str, Any] = json.loads(self._native.to_json(False))
+            d: Dict[str, Any] = json.loads(self._native.to_json())
             return d
         return _Record.to_dict(self)
 
     def to_json(self, *, indent: Optional[int] = None) -> str:
-        """JSON text; the library's own (pretty) output when ``indent`` is None."""
-        if self._native is not None and indent is None:
-            s: str = self._native.to_json(True)
+        """JSON text: compact (one line, what ``roce-net snapshot`` writes) by
+        default; ``indent=2`` indents as ``roce-net snapshot --pretty`` does (any
+        width from 0 to 64, as ``json.dumps``). A snapshot from the library is
+        written by the library's own serializer either way."""
+        if self._native is not None:
+            s: str = self._native.to_json(indent)
             return s
         return _Record.to_json(self, indent=indent)
 
@@ -851,6 +859,49 @@ class NcclAdvice(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class GidRow(_Record):
+    """One row of mlnx-tools' ``show_gids`` (``show_gids()``; ``roce-net gids``).
+
+    Every populated GID slot except the all-zero GID and the zero link-local
+    ``fe80::``. ``ipv4`` is the last 32 bits when the first group is ``0000``
+    (the IPv4 column), ``ver`` ``"v1"`` / ``"v2"``; both ``None`` where show_gids
+    prints nothing. ``netdev`` is ``None`` on a native InfiniBand port."""
+
+    _RUST: ClassVar[str] = "GidRow"
+    dev: str
+    port: int
+    #: The GID table index (what ``NCCL_IB_GID_INDEX`` names).
+    index: int
+    #: The GID as sysfs prints it (8 groups of 4 hex digits).
+    gid: str
+    ipv4: Optional[str]
+    ver: Optional[str]
+    netdev: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ibdev2NetdevRow(_Record):
+    """One RDMA port and its netdev, as OFED's ``ibdev2netdev`` maps them
+    (``ibdev2netdev()``; ``roce-net ibdev2netdev``). ``link_state`` is ``"Up"``,
+    ``"Down"`` or ``"NA"`` (the netdev is not in the snapshot); the other
+    optional fields are what ``ibdev2netdev -v`` prints (``None`` for its ``NA``)."""
+
+    _RUST: ClassVar[str] = "Ibdev2NetdevRow"
+    device: str
+    port: int
+    netdev: str
+    link_state: str
+    pci_addr: Optional[str]
+    #: ``MT`` and the decimal PCI device id (``"MT4129"``).
+    device_id: Optional[str]
+    part_number: Optional[str]
+    product_name: Optional[str]
+    fw_ver: Optional[str]
+    #: The port's state (``"ACTIVE"``, ``"DOWN"``, ...).
+    port_state: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class HostSummary(_Record):
     """One host in a fleet report."""
 
@@ -961,6 +1012,8 @@ _ALL: Tuple[type, ...] = (
     PickOutcome,
     GidPick,
     NcclAdvice,
+    GidRow,
+    Ibdev2NetdevRow,
     HostSummary,
     FleetReport,
     ApplyReport,

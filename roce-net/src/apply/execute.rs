@@ -144,7 +144,10 @@ impl Kernel<'_> {
     fn run(&mut self, change: &Change, undo: bool) -> Result<()> {
         let errno = |e: &Error, n: i32| e.errno_value() == Some(n);
         match change {
-            Change::SetSysctl { sysctl, after, .. } => self.sysctl_files.set(sysctl, after),
+            // Applying, the value is checked by verify, which re-reads every
+            // sysctl of the plan; undoing, nothing follows, so it is read back.
+            Change::SetSysctl { sysctl, after, .. } if undo => self.sysctl_files.set(sysctl, after),
+            Change::SetSysctl { sysctl, after, .. } => self.sysctl_files.write(sysctl, after),
             Change::AddRoute { route } => match self.nl.route_add(route) {
                 Err(e) if undo && errno(&e, libc::EEXIST) => self.route_in_place(route, e),
                 other => other,
@@ -191,15 +194,29 @@ impl Kernel<'_> {
 }
 
 impl Effects for Kernel<'_> {
-    fn snapshot(&mut self) -> Result<HostState> {
-        let st = self.host.snapshot_parts(self.nl, Parts::PLAN)?;
+    fn snapshot(&mut self, shared: Option<&[Sysctl]>) -> Result<HostState> {
+        let st = match shared {
+            None => self.host.snapshot_parts(self.nl, Parts::PLAN)?,
+            Some(which) => {
+                let parts = Parts {
+                    sysctls: false,
+                    ..Parts::PLAN
+                };
+                let mut st = self.host.snapshot_parts(self.nl, parts)?;
+                let interfaces = std::mem::take(&mut st.sysctls.interfaces);
+                st.sysctls = procfs::read_shared_sysctls_of(self.proc_sys, which, &mut st.warnings);
+                st.sysctls.interfaces = interfaces;
+                st.sysctls.recompute_effective();
+                st
+            }
+        };
         self.first = Some((st.rdma.clone(), st.sysctls.clone()));
         Ok(st)
     }
 
     fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState> {
         let Some((rdma, view)) = self.first.clone() else {
-            return self.snapshot();
+            return self.snapshot(None);
         };
         // Links (with every interface's IPv4 settings), addresses, routes, rules
         // and table names afresh; all/default/tuning: the plan's ones re-read.

@@ -51,9 +51,9 @@ impl Faulty<'_, '_> {
 }
 
 impl Effects for Faulty<'_, '_> {
-    fn snapshot(&mut self) -> Result<HostState> {
+    fn snapshot(&mut self, shared: Option<&[Sysctl]>) -> Result<HostState> {
         self.hit()?;
-        self.inner.snapshot()
+        self.inner.snapshot(shared)
     }
     fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState> {
         self.hit()?;

@@ -23,8 +23,12 @@ use std::collections::BTreeMap;
 /// Everything a transaction does to a host.
 pub(crate) trait Effects {
     /// Read the host as the planner reads it (everything but NIC statistics,
-    /// DCB QoS and RDMA detail beyond each port's netdev: `Parts::PLAN`).
-    fn snapshot(&mut self) -> Result<HostState>;
+    /// DCB QoS and RDMA detail beyond each port's netdev: `Parts::PLAN`). With
+    /// `shared`, of the sysctls only `/proc/sys` shows (`conf/all`,
+    /// `conf/default`, tuning) only those (the ones the policy sets: the planner
+    /// reads no others); without, all of them (a saved plan's fingerprint
+    /// covers them all).
+    fn snapshot(&mut self, shared: Option<&[Sysctl]>) -> Result<HostState>;
     /// Read the host again to verify an apply: everything apply changes or the
     /// planner reads. Links, addresses, routes, rules and table names are read
     /// whole, of the sysctls only `sysctls` (the plan's desired ones: the
@@ -201,9 +205,16 @@ pub(crate) fn apply(
     opts: &ApplyOptions,
 ) -> Result<ApplyReport> {
     check_previous(s)?;
-    let current = fx.snapshot()?;
+    let shared = match source {
+        Source::Policy(p) => Some(plan::shared_sysctls(p)),
+        Source::Saved(_) => None,
+    };
+    let current = fx.snapshot(shared.as_deref())?;
     let plan = match source {
-        Source::Policy(p) => plan::plan(&current, p)?,
+        // Planned here, under the lock, and applied at once: nothing checks
+        // this plan's fingerprint (a saved plan's is checked in `check_saved`),
+        // and hashing the whole snapshot costs as much as planning a small host.
+        Source::Policy(p) => plan::plan_with(&current, p, false)?,
         Source::Saved(saved) => validate::check_saved(saved, &current)?,
     };
     let journal_path = s.dir.file(&Journal::file_name(&s.key()));

@@ -28,6 +28,7 @@ pub use fingerprint::fingerprint;
 pub use neigh::{polluted_neighbors, PollutedNeighbor, PollutionReason};
 pub(crate) use planner::plan_past_obstacles;
 pub(crate) use planner::plan_with;
+pub(crate) use planner::shared_sysctls;
 pub use planner::{desired_state, plan};
 
 use crate::model::{Route, Rule, Sysctl};

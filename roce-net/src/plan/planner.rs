@@ -73,12 +73,19 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
             .push(Rule::source(IpAddr::V4(nic.address), nic.table, nic.priority).protocol(p));
     }
 
-    // Sysctls: ARP keys, then rp_filter, then tuning.
     let nic_targets: Vec<ConfTarget> = layout
         .nics
         .iter()
         .map(|n| ConfTarget::Interface(n.ifname.clone()))
         .collect();
+    d.sysctls = desired_sysctls(policy, &nic_targets);
+    d
+}
+
+/// The sysctls `policy` sets, with their values: the ARP keys, then
+/// `rp_filter`, then tuning; the per-interface ones for each of `nic_targets`.
+fn desired_sysctls(policy: &Policy, nic_targets: &[ConfTarget]) -> Vec<(Sysctl, String)> {
+    let mut out = Vec::new();
     let targets_for = |scopes: &[ConfScope]| -> Vec<ConfTarget> {
         let mut t = Vec::new();
         for want in [ConfScope::All, ConfScope::Default, ConfScope::Nics] {
@@ -97,13 +104,12 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
         (ConfKey::ArpAnnounce, policy.arp.arp_announce),
     ] {
         for target in targets_for(&policy.arp.scope) {
-            d.sysctls
-                .push((Sysctl::Conf { target, key }, value.to_string()));
+            out.push((Sysctl::Conf { target, key }, value.to_string()));
         }
     }
     if let Some(v) = policy.rp_filter.value() {
         for target in targets_for(&[ConfScope::All, ConfScope::Nics]) {
-            d.sysctls.push((
+            out.push((
                 Sysctl::Conf {
                     target,
                     key: ConfKey::RpFilter,
@@ -112,19 +118,22 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
             ));
         }
     }
-    let t = &policy.tuning;
     for key in TuningKey::ALL {
-        let v = match key {
-            TuningKey::NetdevMaxBacklog => t.netdev_max_backlog.map(|v| v.to_string()),
-            TuningKey::RmemMax => t.rmem_max.map(|v| v.to_string()),
-            TuningKey::WmemMax => t.wmem_max.map(|v| v.to_string()),
-            TuningKey::UdpMem => t.udp_mem.map(|[a, b, c]| format!("{a}\t{b}\t{c}")),
-        };
-        if let Some(v) = v {
-            d.sysctls.push((Sysctl::Tuning(key), v));
+        if let Some(v) = crate::policy::tuning_wanted(policy, key) {
+            out.push((Sysctl::Tuning(key), v));
         }
     }
-    d
+    out
+}
+
+/// The sysctls only `/proc/sys` shows (`conf/all`, `conf/default`, tuning)
+/// that planning `policy` reads: the ones it may set. Apply's plan snapshot reads
+/// only these; the per-interface values come with the link dump.
+pub(crate) fn shared_sysctls(policy: &Policy) -> Vec<Sysctl> {
+    desired_sysctls(policy, &[])
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
 }
 
 /// Routes compare equal regardless of how a metric of 0 was reported.
@@ -409,5 +418,50 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
         changes,
         desired,
         policy: policy.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{ConfTarget, HostState, Sysctl};
+    use crate::policy::Policy;
+
+    /// The shared sysctls apply's plan snapshot reads are exactly the
+    /// non-interface ones the plan's desired state names, for every ARP scope,
+    /// with and without `rp_filter` and tuning.
+    #[test]
+    fn shared_sysctls_are_the_desired_non_interface_ones() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/plan/fresh/current.json");
+        let host = HostState::load(&p).unwrap();
+        for scope in ["[all, nics]", "[nics]", "[all, default, nics]", "[default]"] {
+            for rp in ["loose", "keep"] {
+                for tuning in ["", "tuning: {rmem_max: 4194304, udp_mem: [1, 2, 3]}\n"] {
+                    let y = format!(
+                        "nics: auto\nrp_filter: {rp}\narp: {{arp_ignore: 1, arp_announce: 2, \
+                         scope: {scope}}}\n{tuning}"
+                    );
+                    let policy = Policy::from_yaml(&y).unwrap();
+                    let plan = super::plan(&host, &policy).unwrap();
+                    let want: Vec<Sysctl> = plan
+                        .desired
+                        .sysctls
+                        .iter()
+                        .map(|(s, _)| s.clone())
+                        .filter(|s| {
+                            !matches!(
+                                s,
+                                Sysctl::Conf {
+                                    target: ConfTarget::Interface(_),
+                                    ..
+                                }
+                            )
+                        })
+                        .collect();
+                    assert!(!want.is_empty() || scope == "[nics]", "{y}");
+                    assert_eq!(super::shared_sysctls(&policy), want, "{y}");
+                }
+            }
+        }
     }
 }

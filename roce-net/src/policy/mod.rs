@@ -27,6 +27,7 @@ pub use schema::{
     POLICY_VERSION,
 };
 
+pub(crate) use host_tuning::wanted as tuning_wanted;
 pub(crate) use resolve::{ForeignObject, Layout, Obstacle};
 
 use crate::error::{Error, ErrorKind, Result};

@@ -82,6 +82,27 @@ impl Netlink {
         self.engine.request(msg, flags, what)
     }
 
+    /// [`Netlink::request`], each reply undecoded to `f` (`Engine::request_each`).
+    pub(crate) fn request_each(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+        what: &str,
+        f: impl FnMut(u16, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.engine.request_each(msg, flags, what, f)
+    }
+
+    /// A dump, each reply undecoded to `f` (`Engine::dump_raw_map`).
+    pub(crate) fn dump_raw_map<R>(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        what: &str,
+        f: impl FnMut(u16, &[u8]) -> Result<Option<R>>,
+    ) -> Result<Vec<R>> {
+        self.engine.dump_raw_map(msg, what, f)
+    }
+
     pub(crate) fn dump_map<R>(
         &mut self,
         msg: RouteNetlinkMessage,
@@ -137,13 +158,15 @@ pub(crate) fn decode_for_fuzzing(data: &[u8]) {
     let names = IfNames::new(&ifs);
     let mut interrupted = false;
     let _ = socket::handle_datagram(data, 1, 0, "fuzz", &mut interrupted, &mut |mtype, p| {
+        if mtype == 16 {
+            // Links have a decoder of their own (`link::decode_link`).
+            let (i, _, _) = link::decode_link(p)?;
+            // Names from the kernel are always kept losslessly.
+            let raw = crate::model::ifname_to_kernel(&i.name).expect("escaped name decodes");
+            assert_eq!(crate::model::ifname_from_kernel(&raw), i.name);
+            return Ok(());
+        }
         match socket::decode(mtype, p, "fuzz")? {
-            RouteNetlinkMessage::NewLink(l) => {
-                let (i, _) = link::to_interface(l);
-                // Names from the kernel are always kept losslessly.
-                let raw = crate::model::ifname_to_kernel(&i.name).expect("escaped name decodes");
-                assert_eq!(crate::model::ifname_from_kernel(&raw), i.name);
-            }
             RouteNetlinkMessage::NewAddress(a) => {
                 let _ = addr::to_address(a, &names);
             }

@@ -224,19 +224,7 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Read datagrams until the exchange with sequence `seq` finishes, passing
-    /// every inner message to `sink`.
-    fn collect(
-        &mut self,
-        seq: u32,
-        what: &str,
-        sink: &mut dyn FnMut(RouteNetlinkMessage) -> Result<()>,
-    ) -> Result<Ended> {
-        self.collect_raw(seq, what, &mut |mtype, payload| {
-            sink(decode(mtype, payload, what)?)
-        })
-    }
-
-    /// As `collect`, passing every inner message's type and payload undecoded.
+    /// every inner message's type and payload, undecoded, to `sink`.
     fn collect_raw(
         &mut self,
         seq: u32,
@@ -314,14 +302,26 @@ impl<T: Transport> Engine<T> {
         flags: u16,
         what: &str,
     ) -> Result<Vec<RouteNetlinkMessage>> {
-        let seq = self.send(msg, NLM_F_ACK | flags, what)?;
         let mut out = Vec::new();
-        let ended = self.collect(seq, what, &mut |m| {
-            out.push(m);
+        self.request_each(msg, flags, what, |mtype, payload| {
+            out.push(decode(mtype, payload, what)?);
             Ok(())
         })?;
-        match ended {
-            Ended::Complete { .. } => Ok(out),
+        Ok(out)
+    }
+
+    /// [`Engine::request`], passing each reply's type and payload undecoded to
+    /// `f` (for a decoder of our own: `link::decode_link`).
+    pub(crate) fn request_each(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+        what: &str,
+        mut f: impl FnMut(u16, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let seq = self.send(msg, NLM_F_ACK | flags, what)?;
+        match self.collect_raw(seq, what, &mut f)? {
+            Ended::Complete { .. } => Ok(()),
             Ended::Truncated { needed, had } => Err(Self::lost_reply(what, needed, had)),
         }
     }
@@ -376,12 +376,26 @@ impl<T: Transport> Engine<T> {
         what: &str,
         mut f: impl FnMut(RouteNetlinkMessage) -> Option<R>,
     ) -> Result<Vec<R>> {
+        self.dump_raw_map(msg, what, |mtype, payload| {
+            Ok(f(decode(mtype, payload, what)?))
+        })
+    }
+
+    /// [`Engine::dump_map`], passing each reply's type and payload undecoded to
+    /// `f` (for a decoder of our own: `link::decode_link`); an error from `f`
+    /// ends the dump with it.
+    pub(crate) fn dump_raw_map<R>(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        what: &str,
+        mut f: impl FnMut(u16, &[u8]) -> Result<Option<R>>,
+    ) -> Result<Vec<R>> {
         let mut last = None;
         for _attempt in 0..MAX_DUMP_ATTEMPTS {
             let seq = self.send(msg.clone(), NLM_F_DUMP, what)?;
             let mut out = Vec::new();
-            let ended = self.collect(seq, what, &mut |m| {
-                if let Some(r) = f(m) {
+            let ended = self.collect_raw(seq, what, &mut |mtype, payload| {
+                if let Some(r) = f(mtype, payload)? {
                     out.push(r);
                 }
                 Ok(())

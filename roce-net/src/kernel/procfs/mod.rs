@@ -47,17 +47,67 @@ fn conf_component(name: &str) -> Option<std::ffi::OsString> {
 /// (`udp_mem` and `netdev_max_backlog` exist only in the initial namespace) are
 /// `None` without a warning.
 pub fn read_shared_sysctls(proc_sys: &Path, warnings: &mut Vec<Warning>) -> SysctlView {
+    read_shared(proc_sys, &ConfKey::ALL, &ConfKey::ALL, true, warnings)
+}
+
+/// [`read_shared_sysctls`] of only the `conf/all` and `conf/default` keys among
+/// `which`, and the tuning keys when `which` names one (apply's plan snapshot:
+/// the planner reads no other, and each `/proc/sys` file costs an `openat`).
+/// The rest of the view is `None`; without a tuning key, so are the tuning
+/// access and whether this is the initial namespace.
+pub fn read_shared_sysctls_of(
+    proc_sys: &Path,
+    which: &[Sysctl],
+    warnings: &mut Vec<Warning>,
+) -> SysctlView {
+    let keys_of = |dir: &ConfTarget| -> Vec<ConfKey> {
+        ConfKey::ALL
+            .into_iter()
+            .filter(|k| {
+                which
+                    .iter()
+                    .any(|s| matches!(s, Sysctl::Conf { target, key } if target == dir && key == k))
+            })
+            .collect()
+    };
+    let tuning = which.iter().any(|s| matches!(s, Sysctl::Tuning(_)));
+    read_shared(
+        proc_sys,
+        &keys_of(&ConfTarget::All),
+        &keys_of(&ConfTarget::Default),
+        tuning,
+        warnings,
+    )
+}
+
+/// `keys` of `conf/all` and of `conf/default` (a directory with none is not
+/// opened), and with `tuning` every tuning key and its access.
+fn read_shared(
+    proc_sys: &Path,
+    all: &[ConfKey],
+    default: &[ConfKey],
+    tuning: bool,
+    warnings: &mut Vec<Warning>,
+) -> SysctlView {
     let conf = proc_sys.join(CONF_DIR);
+    let mut dir = |name: &str, keys: &[ConfKey]| {
+        if keys.is_empty() {
+            return ConfValues::default();
+        }
+        read_conf_dir(&conf.join(name), keys, warnings).unwrap_or_default()
+    };
     let mut view = SysctlView {
-        all: read_conf_dir(&conf.join("all"), warnings).unwrap_or_default(),
-        default: read_conf_dir(&conf.join("default"), warnings).unwrap_or_default(),
+        all: dir("all", all),
+        default: dir("default", default),
         ..SysctlView::default()
     };
-    view.tuning = read_tuning(proc_sys, warnings);
-    let access = tuning_access(proc_sys);
-    view.initial_netns =
-        Some(access.get(&TuningKey::NetdevMaxBacklog) != Some(&SysctlAccess::Absent));
-    view.tuning_access = Some(access);
+    if tuning {
+        view.tuning = read_tuning(proc_sys, warnings);
+        let access = tuning_access(proc_sys);
+        view.initial_netns =
+            Some(access.get(&TuningKey::NetdevMaxBacklog) != Some(&SysctlAccess::Absent));
+        view.tuning_access = Some(access);
+    }
     view
 }
 
@@ -117,7 +167,7 @@ pub fn read_sysctls(
             );
             continue;
         };
-        if let Some(configured) = read_conf_dir(&conf.join(dir), warnings) {
+        if let Some(configured) = read_conf_dir(&conf.join(dir), &ConfKey::ALL, warnings) {
             let effective = ConfValues::effective(&view.all, &configured);
             view.interfaces.insert(
                 name.clone(),
@@ -149,13 +199,14 @@ fn tuning_access(proc_sys: &Path) -> std::collections::BTreeMap<TuningKey, Sysct
         .collect()
 }
 
-/// Every [`ConfKey`] in one `conf/<dir>`; `None` when the directory is missing (a
-/// missing `all`/`default` is warned about, a missing interface is not).
+/// The `keys` of one `conf/<dir>` (the others stay `None`); `None` when the
+/// directory is missing (a missing `all`/`default` is warned about, a missing
+/// interface is not).
 ///
 /// The directory is opened once and its files with `openat(2)`: a snapshot reads
 /// six files for each of hundreds of interfaces, and resolving every full
 /// `/proc/sys/net/ipv4/conf/<iface>/<key>` path again was most of that cost.
-fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> {
+fn read_conf_dir(dir: &Path, keys: &[ConfKey], warnings: &mut Vec<Warning>) -> Option<ConfValues> {
     let fd = match open_dir(dir) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
@@ -182,7 +233,7 @@ fn read_conf_dir(dir: &Path, warnings: &mut Vec<Warning>) -> Option<ConfValues> 
         }
     };
     let mut values = ConfValues::default();
-    for key in ConfKey::ALL {
+    for &key in keys {
         let v = match read_small_at(&fd, key.file_name()) {
             Ok(text) => match parse_conf_value(&text) {
                 Ok(v) => Some(v),
@@ -567,8 +618,24 @@ impl SysctlFiles {
     /// Set one sysctl without reading its previous value first (apply journals
     /// it from the plan): range-check `value` (a bad value is `InvalidInput` and
     /// nothing is written), write it, and read it back through the same
-    /// descriptor (a mismatch is `Verify`).
+    /// descriptor (a mismatch is `Verify`). Rollback sets values this way.
     pub fn set(&mut self, s: &Sysctl, value: &str) -> Result<()> {
+        let (path, f, canonical) = self.open_for(s, value)?;
+        write_value(s, &path, &f, &canonical)?;
+        read_back(s, &path, f, &canonical)
+    }
+
+    /// [`SysctlFiles::set`] without the read-back, for a caller that reads
+    /// every value it wrote again afterwards: apply's verify re-reads all the
+    /// sysctls of the plan (one `pread(2)` of a `/proc/sys` file costs about
+    /// 3.5 us here, and the same check twice is not safer).
+    pub fn write(&mut self, s: &Sysctl, value: &str) -> Result<()> {
+        let (path, f, canonical) = self.open_for(s, value)?;
+        write_value(s, &path, &f, &canonical)
+    }
+
+    /// Range-check `value` and open the sysctl's file for writing.
+    fn open_for(&mut self, s: &Sysctl, value: &str) -> Result<(PathBuf, std::fs::File, String)> {
         let canonical = validate_sysctl_value(s, value)?;
         let path = sysctl_path(&self.root, s)?;
         let doing = || format!("writing {canonical:?} to sysctl {s} ({})", path.display());
@@ -589,7 +656,7 @@ impl SysctlFiles {
             io::ErrorKind::NotFound => read_error(e, s, &path),
             _ => Error::io(e, doing()),
         })?;
-        write_checked(s, &path, f, &canonical)
+        Ok((path, f, canonical))
     }
 
     /// `conf/<dir>/<file>` opened for reading and writing (truncated, which
@@ -614,10 +681,9 @@ impl SysctlFiles {
 /// the same bound as every other kernel attribute read).
 const READBACK_MAX: u64 = crate::input::InputKind::KernelAttribute.max_bytes();
 
-/// Write `canonical` to the sysctl file `f` (at `path`), then read it back on the
-/// same descriptor and compare.
-fn write_checked(s: &Sysctl, path: &Path, mut f: std::fs::File, canonical: &str) -> Result<()> {
-    use std::io::{Read, Seek};
+/// Write `canonical` to the sysctl file `f` (at `path`); the kernel refusing it
+/// is `InvalidInput`.
+fn write_value(s: &Sysctl, path: &Path, mut f: &std::fs::File, canonical: &str) -> Result<()> {
     let doing = || format!("writing {canonical:?} to sysctl {s} ({})", path.display());
     if let Err(e) = f.write_all(format!("{canonical}\n").as_bytes()) {
         let refused = e.raw_os_error() == Some(libc::EINVAL);
@@ -629,6 +695,13 @@ fn write_checked(s: &Sysctl, path: &Path, mut f: std::fs::File, canonical: &str)
             err
         });
     }
+    Ok(())
+}
+
+/// Read the sysctl file `f` (at `path`) back on the same descriptor and compare
+/// with `canonical`, just written (a mismatch is `Verify`).
+fn read_back(s: &Sysctl, path: &Path, mut f: std::fs::File, canonical: &str) -> Result<()> {
+    use std::io::{Read, Seek};
     // Read back with one pread(2) from offset 0 (no rewind, no size probe):
     // sysctl values are short; a longer one falls back to a bounded whole read.
     let mut buf = [0u8; 256];

@@ -2,7 +2,8 @@
 //! `/proc/sys` inside a namespace this test creates.
 
 use super::{
-    read_shared_sysctls, read_sysctl, read_sysctls, reread_sysctls, write_sysctl, PROC_SYS,
+    read_shared_sysctls, read_shared_sysctls_of, read_sysctl, read_sysctls, reread_sysctls,
+    write_sysctl, PROC_SYS,
 };
 use crate::model::{ConfKey, ConfTarget, Sysctl, TuningKey};
 use crate::netns::NetnsTarget;
@@ -69,6 +70,48 @@ fn reads_all_default_interfaces_and_effective_values() {
     assert_eq!(v.tuning.rmem_max, Some(212992));
     assert_eq!(v.tuning.wmem_max, Some(212992));
     assert_eq!(v.tuning.udp_mem, Some([188124, 250835, 376248]));
+}
+
+/// Apply's plan snapshot reads only the shared sysctls the policy sets: the
+/// values it reads are the full read's, a directory it needs none of is not
+/// opened (no warning for a missing `conf/default`), and tuning is read, with
+/// its access, only when a tuning key is named.
+#[test]
+fn a_selection_of_shared_sysctls_reads_exactly_those() {
+    let d = tree(&[("all", [1, 2, 1, 2, 1, 1])]);
+    let conf = |target, key| Sysctl::Conf { target, key };
+    let which = [
+        conf(ConfTarget::All, ConfKey::ArpIgnore),
+        conf(ConfTarget::All, ConfKey::RpFilter),
+        conf(ConfTarget::Interface("eth0".into()), ConfKey::ArpAnnounce),
+    ];
+    let mut w = Vec::new();
+    let v = read_shared_sysctls_of(d.path(), &which, &mut w);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(v.all.arp_ignore, Some(1));
+    assert_eq!(v.all.rp_filter, Some(2));
+    assert_eq!(v.all.arp_announce, None);
+    assert_eq!(v.all.arp_filter, None);
+    assert_eq!(v.default, Default::default());
+    assert_eq!(v.tuning, Default::default());
+    assert_eq!(v.tuning_access, None);
+    assert_eq!(v.initial_netns, None);
+    assert!(v.interfaces.is_empty());
+
+    let mut w = Vec::new();
+    let full = read_shared_sysctls(d.path(), &mut w);
+    assert_eq!(w.len(), 1, "the full read warns about conf/default: {w:?}");
+    let mut w = Vec::new();
+    let with_tuning = [
+        conf(ConfTarget::Default, ConfKey::ArpAnnounce),
+        Sysctl::Tuning(TuningKey::RmemMax),
+    ];
+    let v = read_shared_sysctls_of(d.path(), &with_tuning, &mut w);
+    assert_eq!(w.len(), 1, "conf/default is named and missing: {w:?}");
+    assert_eq!(v.all, Default::default());
+    assert_eq!(v.tuning, full.tuning);
+    assert_eq!(v.tuning_access, full.tuning_access);
+    assert_eq!(v.initial_netns, full.initial_netns);
 }
 
 #[test]
@@ -365,7 +408,13 @@ fn sysctl_files_write_many_interfaces_with_bounded_descriptors() {
                 key,
             };
             let v = (i % 2 + 1).to_string();
-            files.set(&s, &v).unwrap();
+            // Both ways of writing open the same descriptors (apply writes
+            // without reading back, rollback reads back).
+            if key == ConfKey::ArpIgnore {
+                files.set(&s, &v).unwrap();
+            } else {
+                files.write(&s, &v).unwrap();
+            }
         }
     }
     assert!(
@@ -398,4 +447,22 @@ fn sysctl_files_write_many_interfaces_with_bounded_descriptors() {
         files.set(&gone, "1").unwrap_err().kind(),
         ErrorKind::NotFound
     );
+}
+
+/// Writing without the read-back checks the value as `set` does: out of range is
+/// `InvalidInput` and the file is left as it was.
+#[test]
+fn sysctl_write_without_read_back_still_refuses_bad_values() {
+    let d = tree(&[("all", [0; 6]), ("r0", [0; 6])]);
+    let mut files = super::SysctlFiles::new(d.path());
+    let s = Sysctl::Conf {
+        target: ConfTarget::Interface("r0".into()),
+        key: ConfKey::ArpIgnore,
+    };
+    let file = d.path().join("net/ipv4/conf/r0/arp_ignore");
+    let err = files.write(&s, "9").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "0\n");
+    files.write(&s, "2").unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "2\n");
 }
