@@ -161,6 +161,20 @@ pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>> {
     read_capped_io(f, kind.max_bytes()).map_err(|e| to_error(e, path, kind))
 }
 
+/// [`read_input`] of a file that may be missing: `None` when it does not exist,
+/// without building an error for it (a table-name search looks for several
+/// files where most hosts have one or two).
+pub fn read_input_if_exists(path: &Path, kind: InputKind) -> Result<Option<Vec<u8>>> {
+    let f = match open_regular_io(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(to_error(e, path, kind)),
+    };
+    read_capped_io(f, kind.max_bytes())
+        .map(Some)
+        .map_err(|e| to_error(e, path, kind))
+}
+
 /// [`read_input`] as UTF-8 text.
 pub fn read_input_text(path: &Path, kind: InputKind) -> Result<String> {
     let bytes = read_input(path, kind)?;
@@ -266,6 +280,32 @@ pub(crate) fn open_at(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A missing file is `None`; anything else that cannot be read (a
+    /// directory, a file over the limit) is still the error `read_input` gives.
+    #[test]
+    fn a_missing_file_is_none_and_other_failures_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let k = InputKind::TableNames;
+        assert_eq!(
+            read_input_if_exists(&d.path().join("none"), k).unwrap(),
+            None
+        );
+        let p = d.path().join("names");
+        std::fs::write(&p, "1001 roce_r0\n").unwrap();
+        assert_eq!(
+            read_input_if_exists(&p, k).unwrap().as_deref(),
+            Some(&b"1001 roce_r0\n"[..])
+        );
+        let dir_err = read_input_if_exists(d.path(), k).unwrap_err();
+        assert_eq!(
+            dir_err.to_string(),
+            read_input(d.path(), k).unwrap_err().to_string()
+        );
+        let big = d.path().join("big");
+        std::fs::write(&big, vec![b'x'; k.max_bytes() as usize + 1]).unwrap();
+        assert!(read_input_if_exists(&big, k).is_err());
+    }
 
     #[test]
     fn regular_file_within_the_limit_is_read() {

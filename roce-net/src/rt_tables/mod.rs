@@ -141,9 +141,9 @@ fn read_file(
     out: &mut BTreeMap<u32, String>,
     warnings: &mut Vec<Warning>,
 ) -> bool {
-    let text = match crate::input::read_input(path, crate::input::InputKind::TableNames) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == crate::ErrorKind::NotFound => return false,
+    let text = match crate::input::read_input_if_exists(path, crate::input::InputKind::TableNames) {
+        Ok(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(None) => return false,
         Err(e) => {
             warn(warnings, path, format!("cannot read: {e}"));
             return true;
