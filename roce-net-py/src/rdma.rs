@@ -15,7 +15,10 @@ use std::time::Duration;
 
 fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| {
-        py_err(Error::new(ErrorKind::Io, format!("serialising the probe report: {e}")))
+        py_err(Error::new(
+            ErrorKind::Io,
+            format!("serialising the probe report: {e}"),
+        ))
     })
 }
 
@@ -95,8 +98,18 @@ pub fn probe_rdma<'py>(
 ) -> PyResult<String> {
     let peer = ip_arg("peer", peer)?;
     let o = options(
-        source, device, port, gid_index, tcp_port, size, iterations, latency_size,
-        latency_iterations, mtu, timeout, libibverbs,
+        source,
+        device,
+        port,
+        gid_index,
+        tcp_port,
+        size,
+        iterations,
+        latency_size,
+        latency_iterations,
+        mtu,
+        timeout,
+        libibverbs,
     )?;
     let h = host.inner.clone();
     let r = py.detach(move || h.probe_rdma(peer, &o)).py()?;
@@ -126,8 +139,18 @@ pub fn probe_rdma_server<'py>(
 ) -> PyResult<String> {
     let d = RdmaProbeOptions::default();
     let mut o = options(
-        Some(source), device, port, gid_index, tcp_port, d.write_size, d.write_iterations,
-        d.latency_size, d.latency_iterations, None, timeout, libibverbs,
+        Some(source),
+        device,
+        port,
+        gid_index,
+        tcp_port,
+        d.write_size,
+        d.write_iterations,
+        d.latency_size,
+        d.latency_iterations,
+        None,
+        timeout,
+        libibverbs,
     )?;
     o.clients = clients;
     o.duration = secs("duration", duration)?;
