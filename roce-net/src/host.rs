@@ -8,7 +8,7 @@
 
 use crate::error::Result;
 use crate::kernel::{netlink, procfs, sysfs};
-use crate::model::HostState;
+use crate::model::{HostState, Sysctl};
 use crate::netns::NetnsTarget;
 use crate::rt_tables;
 use std::path::{Path, PathBuf};
@@ -142,7 +142,7 @@ impl Host {
     pub(crate) fn snapshot_parts(
         &self,
         nl: &mut netlink::Netlink,
-        parts: Parts,
+        parts: Parts<'_>,
     ) -> Result<HostState> {
         let Parts {
             neighbors,
@@ -160,8 +160,14 @@ impl Host {
         st.routes = nl.routes(&st.interfaces)?;
         st.rules = nl.rules()?;
         let proc_sys = Path::new(procfs::PROC_SYS);
-        if sysctls {
-            st.sysctls = procfs::read_shared_sysctls(proc_sys, &mut st.warnings);
+        match sysctls {
+            SharedSysctls::None => {}
+            SharedSysctls::All => {
+                st.sysctls = procfs::read_shared_sysctls(proc_sys, &mut st.warnings);
+            }
+            SharedSysctls::Only(which) => {
+                st.sysctls = procfs::read_shared_sysctls_of(proc_sys, which, &mut st.warnings);
+            }
         }
         for (i, c) in st.interfaces.iter().zip(inet) {
             let Some(c) = c else { continue };
@@ -196,13 +202,27 @@ impl Host {
     }
 }
 
+/// Which of the sysctls only `/proc/sys` shows (`conf/all`, `conf/default`, the
+/// host tuning) a snapshot reads. Every interface's settings come with its link
+/// whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SharedSysctls<'a> {
+    /// None of them.
+    None,
+    /// All of them.
+    All,
+    /// Only these (apply's plan snapshot: the ones its policy sets, as
+    /// `plan::shared_sysctls` lists them; the planner reads no others).
+    Only(&'a [Sysctl]),
+}
+
 /// What a snapshot reads besides links, addresses, routes, rules and table names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Parts {
+pub(crate) struct Parts<'a> {
     /// The neighbour tables.
     pub neighbors: bool,
-    /// The sysctls under `/proc/sys` (every interface's, and the host tuning).
-    pub sysctls: bool,
+    /// The shared sysctls under `/proc/sys`.
+    pub sysctls: SharedSysctls<'a>,
     /// The RDMA devices in sysfs (ports, GID tables, counters).
     pub rdma: bool,
     /// NIC driver statistics (`ethtool -S`), DCB QoS, and of the RDMA devices
@@ -211,26 +231,26 @@ pub(crate) struct Parts {
     pub nic_hw: bool,
 }
 
-impl Parts {
+impl Parts<'_> {
     /// The whole host ([`Host::snapshot`]).
-    pub const ALL: Parts = Parts {
+    pub const ALL: Parts<'static> = Parts {
         neighbors: true,
-        sysctls: true,
+        sysctls: SharedSysctls::All,
         rdma: true,
         nic_hw: true,
     };
     /// What the planner reads: everything but the NIC statistics and QoS, and
     /// of the RDMA devices only which netdev backs each port (apply's plan under
     /// the lock; the planner's NIC scope reads no more of them).
-    pub const PLAN: Parts = Parts {
+    pub const PLAN: Parts<'static> = Parts {
         nic_hw: false,
         ..Parts::ALL
     };
     /// Only links, addresses, routes, rules and table names (apply's verify
     /// re-reads the sysctls it needs itself, see `procfs::reread_sysctls`).
-    pub const NETLINK: Parts = Parts {
+    pub const NETLINK: Parts<'static> = Parts {
         neighbors: false,
-        sysctls: false,
+        sysctls: SharedSysctls::None,
         rdma: false,
         nic_hw: false,
     };

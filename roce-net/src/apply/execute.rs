@@ -12,7 +12,7 @@ use super::journal::Step;
 use super::transaction::Effects;
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;
-use crate::host::Parts;
+use crate::host::{Parts, SharedSysctls};
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
 use crate::model::{HostState, Route, Rule, RuleAction, Sysctl};
@@ -195,21 +195,11 @@ impl Kernel<'_> {
 
 impl Effects for Kernel<'_> {
     fn snapshot(&mut self, shared: Option<&[Sysctl]>) -> Result<HostState> {
-        let st = match shared {
-            None => self.host.snapshot_parts(self.nl, Parts::PLAN)?,
-            Some(which) => {
-                let parts = Parts {
-                    sysctls: false,
-                    ..Parts::PLAN
-                };
-                let mut st = self.host.snapshot_parts(self.nl, parts)?;
-                let interfaces = std::mem::take(&mut st.sysctls.interfaces);
-                st.sysctls = procfs::read_shared_sysctls_of(self.proc_sys, which, &mut st.warnings);
-                st.sysctls.interfaces = interfaces;
-                st.sysctls.recompute_effective();
-                st
-            }
+        let parts = Parts {
+            sysctls: shared.map_or(SharedSysctls::All, SharedSysctls::Only),
+            ..Parts::PLAN
         };
+        let st = self.host.snapshot_parts(self.nl, parts)?;
         self.first = Some((st.rdma.clone(), st.sysctls.clone()));
         Ok(st)
     }
