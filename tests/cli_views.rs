@@ -104,25 +104,30 @@ fn show_gids_model(root: &Path, dev: Option<&str>, port: Option<&str>) -> String
     out
 }
 
-const CASES: &[&str] = &[
-    "connectx8",
-    "connectx16",
-    "sparse",
-    "port-down",
-    "rocep",
-    "bond",
-    "vlan-after",
-    "vlan-before",
-    "vlan-only",
-    "ipv6-only",
-    "rocev1-only",
-    "netns-other",
-    "ib-port",
-];
+/// Every sysfs fixture tree but `malformed` (which is for the reader's error
+/// paths), read from the directory so a new tree is covered without a list to
+/// keep: `roce-net-py/tests/test_views.py` finds them the same way.
+fn cases() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("roce-net/tests/fixtures/sysfs");
+    let mut v: Vec<String> = std::fs::read_dir(&dir)
+        .expect("listing the fixture trees")
+        .map(|e| e.expect("a fixture directory entry"))
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "malformed")
+        .collect();
+    v.sort();
+    assert!(
+        v.len() >= 13,
+        "fixture trees missing under {}: {v:?}",
+        dir.display()
+    );
+    v
+}
 
 #[test]
 fn gids_equal_show_gids_row_for_row_on_every_tree() {
-    for case in CASES {
+    for case in &cases() {
         let root = fixture(case);
         let want = show_gids_model(&root, None, None);
         let got = stdout(&run(&["--sysfs-root", root.to_str().unwrap(), "gids"]));
@@ -314,7 +319,7 @@ fn rows_in_slot_order(out: &str) -> Vec<String> {
 #[ignore = "needs root: runs mlnx-tools' show_gids in a private mount namespace (scripts/test.sh runs it)"]
 fn gids_equal_the_real_show_gids_on_every_tree() {
     require_root("gids_equal_the_real_show_gids_on_every_tree");
-    for case in CASES {
+    for case in &cases() {
         let root = fixture(case);
         let r = root.to_str().unwrap();
         let ours = stdout(&run(&["--sysfs-root", r, "gids"]));

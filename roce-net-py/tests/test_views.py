@@ -21,22 +21,10 @@ import roce_net
 REPO = Path(__file__).resolve().parents[2]
 TREES = REPO / "roce-net" / "tests" / "fixtures" / "sysfs"
 MLNX_TOOLS = REPO / "tests" / "fixtures" / "mlnx-tools"
-# Every tree tests/cli_views.rs runs show_gids on (`malformed` is for the reader).
-CASES = [
-    "connectx8",
-    "connectx16",
-    "sparse",
-    "port-down",
-    "rocep",
-    "bond",
-    "vlan-after",
-    "vlan-before",
-    "vlan-only",
-    "ipv6-only",
-    "rocev1-only",
-    "netns-other",
-    "ib-port",
-]
+# Every tree but `malformed` (which is for the reader's error paths), found in
+# the directory as tests/cli_views.rs finds them, so the two cannot drift apart.
+CASES = sorted(p.name for p in TREES.iterdir() if p.is_dir() and p.name != "malformed")
+assert len(CASES) >= 13, f"fixture trees missing under {TREES}: {CASES}"
 
 
 def snapshot(case: str) -> roce_net.HostState:

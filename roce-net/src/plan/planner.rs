@@ -464,4 +464,24 @@ mod tests {
             }
         }
     }
+
+    /// The plan apply makes for itself (no fingerprint: nothing checks it) is the
+    /// public plan in every other field; a saved plan keeps its fingerprint.
+    #[test]
+    fn an_unfingerprinted_plan_differs_only_by_its_fingerprint() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plan/fresh");
+        let host = HostState::load(&dir.join("current.json")).unwrap();
+        let policy = Policy::load(&dir.join("policy.yaml")).unwrap();
+        let full = super::plan(&host, &policy).unwrap();
+        assert_eq!(full.base_fingerprint, crate::plan::fingerprint(&host));
+        assert!(!full.changes.is_empty());
+        let mut quick = super::plan_with(&host, &policy, false).unwrap();
+        assert!(quick.base_fingerprint.is_empty());
+        quick.base_fingerprint = full.base_fingerprint.clone();
+        assert_eq!(
+            serde_json::to_value(&quick).unwrap(),
+            serde_json::to_value(&full).unwrap()
+        );
+    }
 }

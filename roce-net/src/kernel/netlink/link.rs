@@ -491,6 +491,7 @@ impl Netlink {
 
 #[cfg(test)]
 mod tests {
+    use crate::model::ConfKey;
     use netlink_packet_core::Emitable;
     use netlink_packet_route::link::{
         AfSpecInet, AfSpecInet6, AfSpecUnspec, InetDevConf, LinkAttribute, LinkFlags, LinkInfo,
@@ -555,19 +556,19 @@ mod tests {
             (1, 8, 3)
         );
         let inet = inet.unwrap();
-        use crate::model::ConfKey::*;
-        let got: Vec<i32> = [
-            ArpIgnore,
-            ArpAnnounce,
-            ArpFilter,
-            RpFilter,
-            AcceptLocal,
-            ArpNotify,
-        ]
-        .into_iter()
-        .map(|k| inet.get(k))
-        .collect();
-        assert_eq!(got, [1, 2, 3, 4, 5, 6]);
+        // Every key the model has (the match is exhaustive: a new key must say
+        // what the message above gives it).
+        for k in ConfKey::ALL {
+            let want = match k {
+                ConfKey::ArpIgnore => 1,
+                ConfKey::ArpAnnounce => 2,
+                ConfKey::ArpFilter => 3,
+                ConfKey::RpFilter => 4,
+                ConfKey::AcceptLocal => 5,
+                ConfKey::ArpNotify => 6,
+            };
+            assert_eq!(inet.get(k), want, "{k:?}");
+        }
         // Down, no IPv4: no settings; a missing name is empty.
         let mut m = LinkMessage::default();
         m.header.index = 1;
