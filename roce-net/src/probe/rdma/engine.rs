@@ -1081,3 +1081,153 @@ fn server_traffic(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! `check_peer_writes` against a peer speaking the wire protocol by hand:
+    //! what a session over the NIC model cannot make a peer claim.
+    use super::*;
+    use crate::probe::rdma::{Completion, ConnectParams, QueueInfo};
+
+    /// Memory only: the check reads the local buffer and nothing else.
+    struct Memory(Vec<u8>);
+
+    impl Queue for Memory {
+        fn info(&self) -> QueueInfo {
+            QueueInfo {
+                qpn: 1,
+                psn: 2,
+                lid: 0,
+                rkey: 3,
+                addr: 0x1000,
+                len: self.0.len() as u64,
+                active_mtu: Some(1024),
+                port_state: Some("ACTIVE".into()),
+            }
+        }
+        fn connect(&mut self, _: &ConnectParams) -> std::result::Result<(), (Stage, VerbsFailure)> {
+            Ok(())
+        }
+        fn write_local(&mut self, off: usize, data: &[u8]) {
+            self.0[off..off + data.len()].copy_from_slice(data);
+        }
+        fn read_local(&self, off: usize, len: usize) -> Vec<u8> {
+            let end = off.saturating_add(len).min(self.0.len());
+            self.0[off.min(end)..end].to_vec()
+        }
+        fn post_recv(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: usize,
+        ) -> std::result::Result<(), VerbsFailure> {
+            Err(VerbsFailure::new("memory: no receives", None))
+        }
+        fn post_send(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: usize,
+        ) -> std::result::Result<(), VerbsFailure> {
+            Err(VerbsFailure::new("memory: no sends", None))
+        }
+        fn post_write(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: usize,
+            _: u64,
+            _: u32,
+        ) -> std::result::Result<(), VerbsFailure> {
+            Err(VerbsFailure::new("memory: no writes", None))
+        }
+        fn poll(&mut self) -> std::result::Result<Option<Completion>, VerbsFailure> {
+            Ok(None)
+        }
+    }
+
+    fn selection() -> Selection {
+        serde_json::from_value(serde_json::json!({
+            "device": "mem0", "port": 1, "gid_index": 3, "gid": "::ffff:198.18.0.1",
+            "gid_type": null, "address": "198.18.0.1", "netdev": "eth0", "mac": null,
+            "netdev_mtu": null, "port_state": "ACTIVE", "phys_state": null,
+            "link_layer": "Ethernet", "active_mtu": 1024, "nccl_gid_index": null,
+            "notes": []
+        }))
+        .unwrap()
+    }
+
+    /// The client (holding `buf`) is told by the "server" that it wrote `len`
+    /// bytes of `pattern(7)`: what the client answers and concludes.
+    fn client_checks(buf: Vec<u8>, len: usize) -> (Msg, std::result::Result<(), Fail>, Bandwidth) {
+        let st = HostState::empty("h");
+        let mut s = Session::new(Role::Client, &st, selection());
+        let mut mem = Memory(buf);
+        let me = endpoint(&st, &s.sel, &mem);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = Channel::new(TcpStream::connect(l.local_addr().unwrap()).unwrap()).unwrap();
+        let mut ch = Channel::new(l.accept().unwrap().0).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let done = Msg::WriteDone {
+            seed: 7,
+            len,
+            seconds: 0.5,
+            bytes: (len as u64).saturating_mul(10),
+        };
+        peer.send(&done, deadline).unwrap();
+        let mut q = Qp {
+            q: &mut mem,
+            stash: Vec::new(),
+        };
+        let r = check_peer_writes(&mut q, &mut ch, &mut s, &me, 10, deadline);
+        (
+            peer.recv(deadline).unwrap(),
+            r,
+            s.rep.write_from_peer.unwrap(),
+        )
+    }
+
+    fn failed_with(r: std::result::Result<(), Fail>, want: &str) {
+        let f = r.expect_err("the check should fail");
+        assert_eq!(f.stage, Stage::WriteFromPeer);
+        match f.value {
+            FailureValue::Other { message } => assert_eq!(message, want),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn the_pattern_the_peer_names_is_verified() {
+        let mut buf = pattern(7, 4096);
+        buf.extend([0u8; 1024]);
+        let (answer, r, bw) = client_checks(buf, 4096);
+        assert!(r.is_ok());
+        assert!(matches!(answer, Msg::Verified { ok: true, detail } if detail.is_empty()));
+        assert!(bw.verified && bw.size == 4096 && bw.bytes == 40960);
+    }
+
+    #[test]
+    fn a_difference_is_refused_with_the_same_account_on_both_ends() {
+        let mut buf = pattern(7, 4096);
+        buf[4095] ^= 1;
+        let (answer, r, bw) = client_checks(buf, 4096);
+        let want = "the last 4096 bytes the server wrote to the client differ from what it sent";
+        assert!(matches!(answer, Msg::Verified { ok: false, ref detail } if detail == want));
+        failed_with(r, want);
+        assert!(!bw.verified);
+    }
+
+    #[test]
+    fn a_length_beyond_our_buffer_is_refused_before_any_comparison() {
+        // Even a buffer that holds the pattern's first 4096 bytes: the claim is
+        // checked against the buffer first (a huge claim would otherwise
+        // allocate that much for the pattern).
+        let (answer, r, bw) = client_checks(pattern(7, 4096), 4097);
+        let want = "the server says it wrote 4097 bytes, more than the client's 4096-byte buffer";
+        assert!(matches!(answer, Msg::Verified { ok: false, ref detail } if detail == want));
+        failed_with(r, want);
+        assert!(!bw.verified);
+        let (_, r, _) = client_checks(vec![0; 64], usize::MAX);
+        assert!(r.is_err());
+    }
+}
