@@ -120,14 +120,20 @@ pub fn from_json<'py>(
     }
 }
 
-/// `save_snapshot(state, path)`: write a snapshot as the library's JSON (what
-/// `load_snapshot` and `roce-net --snapshot` read).
+/// `save_snapshot(state, path, *, pretty=False)`: write a snapshot as
+/// `roce-net snapshot -o PATH` does (what `load_snapshot` and `roce-net
+/// --snapshot` read): the library's `HostState::save`, so compact JSON unless
+/// `pretty`, gzip when the name ends in `.gz`, and written to a temporary file
+/// renamed into place (a reader never sees half a snapshot).
 #[pyfunction]
-pub fn save_snapshot(py: Python<'_>, state: &Bound<'_, PyAny>, path: PathBuf) -> PyResult<()> {
+#[pyo3(signature = (state, path, *, pretty = false))]
+pub fn save_snapshot(
+    py: Python<'_>,
+    state: &Bound<'_, PyAny>,
+    path: PathBuf,
+    pretty: bool,
+) -> PyResult<()> {
     let st = native_state(state)?;
-    py.detach(move || {
-        std::fs::write(&path, st.to_json())
-            .map_err(|e| roce_net::Error::io(e, format!("writing snapshot {}", path.display())))
-    })
-    .py()
+    py.detach(move || st.save(&path, roce_net::SnapshotFormat::for_path(&path, pretty)))
+        .py()
 }

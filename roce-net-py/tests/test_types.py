@@ -67,10 +67,13 @@ def test_to_json_is_compact_unless_indented(tmp_path):
     # Compact: one line, no spaces between tokens (what `roce-net snapshot` writes).
     assert "\n" not in compact
     assert compact == json.dumps(json.loads(compact), separators=(",", ":"))
-    # indent=2 is the library's indented JSON, what save_snapshot writes.
+    # save_snapshot writes what `roce-net snapshot -o` writes: compact, and
+    # indent=2 (the library's indented JSON) with pretty=True.
     p = tmp_path / "snap.json"
     roce_net.save_snapshot(st, p)
-    assert st.to_json(indent=2) == p.read_text()
+    assert p.read_text() == compact + "\n"
+    roce_net.save_snapshot(st, p, pretty=True)
+    assert p.read_text() == st.to_json(indent=2) + "\n"
     # Any other width, as json.dumps indents.
     for n in (0, 4):
         assert st.to_json(indent=n) == json.dumps(st.to_dict(), indent=n)
@@ -196,6 +199,19 @@ def test_save_and_load_snapshot(tmp_path):
     p = tmp_path / "out.json"
     roce_net.save_snapshot(st, p)
     assert roce_net.load_snapshot(str(p)) == st
+    # A .gz name is gzip, as the CLI's `-o FILE.json.gz`; load reads it back.
+    gz = tmp_path / "out.json.gz"
+    roce_net.save_snapshot(st, gz)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    assert roce_net.load_snapshot(gz) == st
+    # Written by rename: no temporary file is left beside it.
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.json", "out.json.gz"]
+    # A directory that does not exist is a NotFoundError naming the path (with
+    # its errno), and nothing is written.
+    with pytest.raises(roce_net.NotFoundError, match="nodir") as e:
+        roce_net.save_snapshot(st, tmp_path / "nodir" / "x.json")
+    assert e.value.errno == 2
+    assert not (tmp_path / "nodir").exists()
 
 
 def test_every_registered_class_is_exported_and_parseable():

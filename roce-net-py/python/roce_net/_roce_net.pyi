@@ -90,8 +90,10 @@ def _schema() -> Dict[str, Any]:
 def _from_json(type_name: str, text: str) -> Any: ...
 def load_snapshot(path: _Path) -> HostState:
     """Read a snapshot JSON file (``roce-net snapshot --json``). Raises ParseError / NotFoundError."""
-def save_snapshot(state: HostState, path: _Path) -> None:
-    """Write a snapshot as the library's JSON (readable by ``load_snapshot`` and the CLI)."""
+def save_snapshot(state: HostState, path: _Path, *, pretty: bool = False) -> None:
+    """Write a snapshot as ``roce-net snapshot -o PATH`` does: compact JSON unless
+    ``pretty``, gzip when the name ends in ``.gz``, atomically (temporary file,
+    rename). Readable by ``load_snapshot`` and the CLI. Raises IoError."""
 def parse_snapshot(text: str) -> HostState:
     """Parse snapshot JSON text. Raises ParseError."""
 
