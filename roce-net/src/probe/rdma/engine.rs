@@ -444,6 +444,113 @@ fn write_phase(
     ))
 }
 
+/// The two ends of a session, named for messages: (us, the peer).
+fn ends(role: Role) -> (&'static str, &'static str) {
+    match role {
+        Role::Client => ("the client", "the server"),
+        Role::Server => ("the server", "the client"),
+    }
+}
+
+/// Our half of the data check: [`write_phase`] into the peer's buffer, tell it
+/// what we wrote (`WriteDone`), and wait for its `Verified`. Records
+/// `write_to_peer` (unverified when the peer found a difference) and fails with
+/// the peer's own account of the difference.
+#[allow(clippy::too_many_arguments)]
+fn send_writes(
+    q: &mut Qp<'_>,
+    ch: &mut Channel,
+    s: &mut Session<'_>,
+    theirs: &Endpoint,
+    size: usize,
+    iterations: u32,
+    seed: u64,
+    deadline: Instant,
+) -> std::result::Result<(), Fail> {
+    let stage = Stage::WriteToPeer;
+    let (secs, bytes) = write_phase(q, ch, theirs, size, iterations, seed, deadline, stage)?;
+    ch.send(
+        &Msg::WriteDone {
+            seed,
+            len: size,
+            seconds: secs,
+            bytes,
+        },
+        deadline,
+    )
+    .map_err(|e| Fail::wire(stage, e))?;
+    let (ok, detail) = match recv_msg(ch, deadline, stage)? {
+        Msg::Verified { ok, detail } => (ok, detail),
+        m => return Err(Fail::other(stage, format!("expected verified, got {m:?}"))),
+    };
+    s.rep.write_to_peer = Some(bandwidth(size, iterations, secs, bytes, ok));
+    if !ok {
+        let (us, peer) = ends(s.rep.role);
+        return Err(Fail::other(
+            stage,
+            format!("{peer} found the data {us} wrote corrupted: {detail}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The peer's half of the data check, seen from here: wait for its
+/// `WriteDone`, compare our buffer with the pattern it names, and answer
+/// `Verified`. A length beyond our buffer (`me.len`) is refused before any
+/// comparison, so a hostile peer cannot make us allocate more. Records
+/// `write_from_peer` and fails with the same detail the peer is sent.
+fn check_peer_writes(
+    q: &mut Qp<'_>,
+    ch: &mut Channel,
+    s: &mut Session<'_>,
+    me: &Endpoint,
+    iterations: u32,
+    deadline: Instant,
+) -> std::result::Result<(), Fail> {
+    let stage = Stage::WriteFromPeer;
+    let (seed, len, secs, bytes) = match recv_msg(ch, deadline, stage)? {
+        Msg::WriteDone {
+            seed,
+            len,
+            seconds,
+            bytes,
+        } => (seed, len, seconds, bytes),
+        m => {
+            return Err(Fail::other(
+                stage,
+                format!("expected write-done, got {m:?}"),
+            ))
+        }
+    };
+    let (us, peer) = ends(s.rep.role);
+    let problem = if len as u64 > me.len {
+        Some(format!(
+            "{peer} says it wrote {len} bytes, more than {us}'s {}-byte buffer",
+            me.len
+        ))
+    } else if q.read_local(0, len) != pattern(seed, len) {
+        Some(format!(
+            "the last {len} bytes {peer} wrote to {us} differ from what it sent"
+        ))
+    } else {
+        None
+    };
+    let ok = problem.is_none();
+    ch.send(
+        &Msg::Verified {
+            ok,
+            detail: problem.clone().unwrap_or_default(),
+        },
+        deadline,
+    )
+    .map_err(|e| Fail::wire(stage, e))?;
+    s.rep.write_from_peer = Some(bandwidth(len, iterations, secs, bytes, ok));
+    match problem {
+        Some(p) => Err(Fail::other(stage, p)),
+        None => Ok(()),
+    }
+}
+
 fn bandwidth(size: usize, iterations: u32, seconds: f64, bytes: u64, verified: bool) -> Bandwidth {
     Bandwidth {
         size,
@@ -670,93 +777,19 @@ fn client_traffic(
         p99_us: percentile(&rtts, 0.99),
         max_us: rtts.last().copied().unwrap_or(0.0),
     });
-    // Writes to the server.
+    // Writes to the server, then the server's writes to us.
     let seed = u64::from(me.psn) << 8 | 0x11;
-    let (secs, bytes) = write_phase(
+    send_writes(
         q,
         ch,
+        s,
         theirs,
         opts.write_size,
         opts.write_iterations,
         seed,
         deadline,
-        Stage::WriteToPeer,
     )?;
-    ch.send(
-        &Msg::WriteDone {
-            seed,
-            len: opts.write_size,
-            seconds: secs,
-            bytes,
-        },
-        deadline,
-    )
-    .map_err(|e| Fail::wire(Stage::WriteToPeer, e))?;
-    let verified = match recv_msg(ch, deadline, Stage::WriteToPeer)? {
-        Msg::Verified { ok: true, .. } => true,
-        Msg::Verified { ok: false, detail } => {
-            s.rep.write_to_peer = Some(bandwidth(
-                opts.write_size,
-                opts.write_iterations,
-                secs,
-                bytes,
-                false,
-            ));
-            return Err(Fail::other(
-                Stage::WriteToPeer,
-                format!("the peer's buffer differs: {detail}"),
-            ));
-        }
-        m => {
-            return Err(Fail::other(
-                Stage::WriteToPeer,
-                format!("expected verified, got {m:?}"),
-            ))
-        }
-    };
-    s.rep.write_to_peer = Some(bandwidth(
-        opts.write_size,
-        opts.write_iterations,
-        secs,
-        bytes,
-        verified,
-    ));
-    // Writes from the server.
-    let (seed, len, secs, bytes) = match recv_msg(ch, deadline, Stage::WriteFromPeer)? {
-        Msg::WriteDone {
-            seed,
-            len,
-            seconds,
-            bytes,
-        } => (seed, len, seconds, bytes),
-        m => {
-            return Err(Fail::other(
-                Stage::WriteFromPeer,
-                format!("expected write-done, got {m:?}"),
-            ))
-        }
-    };
-    let ok = len <= opts.write_size.max(2 * opts.latency_size)
-        && q.read_local(0, len) == pattern(seed, len);
-    ch.send(
-        &Msg::Verified {
-            ok,
-            detail: if ok {
-                String::new()
-            } else {
-                format!("the last {len} bytes written by the peer differ")
-            },
-        },
-        deadline,
-    )
-    .map_err(|e| Fail::wire(Stage::WriteFromPeer, e))?;
-    s.rep.write_from_peer = Some(bandwidth(len, opts.write_iterations, secs, bytes, ok));
-    if !ok {
-        return Err(Fail::other(
-            Stage::WriteFromPeer,
-            "the data the peer wrote differs from what it sent",
-        ));
-    }
+    check_peer_writes(q, ch, s, me, opts.write_iterations, deadline)?;
     let report = serde_json::to_value(&s.rep).unwrap_or(serde_json::Value::Null);
     ch.send(
         &Msg::Result {
@@ -1027,85 +1060,19 @@ fn server_traffic(
         let mut want: HashSet<u64> = [WR_SEND | u64::from(i)].into();
         wait(q, ch, &mut want, deadline, Stage::SendRecv)?;
     }
-    // The client's writes.
-    let (seed, len, secs, bytes) = match recv_msg(ch, deadline, Stage::WriteFromPeer)? {
-        Msg::WriteDone {
-            seed,
-            len,
-            seconds,
-            bytes,
-        } => (seed, len, seconds, bytes),
-        m => {
-            return Err(Fail::other(
-                Stage::WriteFromPeer,
-                format!("expected write-done, got {m:?}"),
-            ))
-        }
-    };
-    let ok = len <= p.write_size.max(2 * lat) && q.read_local(0, len) == pattern(seed, len);
-    ch.send(
-        &Msg::Verified {
-            ok,
-            detail: if ok {
-                String::new()
-            } else {
-                format!("the last {len} bytes written by the client differ")
-            },
-        },
-        deadline,
-    )
-    .map_err(|e| Fail::wire(Stage::WriteFromPeer, e))?;
-    s.rep.write_from_peer = Some(bandwidth(len, p.write_iterations, secs, bytes, ok));
-    if !ok {
-        return Err(Fail::other(
-            Stage::WriteFromPeer,
-            "the data the client wrote differs from what it sent",
-        ));
-    }
-    // Our writes to the client.
+    // The client's writes, then ours to the client.
+    check_peer_writes(q, ch, s, me, p.write_iterations, deadline)?;
     let seed = u64::from(me.psn) << 8 | 0x22;
-    let (secs, bytes) = write_phase(
+    send_writes(
         q,
         ch,
+        s,
         theirs,
         p.write_size,
         p.write_iterations,
         seed,
         deadline,
-        Stage::WriteToPeer,
     )?;
-    ch.send(
-        &Msg::WriteDone {
-            seed,
-            len: p.write_size,
-            seconds: secs,
-            bytes,
-        },
-        deadline,
-    )
-    .map_err(|e| Fail::wire(Stage::WriteToPeer, e))?;
-    let verified = match recv_msg(ch, deadline, Stage::WriteToPeer)? {
-        Msg::Verified { ok, .. } => ok,
-        m => {
-            return Err(Fail::other(
-                Stage::WriteToPeer,
-                format!("expected verified, got {m:?}"),
-            ))
-        }
-    };
-    s.rep.write_to_peer = Some(bandwidth(
-        p.write_size,
-        p.write_iterations,
-        secs,
-        bytes,
-        verified,
-    ));
-    if !verified {
-        return Err(Fail::other(
-            Stage::WriteToPeer,
-            "the client found our data corrupted",
-        ));
-    }
     // The client's report: its latency measurement.
     if let Msg::Result { report } = recv_msg(ch, deadline, Stage::Exchange)? {
         if let Some(l) = report.get("latency").cloned() {
@@ -1113,4 +1080,154 @@ fn server_traffic(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! `check_peer_writes` against a peer speaking the wire protocol by hand:
+    //! what a session over the NIC model cannot make a peer claim.
+    use super::*;
+    use crate::probe::rdma::{Completion, ConnectParams, QueueInfo};
+
+    /// Memory only: the check reads the local buffer and nothing else.
+    struct Memory(Vec<u8>);
+
+    impl Queue for Memory {
+        fn info(&self) -> QueueInfo {
+            QueueInfo {
+                qpn: 1,
+                psn: 2,
+                lid: 0,
+                rkey: 3,
+                addr: 0x1000,
+                len: self.0.len() as u64,
+                active_mtu: Some(1024),
+                port_state: Some("ACTIVE".into()),
+            }
+        }
+        fn connect(&mut self, _: &ConnectParams) -> std::result::Result<(), (Stage, VerbsFailure)> {
+            Ok(())
+        }
+        fn write_local(&mut self, off: usize, data: &[u8]) {
+            self.0[off..off + data.len()].copy_from_slice(data);
+        }
+        fn read_local(&self, off: usize, len: usize) -> Vec<u8> {
+            let end = off.saturating_add(len).min(self.0.len());
+            self.0[off.min(end)..end].to_vec()
+        }
+        fn post_recv(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: usize,
+        ) -> std::result::Result<(), VerbsFailure> {
+            Err(VerbsFailure::new("memory: no receives", None))
+        }
+        fn post_send(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: usize,
+        ) -> std::result::Result<(), VerbsFailure> {
+            Err(VerbsFailure::new("memory: no sends", None))
+        }
+        fn post_write(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: usize,
+            _: u64,
+            _: u32,
+        ) -> std::result::Result<(), VerbsFailure> {
+            Err(VerbsFailure::new("memory: no writes", None))
+        }
+        fn poll(&mut self) -> std::result::Result<Option<Completion>, VerbsFailure> {
+            Ok(None)
+        }
+    }
+
+    fn selection() -> Selection {
+        serde_json::from_value(serde_json::json!({
+            "device": "mem0", "port": 1, "gid_index": 3, "gid": "::ffff:198.18.0.1",
+            "gid_type": null, "address": "198.18.0.1", "netdev": "eth0", "mac": null,
+            "netdev_mtu": null, "port_state": "ACTIVE", "phys_state": null,
+            "link_layer": "Ethernet", "active_mtu": 1024, "nccl_gid_index": null,
+            "notes": []
+        }))
+        .unwrap()
+    }
+
+    /// The client (holding `buf`) is told by the "server" that it wrote `len`
+    /// bytes of `pattern(7)`: what the client answers and concludes.
+    fn client_checks(buf: Vec<u8>, len: usize) -> (Msg, std::result::Result<(), Fail>, Bandwidth) {
+        let st = HostState::empty("h");
+        let mut s = Session::new(Role::Client, &st, selection());
+        let mut mem = Memory(buf);
+        let me = endpoint(&st, &s.sel, &mem);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = Channel::new(TcpStream::connect(l.local_addr().unwrap()).unwrap()).unwrap();
+        let mut ch = Channel::new(l.accept().unwrap().0).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let done = Msg::WriteDone {
+            seed: 7,
+            len,
+            seconds: 0.5,
+            bytes: (len as u64).saturating_mul(10),
+        };
+        peer.send(&done, deadline).unwrap();
+        let mut q = Qp {
+            q: &mut mem,
+            stash: Vec::new(),
+        };
+        let r = check_peer_writes(&mut q, &mut ch, &mut s, &me, 10, deadline);
+        (
+            peer.recv(deadline).unwrap(),
+            r,
+            s.rep.write_from_peer.unwrap(),
+        )
+    }
+
+    fn failed_with(r: std::result::Result<(), Fail>, want: &str) {
+        let f = r.expect_err("the check should fail");
+        assert_eq!(f.stage, Stage::WriteFromPeer);
+        match f.value {
+            FailureValue::Other { message } => assert_eq!(message, want),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn the_pattern_the_peer_names_is_verified() {
+        let mut buf = pattern(7, 4096);
+        buf.extend([0u8; 1024]);
+        let (answer, r, bw) = client_checks(buf, 4096);
+        assert!(r.is_ok());
+        assert!(matches!(answer, Msg::Verified { ok: true, detail } if detail.is_empty()));
+        assert!(bw.verified && bw.size == 4096 && bw.bytes == 40960);
+    }
+
+    #[test]
+    fn a_difference_is_refused_with_the_same_account_on_both_ends() {
+        let mut buf = pattern(7, 4096);
+        buf[4095] ^= 1;
+        let (answer, r, bw) = client_checks(buf, 4096);
+        let want = "the last 4096 bytes the server wrote to the client differ from what it sent";
+        assert!(matches!(answer, Msg::Verified { ok: false, ref detail } if detail == want));
+        failed_with(r, want);
+        assert!(!bw.verified);
+    }
+
+    #[test]
+    fn a_length_beyond_our_buffer_is_refused_before_any_comparison() {
+        // Even a buffer that holds the pattern's first 4096 bytes: the claim is
+        // checked against the buffer first (a huge claim would otherwise
+        // allocate that much for the pattern).
+        let (answer, r, bw) = client_checks(pattern(7, 4096), 4097);
+        let want = "the server says it wrote 4097 bytes, more than the client's 4096-byte buffer";
+        assert!(matches!(answer, Msg::Verified { ok: false, ref detail } if detail == want));
+        failed_with(r, want);
+        assert!(!bw.verified);
+        let (_, r, _) = client_checks(vec![0; 64], usize::MAX);
+        assert!(r.is_err());
+    }
 }

@@ -39,6 +39,9 @@ pub enum Mode {
     FailRtr(i32),
     /// `available()` says there is no RDMA.
     NoRdma,
+    /// Acknowledges RDMA writes but stores them with their first byte flipped
+    /// (memory the data check must catch).
+    CorruptWrites,
 }
 
 pub struct FakeBackend {
@@ -277,6 +280,9 @@ impl Nic {
                     self.reply(from, NAK_ACCESS, wr_id);
                 } else {
                     b[off..off + data.len()].copy_from_slice(data);
+                    if self.mode == Mode::CorruptWrites && !data.is_empty() {
+                        b[off] ^= 0xff;
+                    }
                     drop(b);
                     lock(&s.seen).insert(seq);
                     self.reply(from, ACK, wr_id);

@@ -263,6 +263,90 @@ fn a_rtr_failure_reaches_both_ends() {
     );
 }
 
+/// A session over loopback between a server on 127.0.0.`n` and a client on
+/// 127.0.0.`n+1`, each with its own NIC model.
+fn pair_over_loopback(
+    n: u8,
+    port: u16,
+    server_mode: Mode,
+    client_mode: Mode,
+) -> (RdmaServerReport, RdmaProbeReport) {
+    let (sip, cip) = (format!("127.0.0.{n}"), format!("127.0.0.{}", n + 1));
+    let sst = loopback_state(n);
+    let cst = loopback_state(n + 1);
+    let sopts = RdmaProbeOptions {
+        clients: 1,
+        ..quick(ip(&sip), port)
+    };
+    let copts = RdmaProbeOptions {
+        source: Some(ip(&cip)),
+        ..quick(ip(&sip), port)
+    };
+    std::thread::scope(|s| {
+        let sb = FakeBackend::new(server_mode);
+        let sv = s.spawn(move || server(&sb, &sst, &sopts, &no_refresh).unwrap());
+        std::thread::sleep(Duration::from_millis(200));
+        let cb = FakeBackend::new(client_mode);
+        let c = client(&cb, &cst, ip(&sip), &copts, &no_refresh).unwrap();
+        (sv.join().unwrap(), c)
+    })
+}
+
+fn other_message(f: &crate::probe::rdma::ProbeFailure) -> &str {
+    match &f.value {
+        FailureValue::Other { message } => message,
+        v => panic!("expected a message, got {v:?}"),
+    }
+}
+
+#[test]
+fn data_the_server_stores_corrupted_fails_both_ends_with_the_servers_account() {
+    let (srep, crep) = pair_over_loopback(11, 28525, Mode::CorruptWrites, Mode::Normal);
+    let detail = "the last 16384 bytes the client wrote to the server differ from what it sent";
+    // The server checked and said why.
+    let sv = &srep.sessions[0];
+    assert!(!sv.ok && !srep.ok);
+    assert!(!sv.write_from_peer.as_ref().unwrap().verified);
+    let sf = sv.failure.as_ref().unwrap();
+    assert_eq!(sf.stage, Stage::WriteFromPeer);
+    assert_eq!(other_message(sf), detail);
+    // The client's writes are unverified, with the server's detail in its error.
+    assert!(!crep.ok);
+    let w = crep.write_to_peer.as_ref().unwrap();
+    assert!(!w.verified && w.bytes == 40 * 16384, "{w:?}");
+    assert!(crep.write_from_peer.is_none());
+    let cf = crep.failure.as_ref().unwrap();
+    assert_eq!(cf.stage, Stage::WriteToPeer);
+    assert_eq!(
+        other_message(cf),
+        format!("the server found the data the client wrote corrupted: {detail}")
+    );
+}
+
+#[test]
+fn a_server_told_its_data_arrived_corrupted_reports_the_clients_detail() {
+    let (srep, crep) = pair_over_loopback(13, 28526, Mode::Normal, Mode::CorruptWrites);
+    let detail = "the last 16384 bytes the server wrote to the client differ from what it sent";
+    // The client's writes arrived intact; the server's did not.
+    assert!(!crep.ok);
+    assert!(crep.write_to_peer.as_ref().unwrap().verified);
+    assert!(!crep.write_from_peer.as_ref().unwrap().verified);
+    let cf = crep.failure.as_ref().unwrap();
+    assert_eq!(cf.stage, Stage::WriteFromPeer);
+    assert_eq!(other_message(cf), detail);
+    let sv = &srep.sessions[0];
+    assert!(!sv.ok);
+    assert!(sv.write_from_peer.as_ref().unwrap().verified);
+    let w = sv.write_to_peer.as_ref().unwrap();
+    assert!(!w.verified && w.bytes == 40 * 16384, "{w:?}");
+    let sf = sv.failure.as_ref().unwrap();
+    assert_eq!(sf.stage, Stage::WriteToPeer);
+    assert_eq!(
+        other_message(sf),
+        format!("the client found the data the server wrote corrupted: {detail}")
+    );
+}
+
 // ---- Two processes in lab namespaces ----
 
 #[derive(Serialize, Deserialize)]
