@@ -504,6 +504,7 @@ fn check_peer_writes(
     ch: &mut Channel,
     s: &mut Session<'_>,
     me: &Endpoint,
+    size: usize,
     iterations: u32,
     deadline: Instant,
 ) -> std::result::Result<(), Fail> {
@@ -527,6 +528,12 @@ fn check_peer_writes(
         Some(format!(
             "{peer} says it wrote {len} bytes, more than {us}'s {}-byte buffer",
             me.len
+        ))
+    } else if len != size {
+        // Both ends agreed on the write size: a shorter claim (down to 0 bytes)
+        // would otherwise "verify" less than was written, or nothing.
+        Some(format!(
+            "{peer} says it wrote {len} bytes; the probe agreed on {size}-byte writes"
         ))
     } else if q.read_local(0, len) != pattern(seed, len) {
         Some(format!(
@@ -789,7 +796,15 @@ fn client_traffic(
         seed,
         deadline,
     )?;
-    check_peer_writes(q, ch, s, me, opts.write_iterations, deadline)?;
+    check_peer_writes(
+        q,
+        ch,
+        s,
+        me,
+        opts.write_size,
+        opts.write_iterations,
+        deadline,
+    )?;
     let report = serde_json::to_value(&s.rep).unwrap_or(serde_json::Value::Null);
     ch.send(
         &Msg::Result {
@@ -1061,7 +1076,7 @@ fn server_traffic(
         wait(q, ch, &mut want, deadline, Stage::SendRecv)?;
     }
     // The client's writes, then ours to the client.
-    check_peer_writes(q, ch, s, me, p.write_iterations, deadline)?;
+    check_peer_writes(q, ch, s, me, p.write_size, p.write_iterations, deadline)?;
     let seed = u64::from(me.psn) << 8 | 0x22;
     send_writes(
         q,
@@ -1157,8 +1172,9 @@ mod tests {
         .unwrap()
     }
 
-    /// The client (holding `buf`) is told by the "server" that it wrote `len`
-    /// bytes of `pattern(7)`: what the client answers and concludes.
+    /// The client (holding `buf`), having agreed on 4096-byte writes, is told by
+    /// the "server" that it wrote `len` bytes of `pattern(7)`: what the client
+    /// answers and concludes.
     fn client_checks(buf: Vec<u8>, len: usize) -> (Msg, std::result::Result<(), Fail>, Bandwidth) {
         let st = HostState::empty("h");
         let mut s = Session::new(Role::Client, &st, selection());
@@ -1179,7 +1195,7 @@ mod tests {
             q: &mut mem,
             stash: Vec::new(),
         };
-        let r = check_peer_writes(&mut q, &mut ch, &mut s, &me, 10, deadline);
+        let r = check_peer_writes(&mut q, &mut ch, &mut s, &me, 4096, 10, deadline);
         (
             peer.recv(deadline).unwrap(),
             r,
@@ -1229,5 +1245,22 @@ mod tests {
         assert!(!bw.verified);
         let (_, r, _) = client_checks(vec![0; 64], usize::MAX);
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn a_claim_of_fewer_bytes_than_agreed_verifies_nothing() {
+        // The first 100 bytes hold the pattern, the rest does not: a peer that
+        // claims 100 (or 0) bytes must not pass the check.
+        let mut buf = pattern(7, 100);
+        buf.extend([0u8; 3996]);
+        for len in [100, 0] {
+            let (answer, r, bw) = client_checks(buf.clone(), len);
+            let want = format!(
+                "the server says it wrote {len} bytes; the probe agreed on 4096-byte writes"
+            );
+            assert!(matches!(answer, Msg::Verified { ok: false, ref detail } if *detail == want));
+            failed_with(r, &want);
+            assert!(!bw.verified);
+        }
     }
 }
