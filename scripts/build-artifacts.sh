@@ -73,6 +73,36 @@ check_glibc() {
   echo "$f: highest glibc symbol version GLIBC_$max (floor $GLIBC_FLOOR), no unversioned libc symbols"
 }
 
+# Temporary directories removed, and a background build stopped, however the
+# script ends.
+scratch=()
+cli_pid=
+cleanup() {
+  if [ -n "$cli_pid" ]; then
+    pkill -TERM -P "$cli_pid" 2>/dev/null || true
+    kill "$cli_pid" 2>/dev/null || true
+  fi
+  [ ${#scratch[@]} -eq 0 ] || rm -rf "${scratch[@]}"
+}
+trap cleanup EXIT
+
+# The CLI as it ships: with `verbs`, no debug info (the dev profile keeps line
+# tables for backtraces), against glibc 2.17's symbols.
+build_cli() {
+  CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo \
+    cargo zigbuild --release --locked --features verbs --bin roce-net \
+    --target "x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
+}
+if { want cli || want deb; } && want wheel; then
+  # The CLI's fat-LTO link spends minutes on one core: build it beside the wheel
+  # (separate target directories) and show its output after the wheel's.
+  cli_log=$(mktemp)
+  scratch+=("$cli_log")
+  log "cli: cargo zigbuild --target x86_64-unknown-linux-gnu.$GLIBC_FLOOR (beside the wheel)"
+  build_cli >"$cli_log" 2>&1 &
+  cli_pid=$!
+fi
+
 if want wheel; then
   log "wheel: maturin --zig --compatibility manylinux2014 (abi3)"
   rm -f "$DIST"/roce_net-*.whl
@@ -91,7 +121,7 @@ if want wheel; then
   tr '\n' ' ' <<<"$audit" | grep -q 'consistent with the following platform tag: *"manylinux_2_17_x86_64"' \
     || die "auditwheel does not find $whl consistent with manylinux_2_17_x86_64"
   tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
+  scratch+=("$tmp")
   "$PY" -m zipfile -e "$whl" "$tmp/whl"
   check_glibc "$(ls "$tmp"/whl/roce_net/_roce_net*.so)"
   log "wheel: installed into a fresh venv and imported"
@@ -103,16 +133,21 @@ st = roce_net.parse_snapshot(open(sys.argv[1]).read())
 print("roce_net", roce_net.__version__, "from", roce_net.__file__)
 print("doctor on a fixture:", len(roce_net.doctor(st)), "findings")
 ' "$root/roce-net/tests/fixtures/doctor/healthy.json")
-  rm -rf "$tmp"
-  trap - EXIT
 fi
 
 bin="$DIST/roce-net-$version-x86_64-linux-gnu"
 if want cli || want deb; then
-  log "cli: cargo zigbuild --target x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
-  # No debug info in what ships (the dev profile keeps line tables for backtraces).
-  CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo \
-    cargo zigbuild --release --locked --features verbs --bin roce-net --target "x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
+  if [ -n "$cli_pid" ]; then
+    log "cli: the build beside the wheel"
+    status=0
+    wait "$cli_pid" || status=$?
+    cli_pid=
+    cat "$cli_log"
+    [ "$status" = 0 ] || die "building the CLI failed (exit $status; its output is above)"
+  else
+    log "cli: cargo zigbuild --target x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
+    build_cli
+  fi
   tdir=${CARGO_TARGET_DIR:-target}
   install -m 0755 "$tdir/x86_64-unknown-linux-gnu/release/roce-net" "$bin"
   check_glibc "$bin"
@@ -125,7 +160,7 @@ if want deb; then
   log "deb: dpkg-deb --build"
   command -v dpkg-deb >/dev/null || die "dpkg-deb missing (Debian: apt-get install dpkg)"
   pkg=$(mktemp -d)
-  trap 'rm -rf "$pkg"' EXIT
+  scratch+=("$pkg")
   install -D -m 0755 "$bin" "$pkg/usr/bin/roce-net"
   install -D -m 0644 README.md "$pkg/usr/share/doc/roce-net/README.md"
   install -D -m 0644 docs/cli.md "$pkg/usr/share/doc/roce-net/cli.md"
@@ -162,8 +197,6 @@ EOF
   "$inst/usr/bin/roce-net" --version
   dpkg --root="$inst" -s roce-net | grep -q '^Status: install ok installed' \
     || die "dpkg does not list roce-net as installed in the scratch root"
-  rm -rf "$pkg"
-  trap - EXIT
 fi
 
 (
