@@ -238,7 +238,7 @@ enum Cmd {
         /// Use a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
-        /// Print only `export NAME=value` lines (for `eval`).
+        /// Print only `export NAME='value'` lines, shell-quoted (for `eval`).
         #[arg(long, conflicts_with = "check")]
         export: bool,
         /// The NCCL release the job uses (`2.30`, `2.20.5`); default: advice for every release.
