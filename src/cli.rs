@@ -710,6 +710,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if cli.json {
                 print_json(&serde_json::json!({
                     "host": st.hostname,
+                    "netns": st.netns,
                     "summary": roce_net::summarize(&findings),
                     "findings": findings,
                 }))?;

@@ -69,6 +69,20 @@ fn doctor_offline_exit_codes_follow_severity() {
         .iter()
         .any(|f| f["id"] == "arp-ignore"));
     assert!(v["summary"]["error"].as_u64().unwrap() >= 1);
+    assert_eq!(v["host"], "gpu1");
+    assert_eq!(v["netns"], serde_json::Value::Null);
+    // The namespace the snapshot was taken in is named, as the text output does.
+    let dir = tempfile::tempdir().unwrap();
+    let mut st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&bad).unwrap()).unwrap();
+    st["netns"] = "rnt-x".into();
+    let in_ns = dir.path().join("in-ns.json");
+    std::fs::write(&in_ns, st.to_string()).unwrap();
+    let o = run(&["--json", "doctor", "--from", in_ns.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["netns"], "rnt-x", "{}", text(&o));
+    let o = run(&["doctor", "--from", in_ns.to_str().unwrap()]);
+    assert!(text(&o).contains("(netns rnt-x)"), "{}", text(&o));
 }
 
 #[test]
