@@ -58,7 +58,8 @@ pub(crate) struct Cli {
     /// Read RDMA devices from DIR/class/infiniband instead of /sys.
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) sysfs_root: Option<PathBuf>,
-    /// Read and write iproute2's table names under DIR/iproute2 instead of /etc.
+    /// Use DIR instead of /etc: iproute2's table names (DIR/iproute2), and for
+    /// `persist` every configuration file it reads or writes under /etc.
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) etc_root: Option<PathBuf>,
     /// Where apply keeps its locks and journals.
