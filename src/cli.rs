@@ -789,7 +789,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             } else {
                 out(&render::fleet(&report));
             }
-            return Ok(match roce_net::max_severity(&report.findings) {
+            // The worst of the cross-host findings and of every host's own: a
+            // fleet whose table shows a host with errors does not exit 0.
+            let worst = roce_net::max_severity(&report.findings)
+                .max(report.hosts.iter().filter_map(|h| h.max_severity).max());
+            return Ok(match worst {
                 Some(roce_net::Severity::Error) => exit::ERRORS,
                 Some(roce_net::Severity::Warning) => exit::WARNINGS,
                 _ => exit::OK,

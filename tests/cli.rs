@@ -228,6 +228,13 @@ fn fleet_needs_snapshots_and_reports_hosts() {
     assert_eq!(v["hosts"].as_array().unwrap().len(), 2, "{v}");
     let o = run(&["fleet"]);
     assert_eq!(o.status.code(), Some(64));
+    // The exit code counts each host's own findings too, not only those
+    // between hosts: one host with an error is exit 2, as `doctor` on it is.
+    let bad = fixture("doctor/arp-ignore.bad.json");
+    let o = run(&["fleet", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&["fleet", a.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
 #[test]
