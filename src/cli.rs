@@ -36,8 +36,9 @@ pub mod exit {
     pub const FAILURE: u8 = 70;
     /// The user declined at the prompt.
     pub const DECLINED: u8 = 5;
-    /// `probe rdma`: the probe ran and RDMA failed (the report says the likely cause).
-    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    /// A probe ran and what it found is wrong: `probe rdma`, RDMA failed (the
+    /// report says the likely cause); `probe arp`, no MAC or more than one (ARP
+    /// flux) answered.
     pub const PROBE_FAILED: u8 = 6;
     /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
     /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
@@ -614,6 +615,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 print_json(&r)?;
             } else {
                 out(&render::arp_probe(dev, *target, &r));
+            }
+            // One MAC answering is the only healthy outcome: none means the
+            // address is unreachable, several mean ARP flux.
+            if r.replies.len() != 1 {
+                return Ok(exit::PROBE_FAILED);
             }
         }
         Cmd::Plan { policy, output } => {

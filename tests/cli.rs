@@ -578,3 +578,48 @@ fn metrics_writes_the_textfile_atomically_and_matches_stdout() {
     assert!(!o.status.success());
     assert!(text(&o).contains("roce_net.prom"), "{}", text(&o));
 }
+
+/// `probe arp` exits 0 only when exactly one MAC answers: ARP flux (several) and
+/// silence (none) are exit 6, so a script can gate on it.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn probe_arp_exit_code_says_flux_or_silence() {
+    require_root("probe_arp_exit_code_says_flux_or_silence");
+    let lab = roce_net::Lab::seed_tagged("cliarp", 2).unwrap();
+    let (host, peer) = (lab.host_ns().unwrap(), lab.peer_ns().unwrap());
+    let p0 = lab.peer_nic().unwrap().name.clone();
+    let target = lab.nics()[1].address.to_string();
+    let probe = |target: &str| {
+        let o = run(&[
+            "--netns",
+            peer,
+            "--json",
+            "probe",
+            "arp",
+            "--dev",
+            &p0,
+            "--target",
+            target,
+            "--count",
+            "2",
+            "--timeout",
+            "1",
+        ]);
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        (o.status.code(), v["replies"].as_array().unwrap().len())
+    };
+    // The seed host answers for r1's address from both NICs.
+    assert_eq!(probe(&target), (Some(6), 2), "ARP flux");
+    // Nobody has this address.
+    assert_eq!(probe("198.18.0.250"), (Some(6), 0), "no answer");
+    for (k, v) in [("arp_ignore", "1"), ("arp_announce", "2")] {
+        let s = Command::new("ip")
+            .args(["netns", "exec", host, "sysctl", "-qw"])
+            .arg(format!("net.ipv4.conf.all.{k}={v}"))
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+    assert_eq!(probe(&target), (Some(0), 1), "fixed: one MAC");
+}
