@@ -692,7 +692,8 @@ fn write_one(
     let fresh;
     let before = if f.path == Path::new(super::RT_TABLES_PATH) {
         crate::rt_tables::lock_names_dir(&dir, &shown)?;
-        fresh = inspect(root, &f.path)?;
+        // `hp` is relative to `root` (the etc root may be elsewhere).
+        fresh = inspect(root, hp)?;
         &fresh
     } else {
         before
