@@ -190,6 +190,19 @@ pub(crate) fn apply(
         for c in &report.changes {
             let _ = writeln!(s, "  {c}");
         }
+        // What the plan kept (shared table names), unless the prompt showed it:
+        // from the saved plan, or else the plan the host gives now (best effort:
+        // the apply is done).
+        let notes = match &reviewed {
+            _ if !yes => String::new(),
+            Some(p) => render::plan_notes(p),
+            None => h
+                .snapshot()
+                .and_then(|st| roce_net::plan(&st, &policy))
+                .map(|p| render::plan_notes(&p))
+                .unwrap_or_default(),
+        };
+        s.push_str(&notes);
         if let Some(d) = report.confirm_deadline {
             let _ = writeln!(
                 s,

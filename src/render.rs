@@ -292,16 +292,28 @@ pub fn arp_probe(dev: &str, target: std::net::Ipv4Addr, r: &roce_net::ArpProbeRe
     s
 }
 
-/// `roce-net plan`: the diff and a count.
+/// `roce-net plan`: the diff and a count, then the plan's notes.
 pub fn plan(p: &roce_net::Plan) -> String {
-    if p.is_empty() {
-        return "no changes: the host already matches the policy\n".into();
+    let mut s = if p.is_empty() {
+        "no changes: the host already matches the policy\n".to_string()
+    } else {
+        let mut s = p.render_diff();
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "{} change(s)", p.changes.len());
+        s
+    };
+    s.push_str(&plan_notes(p));
+    s
+}
+
+/// A plan's notes ([`roce_net::Plan::notes`]), one `note:` line each.
+pub fn plan_notes(p: &roce_net::Plan) -> String {
+    let mut s = String::new();
+    for n in p.notes() {
+        let _ = writeln!(s, "note: {n}");
     }
-    let mut s = p.render_diff();
-    if !s.ends_with('\n') {
-        s.push('\n');
-    }
-    let _ = writeln!(s, "{} change(s)", p.changes.len());
     s
 }
 
