@@ -358,13 +358,61 @@ pub fn main() -> u8 {
         }
     };
     let json = cli.json;
+    let prefix = command_prefix(&cli);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            report_error(&e, json);
+            report_error(&e, json, &prefix);
             exit_code(&e)
         }
     }
+}
+
+/// `roce-net` with the global options that pick what a command acts on, as the
+/// user gave them (`--netns`, `--etc-root`, a `--state-dir` other than the
+/// default), shell-quoted: the command a hint must name so that, run as
+/// printed, it acts on the same namespace, state directory and `/etc`.
+pub(crate) fn command_prefix(cli: &Cli) -> String {
+    let mut s = String::from("roce-net");
+    if let Some(n) = &cli.netns {
+        s.push_str(" --netns ");
+        s.push_str(&shell_quote(n));
+    }
+    if let Some(r) = &cli.etc_root {
+        s.push_str(" --etc-root ");
+        s.push_str(&shell_quote(&r.to_string_lossy()));
+    }
+    if cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR) {
+        s.push_str(" --state-dir ");
+        s.push_str(&shell_quote(&cli.state_dir.to_string_lossy()));
+    }
+    s
+}
+
+/// `s` as one word for a POSIX shell: unchanged when it is plainly safe, else
+/// in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The library's messages name the next command in backquotes (`` `roce-net
+/// rollback` ``, `` `roce-net archive` ``): it knows which step comes next, not
+/// which global options this command line had. Every such command is
+/// completed here with `prefix` (see [`command_prefix`]), so a hint copied as
+/// printed acts on the same namespace and state directory.
+pub(crate) fn localize_hints(msg: &str, prefix: &str) -> String {
+    if prefix == "roce-net" {
+        return msg.to_string();
+    }
+    msg.replace("`roce-net ", &format!("`{prefix} "))
+        .replace("`roce-net`", &format!("`{prefix}`"))
 }
 
 /// The exit code for an error kind.
@@ -382,7 +430,7 @@ pub fn exit_code(e: &Error) -> u8 {
     }
 }
 
-fn report_error(e: &Error, json: bool) {
+fn report_error(e: &Error, json: bool, prefix: &str) {
     if json {
         // The chain of causes, outermost first (each with its own kind, errno,
         // kernel text and context).
@@ -391,7 +439,7 @@ fn report_error(e: &Error, json: bool) {
         while let Some(x) = c {
             causes.push(serde_json::json!({
                 "kind": x.kind().name(),
-                "message": x.message(),
+                "message": localize_hints(x.message(), prefix),
                 "context": x.context_chain(),
                 "errno": x.errno_value(),
                 "extack": x.extack(),
@@ -401,7 +449,7 @@ fn report_error(e: &Error, json: bool) {
         let v = serde_json::json!({
             "error": {
                 "kind": e.kind().name(),
-                "message": e.to_string(),
+                "message": localize_hints(&e.to_string(), prefix),
                 "errno": e.errno_value(),
                 "extack": e.extack(),
                 "causes": causes,
@@ -409,7 +457,10 @@ fn report_error(e: &Error, json: bool) {
         });
         eprintln!("{v}");
     } else {
-        eprintln!("roce-net: error: {e}");
+        eprintln!(
+            "roce-net: error: {}",
+            localize_hints(&e.to_string(), prefix)
+        );
     }
 }
 
@@ -630,7 +681,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 if !p.is_empty() {
                     text.push_str("review, then apply with `roce-net apply` (same policy) or `roce-net apply --plan FILE`\n");
                 }
-                out(&text);
+                out(&localize_hints(&text, &command_prefix(&cli)));
             }
         }
         Cmd::Apply {

@@ -212,6 +212,8 @@ pub fn rollback(host: &Host, opts: &ApplyOptions) -> Result<RollbackReport> {
     in_namespace(host, None, |id, nl| {
         let (s, _lock) = session(host, opts, id)?;
         let mut k = Kernel::new(host, nl);
-        transaction::rollback(&s, &mut k).map(|(r, _)| r)
+        let (r, j) = transaction::rollback(&s, &mut k)?;
+        watchdog::stand_down(&s.dir, &j, "rolled back by hand; the watchdog stood down");
+        Ok(r)
     })
 }
