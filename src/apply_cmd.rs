@@ -198,7 +198,15 @@ pub(crate) fn apply(
 
 fn nothing_to_do(cli: &Cli) -> Result<u8, Error> {
     if cli.json {
-        print_json(&serde_json::json!({"applied": 0, "changes": []}))?;
+        // The keys of every `apply --json` document (ApplyReport's), null
+        // where there is nothing: no journal is written when nothing changes.
+        print_json(&serde_json::json!({
+            "applied": 0,
+            "changes": [],
+            "confirm_deadline": null,
+            "journal": null,
+            "apply_id": null,
+        }))?;
     } else {
         out("nothing to do: the host already matches the policy");
     }

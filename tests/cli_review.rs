@@ -168,3 +168,194 @@ fn recovery_hints_run_as_printed_act_on_the_same_namespace_and_state() {
     assert!(o.status.success(), "{confirm}: {}", text(&o));
     assert_eq!(lab.journal_state(), "committed");
 }
+
+fn cli(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn json_error(o: &Output) -> serde_json::Value {
+    let e = String::from_utf8_lossy(&o.stderr);
+    serde_json::from_str(e.trim()).unwrap_or_else(|_| panic!("not one JSON error: {e}"))
+}
+
+/// Command-line errors under `--json` are the documented JSON error, exit 64,
+/// wherever `--json` stands; without it, the parser's text.
+#[test]
+fn usage_errors_under_json_are_json() {
+    for args in [
+        &["--json", "show", "--bogus"][..],
+        &["show", "--bogus", "--json"],
+        &["--json", "route-get", "not-an-ip"],
+    ] {
+        let o = cli(args);
+        assert_eq!(code(&o), 64, "{args:?}: {}", text(&o));
+        let v = json_error(&o);
+        assert_eq!(v["error"]["kind"], "usage", "{v}");
+        assert!(v["error"]["causes"].as_array().unwrap().is_empty(), "{v}");
+        assert!(o.stdout.is_empty());
+    }
+    let v = json_error(&cli(&["--json", "show", "--bogus"]));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'--bogus'"),
+        "{v}"
+    );
+    let o = cli(&["show", "--bogus"]);
+    assert_eq!(code(&o), 64);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: unexpected argument"));
+    // `--json` after `--` is no option.
+    let o = cli(&["gids", "--", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .find("{\"error\"")
+            .is_none(),
+        "{}",
+        text(&o)
+    );
+}
+
+/// The internal watchdog verb is not offered when a subcommand is missing.
+#[test]
+fn a_missing_subcommand_does_not_list_the_internal_watchdog() {
+    for args in [&["--state-dir", "/nonexistent-rn"][..], &["--json"]] {
+        let o = cli(args);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        let t = text(&o);
+        assert!(
+            t.contains("requires a subcommand") && t.contains("apply"),
+            "{t}"
+        );
+        assert!(!t.contains("__watchdog"), "{t}");
+    }
+}
+
+/// `metrics` writes one format, Prometheus text; `--json` is a usage error.
+#[test]
+fn metrics_refuses_json() {
+    let o = cli(&["--json", "metrics", "--from", "/nonexistent-rn.json"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(o.stdout.is_empty());
+    let v = json_error(&o);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Prometheus"),
+        "{v}"
+    );
+}
+
+/// Out-of-range values are usage errors (64) at parse time, not data errors.
+#[test]
+fn bad_option_values_exit_64() {
+    for args in [
+        &["lab", "--nics", "1"][..],
+        &["lab", "--nics", "65"],
+        &[
+            "persist",
+            "--backend",
+            "bogus",
+            "--dry-run",
+            "--root",
+            "/nonexistent-rn",
+        ],
+    ] {
+        let o = cli(args);
+        assert_eq!(code(&o), 64, "{args:?}: {}", text(&o));
+    }
+    let t = text(&cli(&["lab", "--nics", "1"]));
+    assert!(t.contains("from 2 to 64"), "{t}");
+}
+
+/// A `--sysfs-root` that does not exist is an error naming it; an empty one
+/// is named where `show` says it found no RDMA device.
+#[test]
+fn the_sysfs_root_looked_at_is_named() {
+    let o = cli(&["--sysfs-root", "/nonexistent-rn", "show"]);
+    assert_eq!(code(&o), 66, "{}", text(&o));
+    assert!(
+        text(&o).contains("--sysfs-root /nonexistent-rn: no such directory"),
+        "{}",
+        text(&o)
+    );
+    let d = tempfile::tempdir().unwrap();
+    let o = cli(&["--sysfs-root", d.path().to_str().unwrap(), "show"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let want = format!("none (none in {}/class/infiniband)", d.path().display());
+    assert!(text(&o).contains(&want), "{}", text(&o));
+}
+
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn apply_json_has_the_same_keys_with_or_without_changes() {
+    require_root("apply_json_has_the_same_keys_with_or_without_changes");
+    let lab = Lab::new("applyjson", 2);
+    let keys = |o: &Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let want = [
+        "applied",
+        "apply_id",
+        "changes",
+        "confirm_deadline",
+        "journal",
+    ];
+    let first = ok(&lab, &["--json", "apply", "--yes"]);
+    assert_eq!(keys(&first), want);
+    let again = ok(&lab, &["--json", "apply", "--yes"]);
+    assert_eq!(keys(&again), want);
+    let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(v["applied"], 0);
+    assert!(v["journal"].is_null() && v["apply_id"].is_null() && v["confirm_deadline"].is_null());
+}
+
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn rollback_with_nothing_to_roll_back_creates_nothing() {
+    require_root("rollback_with_nothing_to_roll_back_creates_nothing");
+    let lab = Lab::new("rbnothing", 1);
+    let o = lab.run(&["rollback"]);
+    assert_eq!(code(&o), 66, "{}", text(&o));
+    assert!(text(&o).contains("nothing to roll back"), "{}", text(&o));
+    assert!(!lab.state.exists(), "the state directory was created");
+    // An existing state directory gets no lock file either.
+    std::fs::create_dir(&lab.state).unwrap();
+    let o = lab.run(&["rollback"]);
+    assert_eq!(code(&o), 66, "{}", text(&o));
+    assert_eq!(std::fs::read_dir(&lab.state).unwrap().count(), 0);
+}
+
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn entering_a_namespace_without_privilege_names_cap_sys_admin() {
+    use std::os::unix::process::CommandExt;
+    require_root("entering_a_namespace_without_privilege_names_cap_sys_admin");
+    let ns = netns("eperm", 0);
+    let mut c = bin();
+    c.args(["--netns", &ns.0, "show"]);
+    // SAFETY: setgroups/setgid/setuid in the child before exec.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = c.output().unwrap();
+    let t = text(&o);
+    assert_eq!(code(&o), 77, "{t}");
+    assert!(
+        t.contains("entering a network namespace needs CAP_SYS_ADMIN"),
+        "{t}"
+    );
+    assert!(!t.contains("CAP_NET_ADMIN"), "{t}");
+}
