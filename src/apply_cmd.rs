@@ -354,16 +354,15 @@ pub(crate) fn status(cli: &Cli) -> Result<u8, Error> {
     } else {
         // The watchdog's and the failure's messages come from the library.
         let prefix = command_prefix(cli);
-        out(&localize_hints(
-            &journal_text(j.as_ref(), "roce-net"),
-            &prefix,
-        ));
+        out(&localize_hints(&journal_text(j.as_ref()), &prefix));
     }
     Ok(exit::OK)
 }
 
 /// The human `status` text.
-fn journal_text(j: Option<&Journal>, netns: &str) -> String {
+/// Commands are named as `` `roce-net VERB` ``; the caller completes them
+/// ([`localize_hints`]).
+fn journal_text(j: Option<&Journal>) -> String {
     use roce_net::{JournalState, StepStatus};
     let Some(j) = j else {
         return "no apply recorded in this namespace\n".into();
@@ -374,27 +373,26 @@ fn journal_text(j: Option<&Journal>, netns: &str) -> String {
         JournalState::Applying => match j.confirm_deadline {
             Some(d) => format!(
                 "applying: did not finish (crashed or killed?); its watchdog rolls it back at {}, \
-                 or run `{netns} rollback` now",
+                 or run `roce-net rollback` now",
                 when(d)
             ),
             None => {
-                format!("applying: did not finish (crashed or killed?); run `{netns} rollback`")
+                "applying: did not finish (crashed or killed?); run `roce-net rollback`".to_string()
             }
         },
         JournalState::PendingConfirm { deadline } => format!(
-            "applied, awaiting `{netns} confirm` until {}, then rolled back",
+            "applied, awaiting `roce-net confirm` until {}, then rolled back",
             when(*deadline)
         ),
         JournalState::Committed => "applied and kept".to_string(),
         JournalState::RollingBack => {
-            format!("rolling back: did not finish (killed?); run `{netns} rollback` again")
+            "rolling back: did not finish (killed?); run `roce-net rollback` again".to_string()
         }
         JournalState::RolledBack => "rolled back".to_string(),
-        JournalState::RollbackFailed => format!(
-            "rollback FAILED: the host may be in a mixed state; fix the cause and run \
-             `{netns} rollback` again, or `{netns} archive` to keep the journal \
-             aside"
-        ),
+        JournalState::RollbackFailed => "rollback FAILED: the host may be in a mixed state; fix \
+             the cause and run `roce-net rollback` again, or `roce-net archive` to keep the \
+             journal aside"
+            .to_string(),
     };
     let count = |st: StepStatus| j.steps.iter().filter(|s| s.status == st).count();
     let mut s = format!(
