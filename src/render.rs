@@ -82,7 +82,9 @@ fn proto_name(p: u8) -> String {
 }
 
 /// `roce-net show`.
-pub fn show(st: &HostState) -> String {
+/// `rdma_source` says where RDMA devices were looked for (the sysfs directory
+/// read, or that the state is a saved snapshot), for the "none" line.
+pub fn show(st: &HostState, rdma_source: &str) -> String {
     let mut s = String::new();
     let ns = st
         .netns
@@ -94,7 +96,7 @@ pub fn show(st: &HostState) -> String {
     // RDMA view, ibdev2netdev style.
     s.push_str("\nRDMA devices\n");
     if st.rdma.is_empty() {
-        s.push_str("  none (no /sys/class/infiniband)\n");
+        let _ = writeln!(s, "  none (none in {rdma_source})");
     } else {
         let mut t = Table::new(&[
             "DEVICE",
