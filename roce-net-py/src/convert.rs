@@ -36,6 +36,19 @@ pub struct Registry {
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
+/// The JSON text of a roce_net record passed from Python (`what`: its class,
+/// for the message): anything without a `to_json` method is a `TypeError`
+/// naming what was expected and what came, not an `AttributeError` from inside.
+pub fn record_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    match obj.getattr("to_json") {
+        Ok(m) if m.is_callable() => m.call0()?.extract(),
+        _ => Err(PyTypeError::new_err(format!(
+            "expected a roce_net.{what}, got {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
 /// The registry, or an error saying the package was imported the wrong way.
 pub fn registry() -> PyResult<&'static Registry> {
     REGISTRY.get().ok_or_else(|| {

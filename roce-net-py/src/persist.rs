@@ -111,7 +111,7 @@ pub fn write_persistence<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut v: Vec<RenderedFile> = Vec::new();
     for f in files.try_iter()? {
-        let text: String = f?.call_method0("to_json")?.extract()?;
+        let text = crate::convert::record_json(&f?, "RenderedFile")?;
         v.push(serde_json::from_str(&text).map_err(|e| {
             py_err(Error::new(
                 ErrorKind::InvalidInput,

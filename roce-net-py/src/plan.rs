@@ -43,7 +43,7 @@ pub fn native_plan(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Plan>> {
             return Ok(n.get().inner.clone());
         }
     }
-    let text: String = obj.call_method0("to_json")?.extract()?;
+    let text = crate::convert::record_json(obj, "Plan")?;
     Ok(Arc::new(parse(&text).py()?))
 }
 

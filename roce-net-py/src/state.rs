@@ -78,7 +78,7 @@ pub fn native_state(obj: &Bound<'_, PyAny>) -> PyResult<Arc<HostState>> {
             return Ok(n.get().inner.clone());
         }
     }
-    let text: String = obj.call_method0("to_json")?.extract()?;
+    let text = crate::convert::record_json(obj, "HostState")?;
     let py = obj.py();
     let st = py.detach(move || HostState::from_json(&text)).py()?;
     Ok(Arc::new(st))

@@ -253,3 +253,33 @@ def test_offline_route_lookup_matches_the_kernel(seed_lab):
     assert "203.0.113.1" in ei.value.message
     with pytest.raises(roce_net.InvalidInputError):
         roce_net.route_lookup(st, "nope")
+
+
+@pytest.mark.parametrize(
+    "call, expected, got",
+    [
+        (lambda: roce_net.doctor(None), "HostState", "NoneType"),
+        (lambda: roce_net.doctor({"hostname": "x"}), "HostState", "dict"),
+        (lambda: roce_net.fleet_report([1]), "HostState", "int"),
+        (lambda: roce_net.render_persistence({"changes": []}, "networkd"), "Plan", "dict"),
+        (lambda: roce_net.write_persistence([1], "/nonexistent", dry_run=True), "RenderedFile", "int"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_a_type_error_naming_both(call, expected, got):
+    with pytest.raises(TypeError) as e:
+        call()
+    assert str(e.value) == f"expected a roce_net.{expected}, got {got}"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda st: roce_net.doctor(st, {"expected_mtus": 9000}),
+        lambda st: roce_net.fleet_report([st], {"expected_mtus": 9000}),
+    ],
+)
+def test_a_misspelt_doctor_option_is_refused(call):
+    st, _ = _plan_for_fixture()
+    with pytest.raises(roce_net.InvalidInputError) as e:
+        call(st)
+    assert "expected_mtus" in str(e.value) and "expected_mtu" in str(e.value), e.value

@@ -250,7 +250,7 @@ impl Finding {
 /// Thresholds used by the checks, and the policy their routing fixes come from.
 /// `Default` holds the documented values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DoctorOptions {
     /// `net.core.netdev_max_backlog` below this is reported (default 250000, the

@@ -180,7 +180,10 @@ impl RenderOptions {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,
                     format!(
-                        "{name} is not configured by {backend} on this node: {found}{why}.                          roce-net extends the node's own definitions and never defines an                          interface itself; configure {name} in {backend} first, or persist                          with the stack that configures it"
+                        "{name} is not configured by {backend} on this node: {found}{why}. \
+                         roce-net extends the node's own definitions and never defines an \
+                         interface itself; configure {name} in {backend} first, or persist \
+                         with the stack that configures it"
                     ),
                 ));
             }
