@@ -3,7 +3,7 @@
 //! [`super::model`]). Findings use the doctor's [`Finding`] type; their ids are
 //! documented in `docs/nccl.md`.
 
-use super::env::{parse_list, MAX_IB_DEVS, MAX_IFS};
+use super::env::{parse_list, NameList, MAX_IB_DEVS, MAX_IFS};
 use super::model::{
     addr_family, addr_range, link_local_gid, select_gid, strtoll, AddrFamily, AddrRange, NcclEnv,
     NcclVersion, Selection,
@@ -12,7 +12,7 @@ use super::{choice, target_gid, NcclOptions};
 use crate::doctor::{sort_findings, Finding, Severity, Subject};
 use crate::model::{GidType, HostState, OperState, RdmaDevice, RdmaPort};
 use crate::scope::port_netdev;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 /// Every id [`check`] can report.
@@ -174,6 +174,87 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
     }
 }
 
+/// The (device, port) pairs of `state` that a prefix list's entries were meant to
+/// name: an entry naming a device exactly means that device (the one NCCL's
+/// prefix match also widens), any other entry every device it prefixes (a family
+/// on purpose). Ports as the entry gives them.
+fn intended(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
+    let mut out = BTreeSet::new();
+    for e in &list.entries {
+        let exact = state.rdma.iter().any(|d| d.name == e.name);
+        for d in &state.rdma {
+            let named = if exact || list.exact {
+                d.name == e.name
+            } else {
+                d.name.starts_with(&e.name)
+            };
+            if !named {
+                continue;
+            }
+            for p in &d.ports {
+                if e.port == -1 || e.port == i64::from(p.port) {
+                    out.insert((d.name.clone(), p.port));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pairs the entries of `list` match (before `^` is applied), by NCCL's own
+/// matcher ([`NameList::matching_entry`]).
+fn matched(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
+    state
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(d, p)| list.matching_entry(&d.name, i64::from(p.port)).is_some())
+        .map(|(d, p)| (d.name.clone(), p.port))
+        .collect()
+}
+
+/// An exact (`=`) `NCCL_IB_HCA` value that names what `list` was meant to (see
+/// [`intended`]), keeping `^` and each entry's `:port...` suffix: an entry naming
+/// a device stays as written, a family entry becomes its devices. Checked by
+/// parsing it back and running NCCL's matcher over every port of the host; `None`
+/// when it would not select exactly that (or exceed `MAX_IB_DEVS`).
+pub(crate) fn exact_hca(list: &NameList, state: &HostState) -> Option<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for e in &list.entries {
+        let suffix = e.text.find(':').map_or("", |i| &e.text[i..]);
+        let names: Vec<&str> = if state.rdma.iter().any(|d| d.name == e.name) {
+            vec![e.name.as_str()]
+        } else {
+            state
+                .rdma
+                .iter()
+                .map(|d| d.name.as_str())
+                .filter(|n| n.starts_with(&e.name))
+                .collect()
+        };
+        for n in names {
+            let t = format!("{n}{suffix}");
+            if !tokens.contains(&t) {
+                tokens.push(t);
+            }
+        }
+    }
+    if tokens.is_empty() {
+        return None;
+    }
+    let value = format!(
+        "{}={}",
+        if list.exclude { "^" } else { "" },
+        tokens.join(",")
+    );
+    let back = parse_list(&value, MAX_IB_DEVS);
+    (back.dropped.is_empty()
+        && back.exact
+        && back.exclude == list.exclude
+        && matched(&back, state) == intended(list, state))
+    .then_some(value)
+}
+
 /// `NCCL_IB_HCA`: what it selects; reports entries that select nothing or more
 /// than their name, and mixed link layers. Returns the selected ports.
 fn hca<'a>(
@@ -254,40 +335,41 @@ fn hca<'a>(
             );
             continue;
         }
-        let over: Vec<&str> = if list.exact {
+        // The pitfall is an entry naming a device exactly that, as a prefix,
+        // also names others (`mlx5_1` -> `mlx5_10`..). An entry no device is
+        // named (`mlx5`) selects a family on purpose: nothing to warn about (and
+        // `=mlx5` would select nothing, leaving NCCL on sockets).
+        let over: Vec<&str> = if list.exact || !names.contains(&e.name.as_str()) {
             Vec::new()
         } else {
-            state
-                .rdma
+            names
                 .iter()
-                .map(|d| d.name.as_str())
+                .copied()
                 .filter(|n| n.starts_with(&e.name) && *n != e.name)
                 .collect()
         };
         if !over.is_empty() {
+            let fix = match exact_hca(&list, state) {
+                Some(v) => format!("NCCL_IB_HCA={v}"),
+                None => "roce-net nccl-env".to_string(),
+            };
             out.push(
                 Finding::new(
                     "nccl-hca-overmatch",
                     Severity::Warning,
                     host(),
                     format!(
-                        "NCCL_IB_HCA entry {:?} is a prefix: it also {} {} (NCCL matches names \
-                         by prefix unless the list starts with '=')",
+                        "NCCL_IB_HCA entry {:?} names device {} and, as a prefix, also {} {} \
+                         (NCCL matches names by prefix unless the list starts with '=')",
                         e.text,
+                        e.name,
                         if list.exclude { "excludes" } else { "selects" },
                         over.join(", ")
                     ),
                 )
                 .evidence("entry", &e.text)
                 .evidence("also_matches", &over)
-                .fix(
-                    vec![format!(
-                        "NCCL_IB_HCA={}={}",
-                        if list.exclude { "^" } else { "" },
-                        value.trim_start_matches(['^', '='])
-                    )],
-                    None,
-                ),
+                .fix(vec![fix], None),
             );
         }
     }
@@ -689,5 +771,107 @@ fn traffic_class(
                 None,
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A host with the RDMA devices of a sysfs fixture tree (connectx16:
+    /// mlx5_0..mlx5_15, one port each; connectx8: mlx5_0..mlx5_7).
+    fn fixture(case: &str) -> HostState {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(case);
+        let mut s = HostState::empty(case);
+        s.rdma = crate::kernel::sysfs::read_rdma(&root, &[], &mut Vec::new());
+        assert!(!s.rdma.is_empty(), "{case}: no devices read");
+        s
+    }
+
+    fn pairs(v: &[(&str, u32)]) -> BTreeSet<(String, u32)> {
+        v.iter().map(|(d, p)| (d.to_string(), *p)).collect()
+    }
+
+    /// The suggested exact value, parsed back, selects (by NCCL's matcher and
+    /// its `^`) exactly the devices the entries were meant to name.
+    #[test]
+    fn exact_hca_fix_selects_what_was_meant() {
+        let s = fixture("connectx16");
+        let all: Vec<(String, u32)> = s
+            .rdma
+            .iter()
+            .flat_map(|d| d.ports.iter().map(move |p| (d.name.clone(), p.port)))
+            .collect();
+        let selected = |value: &str| -> BTreeSet<(String, u32)> {
+            let l = parse_list(value, MAX_IB_DEVS);
+            all.iter()
+                .filter(|(d, p)| l.selects(d, i64::from(*p)))
+                .cloned()
+                .collect()
+        };
+        let not = |keep: &BTreeSet<(String, u32)>| -> BTreeSet<(String, u32)> {
+            all.iter().filter(|x| !keep.contains(x)).cloned().collect()
+        };
+        for (value, fix, want) in [
+            ("mlx5_1", "=mlx5_1", pairs(&[("mlx5_1", 1)])),
+            (
+                "mlx5_1:1,mlx5_2",
+                "=mlx5_1:1,mlx5_2",
+                pairs(&[("mlx5_1", 1), ("mlx5_2", 1)]),
+            ),
+            ("^mlx5_1", "^=mlx5_1", not(&pairs(&[("mlx5_1", 1)]))),
+            (
+                "mlx5_1:1,mlx5_15",
+                "=mlx5_1:1,mlx5_15",
+                pairs(&[("mlx5_1", 1), ("mlx5_15", 1)]),
+            ),
+        ] {
+            let list = parse_list(value, MAX_IB_DEVS);
+            let got = exact_hca(&list, &s).unwrap_or_else(|| panic!("{value}: no fix"));
+            assert_eq!(got, fix, "{value}");
+            assert_eq!(selected(&got), want, "{value} -> {got}");
+            // The value as given selected more (or, with ^, fewer) than meant.
+            assert_ne!(selected(value), want, "{value}");
+        }
+        // A family entry expands to its devices, each named exactly.
+        let list = parse_list("mlx5_1,mlx5_", MAX_IB_DEVS);
+        let got = exact_hca(&list, &s).unwrap();
+        assert!(got.starts_with("=mlx5_1,mlx5_0,"), "{got}");
+        assert_eq!(selected(&got), all.iter().cloned().collect());
+    }
+
+    /// `NCCL_IB_HCA=mlx5` names no device: a family on purpose, which the
+    /// check leaves alone (the old advice, `=mlx5`, selected nothing); the trap
+    /// `mlx5_1` still warns, with a fix that selects mlx5_1 alone.
+    #[test]
+    fn a_family_prefix_is_not_an_overmatch_but_a_device_name_is() {
+        let opts = NcclOptions::default();
+        for case in ["connectx8", "connectx16"] {
+            let s = fixture(case);
+            let env = NcclEnv::from_pairs([("NCCL_IB_HCA", "mlx5")]);
+            let f = check(&s, &env, &opts);
+            assert!(
+                !f.iter().any(|f| f.id == "nccl-hca-overmatch"),
+                "{case}: {f:#?}"
+            );
+            // What the old advice suggested selects no device at all.
+            let exact = parse_list("=mlx5", MAX_IB_DEVS);
+            assert!(s.rdma.iter().all(|d| d
+                .ports
+                .iter()
+                .all(|p| !exact.selects(&d.name, i64::from(p.port)))));
+        }
+        let s = fixture("connectx16");
+        let env = NcclEnv::from_pairs([("NCCL_IB_HCA", "mlx5_1")]);
+        let f = check(&s, &env, &opts);
+        let over: Vec<_> = f.iter().filter(|f| f.id == "nccl-hca-overmatch").collect();
+        assert_eq!(over.len(), 1, "{f:#?}");
+        assert_eq!(over[0].remediation.commands, ["NCCL_IB_HCA==mlx5_1"]);
+        // connectx8 has no mlx5_1x: mlx5_1 names one device and nothing else.
+        let f = check(&fixture("connectx8"), &env, &opts);
+        assert!(!f.iter().any(|f| f.id == "nccl-hca-overmatch"), "{f:#?}");
     }
 }
