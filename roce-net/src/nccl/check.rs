@@ -28,6 +28,7 @@ pub const NCCL_CHECK_IDS: &[&str] = &[
     "nccl-tc-no-pfc",
     "nccl-tc-trust-pcp",
     "nccl-value-misparsed",
+    "nccl-variable-unrecognized",
 ];
 
 fn host() -> Subject {
@@ -61,6 +62,7 @@ pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Findin
     let version = opts.version.unwrap_or(NcclVersion::MODEL);
     let mut out = Vec::new();
     misparsed(env, &mut out);
+    unrecognized(env, &mut out);
     let ports = nccl_ports(state);
     let selected = hca(state, env, &ports, &mut out);
     gids(state, env, version, &selected, &mut out);
@@ -69,6 +71,119 @@ pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Findin
     traffic_class(state, env, &selected, &mut out);
     sort_findings(&mut out);
     out
+}
+
+/// Edit distance (insertions, deletions, substitutions, adjacent swaps) between
+/// two ASCII names, or `None` once it exceeds `max`.
+fn distance(a: &str, b: &str, max: usize) -> Option<usize> {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        for j in 0..=b.len() {
+            d[i * w + j] = if i == 0 || j == 0 {
+                i + j
+            } else {
+                let sub = d[(i - 1) * w + j - 1] + usize::from(a[i - 1] != b[j - 1]);
+                let mut v = sub.min(d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    v = v.min(d[(i - 2) * w + j - 2] + 1);
+                }
+                v
+            };
+        }
+    }
+    Some(d[a.len() * w + b.len()]).filter(|&n| n <= max)
+}
+
+/// The name NCCL reads that `name` most likely meant: itself uppercased, else
+/// the closest known name at most two edits away (ties: the first in order).
+fn meant(name: &str) -> Option<&'static str> {
+    use super::names::KNOWN;
+    let up = name.to_ascii_uppercase();
+    if let Ok(i) = KNOWN.binary_search(&up.as_str()) {
+        return Some(KNOWN[i]);
+    }
+    if !up.starts_with("NCCL_") {
+        return None;
+    }
+    KNOWN
+        .iter()
+        .filter_map(|k| distance(&up, k, 2).map(|d| (d, *k)))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// `nccl-variable-unrecognized`: a name NCCL never looks up because it has
+/// whitespace around it (`NCCL_IB_GID_INDEX = 3` in nccl.conf defines
+/// `"NCCL_IB_GID_INDEX "`: NCCL's `setEnvFile` keeps everything before `=`), is
+/// in the wrong case, or is an `NCCL_*` name close to one NCCL reads (see
+/// [`super::names`]). Names NCCL reads, and names close to none, are left alone.
+fn unrecognized(env: &NcclEnv, out: &mut Vec<Finding>) {
+    use super::names::KNOWN;
+    for (k, v) in &env.vars {
+        let name = k.trim_matches(|c: char| c.is_ascii_whitespace());
+        if name.is_empty() || KNOWN.binary_search(&k.as_str()).is_ok() {
+            continue;
+        }
+        let spaced = name != k;
+        let target = if KNOWN.binary_search(&name).is_ok() {
+            Some(name)
+        } else {
+            meant(name)
+        };
+        let Some(target) = target else {
+            if spaced && name.to_ascii_uppercase().starts_with("NCCL_") {
+                out.push(
+                    Finding::new(
+                        "nccl-variable-unrecognized",
+                        Severity::Warning,
+                        host(),
+                        format!(
+                            "{k:?} has whitespace around the name: NCCL looks names up \
+                             exactly and never reads it"
+                        ),
+                    )
+                    .evidence("variable", k)
+                    .evidence("value", v)
+                    .fix(vec![format!("{name}={}", v.trim())], None),
+                );
+            }
+            continue;
+        };
+        let why = if spaced {
+            format!(
+                "{k:?} has whitespace around the name (nccl.conf keeps everything before '=' \
+                 as the name): NCCL reads {target} and never this"
+            )
+        } else if target.eq_ignore_ascii_case(name) {
+            format!("{k} is not {target}: NCCL's names are case-sensitive, it never reads this")
+        } else {
+            format!("{k} is not a variable NCCL (v2.30.7-1) reads; did you mean {target}?")
+        };
+        // `NAME = value` also leaves a space in the value, which NCCL keeps.
+        let value = if spaced { v.trim() } else { v.as_str() };
+        let trimmed_value = if value != v {
+            "; the fix also drops the whitespace around the value, which NCCL would keep"
+        } else {
+            ""
+        };
+        out.push(
+            Finding::new(
+                "nccl-variable-unrecognized",
+                Severity::Warning,
+                host(),
+                format!("{why}{trimmed_value}"),
+            )
+            .evidence("variable", k)
+            .evidence("value", v)
+            .evidence("meant", target)
+            .fix(vec![format!("{target}={value}")], None),
+        );
+    }
 }
 
 fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
@@ -841,6 +956,74 @@ mod tests {
         let got = exact_hca(&list, &s).unwrap();
         assert!(got.starts_with("=mlx5_1,mlx5_0,"), "{got}");
         assert_eq!(selected(&got), all.iter().cloned().collect());
+    }
+
+    fn unrecognized_in(conf: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        unrecognized(&NcclEnv::parse_conf(conf), &mut out);
+        out
+    }
+
+    /// `NCCL_IB_GID_INDEX = 3` in an env file defines `"NCCL_IB_GID_INDEX "`,
+    /// which NCCL never reads; the fix, parsed as NCCL parses the file, sets the
+    /// variable NCCL reads and draws no finding.
+    #[test]
+    fn names_nccl_does_not_read_are_found_with_a_fix_it_does() {
+        for (conf, fix) in [
+            ("NCCL_IB_GID_INDEX = 3\n", "NCCL_IB_GID_INDEX=3"),
+            ("NCCL_IB_GID_INDEX =3\n", "NCCL_IB_GID_INDEX=3"),
+            (" NCCL_SOCKET_IFNAME=eth0\n", "NCCL_SOCKET_IFNAME=eth0"),
+            ("NCCL_IB_GID_IDNEX=3\n", "NCCL_IB_GID_INDEX=3"),
+            ("NCCL_IB_HAC=mlx5_1\n", "NCCL_IB_HCA=mlx5_1"),
+            ("nccl_ib_hca==mlx5_1\n", "NCCL_IB_HCA==mlx5_1"),
+            ("NCCL_SOCKET_IFNAM=eth0\n", "NCCL_SOCKET_IFNAME=eth0"),
+        ] {
+            let env = NcclEnv::parse_conf(conf);
+            let f = unrecognized_in(conf);
+            assert_eq!(f.len(), 1, "{conf:?}: {f:#?}");
+            assert_eq!(f[0].id, "nccl-variable-unrecognized");
+            assert_eq!(f[0].remediation.commands, [fix], "{conf:?}");
+            let (name, value) = fix.split_once('=').unwrap();
+            // As written, NCCL does not see the variable...
+            assert_eq!(env.get(name), None, "{conf:?}");
+            // ...and with the fix it does, with the value meant.
+            let fixed = NcclEnv::parse_conf(&format!("{fix}\n"));
+            assert_eq!(fixed.get(name), Some(value), "{fix}");
+            assert!(unrecognized_in(&format!("{fix}\n")).is_empty(), "{fix}");
+        }
+        // Whitespace around a name close to nothing NCCL reads: still found.
+        let f = unrecognized_in("NCCL_MY_OWN_SETTING = 1\n");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].remediation.commands, ["NCCL_MY_OWN_SETTING=1"]);
+    }
+
+    #[test]
+    fn names_nccl_reads_and_names_close_to_none_are_left_alone() {
+        let conf = "NCCL_IB_HCA==mlx5_1\nNCCL_DEBUG=INFO\nNCCL_IB_SL=3\nNCCL_IB_TC=106\n\
+                    NCCL_IB_QPS_PER_CONNECTION=4\nNCCL_SOMETHING_ELSE_ENTIRELY=1\n\
+                    PATH=/bin\nCUDA_VISIBLE_DEVICES=0\n# NCCL_IB_HAC=x\n";
+        let f = unrecognized_in(conf);
+        assert!(f.is_empty(), "{f:#?}");
+        // The list is sorted (binary search) and holds every variable the
+        // model reads.
+        let known = super::super::names::KNOWN;
+        assert!(known.windows(2).all(|w| w[0] < w[1]));
+        for n in [
+            "NCCL_IB_HCA",
+            "NCCL_IB_GID_INDEX",
+            "NCCL_IB_ADDR_RANGE",
+            "NCCL_IB_ADDR_FAMILY",
+            "NCCL_IB_ROCE_VERSION_NUM",
+            "NCCL_IB_TC",
+            "NCCL_IB_SL",
+            "NCCL_IB_TIMEOUT",
+            "NCCL_IB_RETRY_CNT",
+            "NCCL_SOCKET_IFNAME",
+            "NCCL_SOCKET_FAMILY",
+            "NCCL_CONF_FILE",
+        ] {
+            assert!(known.binary_search(&n).is_ok(), "{n}");
+        }
     }
 
     /// `NCCL_IB_HCA=mlx5` names no device: a family on purpose, which the
