@@ -36,8 +36,9 @@ pub mod exit {
     pub const FAILURE: u8 = 70;
     /// The user declined at the prompt.
     pub const DECLINED: u8 = 5;
-    /// `probe rdma`: the probe ran and RDMA failed (the report says the likely cause).
-    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    /// A probe ran and what it found is wrong: `probe rdma`, RDMA failed (the
+    /// report says the likely cause); `probe arp`, no MAC or more than one (ARP
+    /// flux) answered.
     pub const PROBE_FAILED: u8 = 6;
     /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
     /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
@@ -58,7 +59,8 @@ pub(crate) struct Cli {
     /// Read RDMA devices from DIR/class/infiniband instead of /sys.
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) sysfs_root: Option<PathBuf>,
-    /// Read and write iproute2's table names under DIR/iproute2 instead of /etc.
+    /// Use DIR instead of /etc: iproute2's table names (DIR/iproute2), and for
+    /// `persist` every configuration file it reads or writes under /etc.
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) etc_root: Option<PathBuf>,
     /// Where apply keeps its locks and journals.
@@ -241,7 +243,7 @@ enum Cmd {
         /// Use a saved snapshot instead of the live host.
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
-        /// Print only `export NAME=value` lines (for `eval`).
+        /// Print only `export NAME='value'` lines, shell-quoted (for `eval`).
         #[arg(long, conflicts_with = "check")]
         export: bool,
         /// The NCCL release the job uses (`2.30`, `2.20.5`); default: advice for every release.
@@ -627,6 +629,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             } else {
                 out(&render::arp_probe(dev, *target, &r));
             }
+            // One MAC answering is the only healthy outcome: none means the
+            // address is unreachable, several mean ARP flux.
+            if r.replies.len() != 1 {
+                return Ok(exit::PROBE_FAILED);
+            }
         }
         Cmd::Plan { policy, output } => {
             let policy = load_policy(policy)?;
@@ -723,6 +730,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if cli.json {
                 print_json(&serde_json::json!({
                     "host": st.hostname,
+                    "netns": st.netns,
                     "summary": roce_net::summarize(&findings),
                     "findings": findings,
                 }))?;
@@ -800,7 +808,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             } else {
                 out(&render::fleet(&report));
             }
-            return Ok(match roce_net::max_severity(&report.findings) {
+            // The worst of the cross-host findings and of every host's own: a
+            // fleet whose table shows a host with errors does not exit 0.
+            let worst = roce_net::max_severity(&report.findings)
+                .max(report.hosts.iter().filter_map(|h| h.max_severity).max());
+            return Ok(match worst {
                 Some(roce_net::Severity::Error) => exit::ERRORS,
                 Some(roce_net::Severity::Warning) => exit::WARNINGS,
                 _ => exit::OK,

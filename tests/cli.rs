@@ -69,6 +69,20 @@ fn doctor_offline_exit_codes_follow_severity() {
         .iter()
         .any(|f| f["id"] == "arp-ignore"));
     assert!(v["summary"]["error"].as_u64().unwrap() >= 1);
+    assert_eq!(v["host"], "gpu1");
+    assert_eq!(v["netns"], serde_json::Value::Null);
+    // The namespace the snapshot was taken in is named, as the text output does.
+    let dir = tempfile::tempdir().unwrap();
+    let mut st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&bad).unwrap()).unwrap();
+    st["netns"] = "rnt-x".into();
+    let in_ns = dir.path().join("in-ns.json");
+    std::fs::write(&in_ns, st.to_string()).unwrap();
+    let o = run(&["--json", "doctor", "--from", in_ns.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["netns"], "rnt-x", "{}", text(&o));
+    let o = run(&["doctor", "--from", in_ns.to_str().unwrap()]);
+    assert!(text(&o).contains("(netns rnt-x)"), "{}", text(&o));
 }
 
 #[test]
@@ -214,6 +228,13 @@ fn fleet_needs_snapshots_and_reports_hosts() {
     assert_eq!(v["hosts"].as_array().unwrap().len(), 2, "{v}");
     let o = run(&["fleet"]);
     assert_eq!(o.status.code(), Some(64));
+    // The exit code counts each host's own findings too, not only those
+    // between hosts: one host with an error is exit 2, as `doctor` on it is.
+    let bad = fixture("doctor/arp-ignore.bad.json");
+    let o = run(&["fleet", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&["fleet", a.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
 #[test]
@@ -715,4 +736,49 @@ fn metrics_writes_the_textfile_atomically_and_matches_stdout() {
     let o = run(&["metrics", "--from", snap, "-o", missing.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(text(&o).contains("roce_net.prom"), "{}", text(&o));
+}
+
+/// `probe arp` exits 0 only when exactly one MAC answers: ARP flux (several) and
+/// silence (none) are exit 6, so a script can gate on it.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn probe_arp_exit_code_says_flux_or_silence() {
+    require_root("probe_arp_exit_code_says_flux_or_silence");
+    let lab = roce_net::Lab::seed_tagged("cliarp", 2).unwrap();
+    let (host, peer) = (lab.host_ns().unwrap(), lab.peer_ns().unwrap());
+    let p0 = lab.peer_nic().unwrap().name.clone();
+    let target = lab.nics()[1].address.to_string();
+    let probe = |target: &str| {
+        let o = run(&[
+            "--netns",
+            peer,
+            "--json",
+            "probe",
+            "arp",
+            "--dev",
+            &p0,
+            "--target",
+            target,
+            "--count",
+            "2",
+            "--timeout",
+            "1",
+        ]);
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        (o.status.code(), v["replies"].as_array().unwrap().len())
+    };
+    // The seed host answers for r1's address from both NICs.
+    assert_eq!(probe(&target), (Some(6), 2), "ARP flux");
+    // Nobody has this address.
+    assert_eq!(probe("198.18.0.250"), (Some(6), 0), "no answer");
+    for (k, v) in [("arp_ignore", "1"), ("arp_announce", "2")] {
+        let s = Command::new("ip")
+            .args(["netns", "exec", host, "sysctl", "-qw"])
+            .arg(format!("net.ipv4.conf.all.{k}={v}"))
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+    assert_eq!(probe(&target), (Some(0), 1), "fixed: one MAC");
 }

@@ -415,6 +415,41 @@ fn auto_selection() {
     );
 }
 
+#[test]
+fn a_selection_of_no_nic_says_why() {
+    let h = fixture_host("fresh");
+    let why = |yaml: &str| {
+        let e = Policy::from_yaml(yaml).unwrap().validate(&h).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Policy, "{e}");
+        e.to_string()
+    };
+    // A glob that matches nothing: said so, with the interfaces there are.
+    let e = why("nics: {include: [\"eth*1\", \"mlx*\"]}\n");
+    assert!(
+        e.starts_with("nics: no NIC to manage: nics.include (eth*1, mlx*) matches no interface here (interfaces: ")
+            && e.contains("r1"),
+        "{e}"
+    );
+    // Everything included is excluded.
+    let e = why("nics: {include: [\"r*\"], exclude: [\"r*\"]}\n");
+    assert!(
+        e.contains("nics.exclude (r*) leaves none of the included interfaces (r1, r2, r3, r4)"),
+        "{e}"
+    );
+    // Matched, but without an IPv4 address.
+    let mut h2 = h.clone();
+    h2.addresses.retain(|a| !a.ifname.starts_with('r'));
+    let e = Policy::from_yaml("nics: {include: [\"r?\"]}\n")
+        .unwrap()
+        .validate(&h2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("none of the selected interfaces (r1, r2, r3, r4) has a global IPv4 address"),
+        "{e}"
+    );
+}
+
 fn add_nic(h: &mut HostState, name: &str, index: u32, ip: &str) {
     let mut i: Interface = h.interface("r1").unwrap().clone();
     i.name = name.into();

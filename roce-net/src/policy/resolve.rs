@@ -223,6 +223,7 @@ fn resolve_inner(
     }
 
     // 2. Exclusions.
+    let matched: Vec<String> = cands.iter().map(|(n, _)| n.clone()).collect();
     cands.retain(|(n, _)| !policy.nics.exclude.iter().any(|p| glob_match(p, n)));
 
     // 3. Addresses.
@@ -247,8 +248,31 @@ fn resolve_inner(
             "automatic selection found none: no RDMA device has a netdev here and no two NICs \
              share an IPv4 subnet; list them in nics.include"
                 .to_string()
+        } else if matched.is_empty() {
+            // Only globs can match nothing: a literal name that does not exist
+            // was refused above.
+            format!(
+                "nics.include ({}) matches no interface here (interfaces: {})",
+                policy
+                    .nics
+                    .include
+                    .as_deref()
+                    .unwrap_or_default()
+                    .join(", "),
+                list_names(&all_ifs)
+            )
+        } else if cands.is_empty() {
+            format!(
+                "nics.exclude ({}) leaves none of the included interfaces ({})",
+                policy.nics.exclude.join(", "),
+                matched.join(", ")
+            )
         } else {
-            "no selected interface has a global IPv4 address".to_string()
+            let left: Vec<&str> = cands.iter().map(|(n, _)| n.as_str()).collect();
+            format!(
+                "none of the selected interfaces ({}) has a global IPv4 address",
+                left.join(", ")
+            )
         };
         return Err(policy_err("nics", format!("no NIC to manage: {how}")));
     }
