@@ -1,7 +1,7 @@
 //! The verbs that change a host or its journal: `apply`, `confirm`, `rollback`,
 //! `status`, `archive` and the internal `__watchdog`.
 
-use crate::cli::{exit, host, load_policy, out, print_json, Cli};
+use crate::cli::{command_prefix, exit, host, load_policy, localize_hints, out, print_json, Cli};
 use crate::render;
 use roce_net::{ApplyOptions, ConfirmGuard, Error, ErrorKind, Journal, NamespaceId};
 use std::fmt::Write as _;
@@ -38,14 +38,6 @@ fn now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// `--netns NAME` as it must be repeated to act on the same namespace.
-fn netns_arg(cli: &Cli) -> String {
-    cli.netns
-        .as_deref()
-        .map(|n| format!(" --netns {n}"))
-        .unwrap_or_default()
 }
 
 /// Hang-up, interrupt and terminate are held while a transaction runs, so a lost
@@ -190,11 +182,24 @@ pub(crate) fn apply(
         for c in &report.changes {
             let _ = writeln!(s, "  {c}");
         }
+        // What the plan kept (shared table names), unless the prompt showed it:
+        // from the saved plan, or else the plan the host gives now (best effort:
+        // the apply is done).
+        let notes = match &reviewed {
+            _ if !yes => String::new(),
+            Some(p) => render::plan_notes(p),
+            None => h
+                .snapshot()
+                .and_then(|st| roce_net::plan(&st, &policy))
+                .map(|p| render::plan_notes(&p))
+                .unwrap_or_default(),
+        };
+        s.push_str(&notes);
         if let Some(d) = report.confirm_deadline {
             let _ = writeln!(
                 s,
-                "run `roce-net{} confirm` within {}s to keep it; otherwise it is rolled back",
-                netns_arg(cli),
+                "run `{} confirm` within {}s to keep it; otherwise it is rolled back",
+                command_prefix(cli),
                 d.saturating_sub(now())
             );
         }
@@ -206,7 +211,15 @@ pub(crate) fn apply(
 
 fn nothing_to_do(cli: &Cli) -> Result<u8, Error> {
     if cli.json {
-        print_json(&serde_json::json!({"applied": 0, "changes": []}))?;
+        // The keys of every `apply --json` document (ApplyReport's), null
+        // where there is nothing: no journal is written when nothing changes.
+        print_json(&serde_json::json!({
+            "applied": 0,
+            "changes": [],
+            "confirm_deadline": null,
+            "journal": null,
+            "apply_id": null,
+        }))?;
     } else {
         out("nothing to do: the host already matches the policy");
     }
@@ -352,50 +365,47 @@ pub(crate) fn status(cli: &Cli) -> Result<u8, Error> {
     if cli.json {
         print_json(&j)?;
     } else {
-        out(&journal_text(j.as_ref(), &netns_arg(cli)));
+        // The watchdog's and the failure's messages come from the library.
+        let prefix = command_prefix(cli);
+        out(&localize_hints(&journal_text(j.as_ref()), &prefix));
     }
     Ok(exit::OK)
 }
 
 /// The human `status` text.
-fn journal_text(j: Option<&Journal>, netns: &str) -> String {
+/// Commands are named as `` `roce-net VERB` ``; the caller completes them
+/// ([`localize_hints`]).
+fn journal_text(j: Option<&Journal>) -> String {
     use roce_net::{JournalState, StepStatus};
     let Some(j) = j else {
         return "no apply recorded in this namespace\n".into();
     };
     let t = now();
-    let when = |at: u64| {
-        if at >= t {
-            format!("{at} (in {} s)", at - t)
-        } else {
-            format!("{at} ({} s ago)", t - at)
-        }
-    };
+    let when = |at: u64| when(at, t);
     let state = match &j.state {
         JournalState::Applying => match j.confirm_deadline {
             Some(d) => format!(
                 "applying: did not finish (crashed or killed?); its watchdog rolls it back at {}, \
-                 or run `roce-net{netns} rollback` now",
+                 or run `roce-net rollback` now",
                 when(d)
             ),
-            None => format!(
-                "applying: did not finish (crashed or killed?); run `roce-net{netns} rollback`"
-            ),
+            None => {
+                "applying: did not finish (crashed or killed?); run `roce-net rollback`".to_string()
+            }
         },
         JournalState::PendingConfirm { deadline } => format!(
-            "applied, awaiting `roce-net{netns} confirm` until {}, then rolled back",
+            "applied, awaiting `roce-net confirm` until {}, then rolled back",
             when(*deadline)
         ),
         JournalState::Committed => "applied and kept".to_string(),
         JournalState::RollingBack => {
-            format!("rolling back: did not finish (killed?); run `roce-net{netns} rollback` again")
+            "rolling back: did not finish (killed?); run `roce-net rollback` again".to_string()
         }
         JournalState::RolledBack => "rolled back".to_string(),
-        JournalState::RollbackFailed => format!(
-            "rollback FAILED: the host may be in a mixed state; fix the cause and run \
-             `roce-net{netns} rollback` again, or `roce-net{netns} archive` to keep the journal \
-             aside"
-        ),
+        JournalState::RollbackFailed => "rollback FAILED: the host may be in a mixed state; fix \
+             the cause and run `roce-net rollback` again, or `roce-net archive` to keep the \
+             journal aside"
+            .to_string(),
     };
     let count = |st: StepStatus| j.steps.iter().filter(|s| s.status == st).count();
     let mut s = format!(
@@ -430,10 +440,87 @@ fn journal_text(j: Option<&Journal>, netns: &str) -> String {
             (None, Some(m)) => {
                 let _ = writeln!(s, "watchdog{pid}: {m}");
             }
-            (None, None) => {
-                let _ = writeln!(s, "watchdog{pid}: waiting for the deadline");
+            // Journals written before `stood_down` was recorded: say what the
+            // state implies instead of "waiting" for a watchdog long gone.
+            (None, None) if !j.state.is_open() => {
+                let _ = writeln!(
+                    s,
+                    "watchdog{pid}: stood down (the apply is {})",
+                    j.state.name().replace('_', " ")
+                );
             }
+            (None, None) => match j.confirm_deadline {
+                Some(d) if d <= t => {
+                    let _ = writeln!(
+                        s,
+                        "watchdog{pid}: the deadline passed {}; it rolls back once it holds the lock",
+                        when(d)
+                    );
+                }
+                _ => {
+                    let _ = writeln!(s, "watchdog{pid}: waiting for the deadline");
+                }
+            },
         }
     }
     s
+}
+
+/// A Unix time for people, relative to `now`: `2026-12-02 03:04:05 UTC (12 s
+/// ago)`, `... (in 20 s)`, `... (now)`. Every time `status` prints is in this form.
+pub(crate) fn when(at: u64, now: u64) -> String {
+    let rel = match at.cmp(&now) {
+        std::cmp::Ordering::Greater => format!("in {} s", at - now),
+        std::cmp::Ordering::Less => format!("{} s ago", now - at),
+        std::cmp::Ordering::Equal => "now".to_string(),
+    };
+    format!("{} ({rel})", utc(at))
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` for Unix seconds (proleptic Gregorian calendar;
+/// Howard Hinnant's `civil_from_days`).
+fn utc(t: u64) -> String {
+    let days = i64::try_from(t / 86_400).unwrap_or(i64::MAX / 2);
+    let secs = t % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past times read "ago", future ones "in", the present "now" (it used to
+    /// print `(in 0 s)` for a time that had just passed), all with the UTC date.
+    #[test]
+    fn times_say_past_and_future_with_the_utc_date() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_796_179_690), "2026-12-02 02:48:10 UTC");
+        assert_eq!(
+            when(1_796_179_690, 1_796_179_700),
+            "2026-12-02 02:48:10 UTC (10 s ago)"
+        );
+        assert_eq!(
+            when(1_796_179_690, 1_796_179_680),
+            "2026-12-02 02:48:10 UTC (in 10 s)"
+        );
+        assert_eq!(
+            when(1_796_179_690, 1_796_179_690),
+            "2026-12-02 02:48:10 UTC (now)"
+        );
+    }
 }

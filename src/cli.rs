@@ -212,8 +212,8 @@ enum Cmd {
         policy: Option<PathBuf>,
         /// sysctl.d, rt_tables.d, networkd, netplan, networkmanager or ifupdown;
         /// detected from the host when omitted.
-        #[arg(long, value_name = "BACKEND")]
-        backend: Option<String>,
+        #[arg(long, value_name = "BACKEND", value_parser = parse_backend)]
+        backend: Option<roce_net::Backend>,
         /// Show what would be written (or removed), change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -278,7 +278,7 @@ enum Cmd {
     /// The demo: build a broken multi-NIC host in namespaces, diagnose, fix, show it fixed.
     Lab {
         /// Number of host NICs (2 to 64).
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = parse_lab_nics)]
         nics: usize,
         /// Keep the lab afterwards for exploration: its namespaces, table names
         /// (`--etc-root`, else a temporary directory) and apply journal
@@ -314,6 +314,20 @@ enum ProbeCmd {
     /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
     /// bandwidth both ways, or the failure's likely cause.
     Rdma(Box<crate::rdma::RdmaArgs>),
+}
+
+/// `persist --backend`: a usage error (exit 64) when it names no backend.
+fn parse_backend(s: &str) -> Result<roce_net::Backend, String> {
+    s.parse::<roce_net::Backend>().map_err(|e| e.to_string())
+}
+
+/// `lab --nics`: 2 to [`roce_net::SEED_MAX_NICS`], else a usage error (exit 64).
+fn parse_lab_nics(s: &str) -> Result<usize, String> {
+    let max = roce_net::SEED_MAX_NICS;
+    match s.parse::<usize>() {
+        Ok(n) if (2..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?} is not a number of NICs from 2 to {max}")),
+    }
 }
 
 /// An NCCL release (`2.30`, `2.30.7-1`).
@@ -363,23 +377,84 @@ pub fn main() -> u8 {
     let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE
+            if !e.use_stderr() {
+                // --help, --version
+                let _ = e.print();
+                return exit::OK;
+            }
+            // The command line did not parse, so `--json` is looked for as a
+            // word of it (before a `--`), as the parser would have taken it.
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            // clap lists hidden subcommands too when one is missing: leave
+            // the internal one out.
+            let text = e.render().to_string().replace(", __watchdog", "");
+            if json {
+                usage_error(&text, true);
             } else {
-                exit::OK
-            };
-            let _ = e.print();
-            return code;
+                eprint!("{text}");
+            }
+            return exit::USAGE;
         }
     };
     let json = cli.json;
+    let prefix = command_prefix(&cli);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            report_error(&e, json);
+            report_error(&e, json, &prefix);
             exit_code(&e)
         }
     }
+}
+
+/// `roce-net` with the global options that pick what a command acts on, as the
+/// user gave them (`--netns`, `--etc-root`, a `--state-dir` other than the
+/// default), shell-quoted: the command a hint must name so that, run as
+/// printed, it acts on the same namespace, state directory and `/etc`.
+pub(crate) fn command_prefix(cli: &Cli) -> String {
+    let mut s = String::from("roce-net");
+    if let Some(n) = &cli.netns {
+        s.push_str(" --netns ");
+        s.push_str(&shell_quote(n));
+    }
+    if let Some(r) = &cli.etc_root {
+        s.push_str(" --etc-root ");
+        s.push_str(&shell_quote(&r.to_string_lossy()));
+    }
+    if cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR) {
+        s.push_str(" --state-dir ");
+        s.push_str(&shell_quote(&cli.state_dir.to_string_lossy()));
+    }
+    s
+}
+
+/// `s` as one word for a POSIX shell: unchanged when it is plainly safe, else
+/// in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The library's messages name the next command in backquotes (`` `roce-net
+/// rollback` ``, `` `roce-net archive` ``): it knows which step comes next, not
+/// which global options this command line had. Every such command is
+/// completed here with `prefix` (see [`command_prefix`]), so a hint copied as
+/// printed acts on the same namespace and state directory.
+pub(crate) fn localize_hints(msg: &str, prefix: &str) -> String {
+    if prefix == "roce-net" {
+        return msg.to_string();
+    }
+    msg.replace("`roce-net ", &format!("`{prefix} "))
+        .replace("`roce-net`", &format!("`{prefix}`"))
 }
 
 /// The exit code for an error kind.
@@ -397,7 +472,28 @@ pub fn exit_code(e: &Error) -> u8 {
     }
 }
 
-fn report_error(e: &Error, json: bool) {
+/// A command-line error (exit 64), under `--json` as the documented JSON error
+/// (kind `usage`; `message` is the parser's text, its `error: ` label dropped).
+fn usage_error(text: &str, json: bool) {
+    let text = text.trim_end();
+    if json {
+        let message = text.strip_prefix("error: ").unwrap_or(text);
+        let v = serde_json::json!({
+            "error": {
+                "kind": "usage",
+                "message": message,
+                "errno": null,
+                "extack": null,
+                "causes": [],
+            }
+        });
+        eprintln!("{v}");
+    } else {
+        eprintln!("roce-net: error: {text}");
+    }
+}
+
+fn report_error(e: &Error, json: bool, prefix: &str) {
     if json {
         // The chain of causes, outermost first (each with its own kind, errno,
         // kernel text and context).
@@ -406,7 +502,7 @@ fn report_error(e: &Error, json: bool) {
         while let Some(x) = c {
             causes.push(serde_json::json!({
                 "kind": x.kind().name(),
-                "message": x.message(),
+                "message": localize_hints(x.message(), prefix),
                 "context": x.context_chain(),
                 "errno": x.errno_value(),
                 "extack": x.extack(),
@@ -416,7 +512,7 @@ fn report_error(e: &Error, json: bool) {
         let v = serde_json::json!({
             "error": {
                 "kind": e.kind().name(),
-                "message": e.to_string(),
+                "message": localize_hints(&e.to_string(), prefix),
                 "errno": e.errno_value(),
                 "extack": e.extack(),
                 "causes": causes,
@@ -424,7 +520,10 @@ fn report_error(e: &Error, json: bool) {
         });
         eprintln!("{v}");
     } else {
-        eprintln!("roce-net: error: {e}");
+        eprintln!(
+            "roce-net: error: {}",
+            localize_hints(&e.to_string(), prefix)
+        );
     }
 }
 
@@ -434,6 +533,16 @@ pub(crate) fn host(cli: &Cli) -> Result<Host, Error> {
         None => Host::current(),
     };
     if let Some(r) = &cli.sysfs_root {
+        // A mistyped root would read as a host without RDMA devices.
+        if !r.is_dir() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "--sysfs-root {}: no such directory (give the directory holding class/infiniband)",
+                    r.display()
+                ),
+            ));
+        }
         h = h.with_sysfs_root(r.clone());
     }
     if let Some(r) = &cli.etc_root {
@@ -510,7 +619,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if cli.json {
                 print_json(&st)?;
             } else {
-                out(&render::show(&st));
+                let source = match (from, &cli.sysfs_root) {
+                    (Some(f), _) => format!("the snapshot {}", f.display()),
+                    (None, Some(r)) => format!("{}/class/infiniband", r.display()),
+                    (None, None) => "/sys/class/infiniband".to_string(),
+                };
+                out(&render::show(&st, &source));
             }
         }
         Cmd::Gids { device, port, from } => {
@@ -650,7 +764,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 if !p.is_empty() {
                     text.push_str("review, then apply with `roce-net apply` (same policy) or `roce-net apply --plan FILE`\n");
                 }
-                out(&text);
+                out(&localize_hints(&text, &command_prefix(&cli)));
             }
         }
         Cmd::Apply {
@@ -687,9 +801,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let h = host(&cli)?;
             let st = h.snapshot()?;
             let desired = roce_net::desired_state(&st, &policy)?;
-            let chosen = match backend.as_deref().map(str::parse::<roce_net::Backend>) {
-                Some(Ok(b)) => Some((b, "given on the command line".to_string())),
-                Some(Err(e)) => return Err(e),
+            let chosen = match backend {
+                Some(b) => Some((*b, "given on the command line".to_string())),
                 None => policy
                     .persistence
                     .backend
@@ -790,6 +903,16 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
         }
         Cmd::Metrics { from, output } => {
+            if cli.json {
+                // Its one format is the Prometheus text format; a JSON
+                // reader given it would fail on the first line.
+                usage_error(
+                    "metrics has no --json: it writes the Prometheus text format \
+                     (the findings as JSON: `roce-net --json doctor`)",
+                    true,
+                );
+                return Ok(exit::USAGE);
+            }
             let st = state(&cli, from)?;
             let text = roce_net::render_metrics(&st, &roce_net::doctor(&st));
             match output {

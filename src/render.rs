@@ -82,7 +82,9 @@ fn proto_name(p: u8) -> String {
 }
 
 /// `roce-net show`.
-pub fn show(st: &HostState) -> String {
+/// `rdma_source` says where RDMA devices were looked for (the sysfs directory
+/// read, or that the state is a saved snapshot), for the "none" line.
+pub fn show(st: &HostState, rdma_source: &str) -> String {
     let mut s = String::new();
     let ns = st
         .netns
@@ -94,7 +96,7 @@ pub fn show(st: &HostState) -> String {
     // RDMA view, ibdev2netdev style.
     s.push_str("\nRDMA devices\n");
     if st.rdma.is_empty() {
-        s.push_str("  none (no /sys/class/infiniband)\n");
+        let _ = writeln!(s, "  none (none in {rdma_source})");
     } else {
         let mut t = Table::new(&[
             "DEVICE",
@@ -292,16 +294,28 @@ pub fn arp_probe(dev: &str, target: std::net::Ipv4Addr, r: &roce_net::ArpProbeRe
     s
 }
 
-/// `roce-net plan`: the diff and a count.
+/// `roce-net plan`: the diff and a count, then the plan's notes.
 pub fn plan(p: &roce_net::Plan) -> String {
-    if p.is_empty() {
-        return "no changes: the host already matches the policy\n".into();
+    let mut s = if p.is_empty() {
+        "no changes: the host already matches the policy\n".to_string()
+    } else {
+        let mut s = p.render_diff();
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "{} change(s)", p.changes.len());
+        s
+    };
+    s.push_str(&plan_notes(p));
+    s
+}
+
+/// A plan's notes ([`roce_net::Plan::notes`]), one `note:` line each.
+pub fn plan_notes(p: &roce_net::Plan) -> String {
+    let mut s = String::new();
+    for n in p.notes() {
+        let _ = writeln!(s, "note: {n}");
     }
-    let mut s = p.render_diff();
-    if !s.ends_with('\n') {
-        s.push('\n');
-    }
-    let _ = writeln!(s, "{} change(s)", p.changes.len());
     s
 }
 

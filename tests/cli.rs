@@ -633,6 +633,67 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
     );
 }
 
+/// Another namespace of this host (same /etc) already named tables 1001,
+/// 1002 and 1005 for its NICs. `plan` and `apply --yes` here keep those names,
+/// say so once with the way out, and rename nothing; `persist --dry-run` keeps
+/// line 1005 (another namespace's table) and `persist --remove` leaves the
+/// shared file.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn another_namespaces_table_names_are_kept_by_plan_apply_and_persist() {
+    require_root("another_namespaces_table_names_are_kept_by_plan_apply_and_persist");
+    let lab = LabCli::new("names");
+    let common = lab.args();
+    let names = lab.etc.path().join("iproute2/rt_tables.d/roce-net.conf");
+    std::fs::create_dir_all(names.parent().unwrap()).unwrap();
+    let theirs = "1001\troce_ens0f0np0\n1002\troce_ens0f1np1\n1005\troce_ens2f0np0\n";
+    std::fs::write(&names, theirs).unwrap();
+    let note = "note: table 1001 keeps the name roce_ens0f0np0";
+
+    let o = bin().args(common).arg("plan").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("table-name"), "{}", text(&o));
+    assert_eq!(text(&o).matches(note).count(), 1, "{}", text(&o));
+    assert!(text(&o).contains("routing.table_base"), "{}", text(&o));
+
+    let o = bin()
+        .args(common)
+        .args(["apply", "--yes"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("rename table"), "{}", text(&o));
+    assert_eq!(text(&o).matches(note).count(), 1, "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&names).unwrap(), theirs);
+
+    let o = bin().args(common).arg("plan").output().unwrap();
+    assert!(text(&o).contains("no changes"), "{}", text(&o));
+    assert_eq!(text(&o).matches(note).count(), 1, "{}", text(&o));
+
+    let root = tempfile::tempdir().unwrap();
+    let persist = |extra: &[&str]| {
+        bin()
+            .args(common)
+            .args(["persist", "--root"])
+            .arg(root.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = persist(&["--backend", "rt_tables.d", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("-1005"), "{}", text(&o));
+    assert!(!text(&o).contains("-1001"), "{}", text(&o));
+    let o = persist(&["--backend", "rt_tables.d"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let now = std::fs::read_to_string(&names).unwrap();
+    assert!(now.ends_with(theirs), "{now}");
+    let o = persist(&["--remove"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("left "), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&names).unwrap(), now);
+}
+
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn read_only_verbs_without_privileges() {

@@ -158,7 +158,11 @@ fn a_reused_namespace_inode_never_sees_another_namespaces_journal() {
             "{t}"
         );
         assert!(t.contains(&new.0), "{t}");
-        assert!(t.contains("roce-net archive"), "says what to do: {t}");
+        // The hint names the namespace it is for (as the user gave it).
+        assert!(
+            t.contains(&format!("`roce-net --netns {} ", new.0)) && t.contains(" archive`"),
+            "says what to do: {t}"
+        );
     }
 }
 
@@ -390,7 +394,9 @@ fn rollback_never_counts_a_different_route_as_restored() {
     let t = text(&o);
     assert_eq!(code(&o), 4, "{t}");
     assert!(
-        t.contains("roce-net rollback") && t.contains("roce-net archive"),
+        t.contains(&format!("`roce-net --netns {} ", lab.ns.0))
+            && t.contains(" rollback` again")
+            && t.contains(" archive`"),
         "{t}"
     );
     assert_eq!(
@@ -423,7 +429,10 @@ fn a_corrupt_journal_is_archived_by_a_command_not_by_hand() {
                 t.contains(&file.display().to_string()),
                 "names the file: {t}"
             );
-            assert!(t.contains("roce-net archive"), "{t}");
+            assert!(
+                t.contains(&format!("`roce-net --netns {} ", lab.ns.0)) && t.contains(" archive`"),
+                "{t}"
+            );
         }
         let o = ok(&lab, &["--json", "archive"]);
         let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

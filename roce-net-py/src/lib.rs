@@ -40,6 +40,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy::plan, m)?)?;
     m.add_function(wrap_pyfunction!(policy::render_diff, m)?)?;
     m.add_function(wrap_pyfunction!(policy::describe, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::notes, m)?)?;
     m.add_function(wrap_pyfunction!(persist::render_persistence, m)?)?;
     m.add_function(wrap_pyfunction!(persist::write_persistence, m)?)?;
     m.add_function(wrap_pyfunction!(persist::persistence_backends, m)?)?;

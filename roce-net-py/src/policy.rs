@@ -102,6 +102,14 @@ pub fn render_diff(plan: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(native_plan(plan)?.render_diff())
 }
 
+/// `_notes(plan)`: what the user should know besides the changes
+/// (`Plan::notes`: table names kept from the host-wide names file).
+#[pyfunction]
+#[pyo3(name = "_notes")]
+pub fn notes<'py>(py: Python<'py>, plan: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &native_plan(plan)?.notes())
+}
+
 /// `_describe(plan)`: one line per change.
 #[pyfunction]
 #[pyo3(name = "_describe")]

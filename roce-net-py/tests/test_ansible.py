@@ -131,9 +131,13 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert "error arp-ignore:" in out["out"]  # findings are reported
     assert res["persisted"]["dry_run"] is True and res["persisted"]["written"], res
     assert sorted((tmp_path / "root").rglob("*")) == admin  # check mode wrote nothing
-    assert "rule from 198.18.0.12 lookup" in res["diff"]["after"], res["diff"]
-    assert "net.ipv4.conf.r1.arp_ignore 0" in res["diff"]["before"], res["diff"]
-    assert "net.ipv4.conf.r1.arp_ignore 1" in res["diff"]["after"], res["diff"]
+    # The plan's diff, then one unified diff per persistent file to write.
+    plan_diff, *file_diffs = res["diff"]
+    assert "rule from 198.18.0.12 lookup" in plan_diff["after"], plan_diff
+    assert "net.ipv4.conf.r1.arp_ignore 0" in plan_diff["before"], plan_diff
+    assert "net.ipv4.conf.r1.arp_ignore 1" in plan_diff["after"], plan_diff
+    assert len(file_diffs) == len(res["persisted"]["written"]), res
+    assert "+++ /etc/sysctl.d/90-roce-net.conf" in out["out"]  # shown by --diff
     assert routing_view(host.snapshot()) == routing_view(before), "check mode changed the host"
 
     out = run_playbook(ns, tmp_path, *persist)
@@ -152,6 +156,37 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert out["changed"] == 0, out["out"][-3000:]
     assert out["result"]["persisted"]["written"] == []
     assert out["result"]["changed"] is False and out["result"]["changes"] == []
+
+
+@pytest.mark.needs_root
+def test_a_persist_backend_that_does_not_fit_fails_with_the_host_untouched(seed_lab, tmp_path):
+    """The persistent configuration is rendered before the runtime apply: a
+    backend that configures none of the NICs fails the task unchanged."""
+    if importlib.util.find_spec("ansible") is None:
+        cannot_run("ansible-core is not installed")
+    ns = seed_lab.host_ns
+    host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
+    before = routing_view(host.snapshot())
+    (tmp_path / "root").mkdir()  # no networkd configuration at all
+    args = {
+        "netns": ns,
+        "etc_root": str(tmp_path / "etc"),
+        "state_dir": str(tmp_path / "run"),
+        "policy": {"version": 1},
+        "persist": "networkd",
+        "persist_root": str(tmp_path / "root"),
+    }
+    out = run_module(args, tmp_path)
+    assert out.get("failed") and "networkd" in out["msg"], out
+    assert out["changed"] is False and "applied" not in out, out
+    assert routing_view(host.snapshot()) == before, "the host was changed"
+    assert not list((tmp_path / "run").glob("*.journal.json"))
+    # A confirm timeout out of range: refused, unchanged.
+    args = {k: v for k, v in args.items() if k not in ("persist", "persist_root")}
+    out = run_module({**args, "confirm_timeout": -5}, tmp_path)
+    assert out.get("failed") and "confirm_timeout" in out["msg"], out
+    assert out["changed"] is False, out
+    assert routing_view(host.snapshot()) == before, "the host was changed"
 
 
 def module_env() -> dict:
@@ -201,6 +236,9 @@ def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
         """Check mode says exactly what the real run then does."""
         chk = run_module({**common, "state": state}, tmp_path, check=True)
         assert chk["changed"] is expect and chk["journal_state"] == journal, chk
+        if expect:
+            verb = "confirm" if state == "confirmed" else "roll back"
+            assert chk["msg"] == f"would {verb} the last apply", chk
         real = run_module({**common, "state": state}, tmp_path)
         assert real["changed"] is expect and real["journal_state"] == journal, real
         # RETURN: confirmed / rolled_back return journal_state and msg, no plan.

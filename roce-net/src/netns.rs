@@ -137,16 +137,33 @@ fn enter(file: &Path) -> Result<()> {
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(file)
     }
-    .map_err(|e| Error::io(e, format!("opening network namespace {}", file.display())))?;
+    .map_err(|e| entering_error(e, format!("opening network namespace {}", file.display())))?;
     // SAFETY: setns on a valid fd we own; it only affects the calling thread.
     let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if rc != 0 {
-        return Err(Error::io(
+        return Err(entering_error(
             std::io::Error::last_os_error(),
             format!("entering network namespace {}", file.display()),
         ));
     }
     Ok(())
+}
+
+/// An error opening or entering a namespace; refused permission says what
+/// entering one needs (setns(2) of a network namespace: CAP_SYS_ADMIN, in the
+/// caller's and the namespace's user namespace), not the generic hint.
+fn entering_error(e: std::io::Error, doing: String) -> Error {
+    if e.kind() != std::io::ErrorKind::PermissionDenied {
+        return Error::io(e, doing);
+    }
+    let err = Error::new(
+        ErrorKind::Permission,
+        format!("{doing}: {e} (entering a network namespace needs CAP_SYS_ADMIN: run as root)"),
+    );
+    match e.raw_os_error() {
+        Some(n) => err.with_errno(n),
+        None => err,
+    }
 }
 
 /// Check a namespace name the way `ip netns` does: non-empty, no `/`, not `.`/`..`.

@@ -295,10 +295,15 @@ fn remove_restores_what_persist_replaced_and_leaves_foreign_files() {
         std::fs::read_to_string(&sysctl).unwrap(),
         "net.core.somaxconn = 4096\n"
     );
+    // The table-names file, which names a table, stays: host-wide and shared
+    // with live applies (persist_write.rs has the details).
+    assert_eq!(r.left.len(), 1, "{r:?}");
+    assert!(r.left[0].0.ends_with("rt_tables.d/roce-net.conf"), "{r:?}");
     let left: Vec<String> = walk(d.path());
     assert_eq!(
         left,
         [
+            "etc/iproute2/rt_tables.d/roce-net.conf",
             "etc/netplan/90-roce-net.yaml",
             "etc/sysctl.d/90-roce-net.conf"
         ],

@@ -376,3 +376,126 @@ fn the_table_names_file_is_written_under_the_host_wide_lock() {
         "1001\troce_a\n"
     );
 }
+
+/// The `rt_tables.d` backend's files for table names `name(id)` of `ids`.
+fn names_files(
+    ids: impl IntoIterator<Item = u32>,
+    name: &dyn Fn(u32) -> String,
+) -> Vec<RenderedFile> {
+    let mut d = roce_net::DesiredState {
+        protocol: 201,
+        ..Default::default()
+    };
+    for id in ids {
+        d.table_names.insert(id, name(id));
+    }
+    roce_net::render_persistence(&d, Backend::RtTablesD, &Default::default()).unwrap()
+}
+
+/// The names file is host-wide: namespace A's apply (or persist) named tables
+/// 1001-1008 for its NICs; persisting namespace B, whose plan keeps A's names
+/// for its tables 1001-1004, changes nothing, and naming a table of its own
+/// rewrites only that line: A's 1005-1008 stay (before, the file was replaced
+/// whole and they were deleted).
+#[test]
+fn persisting_one_namespace_keeps_the_names_of_tables_it_does_not_name() {
+    let root = tempfile::tempdir().unwrap();
+    let a = names_files(1001..=1008, &|id| format!("roce_ens{}", id - 1001));
+    roce_net::write_persistence(&a, root.path(), false).unwrap();
+    let p = root.path().join("etc/iproute2/rt_tables.d/roce-net.conf");
+    let written_by_a = std::fs::read_to_string(&p).unwrap();
+
+    // B keeps A's names for 1001-1004: nothing to write.
+    let b = names_files(1001..=1004, &|id| format!("roce_ens{}", id - 1001));
+    let r = roce_net::write_persistence(&b, root.path(), true).unwrap();
+    assert!(r.unchanged.contains(&p), "{r:?}");
+    let d = roce_net::diff_persistence(&b, root.path()).unwrap();
+    let names = d
+        .iter()
+        .find(|d| d.path.ends_with("roce-net.conf"))
+        .unwrap();
+    assert_eq!(names.status, DiffStatus::Unchanged, "{}", names.diff);
+
+    // B names 1002 for its own NIC: only that line changes, in the dry run's
+    // diff and on disk.
+    let b = names_files(1001..=1004, &|id| match id {
+        1002 => "roce_r1".into(),
+        _ => format!("roce_ens{}", id - 1001),
+    });
+    let r = roce_net::write_persistence(&b, root.path(), true).unwrap();
+    let diff = &r
+        .diffs
+        .iter()
+        .find(|d| d.path.ends_with("roce-net.conf"))
+        .unwrap()
+        .diff;
+    assert!(diff.contains("-1002\troce_ens1\n"), "{diff}");
+    assert!(diff.contains("+1002\troce_r1\n"), "{diff}");
+    for id in 1005..=1008 {
+        assert!(!diff.contains(&format!("-{id}\t")), "{diff}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        written_by_a,
+        "dry run"
+    );
+    roce_net::write_persistence(&b, root.path(), false).unwrap();
+    let now = std::fs::read_to_string(&p).unwrap();
+    assert!(now.contains("1002\troce_r1\n"), "{now}");
+    for id in [1001, 1003, 1004, 1005, 1006, 1007, 1008] {
+        assert!(
+            now.contains(&format!("{id}\troce_ens{}\n", id - 1001)),
+            "{id}: {now}"
+        );
+    }
+    assert!(!now.contains("roce_ens1\n"), "{now}");
+    // One line per table.
+    for id in 1001..=1008 {
+        let lines = now.lines().filter(|l| l.starts_with(&format!("{id}\t")));
+        assert_eq!(lines.count(), 1, "{id}: {now}");
+    }
+    // Persisting again is stable.
+    let again = roce_net::write_persistence(&b, root.path(), false).unwrap();
+    assert!(again.unchanged.contains(&p), "{again:?}");
+}
+
+/// `persist --remove` leaves the names file (listed in `left`, with why): it
+/// is host-wide and live applies in any namespace write and rely on it, so
+/// removing it made their names vanish. The other files go.
+#[test]
+fn remove_leaves_the_shared_table_names_file() {
+    let root = tempfile::tempdir().unwrap();
+    let files = names_files(1001..=1002, &|id| format!("roce_r{}", id - 1001));
+    roce_net::write_persistence(&files, root.path(), false).unwrap();
+    let names = root.path().join("etc/iproute2/rt_tables.d/roce-net.conf");
+    let before = std::fs::read_to_string(&names).unwrap();
+    let target = roce_net::PersistRoot::new(root.path());
+    for dry_run in [true, false] {
+        let r = roce_net::remove_persistence(&target, &[], dry_run).unwrap();
+        assert!(!r.removed.contains(&names), "{r:?}");
+        let (_, why) = r.left.iter().find(|(p, _)| *p == names).expect("left");
+        assert!(why.contains("live applies"), "{why}");
+        assert!(
+            r.removed
+                .iter()
+                .any(|p| p.ends_with("sysctl.d/90-roce-net.conf")),
+            "{r:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&names).unwrap(), before);
+    assert!(!root.path().join("etc/sysctl.d/90-roce-net.conf").exists());
+}
+
+/// A names file that names no table is removed like roce-net's other files.
+#[test]
+fn remove_takes_a_names_file_that_names_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let files = names_files(std::iter::empty(), &|_| unreachable!());
+    roce_net::write_persistence(&files, root.path(), false).unwrap();
+    let names = root.path().join("etc/iproute2/rt_tables.d/roce-net.conf");
+    assert!(names.is_file());
+    let r =
+        roce_net::remove_persistence(&roce_net::PersistRoot::new(root.path()), &[], false).unwrap();
+    assert!(r.removed.contains(&names), "{r:?}");
+    assert!(!names.exists());
+}

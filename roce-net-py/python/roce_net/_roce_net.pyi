@@ -58,6 +58,7 @@ __all__ = [
     "plan",
     "_render_diff",
     "_describe",
+    "_notes",
     "render_persistence",
     "write_persistence",
     "persistence_backends",
@@ -211,6 +212,7 @@ def plan(state: HostState, policy: Policy) -> Plan:
     """The ordered changes that make ``state`` comply with ``policy`` (pure, no I/O)."""
 def _render_diff(plan: Plan) -> str: ...
 def _describe(plan: Plan) -> Tuple[str, ...]: ...
+def _notes(plan: Plan) -> Tuple[str, ...]: ...
 def render_persistence(
     plan: Plan,
     backend: str,

@@ -639,6 +639,13 @@ class Plan(_Record):
         lines: Tuple[str, ...] = _roce_net._describe(self)
         return lines
 
+    def notes(self) -> Tuple[str, ...]:
+        """What to know besides the changes, one line each (empty when nothing):
+        the table names kept from the host-wide names file because another
+        namespace named those tables, and how to get names of its own."""
+        lines: Tuple[str, ...] = _roce_net._notes(self)
+        return lines
+
     def to_dict(self) -> Dict[str, Any]:
         """Plain data, exactly the library's plan JSON schema."""
         if self._native is not None:

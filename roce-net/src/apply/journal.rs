@@ -139,7 +139,9 @@ pub struct WatchdogRecord {
     /// The watchdog's process id, when it runs as its own process.
     pub pid: Option<u32>,
     /// How it ended: `rolled_back`, `rollback_failed`, `confirmed`,
-    /// `namespace_changed`, `namespace_gone`; `None` while it waits.
+    /// `namespace_changed`, `namespace_gone`, `failed`, `stood_down` (its apply
+    /// was rolled back before the deadline, by hand or by a failed apply);
+    /// `None` while it waits.
     pub outcome: Option<String>,
     /// When it ended (Unix seconds).
     pub at: Option<u64>,

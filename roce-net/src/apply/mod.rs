@@ -55,7 +55,7 @@ pub use lock::NsLock;
 pub use status::{archive, status, ArchiveReport};
 pub use watchdog::{watchdog, WatchdogOutcome};
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;
 use crate::kernel::netlink::Netlink;
 use crate::plan::Plan;
@@ -210,8 +210,28 @@ pub fn apply_policy(host: &Host, policy: &Policy, opts: &ApplyOptions) -> Result
 pub fn rollback(host: &Host, opts: &ApplyOptions) -> Result<RollbackReport> {
     privilege::require_net_admin("rollback")?;
     in_namespace(host, None, |id, nl| {
+        // Nothing to roll back creates nothing: no state directory, no lock
+        // file (the journal is looked for again under the lock).
+        let key = id.key();
+        let journal = journal::Journal::file_name(&key);
+        let log = journal::Journal::log_name(&key);
+        match statedir::StateDir::open(&opts.state_dir)? {
+            Some(d) if d.exists(&journal) || d.exists(&log) => {}
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "no apply journal for {} in {}: nothing to roll back",
+                        identity::describe_target(host),
+                        opts.state_dir.display()
+                    ),
+                ))
+            }
+        }
         let (s, _lock) = session(host, opts, id)?;
         let mut k = Kernel::new(host, nl);
-        transaction::rollback(&s, &mut k).map(|(r, _)| r)
+        let (r, j) = transaction::rollback(&s, &mut k)?;
+        watchdog::stand_down(&s.dir, &j, "rolled back by hand; the watchdog stood down");
+        Ok(r)
     })
 }

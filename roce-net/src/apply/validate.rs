@@ -81,6 +81,24 @@ fn neigh_key(n: &Neighbor) -> (String, std::net::IpAddr, Option<String>) {
 
 /// The plan to apply for `saved` on the host `current`, or why not.
 pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
+    // First the host and namespace the plan names: a plan made elsewhere is
+    // refused as that, not as a change "something else" made (its changes are
+    // another host's, so they would all look foreign or drifted).
+    if saved.hostname != current.hostname || saved.netns != current.netns {
+        let place = |host: &str, ns: &Option<String>| match ns {
+            Some(n) => format!("{host}/{n}"),
+            None => format!("{host} (its own namespace)"),
+        };
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "this plan was made for {}; this is {}: nothing was applied. Make a plan here \
+                 (`roce-net plan -o FILE`), review it, and apply that",
+                place(&saved.hostname, &saved.netns),
+                place(&current.hostname, &current.netns)
+            ),
+        ));
+    }
     saved
         .policy
         .check()
@@ -202,6 +220,39 @@ mod tests {
         let (host, policy) = fixture();
         let p = plan::plan(&host, &policy).unwrap();
         assert!(!p.is_empty());
+        assert_eq!(check_saved(&p, &host).unwrap().changes, p.changes);
+    }
+
+    /// A plan made in another namespace (or on another host) is refused as
+    /// that, naming both places, before its changes are compared.
+    #[test]
+    fn a_plan_made_for_another_namespace_is_refused_as_that() {
+        let (mut host, policy) = fixture();
+        host.netns = Some("a".into());
+        let p = plan::plan(&host, &policy).unwrap();
+        let h = host.hostname.clone();
+        for (hostname, netns, here) in [
+            (h.clone(), Some("b".to_string()), format!("{h}/b")),
+            (h.clone(), None, format!("{h} (its own namespace)")),
+            (
+                "other".to_string(),
+                Some("a".to_string()),
+                "other/a".to_string(),
+            ),
+        ] {
+            let mut there = host.clone();
+            there.hostname = hostname;
+            there.netns = netns;
+            let e = check_saved(&p, &there).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            let m = e.to_string();
+            assert!(
+                m.contains(&format!("this plan was made for {h}/a; this is {here}")),
+                "{m}"
+            );
+            assert!(m.contains("`roce-net plan -o FILE`"), "{m}");
+            assert!(!m.contains("edited or made by something else"), "{m}");
+        }
         assert_eq!(check_saved(&p, &host).unwrap().changes, p.changes);
     }
 

@@ -57,10 +57,38 @@ fn finished(dir: &StateDir, key: &str, apply_id: &str) -> Option<WatchdogOutcome
     match j.state {
         JournalState::Committed => Some(WatchdogOutcome::Confirmed),
         JournalState::RolledBack | JournalState::RollbackFailed => {
+            stand_down(
+                dir,
+                &j,
+                &format!(
+                    "the apply was {} before the deadline; the watchdog stood down",
+                    j.state.name().replace('_', " ")
+                ),
+            );
             Some(WatchdogOutcome::NothingPending)
         }
         _ => None,
     }
+}
+
+/// Record in `j` (the journal as just saved) that its watchdog has nothing
+/// left to guard (`stood_down`), unless it already recorded an outcome: a
+/// rollback by hand, or the watchdog finding its apply already rolled back.
+/// Without this, `status` would say the watchdog waits for a deadline long
+/// after it exited. Best effort: the journal's undo record is already saved,
+/// and this only adds what the watchdog did.
+pub(crate) fn stand_down(dir: &StateDir, j: &Journal, message: &str) {
+    let Some(w) = &j.watchdog else { return };
+    if w.outcome.is_some() {
+        return;
+    }
+    let mut j = j.clone();
+    if let Some(w) = j.watchdog.as_mut() {
+        w.outcome = Some("stood_down".to_string());
+        w.at = Some(now());
+        w.message = Some(message.to_string());
+    }
+    let _ = j.save(dir);
 }
 
 fn record_outcome(dir: &StateDir, key: &str, outcome: &str, message: String) {

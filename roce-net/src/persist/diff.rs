@@ -41,7 +41,13 @@ pub struct FileDiff {
 pub fn diff_files(files: &[RenderedFile], root: &Path) -> Result<Vec<FileDiff>> {
     files
         .iter()
-        .map(|f| Ok(diff_one(f, &inspect(root, &f.path)?)))
+        .map(|f| {
+            let existing = inspect(root, &f.path)?;
+            Ok(diff_one(
+                &super::write::merged_names(f, &existing),
+                &existing,
+            ))
+        })
         .collect()
 }
 

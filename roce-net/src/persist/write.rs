@@ -130,7 +130,7 @@ pub fn write_files_at(
     for f in files {
         let (base, hp) = target.locate(&f.path)?;
         let existing = inspect(base, &hp)?;
-        let d = diff_one(f, &existing);
+        let d = diff_one(&merged_names(f, &existing), &existing);
         let on_disk = base.join(relative(&hp)?);
         match d.status {
             DiffStatus::Unchanged => report.unchanged.push(on_disk),
@@ -158,6 +158,23 @@ pub fn write_files_at(
             .map_err(|e| e.context(format!("writing {}", f.path.display())))?;
     }
     Ok(report)
+}
+
+/// `f` as it is written over `existing`: the same, except roce-net's
+/// table-names file, which is host-wide and keeps the lines of the tables `f`
+/// does not name ([`crate::rt_tables::merge_names_file`]).
+pub(crate) fn merged_names<'a>(
+    f: &'a RenderedFile,
+    existing: &Existing,
+) -> std::borrow::Cow<'a, RenderedFile> {
+    if f.path != Path::new(super::RT_TABLES_PATH) {
+        return std::borrow::Cow::Borrowed(f);
+    }
+    let content = crate::rt_tables::merge_names_file(&f.content, existing.content.as_deref());
+    std::borrow::Cow::Owned(RenderedFile {
+        content,
+        ..f.clone()
+    })
 }
 
 fn suffixed(p: &Path, suffix: &str) -> PathBuf {
@@ -223,6 +240,9 @@ fn owned_candidates(target: &PersistRoot) -> Vec<PathBuf> {
 /// `<file>.roce-net.bak` is deleted; a drop-in directory left empty is removed.
 /// A full removal (empty `keep`) leaves the NetworkManager undo script in place
 /// (listed in `left`): the profiles it changed are NetworkManager's to change.
+/// roce-net's table-names file (`rt_tables.d/roce-net.conf`) is not removed
+/// while it names any table (listed in `left`): it is host-wide, and live
+/// applies in any namespace write it too and rely on its names.
 pub fn remove_files(
     target: &PersistRoot,
     keep: &[RenderedFile],
@@ -246,6 +266,25 @@ pub fn remove_files(
         let on_disk = base.join(relative(&hp)?);
         if !is_ours(&content) {
             report.foreign.push(on_disk);
+            continue;
+        }
+        let names_any = || {
+            String::from_utf8_lossy(&content)
+                .lines()
+                .any(|l| matches!(crate::rt_tables::parse_line(l), Ok(Some(_))))
+        };
+        if host == Path::new(super::RT_TABLES_PATH) && names_any() {
+            // Host-wide and shared: live applies (in any namespace) write the
+            // same file and rely on its names, which persist cannot tell from
+            // its own. Names are display only and harmless at boot. (A file
+            // that names no table is removed like the others.)
+            report.left.push((
+                on_disk,
+                "shared with live applies in every namespace of the host (the names `ip` \
+                 shows for their tables): `roce-net rollback` removes the names an apply \
+                 registered; delete the file by hand once no namespace uses the tables it names"
+                    .into(),
+            ));
             continue;
         }
         if keep.is_empty() && host == Path::new(super::NM_REMOVE_PATH) {
@@ -648,14 +687,18 @@ fn write_one(
     // roce-net's table-names file is shared by every writer on the host (apply
     // edits it from any namespace): hold the host-wide lock its owner
     // (rt_tables) defines while replacing it, and back up what it holds now.
+    // Merged with the file as it is under the lock, not as it was when
+    // checked: another writer may have changed other tables' lines since.
     let fresh;
     let before = if f.path == Path::new(super::RT_TABLES_PATH) {
         crate::rt_tables::lock_names_dir(&dir, &shown)?;
-        fresh = inspect(root, &f.path)?;
+        // `hp` is relative to `root` (the etc root may be elsewhere).
+        fresh = inspect(root, hp)?;
         &fresh
     } else {
         before
     };
+    let f = &*merged_names(f, before);
     // Re-check the target right before replacing it (it may have changed since
     // the first pass); rename replaces a symlink itself but we refuse anyway.
     if let Some(st) = lstat_at(&dir, &name, &shown)? {

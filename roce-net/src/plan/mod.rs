@@ -141,6 +141,48 @@ impl Plan {
         Plan::from_json(&text).map_err(|e| e.context(format!("in plan {}", path.display())))
     }
 
+    /// The tables whose existing name the plan keeps instead of the policy's
+    /// (`(table, kept name, policy's name)`): the host-wide names file already
+    /// names that table for something that is not this namespace's NIC (another
+    /// namespace numbers its tables from the same base). Names are display
+    /// only; routing uses the numbers.
+    pub fn kept_table_names(&self) -> Vec<(u32, &str, &str)> {
+        self.desired
+            .nics
+            .iter()
+            .filter_map(|n| {
+                let have = self.desired.table_names.get(&n.table)?;
+                (*have != n.table_name).then_some((n.table, have.as_str(), n.table_name.as_str()))
+            })
+            .collect()
+    }
+
+    /// What the user should know about this plan besides its changes, one line
+    /// each (empty when nothing): today, the table names it keeps
+    /// ([`Plan::kept_table_names`]) and how to get names of its own.
+    pub fn notes(&self) -> Vec<String> {
+        let kept = self.kept_table_names();
+        if kept.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<String> = kept
+            .iter()
+            .map(|(id, have, want)| {
+                format!(
+                    "table {id} keeps the name {have} from the host-wide table names file \
+                     (not {want}: that name is not this namespace's to change)"
+                )
+            })
+            .collect();
+        out.push(
+            "table names are shared by every namespace of the host and are display only \
+             (routing uses the numbers); for names of its own, give each namespace a distinct \
+             routing.table_base (or routing.tables)"
+                .into(),
+        );
+        out
+    }
+
     /// One line per change ([`Change::describe`]).
     pub fn describe(&self) -> Vec<String> {
         self.changes.iter().map(Change::describe).collect()

@@ -15,7 +15,38 @@ use std::net::IpAddr;
 /// This is what persistence renders, whole.
 pub fn desired_state(host: &HostState, policy: &Policy) -> Result<DesiredState> {
     let layout = policy.layout(host)?;
-    Ok(build_desired(&layout, policy))
+    let mut d = build_desired(&layout, policy);
+    keep_foreign_names(&mut d, host);
+    Ok(d)
+}
+
+/// Keep the names of tables this namespace does not own in the names files.
+///
+/// Table names are host-wide (one `/etc/iproute2`) but table numbers are per
+/// network namespace, and every namespace numbers its tables from the same
+/// `routing.table_base`. So an existing name for one of this plan's table ids
+/// is only taken to be this namespace's when it names the NIC the table is for
+/// (ends with its interface name: `roce_r0` or `rdma_r0` for `r0`); such a name
+/// is renamed to the policy's as before (a `table_name_prefix` change). Any
+/// other existing name (another namespace's NIC, an admin's own name, a NIC since
+/// renamed) is kept: the desired state names the table with it, so no change is
+/// planned and two namespaces never rename each other's tables back and forth.
+/// Names are display only (routing uses the numbers); [`Plan::kept_table_names`]
+/// lists what was kept.
+///
+/// [`Plan::kept_table_names`]: super::Plan::kept_table_names
+fn keep_foreign_names(d: &mut DesiredState, host: &HostState) {
+    for nic in &d.nics {
+        let Some(want) = d.table_names.get_mut(&nic.table) else {
+            continue;
+        };
+        match host.table_names.get(&nic.table) {
+            Some(have) if have != want && !have.ends_with(nic.ifname.as_str()) => {
+                *want = have.clone();
+            }
+            _ => {}
+        }
+    }
 }
 
 fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
@@ -217,7 +248,8 @@ pub(crate) fn plan_past_obstacles(
 }
 
 fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted: bool) -> Plan {
-    let desired = build_desired(layout, policy);
+    let mut desired = build_desired(layout, policy);
+    keep_foreign_names(&mut desired, host);
     let p = policy.protocol;
     let mut changes = Vec::new();
 
@@ -463,6 +495,115 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn fresh() -> (HostState, Policy) {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plan/fresh");
+        let host = HostState::load(&dir.join("current.json")).unwrap();
+        let policy = Policy::load(&dir.join("policy.yaml")).unwrap();
+        (host, policy)
+    }
+
+    /// The fixture host as another namespace with the same tables: its NICs are
+    /// `b1..b4` instead of `r1..r4`.
+    fn other_namespace(host: &HostState) -> HostState {
+        let mut j = serde_json::to_string(host).unwrap();
+        for i in 1..=4 {
+            j = j.replace(&format!("\"r{i}\""), &format!("\"b{i}\""));
+        }
+        let b: HostState = serde_json::from_str(&j).unwrap();
+        assert!(b.interfaces.iter().any(|l| l.name == "b1"), "renamed");
+        b
+    }
+
+    fn name_changes(plan: &crate::Plan) -> Vec<(u32, String, Option<String>)> {
+        plan.changes
+            .iter()
+            .filter_map(|c| match c {
+                crate::Change::RegisterTableName { id, name, before } => {
+                    Some((*id, name.clone(), before.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A name another namespace gave one of this plan's tables (it does not
+    /// name this table's NIC) is kept: no change, the desired state names the
+    /// table with it, and the plan's notes say so once, with the way out.
+    #[test]
+    fn another_namespaces_table_name_is_kept() {
+        let (mut host, policy) = fresh();
+        host.table_names.insert(1001, "roce_ens0f0np0".into());
+        let plan = super::plan(&host, &policy).unwrap();
+        let names = name_changes(&plan);
+        assert!(names.iter().all(|(id, ..)| *id != 1001), "{names:?}");
+        assert_eq!(
+            names.iter().map(|(id, ..)| *id).collect::<Vec<_>>(),
+            vec![1002, 1003, 1004]
+        );
+        assert_eq!(plan.desired.table_names[&1001], "roce_ens0f0np0");
+        assert_eq!(
+            plan.kept_table_names(),
+            vec![(1001, "roce_ens0f0np0", "roce_r1")]
+        );
+        let notes = plan.notes();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("table 1001 keeps the name roce_ens0f0np0"));
+        assert!(notes[1].contains("routing.table_base"));
+        // Persistence renders the same (kept) name.
+        let d = super::desired_state(&host, &policy).unwrap();
+        assert_eq!(d.table_names, plan.desired.table_names);
+        // The rendered diff shows the table by the name `ip` will show.
+        assert!(plan.render_diff().contains("roce_ens0f0np0(1001)"));
+    }
+
+    /// A name that names this table's NIC under another prefix is this
+    /// namespace's (the policy's `table_name_prefix` changed): renamed.
+    #[test]
+    fn own_name_under_another_prefix_is_renamed() {
+        let (mut host, policy) = fresh();
+        host.table_names.insert(1001, "rdma_r1".into());
+        let plan = super::plan(&host, &policy).unwrap();
+        assert!(name_changes(&plan).contains(&(
+            1001,
+            "roce_r1".to_string(),
+            Some("rdma_r1".to_string())
+        )));
+        assert_eq!(plan.desired.table_names[&1001], "roce_r1");
+        assert!(plan.kept_table_names().is_empty());
+        assert!(plan.notes().is_empty());
+    }
+
+    /// Two namespaces with the same tables and one names file: A registers its
+    /// names; B's plan keeps them all (nothing to rename, no notes missing); A
+    /// then plans no name change: nothing flips back and forth.
+    #[test]
+    fn two_namespaces_sharing_names_do_not_flip_flop() {
+        let (mut a, policy) = fresh();
+        let mut b = other_namespace(&a);
+        let plan_a = super::plan(&a, &policy).unwrap();
+        assert_eq!(name_changes(&plan_a).len(), 4);
+        // A's apply registers its names in the host-wide file.
+        let shared = plan_a.desired.table_names.clone();
+        a.table_names.extend(shared.clone());
+        b.table_names.extend(shared.clone());
+        let plan_b = super::plan(&b, &policy).unwrap();
+        assert!(
+            name_changes(&plan_b).is_empty(),
+            "{:?}",
+            name_changes(&plan_b)
+        );
+        assert_eq!(plan_b.desired.table_names, shared);
+        assert_eq!(plan_b.kept_table_names().len(), 4);
+        // Still nothing for A to rename.
+        let again_a = super::plan(&a, &policy).unwrap();
+        assert!(name_changes(&again_a).is_empty());
+        assert!(again_a.notes().is_empty());
+        // And B, applied (its other changes), stays without name changes.
+        let again_b = super::plan(&b, &policy).unwrap();
+        assert!(name_changes(&again_b).is_empty());
     }
 
     /// The plan apply makes for itself (no fingerprint: nothing checks it) is the

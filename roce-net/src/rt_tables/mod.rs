@@ -304,6 +304,49 @@ pub(crate) fn render_names_file(names: &BTreeMap<u32, String>) -> Result<String>
     Ok(t)
 }
 
+/// `rendered` (a names file from [`render_names_file`], what `persist` writes)
+/// with the lines of `existing` (the file on disk now, if any) for the tables
+/// `rendered` does not name: the whole file again, every table by id. The names
+/// file is host-wide: another namespace's apply (same numbers, other NICs), or a
+/// live apply of a table the policy no longer has, put those lines there, and
+/// persisting one namespace must not take them away. A kept line whose name
+/// `rendered` gives another table, or that is no valid name, is dropped. With
+/// nothing to keep, `rendered` is returned as is.
+pub(crate) fn merge_names_file(rendered: &str, existing: Option<&[u8]>) -> String {
+    use std::fmt::Write;
+    let names = |text: &str| -> BTreeMap<u32, String> {
+        text.lines()
+            .filter_map(|l| parse_line(l).ok().flatten())
+            .map(|(id, n)| (id, n.to_string()))
+            .collect()
+    };
+    let Some(existing) = existing else {
+        return rendered.to_string();
+    };
+    let mut all = names(rendered);
+    let kept: Vec<(u32, String)> = names(&String::from_utf8_lossy(existing))
+        .into_iter()
+        .filter(|(id, n)| {
+            !all.contains_key(id)
+                && !all.values().any(|o| o == n)
+                && table_name_problem(n).is_none()
+        })
+        .collect();
+    if kept.is_empty() {
+        return rendered.to_string();
+    }
+    all.extend(kept);
+    // As render_names_file (every name is checked: the rendered ones there,
+    // the kept ones above).
+    let mut t = String::new();
+    t.push_str(NAMES_HEADER);
+    t.push('\n');
+    for (id, name) in &all {
+        let _ = writeln!(t, "{id}\t{name}");
+    }
+    t
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -319,6 +362,38 @@ mod unit {
         assert!(parse_line("abc def").is_err());
         assert!(parse_line("-1 neg").is_err());
         assert!(parse_line("0xzz bad").is_err());
+    }
+
+    /// Persist's names file keeps the lines of tables it does not name (another
+    /// namespace's), drops a kept line whose name it now gives another table,
+    /// and is stable: merging its own output again changes nothing.
+    #[test]
+    fn merged_names_keep_other_tables() {
+        let mut ours = BTreeMap::new();
+        ours.insert(1001, "roce_ens0f0np0".to_string());
+        ours.insert(1002, "roce_ens0f1np1".to_string());
+        let rendered = render_names_file(&ours).unwrap();
+        let on_disk = format!(
+            "{NAMES_HEADER}\n1001\troce_r0\n1002\troce_ens0f1np1\n1005\troce_ens2\n\
+             1006\troce_ens0f0np0\n1007\tbad/name\n"
+        );
+        let merged = merge_names_file(&rendered, Some(on_disk.as_bytes()));
+        assert_eq!(merged, format!("{rendered}1005\troce_ens2\n"));
+        // Kept lines go where their table id puts them.
+        let mut ours = BTreeMap::new();
+        ours.insert(1003, "roce_b".to_string());
+        let r = render_names_file(&ours).unwrap();
+        let on_disk = format!("{NAMES_HEADER}\n1001\troce_a\n1005\troce_c\n");
+        assert_eq!(
+            merge_names_file(&r, Some(on_disk.as_bytes())),
+            format!("{NAMES_HEADER}\n1001\troce_a\n1003\troce_b\n1005\troce_c\n")
+        );
+        assert_eq!(merge_names_file(&rendered, Some(merged.as_bytes())), merged);
+        assert_eq!(merge_names_file(&rendered, None), rendered);
+        assert_eq!(
+            merge_names_file(&rendered, Some(rendered.as_bytes())),
+            rendered
+        );
     }
 }
 

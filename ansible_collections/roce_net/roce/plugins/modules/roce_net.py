@@ -20,7 +20,12 @@ description:
     the policy, and applies them as a transaction (journal, verify, rollback on
     failure). A second run with the same policy reports C(changed=false).
   - Check mode returns the plan and C(changed) (whether the plan has changes)
-    and touches nothing. Diff mode returns the plan as before/after text.
+    and touches nothing. Diff mode returns the plan as before/after text and,
+    with O(persist), a unified diff of each persistent file to be written.
+  - With O(persist), the persistent configuration is rendered before anything
+    is applied, so a backend that does not configure the NICs fails the task
+    with the host untouched. A failed task reports C(changed=true) only when
+    something was applied or written before the failure.
   - O(state=confirmed) and O(state=rolled_back) settle the last apply of the
     namespace from its journal; in check mode they report exactly what the
     real run would (C(changed) is whether there is something to confirm or undo).
@@ -79,7 +84,8 @@ attributes:
     description: Every state reports in check mode the C(changed) the real run would.
   diff_mode:
     support: full
-    description: With O(state=applied), the plan as before/after lines.
+    description: With O(state=applied), the plan as before/after lines, and
+      with O(persist) each persistent file that changes as a unified diff.
   platform:
     platforms: posix
     support: full
@@ -203,6 +209,11 @@ def plan_diff(plan):
     )
 
 
+def file_diff(d):
+    """Ansible's diff dict for one persistent file (roce-net's unified diff)."""
+    return dict(prepared=d.diff)
+
+
 def would_change(state, journal_state):
     """Whether O(state=confirmed) / O(state=rolled_back) changes anything, given
     where the last apply stands (``None``: no journal). This is what
@@ -247,7 +258,8 @@ def settle(module, rn):
                 **result
             )
         if module.check_mode:
-            module.exit_json(changed=True, msg="would %s the last apply" % p["state"], **result)
+            verb = "confirm" if p["state"] == "confirmed" else "roll back"
+            module.exit_json(changed=True, msg="would %s the last apply" % verb, **result)
         if p["state"] == "confirmed":
             host.confirm(state_dir=p["state_dir"])
             module.exit_json(changed=True, msg="apply confirmed", **result)
@@ -286,6 +298,10 @@ def main():
     if p["persist"]:
         calls += ["render_persistence", "write_persistence"]
     rn = require_roce_net(module, *calls)
+    # The library checks confirm_timeout's range before it changes anything.
+    timeout = p["confirm_timeout"]
+    # `changed` says what this run did (check mode: would do), also when it
+    # fails: nothing until the apply or the write has happened.
     result = dict(changed=False)
     try:
         policy = load_policy(module, rn)
@@ -294,19 +310,28 @@ def main():
         plan = rn.plan(state, policy)
         result["plan"] = plan.to_dict()
         result["changes"] = list(plan.describe())
-        result["changed"] = not plan.is_empty()
-        if module._diff:
-            result["diff"] = plan_diff(plan)
-        if not plan.is_empty() and not module.check_mode:
-            report = host.apply(plan, confirm_timeout=p["confirm_timeout"] or None, state_dir=p["state_dir"])
-            result["applied"] = report.to_dict()
+        diffs = [plan_diff(plan)] if module._diff else []
+        files = None
         if p["persist"]:
-            # Onto the node's own configuration under persist_root (roce-net never
+            # Rendered before anything is applied: a backend that does not
+            # configure these NICs fails the task with the host untouched. Onto
+            # the node's own configuration under persist_root (roce-net never
             # defines an interface the node does not; see docs/persistence.md).
             files = rn.render_persistence(plan, p["persist"], root=p["persist_root"], state=state)
-            report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode).to_dict()
-            result["persisted"] = report
-            result["changed"] = result["changed"] or bool(report["written"])
+        if module.check_mode:
+            result["changed"] = not plan.is_empty()
+        elif not plan.is_empty():
+            report = host.apply(plan, confirm_timeout=timeout or None, state_dir=p["state_dir"])
+            result["applied"] = report.to_dict()
+            result["changed"] = True
+        if files is not None:
+            report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode)
+            result["persisted"] = report.to_dict()
+            result["changed"] = result["changed"] or bool(report.written)
+            if module._diff:
+                diffs += [file_diff(d) for d in report.diffs if d.status != "unchanged"]
+        if diffs:
+            result["diff"] = diffs if len(diffs) > 1 else diffs[0]
     except rn.RoceNetError as err:
         module.fail_json(**error_result(err, **result))
     module.exit_json(**result)

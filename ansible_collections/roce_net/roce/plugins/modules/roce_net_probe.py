@@ -42,7 +42,9 @@ options:
     elements: str
     required: true
   interfaces:
-    description: NICs to probe from; default the NICs in scope.
+    description: NICs to probe from; default the NICs in scope. A name that does
+      not exist or has no global IPv4 address fails the task, as does having no
+      interface to probe from at all.
     type: list
     elements: str
   count:
@@ -146,8 +148,26 @@ def main():
         host = host_from_params(p)
         state = host.snapshot()
         names = p["interfaces"] or list(rn.fleet_report([state]).hosts[0].nics)
+        found = sources(state, names)
+        if p["interfaces"]:
+            # A name given by hand that cannot be probed from is a mistake to
+            # report, not a probe that silently passes.
+            have = sorted(i.name for i in state.interfaces)
+            usable = set(dev for dev, _ in found)
+            for name in p["interfaces"]:
+                if name not in have:
+                    module.fail_json(msg="interfaces: %s does not exist here (interfaces: %s)" % (name, ", ".join(have)))
+                if name not in usable:
+                    module.fail_json(msg="interfaces: %s has no global IPv4 address to probe from" % name)
+        if not found:
+            module.fail_json(
+                msg="no interface to probe from: no NIC in scope has a global IPv4 address here; "
+                "name them in interfaces"
+            )
         local = set(str(a.address) for a in state.addresses)
-        jobs = [(dev, src, t) for dev, src in sources(state, names) for t in targets if t not in local]
+        jobs = [(dev, src, t) for dev, src in found for t in targets if t not in local]
+        if not jobs:
+            module.warn("every target is an address of this host: nothing was probed")
 
         def probe(job):
             dev, src, target = job

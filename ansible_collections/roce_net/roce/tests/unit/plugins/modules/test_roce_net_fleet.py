@@ -100,3 +100,15 @@ def test_modules_report_a_missing_roce_net(capsys, monkeypatch):
 def test_probe_rejects_targets_that_are_not_ipv4(capsys):
     out = run(roce_net_probe, dict(targets=["198.18.0.1", "fe80::1"]), capsys)
     assert out["failed"] is True and "targets" in out["msg"], out
+
+
+@pytest.mark.parametrize(
+    "dev, why",
+    [("rnt-nope-x9", "rnt-nope-x9 does not exist here"), ("lo", "lo has no global IPv4 address")],
+)
+def test_probe_fails_on_an_interface_it_cannot_probe_from(capsys, dev, why):
+    """A typo in interfaces fails the task instead of passing with no probe
+    (read-only: a snapshot of the test's namespace, nothing is sent)."""
+    out = run(roce_net_probe, dict(targets=["198.18.0.1"], interfaces=[dev]), capsys)
+    assert out["failed"] is True and why in out["msg"], out
+    assert "probes" not in out, out
