@@ -1,7 +1,7 @@
 //! Argument parsing and dispatch.
 
 use crate::render;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use roce_net::{Error, ErrorKind, Host, HostState};
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr};
@@ -66,6 +66,9 @@ pub(crate) struct Cli {
     /// Where apply keeps its locks and journals.
     #[arg(long, global = true, value_name = "DIR", default_value = roce_net::DEFAULT_STATE_DIR)]
     pub(crate) state_dir: PathBuf,
+    /// Whether `--state-dir` was given (not its default).
+    #[arg(skip)]
+    pub(crate) state_dir_given: bool,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -277,7 +280,10 @@ enum Cmd {
         /// Number of host NICs (2 to 64).
         #[arg(long, default_value_t = 4, value_parser = parse_lab_nics)]
         nics: usize,
-        /// Keep the lab's namespaces afterwards for exploration (remove with `ip netns del`).
+        /// Keep the lab afterwards for exploration: its namespaces, table names
+        /// (`--etc-root`, else a temporary directory) and apply journal
+        /// (`--state-dir`, else a temporary directory); prints the commands to
+        /// explore, roll back and remove it.
         #[arg(long)]
         keep: bool,
     },
@@ -361,7 +367,14 @@ fn parse_ipproto(s: &str) -> Result<u8, String> {
 /// Entry point.
 /// Parse the command line, run it, render the outcome; the process's exit code.
 pub fn main() -> u8 {
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command().try_get_matches().and_then(|m| {
+        let given = m.value_source("state_dir") == Some(clap::parser::ValueSource::CommandLine);
+        Cli::from_arg_matches(&m).map(|mut c| {
+            c.state_dir_given = given;
+            c
+        })
+    });
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             if !e.use_stderr() {
@@ -928,7 +941,25 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 _ => exit::OK,
             });
         }
-        Cmd::Lab { nics, keep } => return crate::demo::run(*nics, *keep, cli.json),
+        Cmd::Lab { nics, keep } => {
+            // The lab builds its own namespaces: a --netns would be ignored, and
+            // the user would think the lab ran (or left its host) there.
+            if cli.netns.is_some() {
+                let _ = Cli::command()
+                    .error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        "`lab` builds its own namespaces (rnt-demo-*) and does not take \
+                         --netns; drop it (with --keep the lab prints the namespace to use)",
+                    )
+                    .print();
+                return Ok(exit::USAGE);
+            }
+            let dirs = crate::demo::LabDirs {
+                etc_root: cli.etc_root.as_deref(),
+                state_dir: cli.state_dir_given.then_some(cli.state_dir.as_path()),
+            };
+            return crate::demo::run(*nics, *keep, cli.json, &dirs);
+        }
         Cmd::Watchdog(args) => return crate::apply_cmd::watchdog(&cli, args),
     }
     Ok(exit::OK)
@@ -944,7 +975,6 @@ pub(crate) fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Er
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     /// Subcommands are defined lazily (`defer`: only the one given is built, so
     /// `roce-net apply` does not build the options of every other command). Clap

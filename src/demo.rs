@@ -13,6 +13,7 @@ use roce_net::{Error, ErrorKind, Host};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What the demo saw at one moment.
@@ -110,23 +111,36 @@ fn egress_ok(o: &Observation) -> bool {
         .all(|(n, _, d)| d.as_deref() == Some(n.as_str()))
 }
 
-/// Run the demo.
-pub fn run(nics: usize, keep: bool, as_json: bool) -> Result<u8, Error> {
+/// Where the lab keeps iproute2's table names and apply's journal: the global
+/// `--etc-root` / `--state-dir` when given, else temporary directories.
+pub struct LabDirs<'a> {
+    /// `--etc-root`, when given.
+    pub etc_root: Option<&'a Path>,
+    /// `--state-dir`, when given (not its default).
+    pub state_dir: Option<&'a Path>,
+}
+
+/// Run the demo. With `keep`, the namespaces and both directories stay, and the
+/// hint commands carry `--etc-root` and `--state-dir`, so that `plan` on the kept
+/// host is empty and `status` / `rollback` find the lab's journal.
+pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
     if !(2..=roce_net::SEED_MAX_NICS).contains(&nics) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
             format!("--nics must be 2 to {}", roce_net::SEED_MAX_NICS),
         ));
     }
+    // The lab never writes the machine's /etc or /run: table names and the apply
+    // journal go to the directories given, else to temporary ones (removed at
+    // exit unless the lab is kept: a kept host needs them to be planned, shown
+    // with its table names, and rolled back).
+    let etc = LabDir::new(dirs.etc_root, "etc", keep)?;
+    let state_dir = LabDir::new(dirs.state_dir, "state", keep)?;
     let mut lab = Lab::seed_tagged("demo", nics)?;
     lab.set_keep(keep);
-    // The lab never writes the machine's /etc or /run: table names and the apply
-    // journal go to temporary directories.
-    let etc = tempdir("etc")?;
-    let state_dir = tempdir("state")?;
-    let host = lab.host()?.with_etc_root(&etc.0);
+    let host = lab.host()?.with_etc_root(&etc.path);
     let opts = ApplyOptions {
-        state_dir: state_dir.0.clone(),
+        state_dir: state_dir.path.clone(),
         ..Default::default()
     };
 
@@ -148,7 +162,10 @@ pub fn run(nics: usize, keep: bool, as_json: bool) -> Result<u8, Error> {
         };
         let v = json!({
             "namespaces": lab.namespaces(),
+            "host_namespace": lab.host_ns(),
             "kept": keep,
+            "etc_root": etc.path,
+            "state_dir": state_dir.path,
             "before": obs(&before),
             "plan": p,
             "apply": report,
@@ -185,11 +202,29 @@ pub fn run(nics: usize, keep: bool, as_json: bool) -> Result<u8, Error> {
         });
         if keep {
             let host_ns = lab.host_ns().unwrap_or_default();
+            let rn = format!(
+                "roce-net --netns {} --etc-root {} --state-dir {}",
+                word(host_ns),
+                word(&etc.path.to_string_lossy()),
+                word(&state_dir.path.to_string_lossy())
+            );
+            let created: Vec<String> = [&etc, &state_dir]
+                .iter()
+                .filter(|d| d.created)
+                .map(|d| word(&d.path.to_string_lossy()))
+                .collect();
             s.push_str(&format!(
-                "\nthe lab is kept; explore it with\n  roce-net --netns {host_ns} show\n  ip -n {host_ns} rule\n\
-                 and remove it with\n  for ns in {}; do ip netns del $ns; done\n",
+                "\nthe lab is kept, with its table names under {} and its apply journal in {};\n\
+                 explore it with\n  {rn} show\n  {rn} plan\n  {rn} status\n  {rn} rollback\n  \
+                 ip -n {} rule\nand remove it with\n  for ns in {}; do ip netns del $ns; done\n",
+                etc.path.display(),
+                state_dir.path.display(),
+                word(host_ns),
                 lab.namespaces().join(" ")
             ));
+            if !created.is_empty() {
+                s.push_str(&format!("  rm -r {}\n", created.join(" ")));
+            }
         }
         out(&s);
     }
@@ -200,17 +235,52 @@ pub fn run(nics: usize, keep: bool, as_json: bool) -> Result<u8, Error> {
     Ok(if fixed { exit::OK } else { exit::FAILURE })
 }
 
-/// A temporary directory removed on drop.
-struct TempDir(std::path::PathBuf);
+/// A directory the lab writes to: the one given, or a temporary one it creates
+/// (and removes on drop unless kept).
+struct LabDir {
+    path: PathBuf,
+    /// Made by the lab (not given).
+    created: bool,
+    /// Remove on drop.
+    remove: bool,
+}
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+impl LabDir {
+    fn new(given: Option<&Path>, what: &str, keep: bool) -> Result<LabDir, Error> {
+        let (path, created) = match given {
+            Some(p) => (p.to_path_buf(), false),
+            None => (
+                std::env::temp_dir().join(format!("roce-net-lab-{}-{what}", std::process::id())),
+                true,
+            ),
+        };
+        std::fs::create_dir_all(&path)
+            .map_err(|e| Error::io(e, format!("creating {}", path.display())))?;
+        Ok(LabDir {
+            path,
+            created,
+            remove: created && !keep,
+        })
     }
 }
 
-fn tempdir(what: &str) -> Result<TempDir, Error> {
-    let p = std::env::temp_dir().join(format!("roce-net-lab-{}-{what}", std::process::id()));
-    std::fs::create_dir_all(&p).map_err(|e| Error::io(e, format!("creating {}", p.display())))?;
-    Ok(TempDir(p))
+impl Drop for LabDir {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// A word of a printed command: as is when the shell reads it as one word,
+/// else single-quoted.
+fn word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-:@%+=,/".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }

@@ -277,6 +277,165 @@ fn lab_demo_fixes_the_seed_host() {
     }
 }
 
+/// A global `--netns` would be ignored by `lab` (it builds its own
+/// namespaces): refused as a usage error before anything is built.
+#[test]
+fn lab_refuses_a_global_netns() {
+    let o = run(&["--netns", "rnt-cli-nonexistent", "lab", "--nics", "2"]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+    assert!(text(&o).contains("does not take --netns"), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+}
+
+/// The namespaces a kept lab left, removed on drop (even when the test fails).
+struct KeptLab(Vec<String>);
+impl Drop for KeptLab {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn kept(v: &serde_json::Value) -> KeptLab {
+    KeptLab(
+        v["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect(),
+    )
+}
+
+/// `lab --keep` leaves a host roce-net can work on: with the `--etc-root` and
+/// `--state-dir` given (before or after `lab`), they hold the lab's table names
+/// and journal, so `plan` on the kept host is empty and `status` / `rollback`
+/// undo the lab's apply; without them, the printed hint commands carry the
+/// lab's own kept directories and work as printed.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn lab_keep_leaves_a_host_that_plans_empty_and_rolls_back() {
+    require_root("lab_keep_leaves_a_host_that_plans_empty_and_rolls_back");
+    let dir = tempfile::tempdir().unwrap();
+    let etc = dir.path().join("etc");
+    let state = dir.path().join("state");
+    let (etc, state) = (etc.to_str().unwrap(), state.to_str().unwrap());
+    let o = run(&[
+        "--json",
+        "--etc-root",
+        etc,
+        "lab",
+        "--nics",
+        "2",
+        "--keep",
+        "--state-dir",
+        state,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lab = kept(&v);
+    assert_eq!(v["kept"], true);
+    assert_eq!(v["etc_root"], etc);
+    assert_eq!(v["state_dir"], state);
+    let ns = v["host_namespace"].as_str().unwrap().to_string();
+    assert!(lab.0.contains(&ns));
+    let on = |args: &[&str]| {
+        let mut a = vec![
+            "--json",
+            "--netns",
+            &ns,
+            "--etc-root",
+            etc,
+            "--state-dir",
+            state,
+        ];
+        a.extend_from_slice(args);
+        run(&a)
+    };
+    let changes = |o: &Output| -> usize {
+        assert_eq!(o.status.code(), Some(0), "{}", text(o));
+        let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        p["changes"].as_array().unwrap().len()
+    };
+    assert_eq!(
+        changes(&on(&["plan"])),
+        0,
+        "the kept host matches the policy"
+    );
+    let st = on(&["status"]);
+    assert_eq!(st.status.code(), Some(0), "{}", text(&st));
+    assert!(
+        !String::from_utf8_lossy(&st.stdout).trim().is_empty()
+            && String::from_utf8_lossy(&st.stdout).trim() != "null",
+        "status finds the lab's journal: {}",
+        text(&st)
+    );
+    let rb = on(&["rollback"]);
+    assert_eq!(rb.status.code(), Some(0), "{}", text(&rb));
+    assert!(changes(&on(&["plan"])) > 0, "rolled back: the plan is back");
+    drop(lab);
+
+    // Without the directories: the hint's `plan` command, run as printed.
+    let o = run(&["lab", "--nics", "2", "--keep"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let lab = KeptLab(
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("for ns in "))
+            .and_then(|l| l.split(';').next())
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    );
+    let rm: Vec<String> = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rm -r "))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let cleanup = Dirs(rm.clone());
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(lab.0.len(), 3, "{out}");
+    assert_eq!(rm.len(), 2, "the kept temporary directories: {out}");
+    let plan = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("roce-net --netns") && l.ends_with(" plan"))
+        .unwrap_or_else(|| panic!("no plan hint: {out}"));
+    assert!(
+        plan.contains(" --etc-root ") && plan.contains(" --state-dir "),
+        "{plan}"
+    );
+    let words: Vec<&str> = plan.split_whitespace().skip(1).collect();
+    let p = run(&words);
+    assert_eq!(p.status.code(), Some(0), "{}", text(&p));
+    assert!(
+        String::from_utf8_lossy(&p.stdout).contains("no changes"),
+        "{plan}: {}",
+        text(&p)
+    );
+    drop(lab);
+    drop(cleanup);
+    for d in &rm {
+        assert!(!Path::new(d).exists(), "{d}");
+    }
+}
+
+/// Removes the listed directories on drop.
+struct Dirs(Vec<String>);
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            // Only the lab's own temporary directories.
+            if d.contains("roce-net-lab-") {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+}
+
 /// A lab namespace made with `ip`, removed on drop.
 struct Ns(String);
 impl Drop for Ns {

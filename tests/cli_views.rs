@@ -950,6 +950,31 @@ fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
     ] {
         assert!(ids.contains(&id), "{id}: {ids:?}");
     }
+    // `NAME = value` defines a name with a trailing space, which NCCL never
+    // reads: found, with the line NCCL does read as the fix.
+    std::fs::write(&conf, "NCCL_IB_GID_INDEX = 3\n").unwrap();
+    let o = run(&[
+        "--json",
+        "nccl-env",
+        "--check",
+        "--env-file",
+        conf.to_str().unwrap(),
+        "--from",
+        s,
+    ]);
+    let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let un: Vec<&serde_json::Value> = f
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["id"] == "nccl-variable-unrecognized")
+        .collect();
+    assert_eq!(un.len(), 1, "{f:#}");
+    assert_eq!(
+        un[0]["remediation"]["commands"],
+        serde_json::json!(["NCCL_IB_GID_INDEX=3"])
+    );
+    assert!(o.status.code().unwrap() >= 1, "{:?}", o);
     // For NCCL 2.20 only the index exists: no range is recommended.
     let text = stdout(&run(&["nccl-env", "--nccl-version", "2.20", "--from", s]));
     assert!(!text.contains("NCCL_IB_ADDR_RANGE="), "{text}");

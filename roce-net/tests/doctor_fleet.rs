@@ -92,6 +92,7 @@ fn odd_host_is_named_in_every_fleet_finding() {
                 "fleet-firmware-differs",
                 "fleet-rate-differs",
                 "fleet-qos-differs",
+                "fleet-host-repeated",
             ]
             .contains(id)
         })
@@ -145,9 +146,9 @@ fn fleet_findings_carry_fixes() {
     assert_eq!(
         by("fleet-mtu-differs").remediation.commands,
         vec![
-            "ip link set dev ens1 mtu 9000",
-            "ip link set dev ens2 mtu 9000",
-            "ip link set dev ens3 mtu 9000"
+            "ssh gpu3 ip link set dev ens1 mtu 9000",
+            "ssh gpu3 ip link set dev ens2 mtu 9000",
+            "ssh gpu3 ip link set dev ens3 mtu 9000"
         ]
     );
     // The policy has no MTU key, so the fix suggests none; every policy snippet
@@ -166,6 +167,121 @@ fn fleet_findings_carry_fixes() {
     for f in &r.findings {
         assert!(!f.remediation.commands.is_empty(), "{}", f.id);
     }
+}
+
+/// Lab hosts share the machine's host name: a fix command without the
+/// namespace would act on the machine's own namespace. Every command of every
+/// finding about a host in a namespace runs there, on that host.
+#[test]
+fn fleet_fixes_for_hosts_in_namespaces_run_in_the_namespace() {
+    let mut hosts = [healthy("gpu1", 11).0, healthy("gpu2", 21).0, odd_host().0];
+    for (i, h) in hosts.iter_mut().enumerate() {
+        h.hostname = "lab".into();
+        h.netns = Some(format!("rnt-t-h{i}"));
+    }
+    let r = roce_net::fleet_report(&hosts);
+    let ids: BTreeSet<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+    for id in [
+        "fleet-mtu-differs",
+        "fleet-duplicate-address",
+        "fleet-nic-count-differs",
+        "fleet-subnet-layout-differs",
+        "fleet-gid-index-differs",
+    ] {
+        assert!(ids.contains(id), "{id} missing: {ids:?}");
+    }
+    for f in &r.findings {
+        for c in &f.remediation.commands {
+            if c == "unset NCCL_IB_GID_INDEX" {
+                continue;
+            }
+            let ok = [
+                "ssh lab ip -n rnt-t-h2 ",
+                "ssh lab roce-net --netns rnt-t-h2 ",
+            ]
+            .iter()
+            .any(|p| c.starts_with(p))
+                || c.starts_with("ssh lab ip netns exec rnt-t-h2 ");
+            assert!(ok, "{}: {c:?} does not run in gpu3's namespace", f.id);
+        }
+    }
+    let dup = r
+        .findings
+        .iter()
+        .find(|f| f.id == "fleet-duplicate-address")
+        .unwrap();
+    assert_eq!(
+        dup.remediation.commands,
+        vec!["ssh lab ip -n rnt-t-h2 addr del 198.18.0.11/24 dev eno1"]
+    );
+    let gid = r
+        .findings
+        .iter()
+        .find(|f| f.id == "fleet-gid-index-differs")
+        .unwrap();
+    assert_eq!(
+        gid.remediation.commands,
+        vec![
+            "unset NCCL_IB_GID_INDEX",
+            "ssh lab roce-net --netns rnt-t-h2 nccl-env"
+        ]
+    );
+}
+
+/// The same host's snapshot given twice is one host: named in
+/// `fleet-host-repeated`, compared once, and never told to delete its own
+/// address as a duplicate.
+#[test]
+fn the_same_host_given_twice_is_named_not_a_duplicate_address() {
+    let a = healthy("gpu1", 11).0;
+    let r = roce_net::fleet_report(&[a.clone(), a.clone()]);
+    let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, vec!["fleet-host-repeated"], "{:#?}", r.findings);
+    assert_eq!(r.findings[0].subject.host.as_deref(), Some("gpu1"));
+    assert_eq!(r.findings[0].evidence["snapshots"], json!([1, 2]));
+    assert_eq!(r.hosts.len(), 2, "every snapshot keeps its summary");
+
+    // With a third host: the repeat does not outvote it, and gpu3 (holding
+    // gpu1's address) is the only one told to delete it.
+    let mut lab = vec![a.clone(), odd_host().0, a];
+    for (i, h) in lab.iter_mut().enumerate() {
+        h.hostname = "lab".into();
+        h.netns = Some(if i == 1 { "rnt-t-b" } else { "rnt-t-a" }.into());
+    }
+    let r = roce_net::fleet_report(&lab);
+    let rep: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == "fleet-host-repeated")
+        .collect();
+    assert_eq!(rep.len(), 1);
+    assert_eq!(rep[0].subject.host.as_deref(), Some("lab:rnt-t-a"));
+    assert_eq!(rep[0].evidence["snapshots"], json!([1, 3]));
+    let dup: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == "fleet-duplicate-address")
+        .collect();
+    assert_eq!(dup.len(), 1, "{:#?}", r.findings);
+    assert!(dup[0].message.contains("on 2 hosts"), "{}", dup[0].message);
+    assert_eq!(
+        dup[0].remediation.commands,
+        vec!["ssh lab ip -n rnt-t-b addr del 198.18.0.11/24 dev eno1"]
+    );
+    // Two hosts, so no majority: 1 vs 1 ties go to the smallest value, and the
+    // repeat must not have made a 2-1 majority for gpu1's MTU.
+    let mtu: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == "fleet-mtu-differs")
+        .collect();
+    assert_eq!(mtu.len(), 1);
+    assert_eq!(mtu[0].evidence["counts"].as_object().unwrap().len(), 2);
+    assert!(mtu[0].evidence["counts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .all(|c| c == &json!(1)));
 }
 
 #[test]

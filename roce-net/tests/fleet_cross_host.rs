@@ -181,7 +181,7 @@ fn a_nic_with_another_mtu_on_the_subnet_is_named_per_nic() {
     assert_eq!(f[0].evidence["nics"]["gpu1/ens1"], json!(9000));
     assert_eq!(
         f[0].remediation.commands,
-        vec!["ip link set dev ens3 mtu 9000"]
+        vec!["ssh gpu2 ip link set dev ens3 mtu 9000"]
     );
     assert!(
         f[0].message.contains("frames larger than 1500"),
@@ -211,6 +211,6 @@ fn hosts_in_namespaces_are_named_host_colon_netns() {
     assert_eq!(f[0].subject.host.as_deref(), Some("lab:rnt-x-h2"));
     assert_eq!(
         f[0].remediation.commands,
-        vec!["ip -n rnt-x-h2 neigh del 198.18.0.12 dev ens1"]
+        vec!["ssh lab ip -n rnt-x-h2 neigh del 198.18.0.12 dev ens1"]
     );
 }

@@ -123,8 +123,17 @@ fn wrong_mac_seen_only_across_hosts_is_found_fixed_and_silent_after() {
     // The finding's remediation, run as written, clears it.
     for f in wrong_mac(&r) {
         for cmd in &f.remediation.commands {
+            // `ssh HOST ip -n NS ...`: HOST is this machine (lab hosts share
+            // its name); run the rest here.
             let w: Vec<&str> = cmd.split_whitespace().collect();
-            assert_eq!(w[0], "ip", "{cmd}");
+            assert_eq!(w[0], "ssh", "{cmd}");
+            assert_eq!(
+                w[1],
+                r.hosts[0].hostname.split(':').next().unwrap(),
+                "{cmd}"
+            );
+            let w = &w[2..];
+            assert_eq!(w[..2], ["ip", "-n"], "{cmd}");
             let st = Command::new("ip").args(&w[1..]).status().unwrap();
             assert!(st.success(), "{cmd}");
         }

@@ -41,6 +41,7 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     "fleet-firmware-differs",
     "fleet-rate-differs",
     "fleet-qos-differs",
+    "fleet-host-repeated",
 ];
 
 /// At most this many hosts (or NICs) in one finding's `hosts` (`nics`) evidence.
@@ -76,6 +77,44 @@ pub fn host_label(state: &HostState) -> String {
         Some(ns) => format!("{}:{ns}", state.hostname),
         None => state.hostname.clone(),
     }
+}
+
+/// A word of a suggested command: as is when the shell reads it as one word,
+/// else single-quoted (host and namespace names come from snapshots).
+fn word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-:@%+=,/".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A fix command to run on one fleet host: `ssh HOST CMD`, and for a snapshot
+/// taken inside a network namespace, the command in that namespace: `ip ARGS`
+/// becomes `ip -n NS ARGS`, `roce-net ARGS` becomes `roce-net --netns NS ARGS`,
+/// anything else runs under `ip netns exec NS`. (Without the namespace the
+/// command would act on the machine's own namespace, which lab hosts share.)
+pub(super) fn on_host(state_hostname: &str, netns: Option<&str>, cmd: &str) -> String {
+    let host = word(state_hostname);
+    let Some(ns) = netns else {
+        return format!("ssh {host} {cmd}");
+    };
+    let ns = word(ns);
+    if let Some(args) = cmd.strip_prefix("ip ") {
+        format!("ssh {host} ip -n {ns} {args}")
+    } else if let Some(args) = cmd.strip_prefix("roce-net ") {
+        format!("ssh {host} roce-net --netns {ns} {args}")
+    } else {
+        format!("ssh {host} ip netns exec {ns} {cmd}")
+    }
+}
+
+/// [`on_host`] for the host of a snapshot.
+pub(super) fn on_state(state: &HostState, cmd: &str) -> String {
+    on_host(&state.hostname, state.netns.as_deref(), cmd)
 }
 
 /// One host's summary.
@@ -319,142 +358,215 @@ pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
     cross_host(hosts, states)
 }
 
-/// The cross-host comparisons over the hosts' summaries and snapshots.
+/// The cross-host comparisons over the hosts' summaries and snapshots. A host
+/// (by [`host_label`]) given more than once is compared once, in its first
+/// snapshot, and named in a `fleet-host-repeated` finding: counted twice it
+/// would outvote the others, and duplicate-address advice would tell it to
+/// delete its own address.
 fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
     let mut findings = Vec::new();
-    if hosts.len() >= 2 {
-        compare(
-            &hosts,
-            &mut findings,
-            "fleet-gid-index-differs",
-            Severity::Warning,
-            |h| h.gid_index.map(|i| i.to_string()),
-            "NCCL GID index",
-            "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset (NCCL 2.21 \
-             and later select per device: `roce-net nccl-env` on the host shows what they pick \
-             and whether NCCL_IB_ADDR_RANGE is needed), or align the GID tables",
-            |h, _| {
-                (
-                    vec![
-                        "unset NCCL_IB_GID_INDEX".to_string(),
-                        format!("ssh {} roce-net nccl-env", h.hostname),
-                    ],
-                    None,
-                )
-            },
-        );
-        compare(
-            &hosts,
-            &mut findings,
-            "fleet-mtu-differs",
-            Severity::Warning,
-            |h| (!h.mtus.is_empty()).then(|| join(&h.mtus)),
-            "NIC MTUs",
-            "set the same MTU on every host (`ip link set`, and in the node's own network \
-             configuration so it survives a reboot; roce-net's policy does not manage MTUs), \
-             or RDMA path MTU negotiation falls to the smaller one and large messages fail \
-             on mismatched links",
-            |h, common| match common.parse::<u32>() {
-                // A single majority MTU: set it on every NIC of the host.
-                Ok(m) => (
-                    h.nics
-                        .iter()
-                        .map(|n| format!("ip link set dev {n} mtu {m}"))
-                        .collect(),
-                    // No policy key: the planner does not change MTUs.
-                    None,
-                ),
-                Err(_) => (vec!["ip -br link".to_string()], None),
-            },
-        );
-        compare(
-            &hosts,
-            &mut findings,
-            "fleet-nic-count-differs",
-            Severity::Warning,
-            |h| Some(h.nics.len().to_string()),
-            "number of NICs in scope",
-            "a NIC is missing or down on this host: NCCL rings use fewer rails here",
-            |_, _| {
-                (
-                    vec!["rdma link show".to_string(), "ip -br link".to_string()],
-                    None,
-                )
-            },
-        );
-        compare(
-            &hosts,
-            &mut findings,
-            "fleet-subnet-layout-differs",
-            Severity::Warning,
-            |h| (!h.subnets.is_empty()).then(|| join(&h.subnets)),
-            "NIC subnets",
-            "the NICs of this host sit in other subnets than the rest of the fleet: peers on \
-             other rails are unreachable without routing",
-            |_, _| (vec!["ip -br -4 addr".to_string()], None),
-        );
-        firmware(&hosts, &mut findings);
-        compare(
-            &hosts,
-            &mut findings,
-            "fleet-rate-differs",
-            Severity::Warning,
-            |h| (!h.rates.is_empty()).then(|| join(&h.rates)),
-            "RDMA port rates (Gb/s)",
-            "a slower rail on one host slows every collective that crosses it",
-            |_, _| {
-                (
-                    vec!["cat /sys/class/infiniband/*/ports/*/rate".to_string()],
-                    None,
-                )
-            },
-        );
-        compare(
-            &hosts,
-            &mut findings,
-            "fleet-qos-differs",
-            Severity::Warning,
-            |h| (!h.qos.is_empty()).then(|| h.qos.iter().cloned().collect::<Vec<_>>().join("; ")),
-            "NIC QoS",
-            "hosts that disagree on the lossless priority, trust or DSCP map drop or pause \
-             each other's RoCE traffic",
-            |h, _| {
-                (
-                    h.nics
-                        .iter()
-                        .map(|n| format!("dcb pfc show dev {n}"))
-                        .collect(),
-                    None,
-                )
-            },
-        );
-        duplicates(states, &mut findings);
-        let labels: Vec<String> = states.iter().map(host_label).collect();
-        neighbors::check(states, &labels, &mut findings);
-        subnets::check(states, &labels, &mut findings);
+    let labels: Vec<String> = states.iter().map(host_label).collect();
+    let first = repeated(&labels, &mut findings);
+    if first.len() == labels.len() {
+        compare_all(&hosts, states, &labels, &mut findings);
+    } else {
+        let hs: Vec<HostSummary> = first.iter().map(|&i| hosts[i].clone()).collect();
+        let ss: Vec<HostState> = first.iter().map(|&i| states[i].clone()).collect();
+        let ls: Vec<String> = first.iter().map(|&i| labels[i].clone()).collect();
+        compare_all(&hs, &ss, &ls, &mut findings);
     }
     doctor::sort_findings(&mut findings);
     FleetReport { hosts, findings }
 }
 
+/// `fleet-host-repeated`: every label given by more than one snapshot, with the
+/// (1-based) input positions. Returns the index of each label's first snapshot,
+/// in input order.
+fn repeated(labels: &[String], out: &mut Vec<Finding>) -> Vec<usize> {
+    let mut at: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut first = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        let seen = at.entry(l.as_str()).or_default();
+        if seen.is_empty() {
+            first.push(i);
+        }
+        seen.push(i + 1);
+    }
+    for (label, inputs) in at {
+        if inputs.len() < 2 {
+            continue;
+        }
+        let list = inputs
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(
+            Finding::new(
+                "fleet-host-repeated",
+                Severity::Warning,
+                host_subject(label),
+                format!(
+                    "{label} is given {} times (snapshots {list}): the same host twice, or two \
+                     hosts with one name; only snapshot {} is compared with the fleet",
+                    inputs.len(),
+                    inputs[0]
+                ),
+            )
+            .evidence("snapshots", &inputs)
+            // Nothing to run: give each host's snapshot once (or rename a host).
+            .fix(Vec::new(), None),
+        );
+    }
+    first
+}
+
+/// Every cross-host check, over distinct hosts (`hosts`, `states` and `labels`
+/// are parallel).
+fn compare_all(
+    hosts: &[HostSummary],
+    states: &[HostState],
+    labels: &[String],
+    findings: &mut Vec<Finding>,
+) {
+    if hosts.len() < 2 {
+        return;
+    }
+    compare(
+        hosts,
+        states,
+        findings,
+        "fleet-gid-index-differs",
+        Severity::Warning,
+        |h| h.gid_index.map(|i| i.to_string()),
+        "NCCL GID index",
+        "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset (NCCL 2.21 \
+             and later select per device: `roce-net nccl-env` on the host shows what they pick \
+             and whether NCCL_IB_ADDR_RANGE is needed), or align the GID tables",
+        |_, s, _| {
+            (
+                vec![
+                    "unset NCCL_IB_GID_INDEX".to_string(),
+                    on_state(s, "roce-net nccl-env"),
+                ],
+                None,
+            )
+        },
+    );
+    compare(
+        hosts,
+        states,
+        findings,
+        "fleet-mtu-differs",
+        Severity::Warning,
+        |h| (!h.mtus.is_empty()).then(|| join(&h.mtus)),
+        "NIC MTUs",
+        "set the same MTU on every host (`ip link set`, and in the node's own network \
+             configuration so it survives a reboot; roce-net's policy does not manage MTUs), \
+             or RDMA path MTU negotiation falls to the smaller one and large messages fail \
+             on mismatched links",
+        |h, s, common| match common.parse::<u32>() {
+            // A single majority MTU: set it on every NIC of the host.
+            Ok(m) => (
+                h.nics
+                    .iter()
+                    .map(|n| on_state(s, &format!("ip link set dev {n} mtu {m}")))
+                    .collect(),
+                // No policy key: the planner does not change MTUs.
+                None,
+            ),
+            Err(_) => (vec![on_state(s, "ip -br link")], None),
+        },
+    );
+    compare(
+        hosts,
+        states,
+        findings,
+        "fleet-nic-count-differs",
+        Severity::Warning,
+        |h| Some(h.nics.len().to_string()),
+        "number of NICs in scope",
+        "a NIC is missing or down on this host: NCCL rings use fewer rails here",
+        |_, s, _| {
+            (
+                vec![on_state(s, "rdma link show"), on_state(s, "ip -br link")],
+                None,
+            )
+        },
+    );
+    compare(
+        hosts,
+        states,
+        findings,
+        "fleet-subnet-layout-differs",
+        Severity::Warning,
+        |h| (!h.subnets.is_empty()).then(|| join(&h.subnets)),
+        "NIC subnets",
+        "the NICs of this host sit in other subnets than the rest of the fleet: peers on \
+             other rails are unreachable without routing",
+        |_, s, _| (vec![on_state(s, "ip -br -4 addr")], None),
+    );
+    firmware(hosts, states, findings);
+    compare(
+        hosts,
+        states,
+        findings,
+        "fleet-rate-differs",
+        Severity::Warning,
+        |h| (!h.rates.is_empty()).then(|| join(&h.rates)),
+        "RDMA port rates (Gb/s)",
+        "a slower rail on one host slows every collective that crosses it",
+        |_, s, _| {
+            (
+                vec![on_state(s, "cat /sys/class/infiniband/*/ports/*/rate")],
+                None,
+            )
+        },
+    );
+    compare(
+        hosts,
+        states,
+        findings,
+        "fleet-qos-differs",
+        Severity::Warning,
+        |h| (!h.qos.is_empty()).then(|| h.qos.iter().cloned().collect::<Vec<_>>().join("; ")),
+        "NIC QoS",
+        "hosts that disagree on the lossless priority, trust or DSCP map drop or pause \
+             each other's RoCE traffic",
+        |h, s, _| {
+            (
+                h.nics
+                    .iter()
+                    .map(|n| on_state(s, &format!("dcb pfc show dev {n}")))
+                    .collect(),
+                None,
+            )
+        },
+    );
+    duplicates(states, findings);
+    neighbors::check(states, labels, findings);
+    subnets::check(states, labels, findings);
+}
+
 /// `fleet-firmware-differs`: per device model, hosts whose firmware set differs
 /// from the majority of the hosts with that model.
-fn firmware(hosts: &[HostSummary], out: &mut Vec<Finding>) {
+fn firmware(hosts: &[HostSummary], states: &[HostState], out: &mut Vec<Finding>) {
     let models: BTreeSet<&String> = hosts.iter().flat_map(|h| h.firmware.keys()).collect();
     for model in models {
-        let vals: Vec<(&HostSummary, String)> = hosts
+        let vals: Vec<(&HostSummary, &HostState, String)> = hosts
             .iter()
-            .filter_map(|h| h.firmware.get(model).map(|v| (h, join(v))))
+            .zip(states)
+            .filter_map(|(h, s)| h.firmware.get(model).map(|v| (h, s, join(v))))
             .collect();
-        let only: Vec<String> = vals.iter().map(|(_, k)| k.clone()).collect();
+        let only: Vec<String> = vals.iter().map(|(_, _, k)| k.clone()).collect();
         let Some(common) = majority(&only) else {
             continue;
         };
         let all: BTreeMap<&str, &str> = vals
             .iter()
-            .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+            .map(|(h, _, k)| (h.hostname.as_str(), k.as_str()))
             .collect();
-        for (h, k) in &vals {
+        for (h, s, k) in &vals {
             if *k == common {
                 continue;
             }
@@ -475,10 +587,7 @@ fn firmware(hosts: &[HostSummary], out: &mut Vec<Finding>) {
                 .evidence("majority", &common)
                 .evidence("hosts", &all)
                 .fix(
-                    vec![format!(
-                        "ssh {} cat /sys/class/infiniband/*/fw_ver",
-                        h.hostname
-                    )],
+                    vec![on_state(s, "cat /sys/class/infiniband/*/fw_ver")],
                     None,
                 ),
             );
@@ -496,35 +605,37 @@ fn join<T: std::fmt::Display>(v: &BTreeSet<T>) -> String {
 #[allow(clippy::too_many_arguments)]
 fn compare(
     hosts: &[HostSummary],
+    states: &[HostState],
     out: &mut Vec<Finding>,
     id: &str,
     sev: Severity,
     key: impl Fn(&HostSummary) -> Option<String>,
     what: &str,
     why: &str,
-    fix: impl Fn(&HostSummary, &str) -> (Vec<String>, Option<String>),
+    fix: impl Fn(&HostSummary, &HostState, &str) -> (Vec<String>, Option<String>),
 ) {
-    let vals: Vec<(&HostSummary, String)> = hosts
+    let vals: Vec<(&HostSummary, &HostState, String)> = hosts
         .iter()
-        .filter_map(|h| key(h).map(|k| (h, k)))
+        .zip(states)
+        .filter_map(|(h, s)| key(h).map(|k| (h, s, k)))
         .collect();
-    let only: Vec<String> = vals.iter().map(|(_, k)| k.clone()).collect();
+    let only: Vec<String> = vals.iter().map(|(_, _, k)| k.clone()).collect();
     let Some(common) = majority(&only) else {
         return;
     };
     let all: BTreeMap<&str, &str> = vals
         .iter()
-        .map(|(h, k)| (h.hostname.as_str(), k.as_str()))
+        .map(|(h, _, k)| (h.hostname.as_str(), k.as_str()))
         .collect();
     // Evidence stays bounded however large the fleet (every host's value in every
     // finding made a 10 000-host report quadratic): see `bounded`.
     let (sample, counts) = bounded(&all, &common.as_str());
-    for (summary, k) in &vals {
+    for (summary, state, k) in &vals {
         if *k == common {
             continue;
         }
         let h = &summary.hostname;
-        let (cmds, policy) = fix(summary, &common);
+        let (cmds, policy) = fix(summary, state, &common);
         out.push(
             Finding::new(
                 id,
@@ -541,11 +652,15 @@ fn compare(
     }
 }
 
+/// `fleet-duplicate-address`: a global address held by more than one host
+/// (`states` are distinct hosts: see [`cross_host`]). Interfaces of one host
+/// holding it are that host's own business (`doctor`), not a fleet finding.
 fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
     let mut by_ip: BTreeMap<IpAddr, BTreeSet<(String, String)>> = BTreeMap::new();
-    let mut dels: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
-    let mut owners: BTreeMap<IpAddr, BTreeSet<usize>> = BTreeMap::new();
-    for (i, s) in states.iter().enumerate() {
+    let mut dels: BTreeMap<IpAddr, Vec<(String, String)>> = BTreeMap::new();
+    let mut owners: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
+    for s in states {
+        let label = host_label(s);
         for a in &s.addresses {
             if a.ifname == "lo" || a.scope != Scope::Universe {
                 continue;
@@ -553,11 +668,17 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
             by_ip
                 .entry(a.address)
                 .or_default()
-                .insert((host_label(s), a.ifname.clone()));
-            owners.entry(a.address).or_default().insert(i);
-            dels.entry(a.address).or_default().push(format!(
-                "ssh {} ip addr del {}/{} dev {}",
-                s.hostname, a.address, a.prefix_len, a.ifname
+                .insert((label.clone(), a.ifname.clone()));
+            owners.entry(a.address).or_default().insert(label.clone());
+            dels.entry(a.address).or_default().push((
+                label.clone(),
+                on_state(
+                    s,
+                    &format!(
+                        "ip addr del {}/{} dev {}",
+                        a.address, a.prefix_len, a.ifname
+                    ),
+                ),
             ));
         }
     }
@@ -582,9 +703,16 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
             )
             .evidence("holders", &holders)
             .fix(
-                // Keep the first holder; remove it from the others.
+                // Keep the first host holding it (every interface of that
+                // host); remove it from the other hosts.
                 dels.get(&ip)
-                    .map(|v| v.iter().skip(1).cloned().collect())
+                    .map(|v| {
+                        let keep = v.first().map(|(l, _)| l.clone());
+                        v.iter()
+                            .filter(|(l, _)| Some(l) != keep.as_ref())
+                            .map(|(_, c)| c.clone())
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 None,
             ),

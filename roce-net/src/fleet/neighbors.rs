@@ -99,13 +99,7 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
             } else {
                 format!("the MAC of {}", belongs.join(", "))
             };
-            let del = match &peer.netns {
-                Some(ns) => format!("ip -n {ns} neigh del {} dev {}", n.ip, n.ifname),
-                None => format!(
-                    "ssh {} ip neigh del {} dev {}",
-                    peer.hostname, n.ip, n.ifname
-                ),
-            };
+            let del = super::on_state(peer, &format!("ip neigh del {} dev {}", n.ip, n.ifname));
             out.push(
                 Finding::new(
                     ID,

@@ -53,12 +53,18 @@ fn segments(states: &[HostState]) -> BTreeMap<IpNet, Vec<SegmentNic<'_>>> {
 /// Both per-subnet checks.
 pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
     for (net, nics) in segments(states) {
-        nic_counts(&net, &nics, labels, out);
-        mtus(&net, &nics, labels, out);
+        nic_counts(&net, &nics, states, labels, out);
+        mtus(&net, &nics, states, labels, out);
     }
 }
 
-fn nic_counts(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut Vec<Finding>) {
+fn nic_counts(
+    net: &IpNet,
+    nics: &[SegmentNic<'_>],
+    states: &[HostState],
+    labels: &[String],
+    out: &mut Vec<Finding>,
+) {
     let mut per_host: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     for n in nics {
         per_host.entry(n.host).or_default().push(n.ifname);
@@ -105,14 +111,23 @@ fn nic_counts(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut
             .evidence("hosts", &all)
             .evidence("counts", &counts)
             .fix(
-                vec!["ip -br -4 addr".to_string(), "rdma link show".to_string()],
+                vec![
+                    super::on_state(&states[*h], "ip -br -4 addr"),
+                    super::on_state(&states[*h], "rdma link show"),
+                ],
                 None,
             ),
         );
     }
 }
 
-fn mtus(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut Vec<Finding>) {
+fn mtus(
+    net: &IpNet,
+    nics: &[SegmentNic<'_>],
+    states: &[HostState],
+    labels: &[String],
+    out: &mut Vec<Finding>,
+) {
     let hosts: std::collections::BTreeSet<usize> = nics.iter().map(|n| n.host).collect();
     if hosts.len() < 2 {
         return;
@@ -152,7 +167,10 @@ fn mtus(net: &IpNet, nics: &[SegmentNic<'_>], labels: &[String], out: &mut Vec<F
             .evidence("nics", &all)
             .evidence("counts", &counts)
             .fix(
-                vec![format!("ip link set dev {} mtu {common}", n.ifname)],
+                vec![super::on_state(
+                    &states[n.host],
+                    &format!("ip link set dev {} mtu {common}", n.ifname),
+                )],
                 None,
             ),
         );

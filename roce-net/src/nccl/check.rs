@@ -3,7 +3,7 @@
 //! [`super::model`]). Findings use the doctor's [`Finding`] type; their ids are
 //! documented in `docs/nccl.md`.
 
-use super::env::{parse_list, MAX_IB_DEVS, MAX_IFS};
+use super::env::{parse_list, NameList, MAX_IB_DEVS, MAX_IFS};
 use super::model::{
     addr_family, addr_range, link_local_gid, select_gid, strtoll, AddrFamily, AddrRange, NcclEnv,
     NcclVersion, Selection,
@@ -12,7 +12,7 @@ use super::{choice, target_gid, NcclOptions};
 use crate::doctor::{sort_findings, Finding, Severity, Subject};
 use crate::model::{GidType, HostState, OperState, RdmaDevice, RdmaPort};
 use crate::scope::port_netdev;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 /// Every id [`check`] can report.
@@ -28,6 +28,7 @@ pub const NCCL_CHECK_IDS: &[&str] = &[
     "nccl-tc-no-pfc",
     "nccl-tc-trust-pcp",
     "nccl-value-misparsed",
+    "nccl-variable-unrecognized",
 ];
 
 fn host() -> Subject {
@@ -61,6 +62,7 @@ pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Findin
     let version = opts.version.unwrap_or(NcclVersion::MODEL);
     let mut out = Vec::new();
     misparsed(env, &mut out);
+    unrecognized(env, &mut out);
     let ports = nccl_ports(state);
     let selected = hca(state, env, &ports, &mut out);
     gids(state, env, version, &selected, &mut out);
@@ -69,6 +71,119 @@ pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Findin
     traffic_class(state, env, &selected, &mut out);
     sort_findings(&mut out);
     out
+}
+
+/// Edit distance (insertions, deletions, substitutions, adjacent swaps) between
+/// two ASCII names, or `None` once it exceeds `max`.
+fn distance(a: &str, b: &str, max: usize) -> Option<usize> {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        for j in 0..=b.len() {
+            d[i * w + j] = if i == 0 || j == 0 {
+                i + j
+            } else {
+                let sub = d[(i - 1) * w + j - 1] + usize::from(a[i - 1] != b[j - 1]);
+                let mut v = sub.min(d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    v = v.min(d[(i - 2) * w + j - 2] + 1);
+                }
+                v
+            };
+        }
+    }
+    Some(d[a.len() * w + b.len()]).filter(|&n| n <= max)
+}
+
+/// The name NCCL reads that `name` most likely meant: itself uppercased, else
+/// the closest known name at most two edits away (ties: the first in order).
+fn meant(name: &str) -> Option<&'static str> {
+    use super::names::KNOWN;
+    let up = name.to_ascii_uppercase();
+    if let Ok(i) = KNOWN.binary_search(&up.as_str()) {
+        return Some(KNOWN[i]);
+    }
+    if !up.starts_with("NCCL_") {
+        return None;
+    }
+    KNOWN
+        .iter()
+        .filter_map(|k| distance(&up, k, 2).map(|d| (d, *k)))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// `nccl-variable-unrecognized`: a name NCCL never looks up because it has
+/// whitespace around it (`NCCL_IB_GID_INDEX = 3` in nccl.conf defines
+/// `"NCCL_IB_GID_INDEX "`: NCCL's `setEnvFile` keeps everything before `=`), is
+/// in the wrong case, or is an `NCCL_*` name close to one NCCL reads (see
+/// [`super::names`]). Names NCCL reads, and names close to none, are left alone.
+fn unrecognized(env: &NcclEnv, out: &mut Vec<Finding>) {
+    use super::names::KNOWN;
+    for (k, v) in &env.vars {
+        let name = k.trim_matches(|c: char| c.is_ascii_whitespace());
+        if name.is_empty() || KNOWN.binary_search(&k.as_str()).is_ok() {
+            continue;
+        }
+        let spaced = name != k;
+        let target = if KNOWN.binary_search(&name).is_ok() {
+            Some(name)
+        } else {
+            meant(name)
+        };
+        let Some(target) = target else {
+            if spaced && name.to_ascii_uppercase().starts_with("NCCL_") {
+                out.push(
+                    Finding::new(
+                        "nccl-variable-unrecognized",
+                        Severity::Warning,
+                        host(),
+                        format!(
+                            "{k:?} has whitespace around the name: NCCL looks names up \
+                             exactly and never reads it"
+                        ),
+                    )
+                    .evidence("variable", k)
+                    .evidence("value", v)
+                    .fix(vec![format!("{name}={}", v.trim())], None),
+                );
+            }
+            continue;
+        };
+        let why = if spaced {
+            format!(
+                "{k:?} has whitespace around the name (nccl.conf keeps everything before '=' \
+                 as the name): NCCL reads {target} and never this"
+            )
+        } else if target.eq_ignore_ascii_case(name) {
+            format!("{k} is not {target}: NCCL's names are case-sensitive, it never reads this")
+        } else {
+            format!("{k} is not a variable NCCL (v2.30.7-1) reads; did you mean {target}?")
+        };
+        // `NAME = value` also leaves a space in the value, which NCCL keeps.
+        let value = if spaced { v.trim() } else { v.as_str() };
+        let trimmed_value = if value != v {
+            "; the fix also drops the whitespace around the value, which NCCL would keep"
+        } else {
+            ""
+        };
+        out.push(
+            Finding::new(
+                "nccl-variable-unrecognized",
+                Severity::Warning,
+                host(),
+                format!("{why}{trimmed_value}"),
+            )
+            .evidence("variable", k)
+            .evidence("value", v)
+            .evidence("meant", target)
+            .fix(vec![format!("{target}={value}")], None),
+        );
+    }
 }
 
 fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
@@ -174,6 +289,87 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
     }
 }
 
+/// The (device, port) pairs of `state` that a prefix list's entries were meant to
+/// name: an entry naming a device exactly means that device (the one NCCL's
+/// prefix match also widens), any other entry every device it prefixes (a family
+/// on purpose). Ports as the entry gives them.
+fn intended(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
+    let mut out = BTreeSet::new();
+    for e in &list.entries {
+        let exact = state.rdma.iter().any(|d| d.name == e.name);
+        for d in &state.rdma {
+            let named = if exact || list.exact {
+                d.name == e.name
+            } else {
+                d.name.starts_with(&e.name)
+            };
+            if !named {
+                continue;
+            }
+            for p in &d.ports {
+                if e.port == -1 || e.port == i64::from(p.port) {
+                    out.insert((d.name.clone(), p.port));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pairs the entries of `list` match (before `^` is applied), by NCCL's own
+/// matcher ([`NameList::matching_entry`]).
+fn matched(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
+    state
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(d, p)| list.matching_entry(&d.name, i64::from(p.port)).is_some())
+        .map(|(d, p)| (d.name.clone(), p.port))
+        .collect()
+}
+
+/// An exact (`=`) `NCCL_IB_HCA` value that names what `list` was meant to (see
+/// [`intended`]), keeping `^` and each entry's `:port...` suffix: an entry naming
+/// a device stays as written, a family entry becomes its devices. Checked by
+/// parsing it back and running NCCL's matcher over every port of the host; `None`
+/// when it would not select exactly that (or exceed `MAX_IB_DEVS`).
+pub(crate) fn exact_hca(list: &NameList, state: &HostState) -> Option<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for e in &list.entries {
+        let suffix = e.text.find(':').map_or("", |i| &e.text[i..]);
+        let names: Vec<&str> = if state.rdma.iter().any(|d| d.name == e.name) {
+            vec![e.name.as_str()]
+        } else {
+            state
+                .rdma
+                .iter()
+                .map(|d| d.name.as_str())
+                .filter(|n| n.starts_with(&e.name))
+                .collect()
+        };
+        for n in names {
+            let t = format!("{n}{suffix}");
+            if !tokens.contains(&t) {
+                tokens.push(t);
+            }
+        }
+    }
+    if tokens.is_empty() {
+        return None;
+    }
+    let value = format!(
+        "{}={}",
+        if list.exclude { "^" } else { "" },
+        tokens.join(",")
+    );
+    let back = parse_list(&value, MAX_IB_DEVS);
+    (back.dropped.is_empty()
+        && back.exact
+        && back.exclude == list.exclude
+        && matched(&back, state) == intended(list, state))
+    .then_some(value)
+}
+
 /// `NCCL_IB_HCA`: what it selects; reports entries that select nothing or more
 /// than their name, and mixed link layers. Returns the selected ports.
 fn hca<'a>(
@@ -254,40 +450,41 @@ fn hca<'a>(
             );
             continue;
         }
-        let over: Vec<&str> = if list.exact {
+        // The pitfall is an entry naming a device exactly that, as a prefix,
+        // also names others (`mlx5_1` -> `mlx5_10`..). An entry no device is
+        // named (`mlx5`) selects a family on purpose: nothing to warn about (and
+        // `=mlx5` would select nothing, leaving NCCL on sockets).
+        let over: Vec<&str> = if list.exact || !names.contains(&e.name.as_str()) {
             Vec::new()
         } else {
-            state
-                .rdma
+            names
                 .iter()
-                .map(|d| d.name.as_str())
+                .copied()
                 .filter(|n| n.starts_with(&e.name) && *n != e.name)
                 .collect()
         };
         if !over.is_empty() {
+            let fix = match exact_hca(&list, state) {
+                Some(v) => format!("NCCL_IB_HCA={v}"),
+                None => "roce-net nccl-env".to_string(),
+            };
             out.push(
                 Finding::new(
                     "nccl-hca-overmatch",
                     Severity::Warning,
                     host(),
                     format!(
-                        "NCCL_IB_HCA entry {:?} is a prefix: it also {} {} (NCCL matches names \
-                         by prefix unless the list starts with '=')",
+                        "NCCL_IB_HCA entry {:?} names device {} and, as a prefix, also {} {} \
+                         (NCCL matches names by prefix unless the list starts with '=')",
                         e.text,
+                        e.name,
                         if list.exclude { "excludes" } else { "selects" },
                         over.join(", ")
                     ),
                 )
                 .evidence("entry", &e.text)
                 .evidence("also_matches", &over)
-                .fix(
-                    vec![format!(
-                        "NCCL_IB_HCA={}={}",
-                        if list.exclude { "^" } else { "" },
-                        value.trim_start_matches(['^', '='])
-                    )],
-                    None,
-                ),
+                .fix(vec![fix], None),
             );
         }
     }
@@ -689,5 +886,175 @@ fn traffic_class(
                 None,
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A host with the RDMA devices of a sysfs fixture tree (connectx16:
+    /// mlx5_0..mlx5_15, one port each; connectx8: mlx5_0..mlx5_7).
+    fn fixture(case: &str) -> HostState {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(case);
+        let mut s = HostState::empty(case);
+        s.rdma = crate::kernel::sysfs::read_rdma(&root, &[], &mut Vec::new());
+        assert!(!s.rdma.is_empty(), "{case}: no devices read");
+        s
+    }
+
+    fn pairs(v: &[(&str, u32)]) -> BTreeSet<(String, u32)> {
+        v.iter().map(|(d, p)| (d.to_string(), *p)).collect()
+    }
+
+    /// The suggested exact value, parsed back, selects (by NCCL's matcher and
+    /// its `^`) exactly the devices the entries were meant to name.
+    #[test]
+    fn exact_hca_fix_selects_what_was_meant() {
+        let s = fixture("connectx16");
+        let all: Vec<(String, u32)> = s
+            .rdma
+            .iter()
+            .flat_map(|d| d.ports.iter().map(move |p| (d.name.clone(), p.port)))
+            .collect();
+        let selected = |value: &str| -> BTreeSet<(String, u32)> {
+            let l = parse_list(value, MAX_IB_DEVS);
+            all.iter()
+                .filter(|(d, p)| l.selects(d, i64::from(*p)))
+                .cloned()
+                .collect()
+        };
+        let not = |keep: &BTreeSet<(String, u32)>| -> BTreeSet<(String, u32)> {
+            all.iter().filter(|x| !keep.contains(x)).cloned().collect()
+        };
+        for (value, fix, want) in [
+            ("mlx5_1", "=mlx5_1", pairs(&[("mlx5_1", 1)])),
+            (
+                "mlx5_1:1,mlx5_2",
+                "=mlx5_1:1,mlx5_2",
+                pairs(&[("mlx5_1", 1), ("mlx5_2", 1)]),
+            ),
+            ("^mlx5_1", "^=mlx5_1", not(&pairs(&[("mlx5_1", 1)]))),
+            (
+                "mlx5_1:1,mlx5_15",
+                "=mlx5_1:1,mlx5_15",
+                pairs(&[("mlx5_1", 1), ("mlx5_15", 1)]),
+            ),
+        ] {
+            let list = parse_list(value, MAX_IB_DEVS);
+            let got = exact_hca(&list, &s).unwrap_or_else(|| panic!("{value}: no fix"));
+            assert_eq!(got, fix, "{value}");
+            assert_eq!(selected(&got), want, "{value} -> {got}");
+            // The value as given selected more (or, with ^, fewer) than meant.
+            assert_ne!(selected(value), want, "{value}");
+        }
+        // A family entry expands to its devices, each named exactly.
+        let list = parse_list("mlx5_1,mlx5_", MAX_IB_DEVS);
+        let got = exact_hca(&list, &s).unwrap();
+        assert!(got.starts_with("=mlx5_1,mlx5_0,"), "{got}");
+        assert_eq!(selected(&got), all.iter().cloned().collect());
+    }
+
+    fn unrecognized_in(conf: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        unrecognized(&NcclEnv::parse_conf(conf), &mut out);
+        out
+    }
+
+    /// `NCCL_IB_GID_INDEX = 3` in an env file defines `"NCCL_IB_GID_INDEX "`,
+    /// which NCCL never reads; the fix, parsed as NCCL parses the file, sets the
+    /// variable NCCL reads and draws no finding.
+    #[test]
+    fn names_nccl_does_not_read_are_found_with_a_fix_it_does() {
+        for (conf, fix) in [
+            ("NCCL_IB_GID_INDEX = 3\n", "NCCL_IB_GID_INDEX=3"),
+            ("NCCL_IB_GID_INDEX =3\n", "NCCL_IB_GID_INDEX=3"),
+            (" NCCL_SOCKET_IFNAME=eth0\n", "NCCL_SOCKET_IFNAME=eth0"),
+            ("NCCL_IB_GID_IDNEX=3\n", "NCCL_IB_GID_INDEX=3"),
+            ("NCCL_IB_HAC=mlx5_1\n", "NCCL_IB_HCA=mlx5_1"),
+            ("nccl_ib_hca==mlx5_1\n", "NCCL_IB_HCA==mlx5_1"),
+            ("NCCL_SOCKET_IFNAM=eth0\n", "NCCL_SOCKET_IFNAME=eth0"),
+        ] {
+            let env = NcclEnv::parse_conf(conf);
+            let f = unrecognized_in(conf);
+            assert_eq!(f.len(), 1, "{conf:?}: {f:#?}");
+            assert_eq!(f[0].id, "nccl-variable-unrecognized");
+            assert_eq!(f[0].remediation.commands, [fix], "{conf:?}");
+            let (name, value) = fix.split_once('=').unwrap();
+            // As written, NCCL does not see the variable...
+            assert_eq!(env.get(name), None, "{conf:?}");
+            // ...and with the fix it does, with the value meant.
+            let fixed = NcclEnv::parse_conf(&format!("{fix}\n"));
+            assert_eq!(fixed.get(name), Some(value), "{fix}");
+            assert!(unrecognized_in(&format!("{fix}\n")).is_empty(), "{fix}");
+        }
+        // Whitespace around a name close to nothing NCCL reads: still found.
+        let f = unrecognized_in("NCCL_MY_OWN_SETTING = 1\n");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].remediation.commands, ["NCCL_MY_OWN_SETTING=1"]);
+    }
+
+    #[test]
+    fn names_nccl_reads_and_names_close_to_none_are_left_alone() {
+        let conf = "NCCL_IB_HCA==mlx5_1\nNCCL_DEBUG=INFO\nNCCL_IB_SL=3\nNCCL_IB_TC=106\n\
+                    NCCL_IB_QPS_PER_CONNECTION=4\nNCCL_SOMETHING_ELSE_ENTIRELY=1\n\
+                    PATH=/bin\nCUDA_VISIBLE_DEVICES=0\n# NCCL_IB_HAC=x\n";
+        let f = unrecognized_in(conf);
+        assert!(f.is_empty(), "{f:#?}");
+        // The list is sorted (binary search) and holds every variable the
+        // model reads.
+        let known = super::super::names::KNOWN;
+        assert!(known.windows(2).all(|w| w[0] < w[1]));
+        for n in [
+            "NCCL_IB_HCA",
+            "NCCL_IB_GID_INDEX",
+            "NCCL_IB_ADDR_RANGE",
+            "NCCL_IB_ADDR_FAMILY",
+            "NCCL_IB_ROCE_VERSION_NUM",
+            "NCCL_IB_TC",
+            "NCCL_IB_SL",
+            "NCCL_IB_TIMEOUT",
+            "NCCL_IB_RETRY_CNT",
+            "NCCL_SOCKET_IFNAME",
+            "NCCL_SOCKET_FAMILY",
+            "NCCL_CONF_FILE",
+        ] {
+            assert!(known.binary_search(&n).is_ok(), "{n}");
+        }
+    }
+
+    /// `NCCL_IB_HCA=mlx5` names no device: a family on purpose, which the
+    /// check leaves alone (the old advice, `=mlx5`, selected nothing); the trap
+    /// `mlx5_1` still warns, with a fix that selects mlx5_1 alone.
+    #[test]
+    fn a_family_prefix_is_not_an_overmatch_but_a_device_name_is() {
+        let opts = NcclOptions::default();
+        for case in ["connectx8", "connectx16"] {
+            let s = fixture(case);
+            let env = NcclEnv::from_pairs([("NCCL_IB_HCA", "mlx5")]);
+            let f = check(&s, &env, &opts);
+            assert!(
+                !f.iter().any(|f| f.id == "nccl-hca-overmatch"),
+                "{case}: {f:#?}"
+            );
+            // What the old advice suggested selects no device at all.
+            let exact = parse_list("=mlx5", MAX_IB_DEVS);
+            assert!(s.rdma.iter().all(|d| d
+                .ports
+                .iter()
+                .all(|p| !exact.selects(&d.name, i64::from(p.port)))));
+        }
+        let s = fixture("connectx16");
+        let env = NcclEnv::from_pairs([("NCCL_IB_HCA", "mlx5_1")]);
+        let f = check(&s, &env, &opts);
+        let over: Vec<_> = f.iter().filter(|f| f.id == "nccl-hca-overmatch").collect();
+        assert_eq!(over.len(), 1, "{f:#?}");
+        assert_eq!(over[0].remediation.commands, ["NCCL_IB_HCA==mlx5_1"]);
+        // connectx8 has no mlx5_1x: mlx5_1 names one device and nothing else.
+        let f = check(&fixture("connectx8"), &env, &opts);
+        assert!(!f.iter().any(|f| f.id == "nccl-hca-overmatch"), "{f:#?}");
     }
 }

@@ -12,6 +12,7 @@
 pub mod check;
 pub mod env;
 pub mod model;
+pub mod names;
 
 use crate::model::{Family, GidType, HostState, RdmaPort, RT_TABLE_MAIN};
 use crate::scope::{find_port, nic_address, nic_scope, port_netdev, roce_v2_gid_index, PortRef};
