@@ -153,7 +153,7 @@ def main():
             # A name given by hand that cannot be probed from is a mistake to
             # report, not a probe that silently passes.
             have = sorted(i.name for i in state.interfaces)
-            usable = set(dev for dev, _ in found)
+            usable = set(pair[0] for pair in found)
             for name in p["interfaces"]:
                 if name not in have:
                     module.fail_json(msg="interfaces: %s does not exist here (interfaces: %s)" % (name, ", ".join(have)))
