@@ -111,7 +111,7 @@ pub(crate) fn apply(
                 None => roce_net::plan(&h.snapshot()?, &policy)?,
             };
             if p.is_empty() {
-                return nothing_to_do(cli);
+                return nothing_to_do(cli, &p.notes());
             }
             if !std::io::stdin().is_terminal() {
                 return Err(Error::new(
@@ -171,7 +171,7 @@ pub(crate) fn apply(
         if let Some((pid, id)) = watchdog_pid {
             stop_idle_watchdog(&h, &o, pid, &id);
         }
-        let r = nothing_to_do(cli);
+        let r = nothing_to_do(cli, &report.notes);
         drop(held);
         return r;
     }
@@ -182,19 +182,11 @@ pub(crate) fn apply(
         for c in &report.changes {
             let _ = writeln!(s, "  {c}");
         }
-        // What the plan kept (shared table names), unless the prompt showed it:
-        // from the saved plan, or else the plan the host gives now (best effort:
-        // the apply is done).
-        let notes = match &reviewed {
-            _ if !yes => String::new(),
-            Some(p) => render::plan_notes(p),
-            None => h
-                .snapshot()
-                .and_then(|st| roce_net::plan(&st, &policy))
-                .map(|p| render::plan_notes(&p))
-                .unwrap_or_default(),
-        };
-        s.push_str(&notes);
+        // What the plan applied under the lock kept (shared table names),
+        // unless the prompt showed it already.
+        if yes {
+            s.push_str(&render::notes(&report.notes));
+        }
         if let Some(d) = report.confirm_deadline {
             let _ = writeln!(
                 s,
@@ -209,7 +201,7 @@ pub(crate) fn apply(
     Ok(exit::OK)
 }
 
-fn nothing_to_do(cli: &Cli) -> Result<u8, Error> {
+fn nothing_to_do(cli: &Cli, notes: &[String]) -> Result<u8, Error> {
     if cli.json {
         // The keys of every `apply --json` document (ApplyReport's), null
         // where there is nothing: no journal is written when nothing changes.
@@ -219,6 +211,7 @@ fn nothing_to_do(cli: &Cli) -> Result<u8, Error> {
             "confirm_deadline": null,
             "journal": null,
             "apply_id": null,
+            "notes": notes,
         }))?;
     } else {
         out("nothing to do: the host already matches the policy");

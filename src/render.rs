@@ -312,8 +312,13 @@ pub fn plan(p: &roce_net::Plan) -> String {
 
 /// A plan's notes ([`roce_net::Plan::notes`]), one `note:` line each.
 pub fn plan_notes(p: &roce_net::Plan) -> String {
+    notes(&p.notes())
+}
+
+/// `note:` lines ([`roce_net::Plan::notes`], `ApplyReport::notes`).
+pub fn notes(lines: &[String]) -> String {
     let mut s = String::new();
-    for n in p.notes() {
+    for n in lines {
         let _ = writeln!(s, "note: {n}");
     }
     s

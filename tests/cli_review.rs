@@ -304,6 +304,7 @@ fn apply_json_has_the_same_keys_with_or_without_changes() {
         "changes",
         "confirm_deadline",
         "journal",
+        "notes",
     ];
     let first = ok(&lab, &["--json", "apply", "--yes"]);
     assert_eq!(keys(&first), want);
@@ -312,6 +313,7 @@ fn apply_json_has_the_same_keys_with_or_without_changes() {
     let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(v["applied"], 0);
     assert!(v["journal"].is_null() && v["apply_id"].is_null() && v["confirm_deadline"].is_null());
+    assert_eq!(v["notes"], serde_json::json!([]));
 }
 
 #[test]

@@ -945,6 +945,7 @@ class ApplyReport(_Record):
     confirm_deadline: Optional[int]
     journal: str
     apply_id: Optional[str] = None
+    notes: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -112,6 +112,10 @@ pub struct ApplyReport {
     /// The apply's id in its journal (`None` when nothing was to be done).
     #[serde(default)]
     pub apply_id: Option<String>,
+    /// What to know besides the changes: [`Plan::notes`](crate::Plan::notes)
+    /// of the plan applied (made under the lock), one line each.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// What a rollback did.

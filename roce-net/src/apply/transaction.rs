@@ -225,6 +225,7 @@ pub(crate) fn apply(
             confirm_deadline: None,
             journal: journal_path,
             apply_id: None,
+            notes: plan.notes(),
         });
     }
     let own = fx.own_table_names()?;
@@ -304,6 +305,7 @@ pub(crate) fn apply(
         confirm_deadline: deadline,
         journal: journal_path,
         apply_id: Some(j.apply_id.clone()),
+        notes: plan.notes(),
     })
 }
 
