@@ -418,30 +418,17 @@ pub(crate) fn command_prefix(cli: &Cli) -> String {
     let mut s = String::from("roce-net");
     if let Some(n) = &cli.netns {
         s.push_str(" --netns ");
-        s.push_str(&shell_quote(n));
+        s.push_str(&roce_net::shell_word(n));
     }
     if let Some(r) = &cli.etc_root {
         s.push_str(" --etc-root ");
-        s.push_str(&shell_quote(&r.to_string_lossy()));
+        s.push_str(&roce_net::shell_word(&r.to_string_lossy()));
     }
     if cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR) {
         s.push_str(" --state-dir ");
-        s.push_str(&shell_quote(&cli.state_dir.to_string_lossy()));
+        s.push_str(&roce_net::shell_word(&cli.state_dir.to_string_lossy()));
     }
     s
-}
-
-/// `s` as one word for a POSIX shell: unchanged when it is plainly safe, else
-/// in single quotes.
-fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The library's messages name the next command in backquotes (`` `roce-net

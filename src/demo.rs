@@ -204,14 +204,14 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             let host_ns = lab.host_ns().unwrap_or_default();
             let rn = format!(
                 "roce-net --netns {} --etc-root {} --state-dir {}",
-                word(host_ns),
-                word(&etc.path.to_string_lossy()),
-                word(&state_dir.path.to_string_lossy())
+                roce_net::shell_word(host_ns),
+                roce_net::shell_word(&etc.path.to_string_lossy()),
+                roce_net::shell_word(&state_dir.path.to_string_lossy())
             );
             let created: Vec<String> = [&etc, &state_dir]
                 .iter()
                 .filter(|d| d.created)
-                .map(|d| word(&d.path.to_string_lossy()))
+                .map(|d| roce_net::shell_word(&d.path.to_string_lossy()))
                 .collect();
             s.push_str(&format!(
                 "\nthe lab is kept, with its table names under {} and its apply journal in {};\n\
@@ -219,7 +219,7 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
                  ip -n {} rule\nand remove it with\n  for ns in {}; do ip netns del $ns; done\n",
                 etc.path.display(),
                 state_dir.path.display(),
-                word(host_ns),
+                roce_net::shell_word(host_ns),
                 lab.namespaces().join(" ")
             ));
             if !created.is_empty() {
@@ -269,18 +269,5 @@ impl Drop for LabDir {
         if self.remove {
             let _ = std::fs::remove_dir_all(&self.path);
         }
-    }
-}
-
-/// A word of a printed command: as is when the shell reads it as one word,
-/// else single-quoted.
-fn word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-:@%+=,/".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }

@@ -21,7 +21,7 @@ mod subnets;
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::error::Result;
-use crate::model::{HostState, Scope};
+use crate::model::{shell_word, HostState, Scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,30 +79,17 @@ pub fn host_label(state: &HostState) -> String {
     }
 }
 
-/// A word of a suggested command: as is when the shell reads it as one word,
-/// else single-quoted (host and namespace names come from snapshots).
-fn word(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-:@%+=,/".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// A fix command to run on one fleet host: `ssh HOST CMD`, and for a snapshot
 /// taken inside a network namespace, the command in that namespace: `ip ARGS`
 /// becomes `ip -n NS ARGS`, `roce-net ARGS` becomes `roce-net --netns NS ARGS`,
 /// anything else runs under `ip netns exec NS`. (Without the namespace the
 /// command would act on the machine's own namespace, which lab hosts share.)
 pub(super) fn on_host(state_hostname: &str, netns: Option<&str>, cmd: &str) -> String {
-    let host = word(state_hostname);
+    let host = shell_word(state_hostname);
     let Some(ns) = netns else {
         return format!("ssh {host} {cmd}");
     };
-    let ns = word(ns);
+    let ns = shell_word(ns);
     if let Some(args) = cmd.strip_prefix("ip ") {
         format!("ssh {host} ip -n {ns} {args}")
     } else if let Some(args) = cmd.strip_prefix("roce-net ") {

@@ -20,6 +20,7 @@ mod rdma;
 mod route;
 mod rule;
 mod scope;
+mod shell;
 mod sysctl;
 mod table;
 mod verbs;
@@ -38,6 +39,7 @@ pub use route::{
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
+pub use shell::shell_word;
 pub use sysctl::{
     Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess,
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,
