@@ -238,14 +238,21 @@ fn hangup_terminate_or_kill_of_a_confirm_timeout_apply_is_rolled_back() {
         let last = lab.status()["apply_id"].clone();
         let _ = std::fs::remove_file(&log);
         let want = 1 + rng.below(2 * n as u64 + 1) as usize;
+        let err_file = lab.state.with_extension("stderr");
         let mut cmd = lab.cli();
         cmd.args(["apply", "--yes", "--confirm-timeout", "1"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: setsid in the child before exec.
+            .stderr(std::fs::File::create(&err_file).unwrap());
+        // SAFETY: setsid and signal(2) in the child before exec. The signals'
+        // default actions are set as a login shell's child has them: an ignored
+        // disposition is inherited through exec, and this test may itself run
+        // under `nohup` (then a hang-up rightly does nothing to the CLI).
         unsafe {
             cmd.pre_exec(|| {
                 libc::setsid();
+                for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                    libc::signal(s, libc::SIG_DFL);
+                }
                 Ok(())
             });
         }
@@ -269,7 +276,11 @@ fn hangup_terminate_or_kill_of_a_confirm_timeout_apply_is_rolled_back() {
             .unwrap_or("")
             .contains("was applying");
         let what = if !signalled {
-            assert!(st.success(), "{st:?}");
+            assert!(
+                st.success(),
+                "{st:?}: {}",
+                std::fs::read_to_string(&err_file).unwrap_or_default()
+            );
             "the CLI exited before the signal"
         } else if was_applying {
             "the journal was left `applying`"
@@ -277,7 +288,12 @@ fn hangup_terminate_or_kill_of_a_confirm_timeout_apply_is_rolled_back() {
             "the apply finished first (the signal is held during the transaction)"
         };
         if signalled {
-            assert_eq!(st.signal(), Some(*sig), "the CLI ends by the signal");
+            assert_eq!(
+                st.signal(),
+                Some(*sig),
+                "the CLI ends by the signal, not {st:?}: {}; journal {j}",
+                std::fs::read_to_string(&err_file).unwrap_or_default()
+            );
         }
         *t.entry(format!(
             "{name} mid-apply: {what}; the watchdog rolled back at the deadline"
