@@ -35,8 +35,10 @@ pub struct ConfirmGuard {
     pub watchdog_pid: Option<u32>,
 }
 
-/// The Unix time `t` from now, for a confirm timeout between 1 s and
-/// [`MAX_CONFIRM_TIMEOUT`].
+/// The first whole Unix second at least `t` from now, for a confirm timeout
+/// between 1 s and [`MAX_CONFIRM_TIMEOUT`]. Rounded up from the exact time: a
+/// deadline of "this second plus one" could be a millisecond away, and pass
+/// before the apply it guards had started.
 pub(crate) fn deadline_after(t: Duration) -> Result<u64> {
     if t < Duration::from_secs(1) || t > MAX_CONFIRM_TIMEOUT {
         return Err(Error::new(
@@ -48,8 +50,11 @@ pub(crate) fn deadline_after(t: Duration) -> Result<u64> {
             ),
         ));
     }
-    let secs = t.as_secs() + u64::from(t.subsec_nanos() > 0);
-    Ok(now().saturating_add(secs))
+    let end = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_add(t);
+    Ok(end.as_secs() + u64::from(end.subsec_nanos() > 0))
 }
 
 /// Arm a confirm deadline `timeout` from now for the host's namespace. Start the
@@ -112,5 +117,30 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
             ErrorKind::NotFound,
             "no apply journal for this namespace: nothing to confirm",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_is_never_nearer_than_its_timeout() {
+        for t in [Duration::from_secs(1), Duration::from_millis(1500)] {
+            for _ in 0..50 {
+                let before = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
+                let d = deadline_after(t).unwrap();
+                assert!(
+                    Duration::from_secs(d) >= before + t,
+                    "deadline {d} for {t:?} from {before:?}"
+                );
+                assert!(Duration::from_secs(d) < before + t + Duration::from_secs(2));
+                std::thread::sleep(Duration::from_millis(7));
+            }
+        }
+        assert!(deadline_after(Duration::from_millis(999)).is_err());
+        assert!(deadline_after(MAX_CONFIRM_TIMEOUT + Duration::from_secs(1)).is_err());
     }
 }

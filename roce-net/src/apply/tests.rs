@@ -382,3 +382,42 @@ fn progress_is_exact_while_an_apply_is_held() {
         super::rollback(&e.host, &e.opts).unwrap();
     }
 }
+
+/// An apply whose confirm deadline passed before it could start (its watchdog
+/// may already have found nothing to guard and stood down) changes nothing and
+/// says so; one in time is guarded as armed.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn an_apply_past_its_confirm_deadline_changes_nothing() {
+    let e = env("an_apply_past_its_confirm_deadline_changes_nothing", 2);
+    let before = comparable(&e.host.snapshot().unwrap());
+    let mut guard = super::arm_confirm(&e.host, std::time::Duration::from_secs(1)).unwrap();
+    guard.deadline = transaction::now() - 1;
+    let opts = ApplyOptions {
+        guard: Some(guard.clone()),
+        ..e.opts.clone()
+    };
+    let err = super::apply_policy(&e.host, &Policy::default(), &opts).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("deadline {}", guard.deadline))
+            && msg.contains("nothing was changed"),
+        "{msg}"
+    );
+    assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
+    assert!(
+        super::status(&e.host, &e.opts).unwrap().is_none(),
+        "no journal"
+    );
+
+    guard.deadline = transaction::now() + 60;
+    let opts = ApplyOptions {
+        guard: Some(guard.clone()),
+        ..e.opts.clone()
+    };
+    let r = super::apply_policy(&e.host, &Policy::default(), &opts).unwrap();
+    assert_eq!(r.confirm_deadline, Some(guard.deadline));
+    super::rollback(&e.host, &e.opts).unwrap();
+    assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
+}

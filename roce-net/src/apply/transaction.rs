@@ -242,6 +242,17 @@ pub(crate) fn apply(
                     ),
                 ));
             }
+            if now() >= g.deadline {
+                // Its watchdog may have looked at the deadline already and found
+                // nothing to guard: applying now would leave the changes unguarded.
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the confirm deadline {} (Unix time) passed before the apply could                          start on {}; nothing was changed. Run it again, with a longer                          confirm timeout if this machine is slow",
+                        g.deadline, s.desc
+                    ),
+                ));
+            }
             (g.apply_id.clone(), Some(g.deadline), g.watchdog_pid)
         }
         (None, Some(t)) => (
