@@ -137,6 +137,11 @@ fn recovery_hints_run_as_printed_act_on_the_same_namespace_and_state() {
     let o = lab.run(&["apply", "--yes"]);
     let t = text(&o);
     assert_eq!(code(&o), 75, "{t}");
+    // The deadline is a time people read, not Unix seconds.
+    assert!(
+        t.contains("awaits confirmation until 20") && t.contains(" UTC (in "),
+        "{t}"
+    );
     let h = hints(&t);
     let rollback = h
         .iter()

@@ -72,6 +72,7 @@ pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
     VerbsView,
 };
+pub use model::{relative_time, utc_time};
 
 // Bounded reading of outside files (docs/reliability.md lists the limits).
 pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, InputKind};

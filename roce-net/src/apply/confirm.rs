@@ -88,15 +88,16 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
             JournalState::PendingConfirm { deadline } if now() <= deadline => {
                 j.state = JournalState::Committed;
                 if let Some(w) = j.watchdog.as_mut() {
-                    w.message = Some(format!("confirmed at {} (Unix time)", now()));
+                    w.message = Some(format!("confirmed at {}", crate::model::utc_time(now())));
                 }
                 j.save(&dir)
             }
             JournalState::PendingConfirm { deadline } => Err(Error::new(
                 ErrorKind::Timeout,
                 format!(
-                    "too late to confirm: the deadline passed at {deadline} (Unix time); the \
-                     watchdog rolls this apply back (see `roce-net status`)"
+                    "too late to confirm: the deadline passed at {}; the watchdog rolls this \
+                     apply back (see `roce-net status`)",
+                    crate::model::relative_time(deadline, now())
                 ),
             )),
             JournalState::Applying if j.confirm_deadline.is_some() => Err(Error::new(

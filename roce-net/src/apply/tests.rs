@@ -401,8 +401,10 @@ fn an_apply_past_its_confirm_deadline_changes_nothing() {
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     let msg = err.to_string();
     assert!(
-        msg.contains(&format!("deadline {}", guard.deadline))
-            && msg.contains("nothing was changed"),
+        msg.contains(&format!(
+            "deadline {}",
+            crate::model::utc_time(guard.deadline)
+        )) && msg.contains("nothing was changed"),
         "{msg}"
     );
     assert_eq!(comparable(&e.host.snapshot().unwrap()), before);

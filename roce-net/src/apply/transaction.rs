@@ -166,8 +166,9 @@ pub(crate) fn check_previous(s: &Session) -> Result<()> {
         JournalState::PendingConfirm { deadline } => Err(Error::new(
             ErrorKind::Locked,
             format!(
-                "an earlier apply awaits confirmation until {deadline} (Unix time); \
-                 run `roce-net confirm` or `roce-net rollback` first"
+                "an earlier apply awaits confirmation until {}; run `roce-net confirm` or \
+                 `roce-net rollback` first",
+                crate::model::relative_time(*deadline, now())
             ),
         )),
         JournalState::Applying | JournalState::RollingBack => Err(Error::new(
@@ -248,8 +249,11 @@ pub(crate) fn apply(
                 return Err(Error::new(
                     ErrorKind::Timeout,
                     format!(
-                        "the confirm deadline {} (Unix time) passed before the apply could                          start on {}; nothing was changed. Run it again, with a longer                          confirm timeout if this machine is slow",
-                        g.deadline, s.desc
+                        "the confirm deadline {} passed before the apply could start on \
+                         {}; nothing was changed. Run it again, with a longer confirm timeout \
+                         if this machine is slow",
+                        crate::model::relative_time(g.deadline, now()),
+                        s.desc
                     ),
                 ));
             }

@@ -181,7 +181,7 @@ pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
         Err(e) if e.kind() == ErrorKind::NotFound => {
             let msg = format!(
                 "at the deadline {}, {} no longer exists ({e}); nothing was changed",
-                guard.deadline,
+                crate::model::utc_time(guard.deadline),
                 describe_target(host)
             );
             record_outcome(&dir, &key, "namespace_gone", msg.clone());
@@ -203,7 +203,7 @@ pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
                 format!(
                     "the deadline {} passed without `roce-net confirm` (the apply was {was}): \
                      rolled back {} change(s)",
-                    guard.deadline,
+                    crate::model::utc_time(guard.deadline),
                     report.undone.len()
                 ),
             );
@@ -216,7 +216,7 @@ pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
                 "rollback_failed",
                 format!(
                     "the deadline {} passed; rolling back failed: {e}",
-                    guard.deadline
+                    crate::model::utc_time(guard.deadline)
                 ),
             );
             Err(e)

@@ -23,6 +23,7 @@ mod scope;
 mod shell;
 mod sysctl;
 mod table;
+mod time;
 mod verbs;
 
 pub use address::Address;
@@ -45,6 +46,7 @@ pub use sysctl::{
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,
 };
 pub use table::{IpVerb, TableId, WithTableNames};
+pub use time::{relative_time, utc_time};
 pub use verbs::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
     VerbsView,
