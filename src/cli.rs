@@ -929,16 +929,31 @@ fn run(cli: Cli) -> Result<u8, Error> {
             });
         }
         Cmd::Lab { nics, keep } => {
-            // The lab builds its own namespaces: a --netns would be ignored, and
-            // the user would think the lab ran (or left its host) there.
-            if cli.netns.is_some() {
-                let _ = Cli::command()
-                    .error(
-                        clap::error::ErrorKind::ArgumentConflict,
-                        "`lab` builds its own namespaces (rnt-demo-*) and does not take \
-                         --netns; drop it (with --keep the lab prints the namespace to use)",
-                    )
-                    .print();
+            // The lab builds its own namespaces, and its NICs are veths with no
+            // RDMA devices: a --netns or --sysfs-root would be ignored, and the
+            // user would think the lab ran (or left its host) there.
+            let refused = if cli.netns.is_some() {
+                Some(
+                    "`lab` builds its own namespaces (rnt-demo-*) and does not take --netns; \
+                     drop it (with --keep the lab prints the namespace to use)",
+                )
+            } else if cli.sysfs_root.is_some() {
+                Some(
+                    "`lab` does not take --sysfs-root: its NICs are veths, which no RDMA \
+                     device of a sysfs tree backs; drop it (use --sysfs-root with `doctor` or \
+                     `snapshot` to read such a tree)",
+                )
+            } else {
+                None
+            };
+            if let Some(why) = refused {
+                if cli.json {
+                    usage_error(why, true);
+                } else {
+                    let _ = Cli::command()
+                        .error(clap::error::ErrorKind::ArgumentConflict, why)
+                        .print();
+                }
                 return Ok(exit::USAGE);
             }
             let dirs = crate::demo::LabDirs {

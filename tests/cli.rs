@@ -277,13 +277,26 @@ fn lab_demo_fixes_the_seed_host() {
     }
 }
 
-/// A global `--netns` would be ignored by `lab` (it builds its own
-/// namespaces): refused as a usage error before anything is built.
+/// A global `--netns` or `--sysfs-root` would be ignored by `lab` (it builds
+/// its own namespaces of veths): refused as a usage error before anything is built.
 #[test]
 fn lab_refuses_a_global_netns() {
     let o = run(&["--netns", "rnt-cli-nonexistent", "lab", "--nics", "2"]);
     assert_eq!(o.status.code(), Some(64), "{}", text(&o));
     assert!(text(&o).contains("does not take --netns"), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    // Nor a --sysfs-root (the lab's veths have no RDMA devices), also as JSON.
+    let o = run(&["--sysfs-root", "/nonexistent", "lab", "--nics", "2"]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+    assert!(
+        text(&o).contains("does not take --sysfs-root"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["--json", "--sysfs-root", "/nonexistent", "lab"]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+    let e: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert_eq!(e["error"]["kind"], "usage", "{e}");
     assert!(o.stdout.is_empty(), "{}", text(&o));
 }
 
