@@ -78,6 +78,14 @@ pub fn nccl_env<'py>(
 /// The NCCL environment to check: `env` (a mapping), the file `env_file`
 /// (parsed as NCCL parses nccl.conf), or this process's `NCCL_*` variables
 /// (`os.environ`, what NCCL in this process would read).
+/// The Python type name of `v`, for messages.
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".to_string())
+}
+
 fn check_env(
     py: Python<'_>,
     env: Option<&Bound<'_, PyAny>>,
@@ -86,7 +94,24 @@ fn check_env(
     let pairs = |m: &Bound<'_, PyAny>| -> PyResult<Vec<(String, String)>> {
         let mut v = Vec::new();
         for item in m.call_method0("items")?.try_iter()? {
-            v.push(item?.extract::<(String, String)>()?);
+            let (k, val): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+            let name = k.extract::<String>().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "nccl_check: env keys are variable names (str), got {} {}",
+                    type_name(&k),
+                    k.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?;
+            let value = val.extract::<String>().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "nccl_check: env[{name:?}] is {} {}, not a str: environment values are \
+                     strings (write {:?})",
+                    type_name(&val),
+                    val.repr().map(|r| r.to_string()).unwrap_or_default(),
+                    val.str().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?;
+            v.push((name, value));
         }
         Ok(v)
     };

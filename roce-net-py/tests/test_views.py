@@ -299,6 +299,14 @@ def test_nccl_check_bad_input(tmp_path):
     with pytest.raises(roce_net.InvalidInputError) as ei:
         roce_net.nccl_check(st, nccl_version="two")
     assert "two" in str(ei.value)
+    # A value that is not a string names the variable and what to write.
+    with pytest.raises(TypeError) as ei:
+        roce_net.nccl_check(st, {"NCCL_IB_GID_INDEX": 3})
+    assert "NCCL_IB_GID_INDEX" in str(ei.value) and "int" in str(ei.value), ei.value
+    assert '"3"' in str(ei.value), ei.value
+    with pytest.raises(TypeError) as ei:
+        roce_net.nccl_check(st, {7: "x"})
+    assert "keys are variable names" in str(ei.value), ei.value
 
 
 def test_nccl_env_for_a_release():
