@@ -288,7 +288,8 @@ def nccl_check(
 ) -> Tuple[Finding, ...]:
     """The NCCL environment a job has (``env``, the nccl.conf-style ``env_file``, or
     this process's ``NCCL_*`` variables) checked against the host
-    (``roce-net nccl-env --check``)."""
+    (``roce-net nccl-env --check``). ``TypeError`` names a key or value of
+    ``env`` that is not a ``str`` (environment values are strings: ``"3"``)."""
 def fleet_report(
     states: Iterable[HostState], options: Optional[Mapping[str, Any]] = None
 ) -> FleetReport:
