@@ -415,18 +415,31 @@ pub fn main() -> u8 {
 /// default), shell-quoted: the command a hint must name so that, run as
 /// printed, it acts on the same namespace, state directory and `/etc`.
 pub(crate) fn command_prefix(cli: &Cli) -> String {
+    let state = (cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR))
+        .then_some(cli.state_dir.as_path());
+    roce_net_with(cli.netns.as_deref(), cli.etc_root.as_deref(), state)
+}
+
+/// `roce-net --netns NS --etc-root DIR --state-dir DIR`, each option only when
+/// given, shell-quoted: the one spelling of a command line that acts on one
+/// namespace, `/etc` and state directory (hints, the kept lab's commands).
+pub(crate) fn roce_net_with(
+    netns: Option<&str>,
+    etc_root: Option<&std::path::Path>,
+    state_dir: Option<&std::path::Path>,
+) -> String {
     let mut s = String::from("roce-net");
-    if let Some(n) = &cli.netns {
+    if let Some(n) = netns {
         s.push_str(" --netns ");
         s.push_str(&roce_net::shell_word(n));
     }
-    if let Some(r) = &cli.etc_root {
+    if let Some(r) = etc_root {
         s.push_str(" --etc-root ");
         s.push_str(&roce_net::shell_word(&r.to_string_lossy()));
     }
-    if cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR) {
+    if let Some(d) = state_dir {
         s.push_str(" --state-dir ");
-        s.push_str(&roce_net::shell_word(&cli.state_dir.to_string_lossy()));
+        s.push_str(&roce_net::shell_word(&d.to_string_lossy()));
     }
     s
 }

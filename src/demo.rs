@@ -202,12 +202,8 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
         });
         if keep {
             let host_ns = lab.host_ns().unwrap_or_default();
-            let rn = format!(
-                "roce-net --netns {} --etc-root {} --state-dir {}",
-                roce_net::shell_word(host_ns),
-                roce_net::shell_word(&etc.path.to_string_lossy()),
-                roce_net::shell_word(&state_dir.path.to_string_lossy())
-            );
+            let rn =
+                crate::cli::roce_net_with(Some(host_ns), Some(&etc.path), Some(&state_dir.path));
             let created: Vec<String> = [&etc, &state_dir]
                 .iter()
                 .filter(|d| d.created)

@@ -925,16 +925,19 @@ fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
     // A file is parsed as NCCL parses nccl.conf: quotes stay in the value.
     let conf_dir = tempfile::tempdir().unwrap();
     let conf = conf_dir.path().join("nccl.conf");
+    let check_file = || {
+        run(&[
+            "--json",
+            "nccl-env",
+            "--check",
+            "--env-file",
+            conf.to_str().unwrap(),
+            "--from",
+            s,
+        ])
+    };
     std::fs::write(&conf, "NCCL_IB_HCA=\"=mlx5_0\"\nNCCL_SOCKET_IFNAME==eth9\n").unwrap();
-    let o = run(&[
-        "--json",
-        "nccl-env",
-        "--check",
-        "--env-file",
-        conf.to_str().unwrap(),
-        "--from",
-        s,
-    ]);
+    let o = check_file();
     assert_eq!(o.status.code(), Some(2));
     let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ids: Vec<&str> = f
@@ -953,15 +956,7 @@ fn nccl_env_shows_picks_and_check_reads_the_process_environment_or_a_file() {
     // `NAME = value` defines a name with a trailing space, which NCCL never
     // reads: found, with the line NCCL does read as the fix.
     std::fs::write(&conf, "NCCL_IB_GID_INDEX = 3\n").unwrap();
-    let o = run(&[
-        "--json",
-        "nccl-env",
-        "--check",
-        "--env-file",
-        conf.to_str().unwrap(),
-        "--from",
-        s,
-    ]);
+    let o = check_file();
     let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let un: Vec<&serde_json::Value> = f
         .as_array()

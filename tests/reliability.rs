@@ -59,14 +59,7 @@ fn a_new_namespace_never_sees_another_namespaces_journal() {
     let dir = tempfile::tempdir().unwrap();
     let etc = dir.path().join("etc");
     let state = dir.path().join("state");
-    let common = |ns: &str| {
-        let mut c = bin();
-        c.args(["--netns", ns, "--etc-root"])
-            .arg(&etc)
-            .arg("--state-dir")
-            .arg(&state);
-        c
-    };
+    let common = |ns: &str| cli_in(ns, &etc, &state);
     let old = netns("old", 2);
     let name = old.0.clone();
     let old_cookie = cookie(&name);
@@ -252,14 +245,7 @@ fn the_watchdog_leaves_a_recreated_namespace_alone() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let etc = dir.path().join("etc");
-    let cli = |name: &str| {
-        let mut c = bin();
-        c.args(["--netns", name, "--etc-root"])
-            .arg(&etc)
-            .arg("--state-dir")
-            .arg(&state);
-        c
-    };
+    let cli = |ns: &str| cli_in(ns, &etc, &state);
     let ns = netns("wdns", 2);
     let name = ns.0.clone();
     let guarded = cookie(&name);

@@ -18,6 +18,16 @@ pub fn bin() -> Command {
 }
 
 /// stdout and stderr as text.
+/// The CLI acting on namespace `ns` with `--etc-root etc --state-dir state`.
+pub fn cli_in(ns: &str, etc: &Path, state: &Path) -> Command {
+    let mut c = bin();
+    c.args(["--netns", ns, "--etc-root"])
+        .arg(etc)
+        .arg("--state-dir")
+        .arg(state);
+    c
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -160,9 +170,7 @@ impl Lab {
 
     /// The CLI with this lab's arguments.
     pub fn cli(&self) -> Command {
-        let mut c = bin();
-        c.args(self.args());
-        c
+        cli_in(&self.ns.0, &self.etc, &self.state)
     }
 
     /// Run the CLI with these arguments after the lab's.
