@@ -5,6 +5,7 @@ use crate::errors::{py_err, IntoPyResult};
 use crate::plan::native_plan;
 use crate::state::state_to_py;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 use roce_net::ApplyOptions;
 use roce_net::{Error, ErrorKind};
 use std::net::{IpAddr, Ipv4Addr};
@@ -64,6 +65,27 @@ impl Host {
             h = h.with_etc_root(r);
         }
         Ok(Host { inner: h })
+    }
+
+    /// Pickled (and copied) as the arguments that open it: a worker process
+    /// that unpickles it opens the namespace again by its name or file, as
+    /// `Host(netns=...)` there would.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+        let kw = PyDict::new(py);
+        match self.inner.target().name() {
+            Some(n) => kw.set_item("netns", n)?,
+            None => {
+                if let Some(p) = self.inner.target().file() {
+                    kw.set_item("netns_path", p)?;
+                }
+            }
+        }
+        kw.set_item("sysfs_root", self.inner.sysfs_root())?;
+        kw.set_item("etc_root", self.inner.etc_root())?;
+        Ok((PyTuple::empty(py), kw))
     }
 
     /// The namespace name, or None for the current namespace or a pathed one.

@@ -80,6 +80,12 @@ impl Policy {
     fn __repr__(&self) -> String {
         format!("Policy.from_json({:?})", self.inner.to_value().to_string())
     }
+
+    /// Pickled (and copied) as its JSON, read back with `Policy.from_json`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let text = crate::convert::json_text(&slf.get().inner, None)?;
+        Ok((slf.get_type().getattr("from_json")?, (text,)))
+    }
 }
 
 /// `plan(state, policy)`: the ordered changes that make `state` comply (pure).

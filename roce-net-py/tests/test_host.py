@@ -27,6 +27,39 @@ def test_host_properties(tmp_path):
     assert p.netns is None and str(p.netns_path) == "/proc/self/ns/net"
 
 
+def test_host_pickles_as_the_arguments_that_open_it(tmp_path):
+    import copy
+    import pickle
+
+    h = roce_net.Host(sysfs_root=tmp_path, etc_root=tmp_path / "etc")
+    again = pickle.loads(pickle.dumps(h))
+    assert (again.netns, again.netns_path) == (None, None)
+    assert (again.sysfs_root, again.etc_root) == (tmp_path, tmp_path / "etc")
+    p = copy.deepcopy(roce_net.Host(netns_path="/proc/self/ns/net", etc_root=tmp_path))
+    assert str(p.netns_path) == "/proc/self/ns/net" and p.etc_root == tmp_path
+
+
+def _interface_names(host):
+    return sorted(i.name for i in host.snapshot().interfaces)
+
+
+@pytest.mark.needs_root
+def test_a_pickled_host_snapshots_its_namespace_in_a_worker_process(make_netns):
+    """A Host sent to a spawned worker opens the same namespace there by name."""
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    ns = make_netns()
+    ns.add_nic("rn0", "198.18.10.21/24")
+    h = roce_net.Host(netns=ns.name)
+    assert pickle.loads(pickle.dumps(h)).netns == ns.name
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+        names = ex.submit(_interface_names, h).result(timeout=120)
+    assert "rn0" in names and names == _interface_names(h)
+
+
 @pytest.mark.needs_root
 def test_io_releases_the_gil(make_netns):
     """A call blocked in the kernel must let other Python threads run.

@@ -237,3 +237,29 @@ def test_pickle_round_trip_keeps_native_original():
     assert p2 == plan and p2._native is not None
     r = st.routes[0]
     assert pickle.loads(pickle.dumps(r)) == r
+
+
+def test_policy_pickles_and_copies_as_its_json():
+    import copy
+    import pickle
+
+    pol = roce_net.Policy.from_dict({"version": 1, "routing": {"table_base": 2001}})
+    again = pickle.loads(pickle.dumps(pol))
+    assert again == pol and again.to_dict()["routing"]["table_base"] == 2001
+    assert again != roce_net.Policy()
+    assert copy.deepcopy(pol) == pol and copy.copy(pol) == pol
+
+
+def test_state_policy_and_plan_cross_a_spawned_worker_process():
+    """What the docs promise for multiprocessing: a fresh interpreter (spawn)
+    unpickles the snapshot and the policy, plans, and sends the plan back."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    st = roce_net.parse_snapshot(json.dumps(state_doc(2)))
+    pol = roce_net.Policy.from_dict({"version": 1, "routing": {"table_base": 2001}})
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+        remote = ex.submit(roce_net.plan, st, pol).result(timeout=120)
+    assert remote == roce_net.plan(st, pol)
+    assert any(c.op == "add_rule" for c in remote.changes)

@@ -144,6 +144,9 @@ class Host:
         netns_path: Optional[_Path] = None,
         etc_root: Optional[_Path] = None,
     ) -> Host: ...
+    def __getnewargs_ex__(self) -> Tuple[Tuple[()], Dict[str, Any]]:
+        """Pickled as the arguments that open it: unpickled (in a worker process,
+        say) it opens the namespace again by name or file."""
     @property
     def netns(self) -> Optional[str]: ...
     @property
@@ -207,6 +210,8 @@ class Policy:
     def to_dict(self) -> Dict[str, Any]: ...
     def to_json(self, *, indent: Optional[int] = None) -> str:
         """Compact JSON (every field, defaults filled in); indented by ``indent`` spaces if given."""
+    def __reduce__(self) -> Tuple[Any, Tuple[str]]:
+        """Pickled and copied as its JSON, read back with ``Policy.from_json``."""
 
 def plan(state: HostState, policy: Policy) -> Plan:
     """The ordered changes that make ``state`` comply with ``policy`` (pure, no I/O)."""
