@@ -23,6 +23,18 @@ fn closed() -> PyErr {
     ))
 }
 
+/// A count argument (`nics`, `hosts`): a negative one is refused as the
+/// library refuses 0 or too many (InvalidInputError naming it), not with the
+/// OverflowError of converting it to an unsigned number.
+fn count(what: &str, n: i64) -> PyResult<usize> {
+    usize::try_from(n).map_err(|_| {
+        py_err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what} must be a positive number, not {n}"),
+        ))
+    })
+}
+
 fn nic<'py>(py: Python<'py>, n: &LabNic) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, n)
 }
@@ -47,7 +59,8 @@ impl Lab {
     /// bridge. Kernel defaults, nothing fixed. Needs root.
     #[classmethod]
     #[pyo3(signature = (nics=4, *, tag="py"))]
-    fn seed(_cls: &Bound<'_, PyType>, py: Python<'_>, nics: usize, tag: &str) -> PyResult<Lab> {
+    fn seed(_cls: &Bound<'_, PyType>, py: Python<'_>, nics: i64, tag: &str) -> PyResult<Lab> {
+        let nics = count("nics", nics)?;
         let tag = tag.to_string();
         let lab = py.detach(move || RLab::seed_tagged(&tag, nics)).py()?;
         Ok(Lab {
@@ -63,10 +76,11 @@ impl Lab {
     fn fleet(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
-        hosts: usize,
-        nics: usize,
+        hosts: i64,
+        nics: i64,
         tag: &str,
     ) -> PyResult<Lab> {
+        let (hosts, nics) = (count("hosts", hosts)?, count("nics", nics)?);
         let tag = tag.to_string();
         let lab = py.detach(move || RLab::fleet(&tag, hosts, nics)).py()?;
         Ok(Lab {

@@ -213,6 +213,23 @@ def test_seed_lab_shows_the_problem(seed_lab):
     assert plan.netns == seed_lab.host_ns and not plan.is_empty()
 
 
+def test_lab_sizes_out_of_range_are_invalid_input_before_any_namespace():
+    """0, too many and negative counts all raise InvalidInputError naming the
+    argument (a negative one was PyO3's OverflowError); nothing is created, so
+    this needs no root."""
+    cases = [
+        (lambda: roce_net.Lab.seed(-1), "nics must be a positive number, not -1"),
+        (lambda: roce_net.Lab.seed(0), "1 to 64 NICs, not 0"),
+        (lambda: roce_net.Lab.seed(65), "not 65"),
+        (lambda: roce_net.Lab.fleet(-2, 1), "hosts must be a positive number, not -2"),
+        (lambda: roce_net.Lab.fleet(2, -3), "nics must be a positive number, not -3"),
+    ]
+    for make, msg in cases:
+        with pytest.raises(roce_net.InvalidInputError, match=msg) as e:
+            make()
+        assert isinstance(e.value, ValueError) and e.value.kind == "invalid_input"
+
+
 @pytest.mark.needs_root
 def test_lab_closes_and_removes_namespaces():
     import subprocess
