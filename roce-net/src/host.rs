@@ -149,16 +149,22 @@ impl Host {
             sysctls,
             rdma,
             nic_hw,
+            ipv6,
         } = parts;
+        let families = if ipv6 {
+            netlink::Families::Both
+        } else {
+            netlink::Families::Ipv4
+        };
         let mut st = HostState::empty(&hostname());
         let (interfaces, inet): (Vec<_>, Vec<_>) = nl.links_inet()?.into_iter().unzip();
         st.interfaces = interfaces;
-        st.addresses = nl.addresses(&st.interfaces)?;
+        st.addresses = nl.addresses_of(&st.interfaces, families)?;
         if neighbors {
             st.neighbors = nl.neighbors(&st.interfaces)?;
         }
-        st.routes = nl.routes(&st.interfaces)?;
-        st.rules = nl.rules()?;
+        st.routes = nl.routes_of(&st.interfaces, families)?;
+        st.rules = nl.rules_of(families)?;
         let proc_sys = Path::new(procfs::PROC_SYS);
         match sysctls {
             SharedSysctls::None => {}
@@ -229,6 +235,9 @@ pub(crate) struct Parts<'a> {
     /// everything beyond what decides each port's netdev (GID tables, counters,
     /// VPD, rdma_cm: `sysfs::read_rdma_topology` without it).
     pub nic_hw: bool,
+    /// The IPv6 addresses, routes and rules (without: only IPv4 ones; the
+    /// neighbour tables, when read, always have both).
+    pub ipv6: bool,
 }
 
 impl Parts<'_> {
@@ -238,6 +247,7 @@ impl Parts<'_> {
         sysctls: SharedSysctls::All,
         rdma: true,
         nic_hw: true,
+        ipv6: true,
     };
     /// What the planner reads: everything but the NIC statistics and QoS, and
     /// of the RDMA devices only which netdev backs each port (apply's plan under
@@ -253,6 +263,13 @@ impl Parts<'_> {
         sysctls: SharedSysctls::None,
         rdma: false,
         nic_hw: false,
+        ipv6: true,
+    };
+    /// [`Parts::NETLINK`] of IPv4 only (apply's verify of a plan that changes
+    /// no IPv6 object keeps the IPv6 ones of its first read).
+    pub const NETLINK_IPV4: Parts<'static> = Parts {
+        ipv6: false,
+        ..Parts::NETLINK
     };
 }
 

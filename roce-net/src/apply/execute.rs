@@ -15,7 +15,7 @@ use crate::host::Host;
 use crate::host::{Parts, SharedSysctls};
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
-use crate::model::{HostState, Route, Rule, RuleAction, Sysctl};
+use crate::model::{Family, HostState, Route, Rule, RuleAction, Sysctl};
 use crate::plan::Change;
 use crate::rt_tables::{own_table_names, update_table_names, NameUpdate};
 use std::collections::BTreeMap;
@@ -31,9 +31,19 @@ pub(crate) struct Kernel<'a> {
     pub proc_sys: &'a Path,
     /// Sysctl writes through `conf/<dir>` descriptors opened once.
     sysctl_files: procfs::SysctlFiles,
-    /// The RDMA devices and sysctls of the first snapshot (verify reuses the
-    /// devices, and the sysctls the plan does not read).
-    first: Option<(Vec<crate::model::RdmaDevice>, crate::model::SysctlView)>,
+    /// What verify reuses of the first snapshot.
+    first: Option<FirstRead>,
+}
+
+/// Of the first snapshot, what verify takes over instead of reading again: the
+/// RDMA devices (apply never sets them), the sysctls the plan does not read,
+/// and the IPv6 addresses, routes and rules (for a plan that changes none).
+struct FirstRead {
+    rdma: Vec<crate::model::RdmaDevice>,
+    sysctls: crate::model::SysctlView,
+    addresses6: Vec<crate::model::Address>,
+    routes6: Vec<Route>,
+    rules6: Vec<Rule>,
 }
 
 impl<'a> Kernel<'a> {
@@ -200,20 +210,53 @@ impl Effects for Kernel<'_> {
             ..Parts::PLAN
         };
         let st = self.host.snapshot_parts(self.nl, parts)?;
-        self.first = Some((st.rdma.clone(), st.sysctls.clone()));
+        self.first = Some(FirstRead {
+            rdma: st.rdma.clone(),
+            sysctls: st.sysctls.clone(),
+            addresses6: st
+                .addresses
+                .iter()
+                .filter(|a| a.address.is_ipv6())
+                .cloned()
+                .collect(),
+            routes6: st
+                .routes
+                .iter()
+                .filter(|r| r.family == Family::Inet6)
+                .cloned()
+                .collect(),
+            rules6: st
+                .rules
+                .iter()
+                .filter(|r| r.family == Family::Inet6)
+                .cloned()
+                .collect(),
+        });
         Ok(st)
     }
 
-    fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState> {
-        let Some((rdma, view)) = self.first.clone() else {
+    fn snapshot_verify(&mut self, sysctls: &[Sysctl], ipv6: bool) -> Result<HostState> {
+        let Some(first) = self.first.take() else {
             return self.snapshot(None);
         };
         // Links (with every interface's IPv4 settings), addresses, routes, rules
-        // and table names afresh; all/default/tuning: the plan's ones re-read.
-        let mut st = self.host.snapshot_parts(self.nl, Parts::NETLINK)?;
-        st.rdma = rdma;
+        // and table names afresh (the IPv6 ones only when the plan changed some);
+        // all/default/tuning: the plan's ones re-read.
+        let parts = if ipv6 {
+            Parts::NETLINK
+        } else {
+            Parts::NETLINK_IPV4
+        };
+        let mut st = self.host.snapshot_parts(self.nl, parts)?;
+        if !ipv6 {
+            // In the order a whole dump gives: each family's after IPv4's.
+            st.addresses.extend(first.addresses6);
+            st.routes.extend(first.routes6);
+            st.rules.extend(first.rules6);
+        }
+        st.rdma = first.rdma;
         let fresh = std::mem::take(&mut st.sysctls.interfaces);
-        st.sysctls = view;
+        st.sysctls = first.sysctls;
         st.sysctls.interfaces = fresh;
         procfs::reread_sysctls(self.proc_sys, &mut st.sysctls, sysctls)?;
         Ok(st)

@@ -30,12 +30,14 @@ pub(crate) trait Effects {
     /// covers them all).
     fn snapshot(&mut self, shared: Option<&[Sysctl]>) -> Result<HostState>;
     /// Read the host again to verify an apply: everything apply changes or the
-    /// planner reads. Links, addresses, routes, rules and table names are read
-    /// whole, of the sysctls only `sysctls` (the plan's desired ones: the
-    /// planner reads no other); neighbours (verify ignores one-shot flushes),
-    /// RDMA devices (apply never sets them) and the other sysctls may come
-    /// from the first read.
-    fn snapshot_verify(&mut self, sysctls: &[Sysctl]) -> Result<HostState>;
+    /// planner reads. Links, IPv4 addresses, routes and rules, and table names
+    /// are read whole, and so are the IPv6 ones when `ipv6` (the plan changed
+    /// an IPv6 route or rule); of the sysctls only `sysctls` (the plan's desired
+    /// ones: the planner reads no other). Neighbours (verify ignores one-shot
+    /// flushes), RDMA devices (apply never sets them), the other sysctls and,
+    /// without `ipv6`, the IPv6 addresses, routes and rules (apply changed
+    /// none) may come from the first read.
+    fn snapshot_verify(&mut self, sysctls: &[Sysctl], ipv6: bool) -> Result<HostState>;
     /// roce-net's own table-name lines (its names file only).
     fn own_table_names(&mut self) -> Result<BTreeMap<u32, String>>;
     /// Carry out step `index`'s change.
@@ -396,8 +398,9 @@ fn verify(fx: &mut dyn Effects, plan: &Plan) -> Result<()> {
         .iter()
         .map(|(s, _)| s.clone())
         .collect();
+    let ipv6 = plan.changes.iter().any(Change::changes_ipv6_object);
     let after = fx
-        .snapshot_verify(&sysctls)
+        .snapshot_verify(&sysctls, ipv6)
         .map_err(|e| e.context("verifying: re-reading the host after applying"))?;
     let again = plan::plan_with(&after, &plan.policy, false)
         .map_err(|e| e.context("verifying: re-planning on the host after applying"))?;

@@ -1,4 +1,4 @@
-use crate::model::{Neighbor, Route, Rule, Sysctl, SysctlValue};
+use crate::model::{Family, Neighbor, Route, Rule, Sysctl, SysctlValue};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -129,6 +129,27 @@ impl Change {
                 before: None,
             },
         })
+    }
+
+    /// True when the change adds, deletes or replaces an IPv6 route or rule
+    /// (apply's verify then reads the IPv6 ones again; roce-net changes no
+    /// other IPv6 object: neighbour flushes are not verified, sysctls are
+    /// re-read by name, table names have no family).
+    pub(crate) fn changes_ipv6_object(&self) -> bool {
+        match self {
+            Change::AddRoute { route } | Change::DeleteRoute { route } => {
+                route.family == Family::Inet6
+            }
+            Change::ReplaceRoute { before, after } => {
+                before.family == Family::Inet6 || after.family == Family::Inet6
+            }
+            Change::AddRule { rule } | Change::DeleteRule { rule } => rule.family == Family::Inet6,
+            Change::SetSysctl { .. }
+            | Change::FlushNeighbors { .. }
+            | Change::RestoreNeighbors { .. }
+            | Change::RegisterTableName { .. }
+            | Change::UnregisterTableName { .. } => false,
+        }
     }
 
     /// One line saying what the change does, e.g.

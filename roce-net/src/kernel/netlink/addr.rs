@@ -1,6 +1,6 @@
 //! Addresses: `ip addr show` and `ip addr add`.
 
-use super::{IfNames, Netlink};
+use super::{Families, IfNames, Netlink};
 use crate::error::Result;
 use crate::model::{Address, Interface, Scope};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
@@ -42,9 +42,18 @@ impl Netlink {
     /// Every IPv4 and IPv6 address (`ip addr show`). `ifs` (from [`Netlink::links`])
     /// names the interfaces.
     pub fn addresses(&mut self, ifs: &[Interface]) -> Result<Vec<Address>> {
+        self.addresses_of(ifs, Families::Both)
+    }
+
+    /// The addresses of the given families (`ip -4 addr show` for IPv4 only).
+    pub(crate) fn addresses_of(
+        &mut self,
+        ifs: &[Interface],
+        families: Families,
+    ) -> Result<Vec<Address>> {
         let names = IfNames::new(ifs);
         let mut out = Vec::new();
-        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+        for &family in families.list() {
             let mut m = AddressMessage::default();
             m.header.family = family;
             let msg = RouteNetlinkMessage::GetAddress(m);

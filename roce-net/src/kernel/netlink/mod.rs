@@ -38,6 +38,25 @@ use netlink_packet_route::RouteNetlinkMessage;
 use socket::{Engine, KernelTransport};
 use std::collections::HashMap;
 
+/// Which address families a dump of addresses, routes or rules asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Families {
+    /// IPv4 and IPv6 (what `ip` shows without `-4`/`-6`).
+    Both,
+    /// IPv4 only (`ip -4`).
+    Ipv4,
+}
+
+impl Families {
+    fn list(self) -> &'static [netlink_packet_route::AddressFamily] {
+        use netlink_packet_route::AddressFamily as F;
+        match self {
+            Families::Both => &[F::Inet, F::Inet6],
+            Families::Ipv4 => &[F::Inet],
+        }
+    }
+}
+
 /// A blocking rtnetlink socket, bound to the namespace of the thread that opened it.
 pub struct Netlink {
     engine: Engine<KernelTransport>,

@@ -3,7 +3,7 @@
 //! Tables are always read from and written to the 32-bit `RTA_TABLE` attribute
 //! (DESIGN decision 6); the 8-bit header field is only a fallback on read.
 
-use super::{IfNames, Netlink};
+use super::{Families, IfNames, Netlink};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
     Family, Interface, NextHop, Route, RouteDecision, RouteQuery, RouteReply,
@@ -130,9 +130,19 @@ impl Netlink {
     /// Every IPv4 and IPv6 route in every table (`ip route show table all`),
     /// route-cache (cloned) entries excluded. The table is the full `RTA_TABLE`.
     pub fn routes(&mut self, ifs: &[Interface]) -> Result<Vec<Route>> {
+        self.routes_of(ifs, Families::Both)
+    }
+
+    /// The routes of the given families in every table (`ip -4 route show
+    /// table all` for IPv4 only).
+    pub(crate) fn routes_of(
+        &mut self,
+        ifs: &[Interface],
+        families: Families,
+    ) -> Result<Vec<Route>> {
         let names = IfNames::new(ifs);
         let mut out: Vec<Route> = Vec::new();
-        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+        for &family in families.list() {
             let mut m = RouteMessage::default();
             m.header.address_family = family;
             let msg = RouteNetlinkMessage::GetRoute(m);

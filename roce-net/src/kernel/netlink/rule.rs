@@ -4,7 +4,7 @@
 //! the protocol and the 32-bit `FRA_TABLE` attribute (DESIGN decision 6).
 
 use super::names;
-use super::Netlink;
+use super::{Families, Netlink};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Family, Rule, RuleAction as ModelAction};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
@@ -150,8 +150,13 @@ impl Netlink {
     /// in priority order, with protocol, fwmark/mask, iif/oif, goto,
     /// suppress_prefixlength and action.
     pub fn rules(&mut self) -> Result<Vec<Rule>> {
+        self.rules_of(Families::Both)
+    }
+
+    /// The rules of the given families (`ip -4 rule show` for IPv4 only).
+    pub(crate) fn rules_of(&mut self, families: Families) -> Result<Vec<Rule>> {
         let mut out = Vec::new();
-        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+        for &family in families.list() {
             let mut m = RuleMessage::default();
             m.header.family = family;
             let msg = RouteNetlinkMessage::GetRule(m);
