@@ -41,9 +41,32 @@ impl de::Error for PathError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
         PathError {
             path: None,
-            msg: msg.to_string(),
+            msg: clip(msg.to_string(), MAX_MSG),
         }
     }
+}
+
+/// The longest map key a path shows whole, and the longest message.
+const MAX_KEY: usize = 80;
+const MAX_MSG: usize = 2048;
+
+/// `s` cut to at most `max` bytes (at a character boundary), saying how long it
+/// was: a policy key or value of 40 KB (found by fuzzing) must not become a 40 KB
+/// error message, printed twice (in the path and in serde's text).
+fn clip(s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    // Its start and its end (serde's message ends with what was expected).
+    let mut end = max / 2;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut start = s.len() - max / 2;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("{}... ({} bytes in all) ...{}", &s[..end], s.len(), &s[start..])
 }
 
 /// Join a map key onto a path, quoting keys that would make the path ambiguous
@@ -56,6 +79,7 @@ pub(crate) fn join_key(parent: &str, key: &str) -> String {
     } else {
         key.to_string()
     };
+    let k = clip(k, MAX_KEY);
     if parent.is_empty() {
         k
     } else {
@@ -264,6 +288,22 @@ mod tests {
 
     fn err(v: serde_json::Value) -> String {
         from_value::<Outer>(&v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn long_keys_and_messages_are_clipped() {
+        let key = "t".repeat(40_000);
+        let e = crate::Policy::from_value(
+            serde_json::json!({"version": 1, "routing": {key.as_str(): 1}}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.len() < 4096, "{} bytes", e.len());
+        assert!(e.starts_with("routing.tttt"), "{e}");
+        assert!(e.contains("bytes in all)"), "{e}");
+        assert!(e.contains("expected one of"), "{e}");
+        // Multi-byte characters are cut at a boundary.
+        assert_eq!(clip("é".repeat(10), 9), "éé... (20 bytes in all) ...éé");
     }
 
     #[test]
