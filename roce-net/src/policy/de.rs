@@ -66,7 +66,12 @@ fn clip(s: String, max: usize) -> String {
     while !s.is_char_boundary(start) {
         start += 1;
     }
-    format!("{}... ({} bytes in all) ...{}", &s[..end], s.len(), &s[start..])
+    format!(
+        "{}... ({} bytes in all) ...{}",
+        &s[..end],
+        s.len(),
+        &s[start..]
+    )
 }
 
 /// Join a map key onto a path, quoting keys that would make the path ambiguous
