@@ -39,9 +39,14 @@ impl std::error::Error for PathError {}
 
 impl de::Error for PathError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
+        // serde's text quotes the offending key or value verbatim: its control
+        // characters (a terminal escape in a policy key) are escaped as every
+        // other piece of outside text is (`input::escape_cut`).
+        let text = msg.to_string();
+        let (text, _) = crate::input::escape_cut(text.as_bytes(), usize::MAX, false);
         PathError {
             path: None,
-            msg: clip(msg.to_string(), MAX_MSG),
+            msg: clip(text, MAX_MSG),
         }
     }
 }
@@ -77,8 +82,9 @@ fn clip(s: String, max: usize) -> String {
 /// Join a map key onto a path, quoting keys that would make the path ambiguous
 /// (interface names may contain dots).
 pub(crate) fn join_key(parent: &str, key: &str) -> String {
-    let needs_quotes =
-        key.is_empty() || key.contains(['.', '[', ']', ' ', '"', '\t']) || key.contains(':');
+    let needs_quotes = key.is_empty()
+        || key.contains(['.', '[', ']', ' ', '"', ':'])
+        || key.chars().any(char::is_control);
     let k = if needs_quotes {
         format!("{key:?}")
     } else {
@@ -309,6 +315,34 @@ mod tests {
         assert!(e.contains("expected one of"), "{e}");
         // Multi-byte characters are cut at a boundary.
         assert_eq!(clip("é".repeat(10), 9), "éé... (20 bytes in all) ...éé");
+    }
+
+    /// A policy key or value holding a terminal escape never reaches the
+    /// terminal verbatim: not in the path, not in serde's message.
+    #[test]
+    fn control_characters_in_keys_and_values_are_escaped() {
+        for (doc, shows) in [
+            (
+                serde_json::json!({"version": 1, "routing": {"\u{1b}[31mred": 1}}),
+                "routing.\"\\u{1b}[31mred\": unknown field `\\u{1b}[31mred`",
+            ),
+            (
+                serde_json::json!({"version": 1, "routing": {"tab\there": 1}}),
+                "routing.\"tab\\there\": unknown field `tab\\there`",
+            ),
+            (
+                serde_json::json!({"version": 1, "routing": {"bell\u{7}": 1}}),
+                "routing.\"bell\\u{7}\": unknown field `bell\\u{7}`",
+            ),
+            (
+                serde_json::json!({"version": 1, "rp_filter": "\u{7}loose"}),
+                "\\u{7}loose",
+            ),
+        ] {
+            let e = crate::Policy::from_value(doc).unwrap_err().to_string();
+            assert!(!e.chars().any(|c| c.is_control()), "{e:?}");
+            assert!(e.contains(shows), "{e}");
+        }
     }
 
     #[test]
