@@ -149,13 +149,8 @@ impl Host {
             sysctls,
             rdma,
             nic_hw,
-            ipv6,
+            families,
         } = parts;
-        let families = if ipv6 {
-            netlink::Families::Both
-        } else {
-            netlink::Families::Ipv4
-        };
         let mut st = HostState::empty(&hostname());
         let (interfaces, inet): (Vec<_>, Vec<_>) = nl.links_inet()?.into_iter().unzip();
         st.interfaces = interfaces;
@@ -235,9 +230,9 @@ pub(crate) struct Parts<'a> {
     /// everything beyond what decides each port's netdev (GID tables, counters,
     /// VPD, rdma_cm: `sysfs::read_rdma_topology` without it).
     pub nic_hw: bool,
-    /// The IPv6 addresses, routes and rules (without: only IPv4 ones; the
+    /// Whose addresses, routes and rules: both families, or IPv4 only (the
     /// neighbour tables, when read, always have both).
-    pub ipv6: bool,
+    pub families: netlink::Families,
 }
 
 impl Parts<'_> {
@@ -247,7 +242,7 @@ impl Parts<'_> {
         sysctls: SharedSysctls::All,
         rdma: true,
         nic_hw: true,
-        ipv6: true,
+        families: netlink::Families::Both,
     };
     /// What the planner reads: everything but the NIC statistics and QoS, and
     /// of the RDMA devices only which netdev backs each port (apply's plan under
@@ -263,12 +258,12 @@ impl Parts<'_> {
         sysctls: SharedSysctls::None,
         rdma: false,
         nic_hw: false,
-        ipv6: true,
+        families: netlink::Families::Both,
     };
     /// [`Parts::NETLINK`] of IPv4 only (apply's verify of a plan that changes
     /// no IPv6 object keeps the IPv6 ones of its first read).
     pub const NETLINK_IPV4: Parts<'static> = Parts {
-        ipv6: false,
+        families: netlink::Families::Ipv4,
         ..Parts::NETLINK
     };
 }
