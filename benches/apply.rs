@@ -482,6 +482,8 @@ struct Times {
     d: Vec<Duration>,
     e: Vec<Duration>,
     netns_exec: Vec<Duration>,
+    /// One trivial process (`true`), spawned and waited for as every method is.
+    one_process: Vec<Duration>,
     changes: usize,
 }
 
@@ -613,6 +615,8 @@ fn bench(n: usize, runs: usize, o: &Opts) -> Times {
         times.netns_exec.push(run(
             Command::new("ip").args(["netns", "exec", &b.ns, "true"])
         ));
+        // What any one process costs here: (a) pays it once per step, (d) once.
+        times.one_process.push(run(&mut Command::new("true")));
     }
     drop(b);
     times
@@ -667,6 +671,25 @@ fn main() {
             ms(a) / ms(ct),
             ms(b) / ms(ct),
             ms(median(&t.netns_exec)),
+        );
+    }
+    // The same figures in units of one process start-up (`true`): what a
+    // method costs measured by what this machine charges for a process, which
+    // moves from VM to VM far more than the work itself.
+    println!();
+    println!(
+        "| NICs | one process (`true`) | (a) in processes | (b) in processes | (d) in processes | (d) minus one process |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (n, _, t) in &rows {
+        let p = ms(median(&t.one_process));
+        let d = ms(median(&t.d));
+        println!(
+            "| {n} | {p:.2} ms | {:.1} | {:.1} | {:.1} | {:.1} ms |",
+            ms(median(&t.a)) / p,
+            ms(median(&t.b)) / p,
+            d / p,
+            d - p
         );
     }
     if let Some(alt) = &o.cli_alt {
