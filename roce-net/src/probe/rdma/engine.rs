@@ -279,6 +279,71 @@ impl Qp<'_> {
     }
 }
 
+/// A completion with an error status, as the failure of `stage`.
+fn failed_completion(stage: Stage, c: &super::Completion) -> Fail {
+    Fail::new(
+        stage,
+        FailureValue::Completion {
+            status: c.status,
+            name: wc_status_name(c.status),
+            vendor_err: c.vendor_err,
+        },
+    )
+}
+
+/// How a completion wait idles while the queue is empty: spin at first, then
+/// sleep 50 us between polls; every 1 024 empty polls, fail on the deadline or
+/// on the peer's Abort.
+struct Idle {
+    /// When the wait began (for the timeout's `waited_ms`).
+    t0: Instant,
+    /// Empty polls since the last completion.
+    spins: u32,
+}
+
+impl Idle {
+    fn new() -> Idle {
+        Idle {
+            t0: Instant::now(),
+            spins: 0,
+        }
+    }
+
+    /// A completion arrived: spin again before sleeping.
+    fn reset(&mut self) {
+        self.spins = 0;
+    }
+
+    /// One empty poll.
+    fn empty_poll(
+        &mut self,
+        ch: &mut Channel,
+        deadline: Instant,
+        stage: Stage,
+    ) -> std::result::Result<(), Fail> {
+        self.spins += 1;
+        if self.spins % 1024 == 0 {
+            if Instant::now() >= deadline {
+                return Err(Fail::new(
+                    stage,
+                    FailureValue::Timeout {
+                        waited_ms: self.t0.elapsed().as_millis() as u64,
+                    },
+                ));
+            }
+            if let Some(m) = ch.try_recv() {
+                return Err(peer_stop(stage, m));
+            }
+        }
+        if self.spins > 4096 {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+}
+
 /// Wait for the completions in `want`, failing on an error completion, on the
 /// deadline, or on an Abort from the peer.
 fn wait(
@@ -288,47 +353,19 @@ fn wait(
     deadline: Instant,
     stage: Stage,
 ) -> std::result::Result<Vec<super::Completion>, Fail> {
-    let t0 = Instant::now();
+    let mut idle = Idle::new();
     let mut got = Vec::new();
-    let mut spins: u32 = 0;
     while !want.is_empty() {
         match q.poll(want).map_err(|e| Fail::verbs(stage, e))? {
             Some(c) => {
-                spins = 0;
+                idle.reset();
                 if c.status != 0 {
-                    return Err(Fail::new(
-                        stage,
-                        FailureValue::Completion {
-                            status: c.status,
-                            name: wc_status_name(c.status),
-                            vendor_err: c.vendor_err,
-                        },
-                    ));
+                    return Err(failed_completion(stage, &c));
                 }
                 want.remove(&c.wr_id);
                 got.push(c);
             }
-            None => {
-                spins += 1;
-                if spins % 1024 == 0 {
-                    if Instant::now() >= deadline {
-                        return Err(Fail::new(
-                            stage,
-                            FailureValue::Timeout {
-                                waited_ms: t0.elapsed().as_millis() as u64,
-                            },
-                        ));
-                    }
-                    if let Some(m) = ch.try_recv() {
-                        return Err(peer_stop(stage, m));
-                    }
-                }
-                if spins > 4096 {
-                    std::thread::sleep(Duration::from_micros(50));
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
+            None => idle.empty_poll(ch, deadline, stage)?,
         }
     }
     Ok(got)
@@ -828,45 +865,17 @@ fn wait_any(
     let mut got = Vec::new();
     loop {
         // Wait for any one of them.
-        let t0 = Instant::now();
-        let mut spins: u32 = 0;
+        let mut idle = Idle::new();
         loop {
             match q.poll(&all).map_err(|e| Fail::verbs(stage, e))? {
                 Some(c) => {
                     if c.status != 0 {
-                        return Err(Fail::new(
-                            stage,
-                            FailureValue::Completion {
-                                status: c.status,
-                                name: wc_status_name(c.status),
-                                vendor_err: c.vendor_err,
-                            },
-                        ));
+                        return Err(failed_completion(stage, &c));
                     }
                     got.push(c);
                     break;
                 }
-                None => {
-                    spins += 1;
-                    if spins % 1024 == 0 {
-                        if Instant::now() >= deadline {
-                            return Err(Fail::new(
-                                stage,
-                                FailureValue::Timeout {
-                                    waited_ms: t0.elapsed().as_millis() as u64,
-                                },
-                            ));
-                        }
-                        if let Some(m) = ch.try_recv() {
-                            return Err(peer_stop(stage, m));
-                        }
-                    }
-                    if spins > 4096 {
-                        std::thread::sleep(Duration::from_micros(50));
-                    } else {
-                        std::hint::spin_loop();
-                    }
-                }
+                None => idle.empty_poll(ch, deadline, stage)?,
             }
         }
         if got.iter().any(|c| all.contains(&c.wr_id)) {
