@@ -17,6 +17,8 @@
 # binary run, the .deb installed with dpkg into a scratch root.
 #
 # Usage: scripts/build-artifacts.sh [wheel] [cli] [deb]   (default: all three)
+#        scripts/build-artifacts.sh tools   only the build tools in .venv (so that
+#        two invocations can then run side by side with SKIP_PIP=1)
 #        Runs as any user (no root needed), from anywhere.
 # Env:   PYTHON=python3 for the venv (.venv, created when missing); SKIP_PIP=1 skips
 #        pip installs (offline re-runs); DIST=dir instead of dist/.
@@ -47,6 +49,7 @@ if [ "${SKIP_PIP:-0}" != 1 ]; then
   log "installing the build tools into .venv (maturin, ziglang, cargo-zigbuild, auditwheel)"
   "$PY" -m pip install -q --upgrade 'maturin>=1.5,<2' ziglang cargo-zigbuild auditwheel
 fi
+[ "${what[*]}" = tools ] && exit 0
 # maturin and cargo-zigbuild find zig as `python -m ziglang` of the venv's python.
 export PATH="$root/.venv/bin:$PATH"
 mkdir -p "$DIST"
