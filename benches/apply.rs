@@ -683,13 +683,23 @@ fn main() {
     println!("|---:|---:|---:|---:|---:|---:|");
     for (n, _, t) in &rows {
         let p = ms(median(&t.one_process));
-        let d = ms(median(&t.d));
+        let units = |v: &[Duration]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.1}", ms(median(v)) / p)
+            }
+        };
+        let d_less = if t.d.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.1} ms", ms(median(&t.d)) - p)
+        };
         println!(
-            "| {n} | {p:.2} ms | {:.1} | {:.1} | {:.1} | {:.1} ms |",
-            ms(median(&t.a)) / p,
-            ms(median(&t.b)) / p,
-            d / p,
-            d - p
+            "| {n} | {p:.2} ms | {} | {} | {} | {d_less} |",
+            units(&t.a),
+            units(&t.b),
+            units(&t.d),
         );
     }
     if let Some(alt) = &o.cli_alt {

@@ -18,9 +18,11 @@
 #
 # Usage: scripts/build-artifacts.sh [wheel] [cli] [deb]   (default: all three)
 #        scripts/build-artifacts.sh tools   only the build tools in .venv (so that
-#        two invocations can then run side by side with SKIP_PIP=1)
+#        two invocations can then run side by side with SKIP_PIP=1 SUMS=0)
+#        scripts/build-artifacts.sh sums    only dist/SHA256SUMS, of what is there
 #        Runs as any user (no root needed), from anywhere.
-# Env:   PYTHON=python3 for the venv (.venv, created when missing); SKIP_PIP=1 skips
+# Env:   SUMS=0 leaves SHA256SUMS alone (see `sums`);
+#        PYTHON=python3 for the venv (.venv, created when missing); SKIP_PIP=1 skips
 #        pip installs (offline re-runs); DIST=dir instead of dist/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +36,27 @@ DIST=${DIST:-$root/dist}
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(wheel cli deb)
 want() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
+
+# SHA256SUMS of every artifact in $DIST (the wheel, the binary, the .deb),
+# written whole under a temporary name and renamed. SUMS=0 leaves it to a later
+# `scripts/build-artifacts.sh sums` (scripts/test.sh runs two of these scripts
+# side by side, and one must not hash a file the other is still writing).
+write_sums() {
+  (
+    cd "$DIST"
+    shopt -s nullglob
+    files=(roce_net-*.whl roce-net-*-x86_64-linux-gnu roce-net_*.deb)
+    if [ ${#files[@]} -gt 0 ]; then
+      sha256sum -- "${files[@]}" >SHA256SUMS.tmp
+      mv SHA256SUMS.tmp SHA256SUMS
+    fi
+  )
+}
+if [ "${what[*]}" = sums ]; then
+  write_sums
+  cat "$DIST/SHA256SUMS"
+  exit 0
+fi
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 [ -n "$version" ] || die "cannot read the workspace version from Cargo.toml"
@@ -202,11 +225,8 @@ EOF
     || die "dpkg does not list roce-net as installed in the scratch root"
 fi
 
-(
-  cd "$DIST"
-  shopt -s nullglob
-  files=(roce_net-*.whl roce-net-*)
-  if [ ${#files[@]} -gt 0 ]; then sha256sum -- "${files[@]}" >SHA256SUMS; fi
-)
+if [ "${SUMS:-1}" != 0 ]; then
+  write_sums
+fi
 log "artifacts in $DIST"
 ls -l "$DIST"
