@@ -113,6 +113,9 @@ pub(crate) fn apply(
             if p.is_empty() {
                 return nothing_to_do(cli, &p.notes());
             }
+            // Not asked to confirm what it could not do: without CAP_NET_ADMIN
+            // exit 77 before the prompt, as `--yes` does before the first change.
+            roce_net::require_net_admin("apply")?;
             if !std::io::stdin().is_terminal() {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,

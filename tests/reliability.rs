@@ -664,6 +664,10 @@ fn read_only_verbs_work_unprivileged_and_changes_fail_first_with_77() {
             &["apply", "--yes"][..],
             &["rollback"],
             &["apply", "--yes", "--confirm-timeout", "5"],
+            // Without --yes: refused before the prompt (here: before the
+            // "standard input is not a terminal" refusal), not after a "y".
+            &["apply"],
+            &["apply", "--confirm-timeout", "5"],
         ] {
             let o = as_nobody(verb, &state);
             let t = text(&o);

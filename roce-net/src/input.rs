@@ -58,6 +58,17 @@ impl InputKind {
         }
     }
 
+    /// The file as a noun phrase ending in "file" ("policy file", "table-name
+    /// file"), for "give the path of a ..." hints.
+    pub fn file_noun(self) -> String {
+        let n = self.noun();
+        if n.ends_with("file") {
+            n.to_string()
+        } else {
+            format!("{n} file")
+        }
+    }
+
     /// What the file is, for messages ("policy", "snapshot").
     pub const fn noun(self) -> &'static str {
         match self {
@@ -137,8 +148,8 @@ fn to_error(e: io::Error, path: &Path, kind: InputKind) -> Error {
             Error::new(
                 ErrorKind::InvalidInput,
                 format!(
-                    "{what}: {e}; give the path of a {} file (at most {} bytes)",
-                    kind.noun(),
+                    "{what}: {e}; give the path of a {} (at most {} bytes)",
+                    kind.file_noun(),
                     kind.max_bytes()
                 ),
             )
@@ -280,6 +291,27 @@ pub(crate) fn open_at(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// The hint names each kind of file once ("a table-name file", never "a
+    /// table-name file file").
+    #[test]
+    fn an_over_long_file_names_its_kind_once() {
+        let t = tempfile::tempdir().unwrap();
+        for kind in [
+            InputKind::Policy,
+            InputKind::TableNames,
+            InputKind::NcclConf,
+        ] {
+            let p = t.path().join("big");
+            std::fs::write(&p, vec![b'#'; kind.max_bytes() as usize + 1]).unwrap();
+            let e = read_input(&p, kind).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("give the path of a {}", kind.file_noun())),
+                "{e}"
+            );
+            assert!(!e.contains("file file"), "{e}");
+        }
+    }
 
     /// A missing file is `None`; anything else that cannot be read (a
     /// directory, a file over the limit) is still the error `read_input` gives.

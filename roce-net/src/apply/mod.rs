@@ -37,6 +37,7 @@ mod identity;
 mod journal;
 mod lock;
 mod privilege;
+pub use privilege::require_net_admin;
 pub(crate) mod statedir;
 mod status;
 mod transaction;

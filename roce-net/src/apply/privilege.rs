@@ -48,8 +48,12 @@ pub(crate) fn has_net_admin() -> Result<bool> {
     Ok(data[0].effective & (1 << CAP_NET_ADMIN) != 0)
 }
 
-/// Refuse a change (`what`: "apply", "rollback", ...) without `CAP_NET_ADMIN`.
-pub(crate) fn require_net_admin(what: &str) -> Result<()> {
+/// Refuse a change (`what`: "apply", "rollback", ...) without `CAP_NET_ADMIN`
+/// in this thread's effective set: `Permission` (errno `EPERM`), saying nothing
+/// was changed. [`crate::apply`], [`crate::rollback`] and the watchdog check it
+/// themselves; a caller that asks a person first (the CLI's `apply` prompt)
+/// checks it before asking.
+pub fn require_net_admin(what: &str) -> Result<()> {
     if has_net_admin()? {
         return Ok(());
     }
