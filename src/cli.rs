@@ -211,7 +211,8 @@ enum Cmd {
         #[arg(short = 'f', long = "policy", value_name = "FILE")]
         policy: Option<PathBuf>,
         /// sysctl.d, rt_tables.d, networkd, netplan, networkmanager or ifupdown;
-        /// detected from the host when omitted.
+        /// when omitted, the policy's persistence.backend, detected from the
+        /// host when that is auto.
         #[arg(long, value_name = "BACKEND", value_parser = parse_backend)]
         backend: Option<roce_net::Backend>,
         /// Show what would be written (or removed), change nothing.
