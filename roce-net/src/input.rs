@@ -60,7 +60,7 @@ impl InputKind {
 
     /// The file as a noun phrase ending in "file" ("policy file", "table-name
     /// file"), for "give the path of a ..." hints.
-    pub fn file_noun(self) -> String {
+    fn file_noun(self) -> String {
         let n = self.noun();
         if n.ends_with("file") {
             n.to_string()
