@@ -282,4 +282,10 @@ impl Effects for Kernel<'_> {
     fn undo(&mut self, _index: usize, step: &Step) -> Result<()> {
         self.run(&step.inverse, true)
     }
+
+    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()> {
+        // This thread is in the host's namespace (apply runs there), so the
+        // packet socket is the namespace's.
+        crate::probe::announce(ifname, address, 2)
+    }
 }
