@@ -216,8 +216,8 @@ def ping(node: Guest, peer: Guest, direction: str) -> list[Case]:
 
 def _why(r: Result) -> str:
     if r.rc == 124:
-        return f"no result within {CLIENT_SECS} s (killed by timeout): " + _last_lines(r.text())
-    return _last_lines(r.text())
+        return _last_lines(r.text()) + f"\n(no result within {CLIENT_SECS} s: ended by timeout)"
+    return _last_lines(r.text()) + f"\n(exit {r.rc})"
 
 
 def _last_lines(t: str, n: int = 6) -> str:
@@ -242,8 +242,11 @@ def matrix(node: Guest, peer: Guest, gidx_node: int, gidx_peer: int, tools: tupl
 
 
 def table(cases: list[Case]) -> str:
+    """One line per cell; under a failed one, its own last words (a probe's
+    diagnosis, a tool's last output lines)."""
     rows = []
     for c in cases:
-        first = c.text.splitlines()[-1] if c.text and not c.ok else ""
-        rows.append(f"  {'PASS' if c.ok else 'FAIL'}  {c.label():45s} {first[:110]}")
+        rows.append(f"  {'PASS' if c.ok else 'FAIL'}  {c.label()}")
+        if not c.ok:
+            rows += [f"        {line[:300]}" for line in c.text.splitlines()[-4:]]
     return "\n".join(rows)

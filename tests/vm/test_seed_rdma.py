@@ -118,3 +118,67 @@ def test_apply_on_the_node_alone_heals_the_peer_and_every_pair_passes(seed_bed):
             assert r["latency"]["iterations"] > 0
     d = node.sh(f"{RN} --json doctor", 300)
     print(d.out[-3000:])
+
+
+def test_strict_rp_filter_as_rhel_ships_it_fails_the_same_way_and_apply_fixes_it(seed_bed):
+    _bed, node, peer = seed_bed
+    seed.make_broken(node, peer, rp_filter=1)
+    neigh = seed.neigh_macs(peer)
+    affected = flux_affected(neigh)
+    print("rp_filter=1; peer's neighbour entries:", neigh)
+    assert affected, neigh
+    cases = seed.ping(node, peer, "peer->node") + seed.probe(node, peer, "peer->node")
+    print(seed.table(cases))
+    assert all(c.ok for c in cases if c.tool == "ping"), seed.table(cases)
+    cells = by(cases, "roce-net probe rdma", "peer->node")
+    failed = {k for k, c in cells.items() if not c.ok}
+    assert failed >= affected, seed.table(cases)
+    for k in failed:
+        f = probe_json(cells[k])["failure"]
+        # The entry flips while the probe runs (the node's own ARP from the
+        # right NIC, its replies from the wrong one): still ARP flux.
+        assert f["cause"] == "arp-flux", f"{cells[k].label()}: {f['message']}"
+    d = json.loads(node.sh(f"{RN} --json doctor", 300).out)
+    ids = {f["id"] for f in d["findings"]}
+    print("doctor:", sorted(ids))
+    assert "rp-filter-strict" in ids and "arp-ignore" in ids, sorted(ids)
+    r = node.sh(f"{RN} apply --yes", 300)
+    assert r.ok, r.text()
+    assert flux_affected(seed.neigh_macs(peer)) == set()
+    cases = seed.probe(node, peer, "peer->node") + seed.probe(node, peer, "node->peer")
+    cases += seed.write_bw(node, peer, "peer->node", seed.gid_index(node), seed.gid_index(peer))
+    print(seed.table(cases))
+    assert all(c.ok for c in cases), seed.table(cases)
+
+
+def test_one_nic_mtu_differs_from_its_peer(seed_bed):
+    _bed, node, peer = seed_bed
+    node.ok("ip link set eth1 mtu 9000")
+    try:
+        seed.wait_active(node, len(NODE_IPS))
+        cells = by(seed.probe(node, peer, "peer->node"), "roce-net probe rdma", "peer->node")
+        c = cells[1]
+        r = probe_json(c)
+        print(json.dumps({"path_mtu": r["path_mtu"], "notes": r["notes"], "ok": r["ok"]}))
+        # RDMA works at the smaller MTU, and the probe says the ends differ.
+        assert c.ok, c.text
+        assert r["path_mtu"] == 1024
+        assert r["peer"]["active_mtu"] == 4096 and r["local"]["active_mtu"] == 1024
+        assert any("active MTUs differ" in n for n in r["notes"]), r["notes"]
+        d = json.loads(node.sh(f"{RN} --json doctor", 300).out)
+        mm = [f for f in d["findings"] if f["id"] == "mtu-mismatch"]
+        print(json.dumps(mm))
+        assert [f["subject"].get("interface") for f in mm] == ["eth1"], mm
+    finally:
+        node.ok("ip link set eth1 mtu 1500")
+
+
+def test_rxe_counters_as_the_doctor_reads_them(seed_bed):
+    _bed, _node, peer = seed_bed
+    # The peer's RC queue pairs ended in status 12 during the flux above.
+    raw = peer.ok("cat /sys/class/infiniband/rxe0/ports/1/hw_counters/retry_exceeded_err")
+    d = json.loads(peer.sh(f"{RN} --json doctor", 300).out)
+    rt = [f for f in d["findings"] if f["id"] == "rdma-retransmits"]
+    print(raw, json.dumps(rt))
+    assert int(raw) > 0
+    assert rt and rt[0]["evidence"]["counters"]["retry_exceeded_err"] == int(raw), rt

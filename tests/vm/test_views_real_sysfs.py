@@ -20,7 +20,7 @@ def test_gids_equal_mlnx_tools_show_gids_on_real_sysfs(seed_bed):
     # (byte for byte, both revisions) and the others by roce-net alone.
     ours = node.ok(f"{RN} gids rxe1")
     print(ours)
-    assert "::ffff:198.18.0.12" in ours and "v2" in ours
+    assert "198.18.0.12" in ours and "\tv2\t" in ours
     real = node.ok(f"LC_ALL=C bash {MT}/show_gids-adaec78 rxe1", timeout=900)
     assert ours == real, f"roce-net gids rxe1:\n{ours}\nshow_gids (adaec78):\n{real}"
 
@@ -72,7 +72,7 @@ def test_verbs_view_against_ibv_devinfo_and_rdma_link(seed_bed):
             assert mtu and int(mtu.group(1)) == p["active_mtu"], (d["name"], p["active_mtu"])
             real = {
                 (int(i), ipaddress.ip_address(g))
-                for i, g in re.findall(r"GID\[\s*(\d+)\]:\s+([0-9a-f:]+)", block)
+                for i, g in re.findall(r"GID\[\s*(\d+)\]:\s+([0-9a-f:.]+)", block)
             }
             ours = {(g["index"], ipaddress.ip_address(g["gid"])) for g in p.get("gids", [])}
             assert ours == real, (d["name"], sorted(ours), sorted(real))
