@@ -436,6 +436,65 @@ fn lab_keep_leaves_a_host_that_plans_empty_and_rolls_back() {
     }
 }
 
+/// Issue 26 item 1: `lab` made its table-names directory at the guessable
+/// `$TMPDIR/roce-net-lab-<pid>-etc` and followed whatever was there, so an
+/// unprivileged user's symlink to `/etc` had root's lab write
+/// `iproute2/rt_tables.d/roce-net.conf` into it and leave it. The lab runs as
+/// pid 1 of a new PID namespace, so the name is known in advance and planted
+/// (a link owned by `nobody`, as a local user would leave it); the lab must
+/// make a directory of its own instead and leave the link's target untouched.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn lab_never_follows_a_planted_temp_dir() {
+    require_root("lab_never_follows_a_planted_temp_dir");
+    let tmp = tempfile::tempdir().unwrap();
+    let victim = tmp.path().join("victim-etc");
+    std::fs::create_dir(&victim).unwrap();
+    let planted = tmp.path().join("roce-net-lab-1-etc");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+    let o = Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_roce-net"))
+        .args(["--json", "lab", "--nics", "2"])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("running unshare");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let etc = v["etc_root"].as_str().unwrap_or_default().to_string();
+    assert!(
+        etc.starts_with(
+            &tmp.path()
+                .join("roce-net-lab-1-etc-")
+                .to_string_lossy()
+                .to_string()
+        ),
+        "a directory of its own under TMPDIR: {etc}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing written through the planted link: {:?}",
+        std::fs::read_dir(&victim)
+            .unwrap()
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        std::fs::symlink_metadata(&planted)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the planted link is left as it was"
+    );
+    assert!(!Path::new(&etc).exists(), "removed at exit: {etc}");
+    for ns in v["namespaces"].as_array().unwrap() {
+        assert!(!Path::new("/run/netns").join(ns.as_str().unwrap()).exists());
+    }
+}
+
 /// Removes the listed directories on drop.
 struct Dirs(Vec<String>);
 impl Drop for Dirs {
