@@ -24,7 +24,7 @@ mod ifupdown;
 mod netplan;
 mod networkd;
 mod nm;
-mod write;
+pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).
 pub use crate::policy::Backend;

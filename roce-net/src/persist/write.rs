@@ -503,7 +503,11 @@ fn open_dir_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<OwnedFd> {
 
 /// Walk to the parent directory of `path` under `root`. With `create`, missing
 /// directories are made; without, `Ok(None)` means a parent does not exist yet.
-fn walk_parent(root: &Path, path: &Path, create: bool) -> Result<Option<(OwnedFd, CString)>> {
+pub(crate) fn walk_parent(
+    root: &Path,
+    path: &Path,
+    create: bool,
+) -> Result<Option<(OwnedFd, CString)>> {
     let rel = relative(path)?;
     let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
     let (last, parents) = match comps.split_last() {
