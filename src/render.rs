@@ -331,6 +331,9 @@ pub fn persist(
     stale: &roce_net::RemoveReport,
 ) -> String {
     let mut s = format!("backend {} ({})\n", plan.backend.name(), plan.reason);
+    for r in report.recovered.iter().chain(&stale.recovered) {
+        let _ = writeln!(s, "note: {r}");
+    }
     for w in &plan.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
@@ -393,6 +396,9 @@ pub fn persist(
 /// `roce-net persist --remove`.
 pub fn persist_remove(r: &roce_net::RemoveReport) -> String {
     let mut s = String::new();
+    for n in &r.recovered {
+        let _ = writeln!(s, "note: {n}");
+    }
     let (rm, rs) = if r.dry_run {
         ("would remove", "would restore")
     } else {

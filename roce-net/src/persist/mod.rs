@@ -24,6 +24,7 @@ mod ifupdown;
 mod netplan;
 mod networkd;
 mod nm;
+mod switch;
 pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).

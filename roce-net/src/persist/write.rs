@@ -97,6 +97,10 @@ pub struct WriteReport {
     pub originals: Vec<PathBuf>,
     /// One diff per input file, in input order.
     pub diffs: Vec<FileDiff>,
+    /// What was put back of an earlier persist that was interrupted while
+    /// switching files (a `kill -9`), before this one looked at anything.
+    #[serde(default)]
+    pub recovered: Vec<String>,
 }
 
 /// Write `files` under `root` (`/` on a real host; their absolute paths are taken
@@ -124,6 +128,7 @@ pub fn write_files_at(
 ) -> Result<WriteReport> {
     let mut report = WriteReport {
         dry_run,
+        recovered: recover_interrupted(target, files, dry_run)?,
         ..WriteReport::default()
     };
     let mut todo = Vec::new();
@@ -153,11 +158,44 @@ pub fn write_files_at(
     if dry_run {
         return Ok(report);
     }
+    let mut items = Vec::new();
     for (f, base, hp, existing, keep_orig) in todo {
-        write_one(base, &hp, f, &existing, keep_orig)
+        stage_one(&mut items, base, &hp, f, &existing, keep_orig)
             .map_err(|e| e.context(format!("writing {}", f.path.display())))?;
     }
+    super::switch::write_all(&items)?;
     Ok(report)
+}
+
+/// [`recover_interrupted`] alone, for tests.
+#[cfg(test)]
+pub(crate) fn recover_for_test(target: &PersistRoot) -> Result<Vec<String>> {
+    recover_interrupted(target, &[], false)
+}
+
+/// Put back what an interrupted persist left half switched (see
+/// [`super::switch`]) under every directory persistence writes to.
+fn recover_interrupted(
+    target: &PersistRoot,
+    files: &[RenderedFile],
+    dry_run: bool,
+) -> Result<Vec<String>> {
+    let mut by_base: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+    let hosts = owned_candidates(target)
+        .into_iter()
+        .chain(files.iter().map(|f| f.path.clone()));
+    for host in hosts {
+        let (base, hp) = target.locate(&host)?;
+        match by_base.iter_mut().find(|(b, _)| b == base) {
+            Some((_, v)) => v.push(hp),
+            None => by_base.push((base.to_path_buf(), vec![hp])),
+        }
+    }
+    let mut said = Vec::new();
+    for (base, paths) in by_base {
+        said.extend(super::switch::recover(&base, &paths, dry_run)?);
+    }
+    Ok(said)
 }
 
 /// `f` as it is written over `existing`: the same, except roce-net's
@@ -205,6 +243,10 @@ pub struct RemoveReport {
     pub foreign: Vec<PathBuf>,
     /// roce-net's files deliberately left, with what to do about them.
     pub left: Vec<(PathBuf, String)>,
+    /// What was put back of an earlier persist that was interrupted while
+    /// switching files, before this removal looked at anything.
+    #[serde(default)]
+    pub recovered: Vec<String>,
 }
 
 /// Every host path roce-net's persistence may have written under `target`: the
@@ -250,6 +292,7 @@ pub fn remove_files(
 ) -> Result<RemoveReport> {
     let mut report = RemoveReport {
         dry_run,
+        recovered: recover_interrupted(target, keep, dry_run)?,
         ..RemoveReport::default()
     };
     let kept: Vec<&Path> = keep.iter().map(|f| f.path.as_path()).collect();
@@ -442,7 +485,7 @@ fn symlink_refused(shown: &Path) -> Error {
 }
 
 /// `fstatat(AT_SYMLINK_NOFOLLOW)`; `None` when absent.
-fn lstat_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<Option<libc::stat>> {
+pub(crate) fn lstat_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<Option<libc::stat>> {
     // SAFETY: `st` is a plain C struct fully written by a successful fstatat; the
     // name is a valid NUL-terminated string and the fd is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -671,13 +714,17 @@ fn atomic_replace(
     result
 }
 
-fn write_one(
+/// Add `f` (and the backups of what it replaces) to the set `items` that
+/// [`super::switch::write_all`] writes all or nothing.
+fn stage_one(
+    items: &mut Vec<super::switch::Item>,
     root: &Path,
     hp: &Path,
     f: &RenderedFile,
     before: &Existing,
     keep_orig: bool,
 ) -> Result<()> {
+    use super::switch::{Item, Target};
     let shown = root.join(relative(hp)?);
     let Some((dir, name)) = walk_parent(root, hp, true)? else {
         return Err(Error::new(
@@ -690,7 +737,8 @@ fn write_one(
     };
     // roce-net's table-names file is shared by every writer on the host (apply
     // edits it from any namespace): hold the host-wide lock its owner
-    // (rt_tables) defines while replacing it, and back up what it holds now.
+    // (rt_tables) defines until the set is switched (the lock lives with the
+    // directory's descriptor, kept in the item), and back up what it holds now.
     // Merged with the file as it is under the lock, not as it was when
     // checked: another writer may have changed other tables' lines since.
     let fresh;
@@ -710,6 +758,10 @@ fn write_one(
             return Err(symlink_refused(&shown));
         }
     }
+    let dup = |d: &OwnedFd| {
+        d.try_clone()
+            .map_err(|e| Error::io(e, format!("opening the directory of {}", shown.display())))
+    };
     if let Some(old) = &before.content {
         let bak_name = format!(
             "{}{BACKUP_SUFFIX}",
@@ -729,8 +781,16 @@ fn write_one(
                 ));
             }
         }
-        atomic_replace(&dir, &bak, old, before.mode.unwrap_or(0o600), &bak_shown)
-            .map_err(|e| e.context("keeping the previous content as a backup"))?;
+        let mode = before.mode.unwrap_or(0o600);
+        items.push(Item {
+            target: Target {
+                dir: dup(&dir)?,
+                name: bak,
+                shown: bak_shown,
+            },
+            content: old.clone(),
+            mode,
+        });
         if keep_orig {
             let orig_name = format!(
                 "{}{ORIGINAL_SUFFIX}",
@@ -739,19 +799,21 @@ fn write_one(
             let orig = CString::new(orig_name).map_err(|_| {
                 Error::new(ErrorKind::InvalidInput, "original name contains a NUL byte")
             })?;
-            let orig_shown = suffixed(&shown, ORIGINAL_SUFFIX);
-            atomic_replace(&dir, &orig, old, before.mode.unwrap_or(0o600), &orig_shown)
-                .map_err(|e| e.context("keeping the file roce-net replaces"))?;
+            items.push(Item {
+                target: Target {
+                    dir: dup(&dir)?,
+                    name: orig,
+                    shown: suffixed(&shown, ORIGINAL_SUFFIX),
+                },
+                content: old.clone(),
+                mode,
+            });
         }
     }
-    atomic_replace(&dir, &name, f.content.as_bytes(), f.mode & 0o7777, &shown)?;
-    // Make the renames durable.
-    // SAFETY: valid fd.
-    if unsafe { libc::fsync(dir.as_raw_fd()) } != 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("syncing the directory of {}", shown.display()),
-        ));
-    }
+    items.push(Item {
+        target: Target { dir, name, shown },
+        content: f.content.as_bytes().to_vec(),
+        mode: f.mode & 0o7777,
+    });
     Ok(())
 }
