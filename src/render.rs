@@ -363,6 +363,13 @@ pub fn persist(
             p.display()
         );
     }
+    for p in &stale.edited {
+        let _ = writeln!(
+            s,
+            "kept {}: the file was changed since roce-net wrote it (or carries no record of what roce-net wrote)",
+            p.display()
+        );
+    }
     for p in &stale.restored {
         let _ = writeln!(
             s,
@@ -409,6 +416,14 @@ pub fn persist_remove(r: &roce_net::RemoveReport) -> String {
     }
     for p in &r.restored {
         let _ = writeln!(s, "{rs} {} (what was there before roce-net)", p.display());
+    }
+    for p in &r.edited {
+        let _ = writeln!(
+            s,
+            "{} {}: the file was changed since roce-net wrote it (or carries no record of what roce-net wrote)",
+            if r.dry_run { "would keep its content in" } else { "kept its content in" },
+            p.display()
+        );
     }
     for p in &r.foreign {
         let _ = writeln!(s, "left {}: roce-net did not write it", p.display());

@@ -598,3 +598,61 @@ fn a_full_etc_keeps_the_previous_set_whole() {
     .join()
     .unwrap();
 }
+
+/// Issue 26 item 11: `persist --remove` deleted files an admin had edited, with
+/// no backup and no word. Now a file changed since persist wrote it (edited in
+/// place, or replaced by an editor that writes a new file) is removed only with
+/// its content kept in `<file>.roce-net.bak`, listed in `edited`; a file as
+/// roce-net wrote it goes without a trace.
+#[test]
+fn remove_keeps_what_an_admin_edited() {
+    let root = tempfile::tempdir().unwrap();
+    // roce-net's header: without it the files are someone else's and left alone.
+    let h =
+        "# Written by roce-net. Do not edit: change the policy and run `roce-net persist` again.\n";
+    let files = [
+        file(
+            "/etc/sysctl.d/90-roce-net.conf",
+            &format!("{h}a = 1\n"),
+            0o644,
+        ),
+        file("/etc/network/if-up.d/roce-net", &format!("{h}up\n"), 0o755),
+        file(
+            "/etc/network/if-down.d/roce-net",
+            &format!("{h}down\n"),
+            0o755,
+        ),
+    ];
+    roce_net::write_persistence(&files, root.path(), false).unwrap();
+    let up = root.path().join("etc/network/if-up.d/roce-net");
+    let down = root.path().join("etc/network/if-down.d/roce-net");
+    let sysctl = root.path().join("etc/sysctl.d/90-roce-net.conf");
+    // Edited in place (the recorded digest stays, the content differs).
+    let mut f = std::fs::OpenOptions::new().append(true).open(&up).unwrap();
+    std::io::Write::write_all(&mut f, b"ip route add 198.18.9.0/24 dev r9  # mine\n").unwrap();
+    drop(f);
+    // Replaced by an editor that writes a new file and renames it.
+    let tmp = root.path().join("etc/network/if-down.d/.roce-net.swp");
+    std::fs::write(&tmp, format!("{h}down\nlogger mine\n")).unwrap();
+    std::fs::rename(&tmp, &down).unwrap();
+    let target = roce_net::PersistRoot::new(root.path());
+    let dry = roce_net::remove_persistence(&target, &[], true).unwrap();
+    let bak = |p: &Path| PathBuf::from(format!("{}.roce-net.bak", p.display()));
+    let mut want = vec![bak(&up), bak(&down)];
+    want.sort();
+    let mut got = dry.edited.clone();
+    got.sort();
+    assert_eq!(got, want, "the dry run names them: {dry:?}");
+    let r = roce_net::remove_persistence(&target, &[], false).unwrap();
+    let mut got = r.edited.clone();
+    got.sort();
+    assert_eq!(got, want, "{r:?}");
+    assert!(!up.exists() && !down.exists() && !sysctl.exists());
+    assert!(std::fs::read_to_string(bak(&up))
+        .unwrap()
+        .ends_with("# mine\n"));
+    assert!(std::fs::read_to_string(bak(&down))
+        .unwrap()
+        .ends_with("logger mine\n"));
+    assert!(!bak(&sysctl).exists(), "an unedited file leaves no backup");
+}

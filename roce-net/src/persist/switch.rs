@@ -30,6 +30,49 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+/// The extended attribute persist records on each file it writes: a digest of
+/// the content ([`digest`]), so that `--remove` can tell a file someone edited
+/// since (and keep it) from the one roce-net wrote.
+pub(crate) const WRITTEN_XATTR: &str = "user.roce-net.written";
+
+/// FNV-1a (64 bits) of `content`, in hex: enough to tell an edit, not meant
+/// against someone forging one (who can write the file can set the attribute).
+pub(crate) fn digest(content: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in content {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64:{h:016x}")
+}
+
+/// The digest recorded on an open file, if it has one.
+pub(crate) fn recorded_digest(f: &File) -> Option<String> {
+    let name = CString::new(WRITTEN_XATTR).ok()?;
+    let mut buf = [0u8; 64];
+    // SAFETY: valid fd, NUL-terminated name, and a buffer of the given length.
+    let n = unsafe {
+        libc::fgetxattr(
+            f.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(n).ok()?;
+    std::str::from_utf8(buf.get(..n)?).ok().map(str::to_string)
+}
+
+/// Record `content`'s digest on `f` (best effort: a file system without user
+/// extended attributes records nothing, and `--remove` then keeps a backup).
+fn record_digest(f: &File, content: &[u8]) {
+    let (Ok(name), d) = (CString::new(WRITTEN_XATTR), digest(content)) else {
+        return;
+    };
+    // SAFETY: valid fd, NUL-terminated name, and a value of the given length.
+    unsafe { libc::fsetxattr(f.as_raw_fd(), name.as_ptr(), d.as_ptr().cast(), d.len(), 0) };
+}
+
 const NEW: &str = "roce-net-new";
 const OLD: &str = "roce-net-old";
 const ABSENT: &str = "roce-net-absent";
@@ -130,6 +173,7 @@ pub(crate) fn write_all(items: &[Item]) -> Result<()> {
                 it.target.shown.display()
             )));
         }
+        record_digest(&f, &it.content);
         f.sync_all()
             .map_err(|e| Error::io(e, format!("syncing the new {}", it.target.shown.display())))?;
         let s = staged.last().map(|s| (s.undo.clone(), s.existed));

@@ -243,6 +243,11 @@ pub struct RemoveReport {
     pub foreign: Vec<PathBuf>,
     /// roce-net's files deliberately left, with what to do about them.
     pub left: Vec<(PathBuf, String)>,
+    /// Files removed (or put back) that had been changed since roce-net wrote
+    /// them, or that carry no record of what it wrote: their content as found is
+    /// kept in `<file>.roce-net.bak` (the paths listed here).
+    #[serde(default)]
+    pub edited: Vec<PathBuf>,
     /// What was put back of an earlier persist that was interrupted while
     /// switching files, before this removal looked at anything.
     #[serde(default)]
@@ -338,19 +343,30 @@ pub fn remove_files(
             ));
             continue;
         }
+        // A file changed since roce-net wrote it (its recorded digest differs,
+        // or it has none: an editor that wrote a new file, a file system without
+        // extended attributes, an older roce-net) is someone's work: its
+        // content goes to the backup, and the report says so. The names file is
+        // edited line by line by every apply, by design.
+        let edited = host != Path::new(super::RT_TABLES_PATH)
+            && existing.recorded.as_deref() != Some(super::switch::digest(&content).as_str());
+        let keep = edited.then_some(content);
+        if keep.is_some() {
+            report.edited.push(suffixed(&on_disk, BACKUP_SUFFIX));
+        }
         let orig = inspect(base, &suffixed(&hp, ORIGINAL_SUFFIX))?;
         if orig.content.is_some() {
             report.restored.push(on_disk);
         } else {
             report.removed.push(on_disk);
         }
-        todo.push((base, hp, orig));
+        todo.push((base, hp, orig, keep));
     }
     if dry_run {
         return Ok(report);
     }
-    for (base, hp, orig) in todo {
-        remove_one(base, &hp, &orig).map_err(|e| {
+    for (base, hp, orig, keep) in todo {
+        remove_one(base, &hp, &orig, keep.as_deref()).map_err(|e| {
             e.context(format!(
                 "removing roce-net's {}",
                 base.join(relative(&hp).unwrap_or_default()).display()
@@ -373,12 +389,20 @@ fn unlink_at(dir: &OwnedFd, name: &str, shown: &Path, flags: libc::c_int) -> Res
     Ok(())
 }
 
-fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
+fn remove_one(base: &Path, hp: &Path, orig: &Existing, keep: Option<&[u8]>) -> Result<()> {
     let shown = base.join(relative(hp)?);
     let Some((dir, name)) = walk_parent(base, hp, false)? else {
         return Ok(());
     };
     let file = String::from_utf8_lossy(name.as_bytes()).into_owned();
+    if let Some(edited) = keep {
+        // Kept before anything is removed: the backup is what makes removing
+        // an edited file acceptable.
+        let bak = cstr(std::ffi::OsStr::new(&format!("{file}{BACKUP_SUFFIX}")))?;
+        let bak_shown = suffixed(&shown, BACKUP_SUFFIX);
+        atomic_replace(&dir, &bak, edited, 0o600, &bak_shown)
+            .map_err(|e| e.context("keeping the edited file as a backup"))?;
+    }
     match &orig.content {
         Some(old) => {
             atomic_replace(&dir, &name, old, orig.mode.unwrap_or(0o644), &shown)?;
@@ -386,7 +410,9 @@ fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
         }
         None => unlink_at(&dir, &file, &shown, 0)?,
     }
-    unlink_at(&dir, &format!("{file}{BACKUP_SUFFIX}"), &shown, 0)?;
+    if keep.is_none() {
+        unlink_at(&dir, &format!("{file}{BACKUP_SUFFIX}"), &shown, 0)?;
+    }
     // SAFETY: valid fd.
     if unsafe { libc::fsync(dir.as_raw_fd()) } != 0 {
         return Err(Error::io(
@@ -415,6 +441,9 @@ fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
 pub(crate) struct Existing {
     pub content: Option<Vec<u8>>,
     pub mode: Option<u32>,
+    /// The digest persist recorded on the file when it wrote it
+    /// ([`super::switch::WRITTEN_XATTR`]), if any.
+    pub recorded: Option<String>,
 }
 
 /// The path as components relative to the root; refuses anything but a plain
@@ -634,6 +663,7 @@ pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
     Ok(Existing {
         content: Some(buf),
         mode: Some(st.st_mode & 0o7777),
+        recorded: super::switch::recorded_digest(&f),
     })
 }
 
