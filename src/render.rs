@@ -370,6 +370,9 @@ pub fn persist(
             p.display()
         );
     }
+    for (p, why) in &stale.left {
+        let _ = writeln!(s, "kept roce-net's earlier {}: {why}", p.display());
+    }
     for p in &stale.restored {
         let _ = writeln!(
             s,

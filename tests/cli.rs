@@ -766,6 +766,82 @@ fn another_namespaces_table_names_are_kept_by_plan_apply_and_persist() {
     assert_eq!(std::fs::read_to_string(&names).unwrap(), now);
 }
 
+/// Issue 24 item 7: `persist --backend sysctl.d` after `--backend ifupdown`
+/// removed the if-up.d/if-down.d hooks ("no longer rendered"): the sysctls were
+/// added, the rules lost at the next boot. A rendering that covers only part of
+/// the fix keeps the routing persistence another backend wrote, and says so;
+/// switching the routing backend (ifupdown -> networkd) removes the old files
+/// only with `--switch-backend`, which the dry run shows.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn persist_never_takes_away_another_backends_files_unasked() {
+    require_root("persist_never_takes_away_another_backends_files_unasked");
+    let lab = LabCli::new("stale");
+    let etc = lab.etc.path();
+    std::fs::create_dir_all(etc.join("network")).unwrap();
+    std::fs::write(
+        etc.join("network/interfaces"),
+        "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
+         auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(etc.join("systemd/network")).unwrap();
+    for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
+        std::fs::write(
+            etc.join(format!("systemd/network/20-r{i}.network")),
+            format!("[Match]\nName=r{i}\n\n[Network]\nAddress={a}/24\n"),
+        )
+        .unwrap();
+    }
+    let root = tempfile::tempdir().unwrap();
+    let persist = |extra: &[&str]| {
+        let o = bin()
+            .args(lab.args())
+            .args(["persist", "--root"])
+            .arg(root.path())
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", text(&o));
+        text(&o)
+    };
+    let up = etc.join("network/if-up.d/roce-net");
+    let down = etc.join("network/if-down.d/roce-net");
+    persist(&["--backend", "ifupdown"]);
+    let hook = std::fs::read_to_string(&up).unwrap();
+    assert!(down.is_file());
+
+    let t = persist(&["--backend", "sysctl.d"]);
+    assert_eq!(std::fs::read_to_string(&up).unwrap(), hook, "{t}");
+    assert!(down.is_file(), "{t}");
+    assert!(
+        t.contains(&format!("kept roce-net's earlier {}", up.display())),
+        "{t}"
+    );
+    assert!(!t.contains("removed roce-net's"), "{t}");
+
+    let t = persist(&["--backend", "networkd", "--dry-run"]);
+    assert!(t.contains("--switch-backend"), "{t}");
+    assert!(!t.contains("would remove roce-net's"), "{t}");
+    let t = persist(&["--backend", "networkd", "--switch-backend", "--dry-run"]);
+    assert!(
+        t.contains(&format!("would remove roce-net's earlier {}", up.display())),
+        "{t}"
+    );
+    assert!(up.is_file() && down.is_file(), "a dry run changes nothing");
+    persist(&["--backend", "networkd"]);
+    assert!(up.is_file() && down.is_file(), "not asked to switch");
+    assert!(etc
+        .join("systemd/network/20-r0.network.d/90-roce-net.conf")
+        .is_file());
+    let t = persist(&["--backend", "networkd", "--switch-backend"]);
+    assert!(!up.exists() && !down.exists(), "{t}");
+    assert!(
+        t.contains(&format!("removed roce-net's earlier {}", up.display())),
+        "{t}"
+    );
+}
+
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn read_only_verbs_without_privileges() {

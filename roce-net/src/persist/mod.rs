@@ -24,6 +24,7 @@ mod ifupdown;
 mod netplan;
 mod networkd;
 mod nm;
+mod stale;
 mod switch;
 pub(crate) mod write;
 
@@ -32,6 +33,7 @@ pub use crate::policy::Backend;
 pub use detect::{detect, detect_explained};
 pub use diff::{diff_files, DiffStatus, FileDiff};
 pub use discover::{choose_backend, discover, Claim, NetplanRenderer, NicConfig, NodeConfig};
+pub use stale::remove_stale;
 pub use write::{
     remove_files, write_files, write_files_at, PersistRoot, RemoveReport, WriteReport,
     BACKUP_SUFFIX, ORIGINAL_SUFFIX,

@@ -295,17 +295,47 @@ pub fn remove_files(
     keep: &[RenderedFile],
     dry_run: bool,
 ) -> Result<RemoveReport> {
+    let kept: Vec<&Path> = keep.iter().map(|f| f.path.as_path()).collect();
+    remove_where(target, keep, dry_run, &|host: &Path| {
+        if kept.contains(&host) {
+            Decide::Skip
+        } else {
+            Decide::Remove
+        }
+    })
+}
+
+/// What [`remove_where`] does with one of roce-net's paths.
+pub(crate) enum Decide {
+    /// Not looked at (the new rendering writes it).
+    Skip,
+    /// Removed (or put back from `.roce-net.orig`) when it is roce-net's.
+    Remove,
+    /// Left in place when it is roce-net's, listed in `left` with this reason.
+    Keep(String),
+}
+
+/// [`remove_files`] with a decision per path; `rendered` is what the new
+/// rendering writes (empty for a full removal).
+pub(crate) fn remove_where(
+    target: &PersistRoot,
+    rendered: &[RenderedFile],
+    dry_run: bool,
+    decide: &dyn Fn(&Path) -> Decide,
+) -> Result<RemoveReport> {
+    let keep = rendered;
     let mut report = RemoveReport {
         dry_run,
         recovered: recover_interrupted(target, keep, dry_run)?,
         ..RemoveReport::default()
     };
-    let kept: Vec<&Path> = keep.iter().map(|f| f.path.as_path()).collect();
     let mut todo = Vec::new();
     for host in owned_candidates(target) {
-        if kept.contains(&host.as_path()) {
-            continue;
-        }
+        let why_kept = match decide(&host) {
+            Decide::Skip => continue,
+            Decide::Remove => None,
+            Decide::Keep(why) => Some(why),
+        };
         let (base, hp) = target.locate(&host)?;
         let existing = inspect(base, &hp)?;
         let Some(content) = existing.content else {
@@ -314,6 +344,10 @@ pub fn remove_files(
         let on_disk = base.join(relative(&hp)?);
         if !is_ours(&content) {
             report.foreign.push(on_disk);
+            continue;
+        }
+        if let Some(why) = why_kept {
+            report.left.push((on_disk, why));
             continue;
         }
         let names_any = || {
