@@ -306,7 +306,8 @@ fn alive(pid: u32) -> bool {
         return false;
     };
     // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(p, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+    let rc = unsafe { libc::kill(p, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Put back the previous set of an interrupted persist (a process that died
@@ -383,7 +384,10 @@ pub(crate) fn recover(base: &Path, paths: &[PathBuf], dry_run: bool) -> Result<V
                         }
                         ABSENT => {
                             let r = libc::unlinkat(dir.as_raw_fd(), t.as_ptr(), 0);
-                            if r != 0 && *libc::__errno_location() != libc::ENOENT {
+                            if r != 0
+                                && std::io::Error::last_os_error().raw_os_error()
+                                    != Some(libc::ENOENT)
+                            {
                                 r
                             } else {
                                 libc::unlinkat(dir.as_raw_fd(), m.as_ptr(), 0)
