@@ -99,7 +99,6 @@ pub struct WriteReport {
     pub diffs: Vec<FileDiff>,
     /// What was put back of an earlier persist that was interrupted while
     /// switching files (a `kill -9`), before this one looked at anything.
-    #[serde(default)]
     pub recovered: Vec<String>,
 }
 
