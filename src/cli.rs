@@ -221,6 +221,12 @@ enum Cmd {
         /// Remove every file persist wrote and restore what it replaced.
         #[arg(long, conflicts_with_all = ["policy", "backend"])]
         remove: bool,
+        /// Also remove the files an earlier persist wrote for another routing
+        /// backend (switching, e.g., from ifupdown to networkd); without it they
+        /// are kept and listed. A sysctl.d or rt_tables.d rendering never
+        /// removes them.
+        #[arg(long, conflicts_with = "remove")]
+        switch_backend: bool,
         /// The node's root: read its configuration and write under DIR instead of /
         /// (for review, image building or tests); `--etc-root` moves /etc alone.
         #[arg(long, value_name = "DIR", default_value = "/")]
@@ -783,6 +789,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             backend,
             dry_run,
             remove,
+            switch_backend,
             root,
         } => {
             let mut target = roce_net::PersistRoot::new(root);
@@ -812,7 +819,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             };
             let plan = roce_net::prepare_persistence(&desired, &st, &target, chosen)?;
             let report = roce_net::write_persistence_at(&plan.files, &target, *dry_run)?;
-            let stale = roce_net::remove_persistence(&target, &plan.files, *dry_run)?;
+            let stale =
+                roce_net::remove_stale_persistence(&target, &plan, *switch_backend, *dry_run)?;
             if cli.json {
                 print_json(&serde_json::json!({
                     "backend": plan.backend.name(),

@@ -243,21 +243,75 @@ struct LabDir {
 
 impl LabDir {
     fn new(given: Option<&Path>, what: &str, keep: bool) -> Result<LabDir, Error> {
-        let (path, created) = match given {
-            Some(p) => (p.to_path_buf(), false),
-            None => (
-                std::env::temp_dir().join(format!("roce-net-lab-{}-{what}", std::process::id())),
-                true,
-            ),
+        let path = match given {
+            Some(p) => {
+                std::fs::create_dir_all(p)
+                    .map_err(|e| Error::io(e, format!("creating {}", p.display())))?;
+                p.to_path_buf()
+            }
+            None => private_temp_dir(&format!("roce-net-lab-{}-{what}-", std::process::id()))?,
         };
-        std::fs::create_dir_all(&path)
-            .map_err(|e| Error::io(e, format!("creating {}", path.display())))?;
+        let created = given.is_none();
         Ok(LabDir {
             path,
             created,
             remove: created && !keep,
         })
     }
+}
+
+/// A new directory under `$TMPDIR` named `prefix` and six random characters,
+/// made by `mkdtemp(3)`: created by this call (never one that was there, nor a
+/// symbolic link planted under a name it could guess), mode 0700. Checked
+/// again with `lstat` before use: a directory, not a link, owned by this user,
+/// not open to others.
+fn private_temp_dir(prefix: &str) -> Result<PathBuf, Error> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::fs::MetadataExt;
+    let base = std::env::temp_dir();
+    let doing = || {
+        format!(
+            "creating a private directory {prefix}XXXXXX under {}",
+            base.display()
+        )
+    };
+    let mut template = base
+        .join(format!("{prefix}XXXXXX"))
+        .into_os_string()
+        .into_vec();
+    if template.contains(&0) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{}: the path holds a NUL byte", doing()),
+        ));
+    }
+    template.push(0);
+    // SAFETY: a writable NUL-terminated buffer ending in XXXXXX, which mkdtemp
+    // fills in place.
+    let made = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
+    if made.is_null() {
+        return Err(Error::io(std::io::Error::last_os_error(), doing()));
+    }
+    template.pop();
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(&template));
+    let md = std::fs::symlink_metadata(&path)
+        .map_err(|e| Error::io(e, format!("checking {}", path.display())))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !md.file_type().is_dir() || md.uid() != me || md.mode() & 0o077 != 0 {
+        return Err(Error::new(
+            ErrorKind::Permission,
+            format!(
+                "{} is not a private directory of this user (owner {}, mode {:o}); \
+                 something replaced it as it was made: check who writes to {}",
+                path.display(),
+                md.uid(),
+                md.mode() & 0o7777,
+                base.display()
+            ),
+        ));
+    }
+    Ok(path)
 }
 
 impl Drop for LabDir {

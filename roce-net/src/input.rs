@@ -154,6 +154,28 @@ fn to_error(e: io::Error, path: &Path, kind: InputKind) -> Error {
                 ),
             )
         }
+        // A path that cannot name a file (a symbolic link loop, a file used as a
+        // directory, a name too long) is the user's input, not a failure of the
+        // system: say so, keeping the errno and the kernel's text.
+        _ if matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::ENOTDIR | libc::ENAMETOOLONG)
+        ) =>
+        {
+            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                "its symbolic links form a loop (or a chain of more than 40)"
+            } else {
+                "the path cannot name a file"
+            };
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{what}: {e}: {hint}; give the path of a {}",
+                    kind.file_noun()
+                ),
+            )
+            .with_errno(e.raw_os_error().unwrap_or(0))
+        }
         _ => Error::io(e, what),
     }
 }
@@ -368,6 +390,30 @@ mod tests {
         assert!(msg.contains("FIFO") && msg.contains("snapshot"), "{msg}");
         let e = read_attribute(&p).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    /// A symbolic link loop was an I/O error (exit 70, "internal"); it is the
+    /// user's input.
+    #[test]
+    fn a_symlink_loop_is_an_input_error() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.yaml");
+        let b = d.path().join("b.yaml");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        for kind in [InputKind::Policy, InputKind::Snapshot] {
+            let e = read_input(&a, kind).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            assert_eq!(e.errno_value(), Some(libc::ELOOP));
+            let m = e.to_string();
+            assert!(m.contains("a.yaml") && m.contains("loop"), "{m}");
+        }
+        let e = read_input_if_exists(&a, InputKind::TableNames).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let f = d.path().join("file");
+        std::fs::write(&f, "x").unwrap();
+        let e = read_input(&f.join("below"), InputKind::Plan).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     }
 
     #[test]

@@ -725,6 +725,7 @@ class WriteReport(_Record):
     backups: Tuple[str, ...]
     originals: Tuple[str, ...]
     diffs: Tuple[FileDiff, ...]
+    recovered: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

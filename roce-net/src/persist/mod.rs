@@ -24,13 +24,16 @@ mod ifupdown;
 mod netplan;
 mod networkd;
 mod nm;
-mod write;
+mod stale;
+mod switch;
+pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).
 pub use crate::policy::Backend;
 pub use detect::{detect, detect_explained};
 pub use diff::{diff_files, DiffStatus, FileDiff};
 pub use discover::{choose_backend, discover, Claim, NetplanRenderer, NicConfig, NodeConfig};
+pub use stale::remove_stale;
 pub use write::{
     remove_files, write_files, write_files_at, PersistRoot, RemoveReport, WriteReport,
     BACKUP_SUFFIX, ORIGINAL_SUFFIX,

@@ -19,8 +19,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -66,32 +65,21 @@ fn c_name(s: &str) -> CString {
     CString::new(s).unwrap_or_default()
 }
 
+/// Open the names file's directory (`iproute2/rt_tables.d` under `etc_root`)
+/// component by component without following a symbolic link, creating what is
+/// missing, as persist opens every path it writes: a link planted as
+/// `iproute2/` or `rt_tables.d/` is refused, never written through. Then take
+/// the host-wide lock on it.
 fn lock(etc_root: &Path) -> Result<NamesLock> {
     let file = etc_root.join(TABLE_NAMES_FILE);
-    let dir = file.parent().unwrap_or(etc_root).to_path_buf();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(e, format!("creating {}", dir.display())))?;
-    let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
-        Error::new(
-            ErrorKind::InvalidInput,
-            format!("{} contains a NUL byte", dir.display()),
-        )
-    })?;
-    // SAFETY: open a directory by a valid path; the result is checked.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("opening {}", dir.display()),
+    let host = Path::new("/").join(TABLE_NAMES_FILE);
+    let Some((fd, _)) = crate::persist::write::walk_parent(etc_root, &host, true)? else {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!("could not create the directories of {}", file.display()),
         ));
-    }
-    // SAFETY: a fresh descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    };
+    let dir = file.parent().unwrap_or(etc_root).to_path_buf();
     lock_dir(&fd, &dir, &file)?;
     Ok(NamesLock {
         dir: fd,
@@ -486,6 +474,47 @@ mod tests {
         std::os::unix::fs::symlink(&victim, p.with_extension("conf.roce-net-tmp")).unwrap();
         update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+
+    /// Issue 26 item 2: apply wrote the names file through a symlinked
+    /// `iproute2/` or `rt_tables.d/` (persist refused the same path).
+    #[test]
+    fn a_planted_directory_link_is_never_written_through() {
+        for planted in ["iproute2", "iproute2/rt_tables.d"] {
+            let d = tempfile::tempdir().unwrap();
+            let etc = d.path().join("etc");
+            let victim = d.path().join("victim");
+            std::fs::create_dir_all(&victim).unwrap();
+            let link = etc.join(planted);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&victim, &link).unwrap();
+            if planted == "iproute2" {
+                std::fs::create_dir(victim.join("rt_tables.d")).unwrap();
+            }
+            let e = update_table_names(&etc, &[set(1001, None, Some("a"))], false).unwrap_err();
+            assert!(e.to_string().contains("symlink"), "{planted}: {e}");
+            assert!(
+                e.to_string().contains(&link.display().to_string()),
+                "{planted}: {e}"
+            );
+            let written: Vec<_> = walk(&victim);
+            assert!(
+                written.iter().all(|p| p.is_dir()),
+                "{planted}: nothing written into the link's target: {written:?}"
+            );
+        }
+    }
+
+    fn walk(d: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            }
+            out.push(p);
+        }
+        out
     }
 
     #[test]
