@@ -63,6 +63,21 @@ impl HeldSignals {
     }
 }
 
+impl HeldSignals {
+    /// The signals `hold` blocks.
+    fn held_set(&self) -> libc::sigset_t {
+        // SAFETY: sigset manipulation on a local value.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                libc::sigaddset(&mut set, s);
+            }
+            set
+        }
+    }
+}
+
 impl Drop for HeldSignals {
     fn drop(&mut self) {
         // SAFETY: restore the mask saved by `hold`; a pending signal is delivered now.
@@ -277,8 +292,35 @@ fn spawn_watchdog(cli: &Cli, g: &ConfirmGuard) -> Result<u32, Error> {
     })
 }
 
+/// Hang-up, interrupt and terminate, blocked in every thread and taken by one
+/// thread that stores the first one's number in the flag returned: the
+/// watchdog then rolls back its unconfirmed apply instead of dying (a
+/// `pkill roce-net`, a shutdown or a logout must not leave it unguarded).
+/// Called before any other thread starts, so all of them inherit the mask.
+fn stop_on_signals() -> &'static std::sync::atomic::AtomicI32 {
+    static STOP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+    let held = HeldSignals::hold();
+    let set = held.held_set();
+    // The mask stays for the life of the process.
+    std::mem::forget(held);
+    std::thread::spawn(move || loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: sigwait on a set of signals blocked in every thread.
+        if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+            let _ = STOP.compare_exchange(
+                0,
+                sig,
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+            );
+        }
+    });
+    &STOP
+}
+
 /// `roce-net __watchdog`.
 pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
+    let stop = stop_on_signals();
     let mut o = opts(cli);
     if let (Some(apply_id), Some(deadline), Some(cookie), Some(boot_id)) =
         (&a.apply_id, a.deadline, a.cookie, &a.boot_id)
@@ -286,6 +328,7 @@ pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
         o.guard = Some(ConfirmGuard {
             apply_id: apply_id.clone(),
             deadline,
+            boot_deadline_ms: None,
             namespace: NamespaceId {
                 cookie,
                 boot_id: boot_id.clone(),
@@ -293,7 +336,7 @@ pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
             watchdog_pid: Some(std::process::id()),
         });
     }
-    let outcome = roce_net::watchdog(&host(cli)?, &o)?;
+    let outcome = roce_net::watchdog_until(&host(cli)?, &o, stop)?;
     if cli.json {
         print_json(&outcome)?;
     }
@@ -380,6 +423,11 @@ fn journal_text(j: Option<&Journal>) -> String {
     let when = |at: u64| roce_net::relative_time(at, t);
     let state = match &j.state {
         JournalState::Applying => match j.confirm_deadline {
+            Some(_) if j.watchdog.as_ref().and_then(|w| w.running()) == Some(false) => {
+                "applying: did not finish (crashed or killed?), and its watchdog is not \
+                 running; run `roce-net rollback`"
+                    .to_string()
+            }
             Some(d) => format!(
                 "applying: did not finish (crashed or killed?); its watchdog rolls it back at {}, \
                  or run `roce-net rollback` now",
@@ -433,6 +481,20 @@ fn journal_text(j: Option<&Journal>) -> String {
                     m.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
                 );
             }
+            // Killed (or ended with the session) before it recorded anything:
+            // nothing will roll this apply back by itself.
+            (None, _) if j.state.is_open() && w.running() == Some(false) => {
+                let _ = writeln!(
+                    s,
+                    "watchdog{pid}: NOT running (killed?): nothing rolls this apply back by \
+                     itself; run `roce-net rollback` to restore the host{}",
+                    if matches!(j.state, JournalState::PendingConfirm { .. }) {
+                        ", or `roce-net confirm` to keep it"
+                    } else {
+                        ""
+                    }
+                );
+            }
             (None, Some(m)) => {
                 let _ = writeln!(s, "watchdog{pid}: {m}");
             }
@@ -446,7 +508,7 @@ fn journal_text(j: Option<&Journal>) -> String {
                 );
             }
             (None, None) => match j.confirm_deadline {
-                Some(d) if d <= t => {
+                Some(d) if j.deadline_passed() => {
                     let _ = writeln!(
                         s,
                         "watchdog{pid}: the deadline passed {}; it rolls back once it holds the lock",

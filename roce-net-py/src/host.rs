@@ -309,6 +309,7 @@ impl Host {
             o.guard = Some(roce_net::ConfirmGuard {
                 apply_id,
                 deadline,
+                boot_deadline_ms: None,
                 namespace: roce_net::NamespaceId { cookie, boot_id },
                 watchdog_pid: Some(std::process::id()),
             });
