@@ -437,6 +437,15 @@ fn journal_text(j: Option<&Journal>) -> String {
                 "applying: did not finish (crashed or killed?); run `roce-net rollback`".to_string()
             }
         },
+        JournalState::PendingConfirm { deadline }
+            if j.watchdog.as_ref().and_then(|w| w.running()) == Some(false) =>
+        {
+            format!(
+                "applied, awaiting `roce-net confirm` until {}; its watchdog is not running, \
+                 so it is not rolled back by itself",
+                when(*deadline)
+            )
+        }
         JournalState::PendingConfirm { deadline } => format!(
             "applied, awaiting `roce-net confirm` until {}, then rolled back",
             when(*deadline)
