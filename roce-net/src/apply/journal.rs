@@ -109,6 +109,12 @@ pub struct Step {
     pub inverse: Change,
     /// Progress.
     pub status: StepStatus,
+    /// Undo with append semantics (`ip route append`): the route this step
+    /// deletes shared its key (table, destination, TOS, metric) with another
+    /// route when the apply started, so putting it back must not demand an
+    /// empty place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub append: bool,
 }
 
 /// The namespace a journal belongs to.
@@ -643,6 +649,7 @@ mod tests {
                     change: change(1000 + i),
                     inverse: change(1000 + i).inverse().unwrap(),
                     status: StepStatus::Pending,
+                    append: false,
                 })
                 .collect(),
             failure: None,

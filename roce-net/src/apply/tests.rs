@@ -77,7 +77,7 @@ impl Effects for Faulty<'_, '_> {
         }
         self.inner.table_names(first, updates, tolerant)
     }
-    fn undo(&mut self, index: usize, step: &Step) -> Result<()> {
+    fn undo(&mut self, index: usize, step: &Step) -> Result<Option<String>> {
         self.inner.undo(index, step)
     }
 }
@@ -194,7 +194,7 @@ fn none() -> Hook<'static> {
 }
 
 /// Apply `policy` with `hook` run between the last change and verify.
-fn apply_before_verify(
+pub(super) fn apply_before_verify(
     e: &Env,
     policy: &Policy,
     hook: impl FnMut() + Send + 'static,

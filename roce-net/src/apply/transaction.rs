@@ -51,7 +51,8 @@ pub(crate) trait Effects {
         tolerant: bool,
     ) -> Result<Vec<bool>>;
     /// Undo step `index`, checking that what is restored is what was recorded.
-    fn undo(&mut self, index: usize, step: &Step) -> Result<()>;
+    /// `Some(note)`: restored by being gone (with its interface), in words.
+    fn undo(&mut self, index: usize, step: &Step) -> Result<Option<String>>;
 }
 
 /// The namespace and state directory a transaction works with, under its lock.
@@ -117,8 +118,14 @@ fn name_update(step: &Step, undo: bool) -> Option<NameUpdate<'_>> {
 
 /// The inverse of every change, or an error naming the first change that cannot
 /// be undone (nothing is applied then). Table-name inverses restore exactly the
-/// line roce-net's own file held (`own`), not the name other files give.
-fn steps_for(plan: &Plan, own: &BTreeMap<u32, String>) -> Result<Vec<Step>> {
+/// line roce-net's own file held (`own`), not the name other files give. A
+/// route deleted while another route (of `routes`, the host as planned) shares
+/// its key is put back with append semantics.
+fn steps_for(
+    plan: &Plan,
+    own: &BTreeMap<u32, String>,
+    routes: &[crate::model::Route],
+) -> Result<Vec<Step>> {
     plan.changes
         .iter()
         .enumerate()
@@ -149,10 +156,18 @@ fn steps_for(plan: &Plan, own: &BTreeMap<u32, String>) -> Result<Vec<Step>> {
                     ),
                 )
             })?;
+            let append = match c {
+                Change::DeleteRoute { route } => routes.iter().any(|r| {
+                    super::execute::route_key(r) == super::execute::route_key(route)
+                        && !super::execute::same_route(r, route)
+                }),
+                _ => false,
+            };
             Ok(Step {
                 change: c.clone(),
                 inverse,
                 status: StepStatus::Pending,
+                append,
             })
         })
         .collect()
@@ -231,7 +246,7 @@ pub(crate) fn apply(
         });
     }
     let own = fx.own_table_names()?;
-    let steps = steps_for(&plan, &own)?;
+    let steps = steps_for(&plan, &own, &current.routes)?;
     let (apply_id, deadline, pid) = match (&opts.guard, opts.confirm_timeout) {
         (Some(g), _) => {
             if g.namespace != s.id {
@@ -596,8 +611,12 @@ fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) ->
             continue;
         }
         match fx.undo(i, &j.steps[i]) {
-            Ok(()) => {
-                undone.push(j.steps[i].inverse.describe());
+            Ok(note) => {
+                let what = j.steps[i].inverse.describe();
+                undone.push(match note {
+                    Some(n) => format!("{what} ({n})"),
+                    None => what,
+                });
                 match log.as_deref_mut() {
                     Some(l) => l.set(j, i, StepStatus::Undone),
                     None => j.steps[i].status = StepStatus::Undone,
