@@ -63,21 +63,6 @@ impl HeldSignals {
     }
 }
 
-impl HeldSignals {
-    /// The signals `hold` blocks.
-    fn held_set(&self) -> libc::sigset_t {
-        // SAFETY: sigset manipulation on a local value.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
-                libc::sigaddset(&mut set, s);
-            }
-            set
-        }
-    }
-}
-
 impl Drop for HeldSignals {
     fn drop(&mut self) {
         // SAFETY: restore the mask saved by `hold`; a pending signal is delivered now.
@@ -292,35 +277,10 @@ fn spawn_watchdog(cli: &Cli, g: &ConfirmGuard) -> Result<u32, Error> {
     })
 }
 
-/// Hang-up, interrupt and terminate, blocked in every thread and taken by one
-/// thread that stores the first one's number in the flag returned: the
-/// watchdog then rolls back its unconfirmed apply instead of dying (a
-/// `pkill roce-net`, a shutdown or a logout must not leave it unguarded).
-/// Called before any other thread starts, so all of them inherit the mask.
-fn stop_on_signals() -> &'static std::sync::atomic::AtomicI32 {
-    static STOP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-    let held = HeldSignals::hold();
-    let set = held.held_set();
-    // The mask stays for the life of the process.
-    std::mem::forget(held);
-    std::thread::spawn(move || loop {
-        let mut sig: libc::c_int = 0;
-        // SAFETY: sigwait on a set of signals blocked in every thread.
-        if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
-            let _ = STOP.compare_exchange(
-                0,
-                sig,
-                std::sync::atomic::Ordering::SeqCst,
-                std::sync::atomic::Ordering::SeqCst,
-            );
-        }
-    });
-    &STOP
-}
-
 /// `roce-net __watchdog`.
 pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
-    let stop = stop_on_signals();
+    // Before any thread starts: every thread inherits the mask.
+    let stop = roce_net::stop_on_signals();
     let mut o = opts(cli);
     if let (Some(apply_id), Some(deadline), Some(cookie), Some(boot_id)) =
         (&a.apply_id, a.deadline, a.cookie, &a.boot_id)

@@ -57,7 +57,7 @@ pub use journal::{
 };
 pub use lock::NsLock;
 pub use status::{archive, status, ArchiveReport};
-pub use watchdog::{watchdog, watchdog_until, WatchdogOutcome};
+pub use watchdog::{stop_on_signals, watchdog, watchdog_until, WatchdogOutcome};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;

@@ -302,6 +302,37 @@ pub fn watchdog_until(
     }
 }
 
+/// For a process that runs [`watchdog_until`] (the CLI's `__watchdog`, the
+/// Python binding's `roce_net._watchdog`): block `SIGHUP`, `SIGINT` and
+/// `SIGTERM` in the calling thread and take them on a thread of its own,
+/// which stores the first one's number in the flag returned (pass it as
+/// `stop`). Call it before the process starts any other thread, so every
+/// thread inherits the mask: the watchdog then rolls back its unconfirmed
+/// apply instead of dying (a `pkill roce-net`, a shutdown or a logout must not
+/// leave the apply unguarded). `SIGKILL` cannot be taken.
+pub fn stop_on_signals() -> &'static AtomicI32 {
+    static STOP: AtomicI32 = AtomicI32::new(0);
+    // SAFETY: sigset manipulation on a local value; pthread_sigmask on this
+    // thread (threads started later inherit the mask).
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    std::thread::spawn(move || loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: sigwait on a set of signals blocked in every thread.
+        if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+            let _ = STOP.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    });
+    &STOP
+}
+
 /// `SIGTERM`, `SIGHUP`, `SIGINT` or the number.
 fn signal_name(s: i32) -> String {
     match s {
