@@ -253,9 +253,36 @@ impl StateDir {
 
     /// A new, empty temporary file (`O_EXCL`, unique name); returns it and its name.
     fn temp(&self, name: &str) -> Result<(File, String)> {
+        self.temp_mode(name, 0o644)
+    }
+
+    /// [`StateDir::temp`] created with `mode` (less the umask): a private
+    /// file is never open to others, not even for a moment.
+    fn temp_mode(&self, name: &str, mode: libc::c_uint) -> Result<(File, String)> {
         for _ in 0..8 {
             let tmp = format!(".{name}.{}.tmp", random_suffix());
-            match self.openat(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL) {
+            let c = cstr(&tmp)?;
+            // SAFETY: openat in our directory with a valid name; the fd is
+            // owned right away.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    mode,
+                )
+            };
+            let made = if fd < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                // SAFETY: a fresh descriptor nobody else owns.
+                Ok(unsafe { File::from_raw_fd(fd) })
+            };
+            match made {
                 Ok(f) => return Ok((f, tmp)),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
                 Err(e) => {
@@ -359,8 +386,8 @@ impl StateDir {
                     ))
                 }
             };
-            // Made private before it has its name: nobody else can open it.
-            let (tmp, tmp_name) = self.temp(name)?;
+            // Private from its creation: nobody else can open it.
+            let (tmp, tmp_name) = self.temp_mode(name, 0o600)?;
             let placed = tmp
                 .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
                 .and_then(|()| match &open {
