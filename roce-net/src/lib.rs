@@ -146,10 +146,10 @@ pub use policy::{
 // Apply as a transaction.
 pub use apply::{
     apply, apply_policy, archive as archive_journal, arm_confirm, confirm, namespace_id,
-    namespace_key, require_net_admin, rollback, status as apply_status, watchdog, ApplyOptions,
-    ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState, NamespaceId, NamespaceRecord,
-    NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome, WatchdogRecord, DEFAULT_STATE_DIR,
-    JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
+    namespace_key, require_net_admin, rollback, status as apply_status, stop_on_signals, watchdog,
+    watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState,
+    NamespaceId, NamespaceRecord, NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome,
+    WatchdogRecord, DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
 };
 
 // Persist.

@@ -111,8 +111,33 @@ pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
         )
         .with_source(e)
     })?;
+    // Computed only when needed: hashing a whole snapshot costs as much as
+    // planning a small host.
+    let mut host_changed = None;
     for (i, c) in saved.changes.iter().enumerate() {
         if let Some(why) = foreign(c, &fresh) {
+            // The plan's own desired state holds this change (its NIC, sysctl
+            // or table), and the host is not the one the plan was made from: a
+            // NIC deleted, renamed, stripped of its address or enslaved since
+            // `plan -o` is drift, not an edited plan. Refused all the same.
+            let consistent = foreign(c, saved).is_none();
+            if consistent
+                && *host_changed
+                    .get_or_insert_with(|| plan::fingerprint(current) != saved.base_fingerprint)
+            {
+                return Err(Error::new(
+                    ErrorKind::Drift,
+                    format!(
+                        "the host changed since the plan was made: change {} of {} ({}) no \
+                         longer fits it ({why}; a NIC the plan manages may have been deleted, \
+                         renamed, lost its address or joined a bridge); nothing was applied. \
+                         Make a new plan with `roce-net plan` and review it",
+                        i + 1,
+                        saved.changes.len(),
+                        c.describe()
+                    ),
+                ));
+            }
             return Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!(

@@ -311,6 +311,12 @@ pub(crate) fn update_table_names(
                 ),
             ));
         }
+        // A rollback leaves a name `persist` wrote as boot configuration since
+        // the apply: it is not the apply's any more.
+        if tolerant && u.set.is_none() && super::is_boot_name(&lines, u.id) {
+            changed.push(false);
+            continue;
+        }
         let at = ours
             .iter()
             .find(|(_, n)| Some(n.as_str()) == u.expect)
@@ -430,9 +436,53 @@ mod tests {
         put(d.path(), &text);
         assert_eq!(own_table_names(d.path()).unwrap(), names);
         update_table_names(d.path(), &[set(1002, Some("roce_b"), None)], false).unwrap();
-        assert_eq!(read(d.path()).unwrap(), format!("{HEADER}\n1001\troce_a\n"));
+        assert_eq!(
+            read(d.path()).unwrap(),
+            format!(
+                "{HEADER}\n{} 1001 1002\n1001\troce_a\n",
+                super::super::BOOT_MARK
+            )
+        );
         let bad: BTreeMap<u32, String> = [(1001, "roce_eth+1".to_string())].into();
         assert!(super::super::render_names_file(&bad).is_err());
+    }
+
+    /// Issue 26 defect 9: a name an apply registered and `persist` then wrote
+    /// as boot configuration stays when the apply is rolled back; a name only
+    /// the apply wrote goes. On main the rollback removed both.
+    #[test]
+    fn a_rollback_keeps_the_names_persist_wrote_for_boot() {
+        let d = tempfile::tempdir().unwrap();
+        // The apply registers two names.
+        update_table_names(
+            d.path(),
+            &[
+                set(1001, None, Some("roce_a")),
+                set(1002, None, Some("roce_b")),
+            ],
+            false,
+        )
+        .unwrap();
+        // persist writes 1001 for boot, keeping the live line of 1002.
+        let boot: BTreeMap<u32, String> = [(1001, "roce_a".to_string())].into();
+        let rendered = super::super::render_names_file(&boot).unwrap();
+        let merged =
+            super::super::merge_names_file(&rendered, read(d.path()).as_deref().map(str::as_bytes));
+        put(d.path(), &merged);
+        // The rollback removes what the apply registered.
+        update_table_names(
+            d.path(),
+            &[
+                set(1002, Some("roce_b"), None),
+                set(1001, Some("roce_a"), None),
+            ],
+            true,
+        )
+        .unwrap();
+        let left = read(d.path()).unwrap();
+        let names = own_table_names(d.path()).unwrap();
+        assert_eq!(names, boot, "{left}");
+        assert!(left.contains(super::super::BOOT_MARK), "{left}");
     }
 
     #[test]
