@@ -523,7 +523,7 @@ fn report_error(e: &Error, json: bool, prefix: &str) {
     } else {
         eprintln!(
             "roce-net: error: {}",
-            localize_hints(&e.to_string(), prefix)
+            roce_net::terminal_safe(&localize_hints(&e.to_string(), prefix))
         );
     }
 }
@@ -597,8 +597,14 @@ fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
     })
 }
 
-/// Print to stdout; a closed pipe (`| head`) is not an error.
+/// Print text to stdout, every control character in it escaped visibly
+/// ([`roce_net::terminal_safe`]: names from the host or a snapshot never reach
+/// the terminal raw); a closed pipe (`| head`) is not an error.
 pub fn out(s: &str) {
+    out_raw(&roce_net::terminal_safe(s));
+}
+
+fn out_raw(s: &str) {
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(s.as_bytes());
     if !s.ends_with('\n') {
@@ -606,10 +612,22 @@ pub fn out(s: &str) {
     }
 }
 
+/// Print JSON. serde escapes C0 controls in strings; DEL and the C1 codes it
+/// leaves raw are written as `\u00XX` escapes too (they only occur in strings).
 pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
     let s = serde_json::to_string_pretty(v)
         .map_err(|e| Error::new(ErrorKind::Io, format!("serialising output: {e}")))?;
-    out(&s);
+    let s = if s.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        s.chars()
+            .map(|c| match c {
+                '\u{7f}'..='\u{9f}' => format!("\\u{:04x}", c as u32),
+                c => c.to_string(),
+            })
+            .collect()
+    } else {
+        s
+    };
+    out_raw(&s);
     Ok(())
 }
 

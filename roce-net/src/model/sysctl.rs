@@ -237,14 +237,13 @@ impl Sysctl {
     }
 
     /// The command that sets it now: `sysctl -w net.ipv4.conf.r1.arp_ignore=1`
-    /// (quoted for the shell when the value has several fields).
+    /// (one shell word: quoted when the value has several fields or the interface
+    /// name needs it, see [`super::shell_word`]).
     pub fn write_command(&self, value: &str) -> String {
-        let a = self.assign(value).to_string();
-        if a.contains(' ') {
-            format!("sysctl -w '{a}'")
-        } else {
-            format!("sysctl -w {a}")
-        }
+        format!(
+            "sysctl -w {}",
+            super::shell_word(&self.assign(value).to_string())
+        )
     }
 }
 
