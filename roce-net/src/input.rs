@@ -250,6 +250,16 @@ pub fn terminal_safe(s: &str) -> String {
     out
 }
 
+/// A list for a message: at most `max` items joined by `; `, then how many more
+/// there are (`a; b; and 38 more`), so an error stays one readable line.
+pub(crate) fn cut_list(items: &[String], max: usize) -> String {
+    let mut shown: Vec<String> = items.iter().take(max).cloned().collect();
+    if items.len() > max {
+        shown.push(format!("and {} more", items.len() - max));
+    }
+    shown.join("; ")
+}
+
 /// Escape `b` (control characters, and quotes and backslashes when `quotes`) and
 /// cut it after `max_chars` characters; whether it was cut.
 pub(crate) fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
