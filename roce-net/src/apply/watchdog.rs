@@ -1,7 +1,8 @@
 //! The confirm-timeout watchdog (see `confirm.rs` for how it is armed).
 //!
 //! It waits for its guard's deadline (leaving early once the apply it guards is
-//! confirmed or rolled back), then **waits for the namespace's lock** (an apply
+//! confirmed or rolled back, or is no longer the pending one: its journal
+//! replaced by a newer apply's, removed, or unreadable), then **waits for the namespace's lock** (an apply
 //! or rollback still running finishes first; bounded by
 //! [`ApplyOptions::watchdog_lock_wait`]), then rolls back the guarded apply if it
 //! is still open: `applying` (the applier died or hung up), `pending_confirm`
@@ -71,6 +72,22 @@ fn finished(dir: &StateDir, key: &str, apply_id: &str) -> Option<WatchdogOutcome
     }
 }
 
+/// Whether the guarded apply is no longer the pending one. Once its journal
+/// was seen (`seen`; the watchdog is armed before the apply writes it), a
+/// journal of another apply (a newer apply replaced it), none (archived, or the
+/// state directory removed) or one that cannot be read leaves nothing this
+/// watchdog could roll back at its deadline: it leaves at once instead of
+/// waiting the deadline out.
+fn superseded(dir: &StateDir, key: &str, apply_id: &str, seen: &mut bool) -> bool {
+    match Journal::load_unchecked(dir, key) {
+        Ok(Some(j)) if j.apply_id == apply_id => {
+            *seen = true;
+            false
+        }
+        _ => *seen,
+    }
+}
+
 /// Record in `j` (the journal as just saved) that its watchdog has nothing
 /// left to guard (`stood_down`), unless it already recorded an outcome: a
 /// rollback by hand, or the watchdog finding its apply already rolled back.
@@ -135,6 +152,7 @@ pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
         }
     };
     let key = guard.namespace.key();
+    let mut seen = false;
     loop {
         let t = now();
         if t >= guard.deadline {
@@ -142,6 +160,9 @@ pub fn watchdog(host: &Host, opts: &ApplyOptions) -> Result<WatchdogOutcome> {
         }
         if let Some(done) = finished(&dir, &key, &guard.apply_id) {
             return Ok(done);
+        }
+        if superseded(&dir, &key, &guard.apply_id, &mut seen) {
+            return Ok(WatchdogOutcome::NothingPending);
         }
         let left = Duration::from_secs(guard.deadline - t);
         std::thread::sleep(left.min(Duration::from_millis(250)));
