@@ -171,6 +171,6 @@ pub use rt_tables::{
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{
-    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
-    SWITCH_BRIDGE,
+    Lab, LabInterrupted, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS,
+    SEED_PEER_HOST, SWITCH_BRIDGE,
 };
