@@ -277,6 +277,11 @@ enum Cmd {
         snapshots: Vec<PathBuf>,
     },
     /// The demo: build a broken multi-NIC host in namespaces, diagnose, fix, show it fixed.
+    #[command(
+        after_help = "Of the global options, --netns and --sysfs-root are refused here (exit 64): \
+                      the lab builds its own namespaces, of veths no RDMA device backs. \
+                      --etc-root and --state-dir take the lab's table names and journal."
+    )]
     Lab {
         /// Number of host NICs (2 to 64).
         #[arg(long, default_value_t = 4, value_parser = parse_lab_nics)]
@@ -752,7 +757,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if !timeout.is_finite() || *timeout <= 0.0 || *timeout > 3600.0 {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,
-                    "--timeout must be between 0 and 3600 seconds",
+                    format!(
+                        "--timeout must be more than 0 and at most 3600 seconds, not {timeout}"
+                    ),
                 ));
             }
             let opts = roce_net::ArpProbeOptions::new(*count, Duration::from_secs_f64(*timeout));
