@@ -38,7 +38,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             format!("its neighbour {peer}")
         } else {
             format!(
-                "{peer} (the first address of {}, standing for any peer there: no neighbour \
+                "{peer} (an address of {}, standing for any peer there: no neighbour \
                  on it is known)",
                 a.network()
             )
