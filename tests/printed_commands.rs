@@ -371,14 +371,20 @@ fn ip_cmd(args: &[&str]) {
     assert!(o.status.success(), "ip {args:?}: {}", text(&o));
 }
 
-/// A namespace with three NICs in one subnet (ARP flux, no source routing):
-/// `r0` and two whose names hold shell syntax, made for real by the kernel.
+/// A namespace with four NICs in one subnet (ARP flux, no source routing):
+/// `r0`, two whose names hold shell syntax and one with ESC and BEL, made for
+/// real by the kernel.
 fn flux_ns(tag: &str) -> support::Ns {
     let ns = support::Ns(support::ns_name(tag));
     ip_cmd(&["netns", "add", &ns.0]);
-    for (i, name) in ["r0", "x;touch${IFS}A", "$(touch${IFS}B)"]
-        .iter()
-        .enumerate()
+    for (i, name) in [
+        "r0",
+        "x;touch${IFS}A",
+        "$(touch${IFS}B)",
+        "r\u{1b}]0;x\u{7}",
+    ]
+    .iter()
+    .enumerate()
     {
         let peer = format!("p{i}");
         let addr = format!("198.18.2.{}/24", 11 + i);

@@ -1,7 +1,7 @@
 //! `mtu-mismatch`: NICs in scope with different MTUs (or not the expected one).
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::shell_word;
+use crate::model::ifname_word;
 use std::collections::BTreeMap;
 
 /// Check id.
@@ -57,7 +57,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .fix(
                 vec![format!(
                     "ip link set dev {} mtu {expected}",
-                    shell_word(name)
+                    ifname_word(name)
                 )],
                 None,
             ),

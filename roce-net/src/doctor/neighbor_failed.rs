@@ -2,7 +2,7 @@
 //! not answer ARP on that NIC).
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::shell_word;
+use crate::model::ifname_word;
 use crate::model::NeighState;
 
 /// Check id.
@@ -42,7 +42,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .fix(
                 vec![format!(
                     "ip neigh flush dev {} nud failed",
-                    shell_word(&nic.ifname)
+                    ifname_word(&nic.ifname)
                 )],
                 Some("neighbors.flush: polluted"),
             ),

@@ -3,7 +3,7 @@
 //! port.
 
 use super::{hw, Ctx, Finding, Severity};
-use crate::model::shell_word;
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "nic-phy-errors";
@@ -39,9 +39,9 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("counters", &seen)
             .fix(
                 vec![
-                    format!("ethtool {}", shell_word(nic.ifname)),
-                    format!("ethtool -m {}", shell_word(nic.ifname)),
-                    format!("ethtool -S {} | grep -E '_phy:'", shell_word(nic.ifname)),
+                    format!("ethtool {}", ifname_word(nic.ifname)),
+                    format!("ethtool -m {}", ifname_word(nic.ifname)),
+                    format!("ethtool -S {} | grep -E '_phy:'", ifname_word(nic.ifname)),
                 ],
                 None,
             ),

@@ -2,7 +2,7 @@
 //! retransmissions (lossy fabric, wrong neighbour/MAC, PFC/ECN misconfiguration).
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::shell_word;
+use crate::model::{ifname_word, shell_word};
 use std::collections::BTreeMap;
 
 /// Check id.
@@ -57,7 +57,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                         ),
                         format!(
                             "ip neigh show dev {}",
-                            shell_word(&crate::scope::port_netdev(d, p).unwrap_or_default())
+                            ifname_word(&crate::scope::port_netdev(d, p).unwrap_or_default())
                         ),
                     ],
                     None,

@@ -2,7 +2,7 @@
 //! PFC.
 
 use super::{hw, Ctx, Finding, Severity};
-use crate::model::shell_word;
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "roce-priority-no-pfc";
@@ -52,7 +52,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         };
         // Every fix entry is a command to paste; the other way out (a traffic
         // class PFC already covers) is said in the message.
-        let mut fix = vec![format!("dcb pfc show dev {}", shell_word(nic.ifname))];
+        let mut fix = vec![format!("dcb pfc show dev {}", ifname_word(nic.ifname))];
         let mut msg = msg;
         if let Some(first) = pfc.first() {
             msg.push_str(&format!(
@@ -61,7 +61,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             ));
             fix.push(format!(
                 "dcb pfc set dev {} prio-pfc {prio}:on",
-                shell_word(nic.ifname)
+                ifname_word(nic.ifname)
             ));
         }
         out.push(

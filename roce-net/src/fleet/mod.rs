@@ -21,7 +21,7 @@ mod subnets;
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::error::Result;
-use crate::model::{shell_word, HostState, Scope};
+use crate::model::{ifname_word, HostState, Scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -446,7 +446,7 @@ fn compare_all(
             Ok(m) => (
                 h.nics
                     .iter()
-                    .map(|n| on_state(s, &format!("ip link set dev {} mtu {m}", shell_word(n))))
+                    .map(|n| on_state(s, &format!("ip link set dev {} mtu {m}", ifname_word(n))))
                     .collect(),
                 // No policy key: the planner does not change MTUs.
                 None,
@@ -513,7 +513,7 @@ fn compare_all(
             (
                 h.nics
                     .iter()
-                    .map(|n| on_state(s, &format!("dcb pfc show dev {}", shell_word(n))))
+                    .map(|n| on_state(s, &format!("dcb pfc show dev {}", ifname_word(n))))
                     .collect(),
                 None,
             )
@@ -654,7 +654,7 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
                         "ip addr del {}/{} dev {}",
                         a.address,
                         a.prefix_len,
-                        shell_word(&a.ifname)
+                        ifname_word(&a.ifname)
                     ),
                 ),
             ));

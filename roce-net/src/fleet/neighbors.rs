@@ -104,7 +104,7 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
                 &format!(
                     "ip neigh del {} dev {}",
                     n.ip,
-                    crate::model::shell_word(&n.ifname)
+                    crate::model::ifname_word(&n.ifname)
                 ),
             );
             out.push(

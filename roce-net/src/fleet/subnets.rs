@@ -171,7 +171,7 @@ fn mtus(
                     &states[n.host],
                     &format!(
                         "ip link set dev {} mtu {common}",
-                        crate::model::shell_word(n.ifname)
+                        crate::model::ifname_word(n.ifname)
                     ),
                 )],
                 None,

@@ -42,7 +42,7 @@ impl fmt::Display for Address {
             "{}/{} dev {}",
             self.address,
             self.prefix_len,
-            super::shell_word(&self.ifname)
+            super::ifname_word(&self.ifname)
         )
     }
 }

@@ -23,42 +23,58 @@
 ///   as text (`'r0\n'`), visibly not the name, so the command fails rather than
 ///   acting on another object.
 pub fn shell_word(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-:@%+=,/".contains(c));
+    shell_word_bytes(s.as_bytes())
+}
+
+/// An interface name (the model's escaped form, [`super::ifname_from_kernel`]:
+/// `\xNN` for control and non-UTF-8 bytes, `\\` for a backslash) as one shell
+/// word naming the kernel's interface: its exact bytes, as [`shell_word`] writes
+/// them (control and non-UTF-8 bytes through `printf`). A name whose escapes do
+/// not decode (a hand-made snapshot) is quoted as it is, naming nothing.
+pub fn ifname_word(name: &str) -> String {
+    match super::ifname_to_kernel(name) {
+        Ok(b) => shell_word_bytes(&b),
+        Err(_) => shell_word(name),
+    }
+}
+
+/// [`shell_word`] of raw bytes (a kernel name need not be UTF-8).
+pub(crate) fn shell_word_bytes(b: &[u8]) -> String {
+    let plain = !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-:@%+=,/".contains(c));
     if plain {
-        return s.to_string();
+        return String::from_utf8_lossy(b).into_owned();
     }
-    if !s.chars().any(char::is_control) {
-        return format!("'{}'", s.replace('\'', r"'\''"));
+    if let Ok(s) = std::str::from_utf8(b) {
+        if !s.chars().any(char::is_control) {
+            return format!("'{}'", s.replace('\'', r"'\''"));
+        }
     }
-    if s.ends_with('\n') {
-        let shown: String = s
-            .chars()
-            .flat_map(|c| {
-                if c.is_control() {
-                    c.escape_debug().collect::<Vec<_>>()
-                } else {
-                    vec![c]
-                }
-            })
-            .collect();
+    if b.ends_with(b"\n") {
+        let shown = crate::input::escape_cut(b, usize::MAX, false).0;
         return format!("'{}'", shown.replace('\'', r"'\''"));
     }
-    let mut fmt = String::new();
-    for c in s.chars() {
-        match c {
-            '\\' => fmt.push_str(r"\\"),
-            '%' => fmt.push_str("%%"),
-            '\'' => fmt.push_str(r"'\''"),
-            c if c.is_control() => {
-                let mut buf = [0u8; 4];
-                for b in c.encode_utf8(&mut buf).bytes() {
-                    fmt.push_str(&format!("\\{b:03o}"));
-                }
-            }
-            c => fmt.push(c),
+    let octal = |fmt: &mut String, bytes: &[u8]| {
+        for x in bytes {
+            fmt.push_str(&format!("\\{x:03o}"));
         }
+    };
+    let mut fmt = String::new();
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => fmt.push_str(r"\\"),
+                '%' => fmt.push_str("%%"),
+                '\'' => fmt.push_str(r"'\''"),
+                c if c.is_control() => {
+                    let mut buf = [0u8; 4];
+                    octal(&mut fmt, c.encode_utf8(&mut buf).as_bytes());
+                }
+                c => fmt.push(c),
+            }
+        }
+        octal(&mut fmt, chunk.invalid());
     }
     format!("\"$(printf '{fmt}')\"")
 }
@@ -100,7 +116,7 @@ pub fn over_ssh(host: &str, cmd: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_netns, over_ssh, shell_word};
+    use super::{ifname_word, in_netns, over_ssh, shell_word};
 
     #[test]
     fn plain_words_stay_others_are_single_quoted() {
@@ -119,6 +135,20 @@ mod tests {
         assert!(!w.chars().any(char::is_control));
         let w = shell_word("r0\n");
         assert_eq!(w, r"'r0\n'");
+    }
+
+    /// Interface names are the model's escaped form: the word names the
+    /// kernel's bytes (ESC, a non-UTF-8 byte, a backslash).
+    #[test]
+    fn interface_names_are_written_as_the_kernel_has_them() {
+        assert_eq!(ifname_word("r0"), "r0");
+        assert_eq!(
+            ifname_word(r"r\x1b]0;x\x07"),
+            r#""$(printf 'r\033]0;x\007')""#
+        );
+        assert_eq!(ifname_word(r"r\xff"), r#""$(printf 'r\377')""#);
+        assert_eq!(ifname_word(r"a\\b"), r"'a\b'");
+        assert_eq!(ifname_word(r"bad\q"), r"'bad\q'");
     }
 
     #[test]

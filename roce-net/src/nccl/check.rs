@@ -10,7 +10,7 @@ use super::model::{
 };
 use super::{choice, target_gid, NcclOptions};
 use crate::doctor::{sort_findings, Finding, Severity, Subject};
-use crate::model::shell_word;
+use crate::model::ifname_word;
 use crate::model::{GidType, HostState, OperState, RdmaDevice, RdmaPort};
 use crate::scope::port_netdev;
 use std::collections::{BTreeMap, BTreeSet};
@@ -847,7 +847,7 @@ fn traffic_class(
                 .evidence("tc", tc)
                 .evidence("trust", "pcp")
                 .fix(
-                    vec![format!("mlnx_qos -i {} --trust dscp", shell_word(&nd))],
+                    vec![format!("mlnx_qos -i {} --trust dscp", ifname_word(&nd))],
                     None,
                 ),
             );
@@ -886,7 +886,7 @@ fn traffic_class(
             .fix(
                 match good.iter().find(|d| **d == 26).or(good.first()) {
                     Some(dscp) => vec![format!("NCCL_IB_TC={}", u32::from(*dscp) << 2)],
-                    None => vec![format!("dcb pfc show dev {}", shell_word(&nd))],
+                    None => vec![format!("dcb pfc show dev {}", ifname_word(&nd))],
                 },
                 None,
             ),

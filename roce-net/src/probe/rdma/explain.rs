@@ -26,7 +26,7 @@ use super::select::{gid_ipv4, is_link_local, Selection};
 use super::status::{WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR};
 use super::{EndpointSummary, FailureValue, ProbeFailure, Stage};
 use crate::fib::{resolve as fib_resolve, Flow};
-use crate::model::shell_word;
+use crate::model::{ifname_word, shell_word};
 use crate::model::{GidType, HostState, NeighState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -264,7 +264,7 @@ fn rules(i: &ExplainInput<'_>) -> Out {
         .ev("phys_state", &local.phys_state)
         .ev("netdev", &local.netdev)
         .fix([
-            format!("ip link set {} up", shell_word(&local.netdev)),
+            format!("ip link set {} up", ifname_word(&local.netdev)),
             format!(
                 "rdma link show {}/{}",
                 shell_word(&local.device),
@@ -359,7 +359,7 @@ fn rules(i: &ExplainInput<'_>) -> Out {
             .ev("netdev_mtu", local.netdev_mtu)
             .fix([format!(
                 "ip link set {} mtu 9000",
-                shell_word(&local.netdev)
+                ifname_word(&local.netdev)
             )]);
         }
     }
@@ -475,7 +475,7 @@ fn rules(i: &ExplainInput<'_>) -> Out {
                 )
                 .fix([
                     format!("ip route get {ip} from {}", local.address),
-                    format!("arping -I {} {ip}", shell_word(&local.netdev)),
+                    format!("arping -I {} {ip}", ifname_word(&local.netdev)),
                     format!("ip neigh show {ip}"),
                 ]);
             }
