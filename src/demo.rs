@@ -186,7 +186,7 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             "second_plan_empty": second.is_empty(),
             "fixed": fixed,
         });
-        out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::cli::print_json(&v)?;
     } else {
         let mut s = format!(
             "roce-net lab: a host with {nics} NICs in 198.18.0.0/24 and a peer on one switch (namespaces {})\n",
