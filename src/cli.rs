@@ -784,7 +784,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     .map_err(|e| Error::io(e, format!("writing plan to {}", o.display())))?;
             }
             if cli.json {
-                out(&p.to_json());
+                print_json(&p)?;
             } else {
                 let mut text = render::plan(&p);
                 if !p.is_empty() {
