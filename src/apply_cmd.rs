@@ -111,7 +111,7 @@ pub(crate) fn apply(
                 None => roce_net::plan(&h.snapshot()?, &policy)?,
             };
             if p.is_empty() {
-                return nothing_to_do(cli, &p.notes());
+                return nothing_to_do(cli, &p.notes(), from.is_some());
             }
             // Not asked to confirm what it could not do: without CAP_NET_ADMIN
             // exit 77 before the prompt, as `--yes` does before the first change.
@@ -174,7 +174,7 @@ pub(crate) fn apply(
         if let Some((pid, id)) = watchdog_pid {
             stop_idle_watchdog(&h, &o, pid, &id);
         }
-        let r = nothing_to_do(cli, &report.notes);
+        let r = nothing_to_do(cli, &report.notes, reviewed.is_some());
         drop(held);
         return r;
     }
@@ -204,7 +204,9 @@ pub(crate) fn apply(
     Ok(exit::OK)
 }
 
-fn nothing_to_do(cli: &Cli, notes: &[String]) -> Result<u8, Error> {
+/// Nothing to apply: the host already matches the policy, or (`saved`) the
+/// reviewed plan is already in effect; exit 0, nothing done, no journal.
+fn nothing_to_do(cli: &Cli, notes: &[String], saved: bool) -> Result<u8, Error> {
     if cli.json {
         // The keys of every `apply --json` document (ApplyReport's), null
         // where there is nothing: no journal is written when nothing changes.
@@ -217,7 +219,11 @@ fn nothing_to_do(cli: &Cli, notes: &[String]) -> Result<u8, Error> {
             "notes": notes,
         }))?;
     } else {
-        out("nothing to do: the host already matches the policy");
+        out(if saved {
+            "nothing to do: the host already matches the plan (nothing was changed)"
+        } else {
+            "nothing to do: the host already matches the policy"
+        });
     }
     Ok(exit::OK)
 }

@@ -123,6 +123,11 @@ pub struct LabDirs<'a> {
 /// Run the demo. With `keep`, the namespaces and both directories stay, and the
 /// hint commands carry `--etc-root` and `--state-dir`, so that `plan` on the kept
 /// host is empty and `status` / `rollback` find the lab's journal.
+///
+/// Interrupted (`SIGINT` from Ctrl-C, `SIGTERM` from a CI timeout, `SIGHUP` from
+/// a dropped SSH session) at any point, it removes the namespaces and the
+/// temporary directories it made, says which (or which could not be removed,
+/// and how to), and exits with 128 + the signal's number.
 pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
     if !(2..=roce_net::SEED_MAX_NICS).contains(&nics) {
         return Err(Error::new(
@@ -130,6 +135,15 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             format!("--nics must be 2 to {}", roce_net::SEED_MAX_NICS),
         ));
     }
+    crate::lab_signals::clean_up_on_signals();
+    let r = run_lab(nics, keep, as_json, dirs);
+    // An interrupt makes the lab's next step fail: its own report and exit come
+    // from the thread that took the signal, not this error.
+    crate::lab_signals::wait_if_interrupted();
+    r
+}
+
+fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
     // The lab never writes the machine's /etc or /run: table names and the apply
     // journal go to the directories given, else to temporary ones (removed at
     // exit unless the lab is kept: a kept host needs them to be planned, shown
@@ -137,7 +151,6 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
     let etc = LabDir::new(dirs.etc_root, "etc", keep)?;
     let state_dir = LabDir::new(dirs.state_dir, "state", keep)?;
     let mut lab = Lab::seed_tagged("demo", nics)?;
-    lab.set_keep(keep);
     let host = lab.host()?.with_etc_root(&etc.path);
     let opts = ApplyOptions {
         state_dir: state_dir.path.clone(),
@@ -173,7 +186,7 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             "second_plan_empty": second.is_empty(),
             "fixed": fixed,
         });
-        out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::cli::print_json(&v)?;
     } else {
         let mut s = format!(
             "roce-net lab: a host with {nics} NICs in 198.18.0.0/24 and a peer on one switch (namespaces {})\n",
@@ -225,7 +238,10 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
         out(&s);
     }
     if keep {
-        // Dropping would remove the namespaces; keeping was asked for.
+        // Dropping would remove the namespaces; keeping was asked for (and an
+        // interrupt from now on leaves them and the directories too).
+        lab.set_keep(true);
+        crate::lab_signals::forget_dirs();
         std::mem::forget(lab);
     }
     Ok(if fixed { exit::OK } else { exit::FAILURE })
@@ -252,6 +268,9 @@ impl LabDir {
             None => private_temp_dir(&format!("roce-net-lab-{}-{what}-", std::process::id()))?,
         };
         let created = given.is_none();
+        if created {
+            crate::lab_signals::remove_dir_on_signal(&path);
+        }
         Ok(LabDir {
             path,
             created,

@@ -19,6 +19,7 @@
 mod apply_cmd;
 mod cli;
 mod demo;
+mod lab_signals;
 mod rdma;
 mod render;
 

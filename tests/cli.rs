@@ -652,13 +652,33 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    // Applying the same (now stale) plan again is refused as drift.
+    // Applying the same plan again, now in effect: nothing to do, exit 0,
+    // nothing changed (the journal is the first apply's).
+    let status = || {
+        let o = bin()
+            .args(common)
+            .args(["--json", "status"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let applied = status();
+    let before = lab.state();
     let o = bin()
         .args(common)
         .args(["apply", "--yes", "--plan", planf.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(73), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("the host already matches the plan"),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).len() < 200, "{}", text(&o));
+    assert_eq!(status(), applied);
+    assert_eq!(lab.state(), before);
     let o = bin().args(common).args(["plan"]).output().unwrap();
     assert!(text(&o).contains("no changes"), "{}", text(&o));
     let o = bin()

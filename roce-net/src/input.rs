@@ -252,6 +252,36 @@ pub fn excerpt_bytes(b: &[u8], max_chars: usize) -> String {
     }
 }
 
+/// `s` made safe for a terminal: every control character but newline and tab
+/// (ESC, BEL, CR, DEL, the C1 codes) escaped visibly (`\u{1b}`), so a name from a
+/// host or a snapshot (`r0\e]0;pwned\a`) is shown, never obeyed. The CLI passes
+/// all of its text output through it (`show_gids` lays out its columns with tabs).
+pub fn terminal_safe(s: &str) -> String {
+    let kept = |c: char| c == '\n' || c == '\t';
+    if !s.chars().any(|c| c.is_control() && !kept(c)) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && !kept(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A list for a message: at most `max` items joined by `; `, then how many more
+/// there are (`a; b; and 38 more`), so an error stays one readable line.
+pub(crate) fn cut_list(items: &[String], max: usize) -> String {
+    let mut shown: Vec<String> = items.iter().take(max).cloned().collect();
+    if items.len() > max {
+        shown.push(format!("and {} more", items.len() - max));
+    }
+    shown.join("; ")
+}
+
 /// Escape `b` (control characters, and quotes and backslashes when `quotes`) and
 /// cut it after `max_chars` characters; whether it was cut.
 pub(crate) fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
@@ -316,6 +346,15 @@ mod tests {
 
     /// The hint names each kind of file once ("a table-name file", never "a
     /// table-name file file").
+    #[test]
+    fn terminal_safe_escapes_every_control_character_but_newlines_and_tabs() {
+        assert_eq!(terminal_safe("a\nb"), "a\nb");
+        assert_eq!(
+            terminal_safe("r0\u{1b}]0;pwned\u{7}\u{9b}\r\t\n"),
+            "r0\\u{1b}]0;pwned\\u{7}\\u{9b}\\r\t\n"
+        );
+    }
+
     #[test]
     fn an_over_long_file_names_its_kind_once() {
         let t = tempfile::tempdir().unwrap();

@@ -60,13 +60,14 @@ pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
-    shell_word, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry,
-    GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor,
-    NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery,
-    RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess,
-    SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
-    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, ifname_word,
+    in_netns, over_ssh, protocol, shell_word, Address, Combine, ConfKey, ConfTarget, ConfValues,
+    DcbApp, Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb,
+    LinkStats, NeighState, Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort,
+    Route, RouteDecision, RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope,
+    SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId,
+    Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL,
+    RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
@@ -75,7 +76,9 @@ pub use model::{
 pub use model::{relative_time, utc_time};
 
 // Bounded reading of outside files (docs/reliability.md lists the limits).
-pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, InputKind};
+pub use input::{
+    excerpt, open_input, read_input, read_input_text, read_stream, terminal_safe, InputKind,
+};
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
@@ -168,6 +171,6 @@ pub use rt_tables::{
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{
-    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
-    SWITCH_BRIDGE,
+    Lab, LabInterrupted, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS,
+    SEED_PEER_HOST, SWITCH_BRIDGE,
 };

@@ -1,7 +1,8 @@
 //! The confirm-timeout watchdog (see `confirm.rs` for how it is armed).
 //!
 //! It waits for its guard's deadline (leaving early once the apply it guards is
-//! confirmed or rolled back), then **waits for the namespace's lock** (an apply
+//! confirmed or rolled back, or is no longer the pending one: its journal
+//! replaced by a newer apply's, removed, or unreadable), then **waits for the namespace's lock** (an apply
 //! or rollback still running finishes first; bounded by
 //! [`ApplyOptions::watchdog_lock_wait`]), then rolls back the guarded apply if it
 //! is still open: `applying` (the applier died or hung up), `pending_confirm`
@@ -79,6 +80,22 @@ fn finished(dir: &StateDir, key: &str, apply_id: &str) -> Option<WatchdogOutcome
             Some(WatchdogOutcome::NothingPending)
         }
         _ => None,
+    }
+}
+
+/// Whether the guarded apply is no longer the pending one. Once its journal
+/// was seen (`seen`; the watchdog is armed before the apply writes it), a
+/// journal of another apply (a newer apply replaced it), none (archived, or the
+/// state directory removed) or one that cannot be read leaves nothing this
+/// watchdog could roll back at its deadline: it leaves at once instead of
+/// waiting the deadline out.
+fn superseded(dir: &StateDir, key: &str, apply_id: &str, seen: &mut bool) -> bool {
+    match Journal::load_unchecked(dir, key) {
+        Ok(Some(j)) if j.apply_id == apply_id => {
+            *seen = true;
+            false
+        }
+        _ => *seen,
     }
 }
 
@@ -178,6 +195,7 @@ pub fn watchdog_until(
     }
     let key = guard.namespace.key();
     let mut signal = 0;
+    let mut seen = false;
     loop {
         let left = clock::left(guard.deadline, guard.boot_deadline_ms);
         if left.is_zero() {
@@ -189,6 +207,9 @@ pub fn watchdog_until(
         signal = stop.load(Ordering::SeqCst);
         if signal != 0 {
             break;
+        }
+        if superseded(&dir, &key, &guard.apply_id, &mut seen) {
+            return Ok(WatchdogOutcome::NothingPending);
         }
         std::thread::sleep(left.min(Duration::from_millis(250)));
     }

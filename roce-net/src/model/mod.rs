@@ -40,7 +40,7 @@ pub use route::{
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
-pub use shell::shell_word;
+pub use shell::{ifname_word, in_netns, over_ssh, shell_word};
 pub use sysctl::{
     Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess,
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,

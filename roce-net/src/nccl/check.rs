@@ -10,6 +10,7 @@ use super::model::{
 };
 use super::{choice, target_gid, NcclOptions};
 use crate::doctor::{sort_findings, Finding, Severity, Subject};
+use crate::model::ifname_word;
 use crate::model::{GidType, HostState, OperState, RdmaDevice, RdmaPort};
 use crate::scope::port_netdev;
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,6 +70,7 @@ pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Findin
     addr_range_check(env, version, &mut out);
     socket_ifname(state, env, &mut out);
     traffic_class(state, env, &selected, &mut out);
+    crate::doctor::in_snapshot_netns(state, &mut out);
     sort_findings(&mut out);
     out
 }
@@ -844,7 +846,10 @@ fn traffic_class(
                 )
                 .evidence("tc", tc)
                 .evidence("trust", "pcp")
-                .fix(vec![format!("mlnx_qos -i {nd} --trust dscp")], None),
+                .fix(
+                    vec![format!("mlnx_qos -i {} --trust dscp", ifname_word(&nd))],
+                    None,
+                ),
             );
         }
         let Some(prio) = q.priority_for_tc(tc8, sl) else {
@@ -881,7 +886,7 @@ fn traffic_class(
             .fix(
                 match good.iter().find(|d| **d == 26).or(good.first()) {
                     Some(dscp) => vec![format!("NCCL_IB_TC={}", u32::from(*dscp) << 2)],
-                    None => vec![format!("dcb pfc show dev {nd}")],
+                    None => vec![format!("dcb pfc show dev {}", ifname_word(&nd))],
                 },
                 None,
             ),
