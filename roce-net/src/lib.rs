@@ -60,13 +60,14 @@ pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
-    shell_word, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry,
-    GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor,
-    NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery,
-    RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess,
-    SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
-    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel,
+    port_is_active, protocol, shell_word, Address, Combine, ConfKey, ConfTarget, ConfValues,
+    DcbApp, Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb,
+    LinkLayer, LinkStats, NeighState, Neighbor, NextHop, OperState, PhysState, PortState, Qos,
+    RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery, RouteReply, RouteType,
+    Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue,
+    SysctlView, TableId, Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
