@@ -155,13 +155,12 @@ pub use apply::{
 
 // Persist.
 pub use persist::{
-    choose_backend, detect as detect_backend, detect_explained as detect_backend_explained,
-    diff_files as diff_persistence, discover as discover_config, prepare as prepare_persistence,
-    remove_files as remove_persistence, render as render_persistence,
-    write_files as write_persistence, write_files_at as write_persistence_at, Claim, DiffStatus,
-    FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan,
-    PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
-    ORIGINAL_SUFFIX,
+    choose_backend, diff_files as diff_persistence, discover as discover_config,
+    prepare as prepare_persistence, remove_files as remove_persistence,
+    render as render_persistence, write_files as write_persistence,
+    write_files_at as write_persistence_at, Claim, DiffStatus, FileDiff, NetplanDevice,
+    NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan, PersistRoot, RemoveReport,
+    RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX, ORIGINAL_SUFFIX,
 };
 pub use rt_tables::{
     table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,
