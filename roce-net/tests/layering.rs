@@ -232,17 +232,29 @@ fn the_scanner_sees_grouped_and_plain_paths_and_skips_tests() {
 
 /// Concepts with one owner (`docs/architecture.md`, "One owner per concept"):
 /// the text that defines each appears in product code only in its owner's file.
-const OWNED: &[(&str, &str, &[&str])] = &[(
-    "RDMA port state, physical state and link-layer names",
-    "model/port.rs",
-    &[
-        "\"ACTIVE\"",
-        "\"ACTIVE_DEFER\"",
-        "\"LinkUp\"",
-        "\"InfiniBand\"",
-        "\"Ethernet\"",
-    ],
-)];
+const OWNED: &[(&str, &str, &[&str])] = &[
+    (
+        "RDMA port state, physical state and link-layer names",
+        "model/port.rs",
+        &[
+            "\"ACTIVE\"",
+            "\"ACTIVE_DEFER\"",
+            "\"LinkUp\"",
+            "\"InfiniBand\"",
+            "\"Ethernet\"",
+        ],
+    ),
+    (
+        "name globs (the policy's and fnmatch(3))",
+        "policy/glob.rs",
+        &["fn glob_match", "fn fnmatch", "'*' =>"],
+    ),
+    (
+        "INI files (systemd's and GKeyFile's)",
+        "persist/ini.rs",
+        &["starts_with('[')", "strip_prefix('[')"],
+    ),
+];
 
 #[test]
 fn each_concept_is_defined_by_its_one_owner() {

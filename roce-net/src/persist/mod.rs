@@ -21,6 +21,7 @@ mod common;
 mod diff;
 mod discover;
 mod ifupdown;
+mod ini;
 mod netplan;
 mod networkd;
 mod nm;
