@@ -55,7 +55,7 @@ mod test_support;
 pub mod fuzzing;
 mod views;
 
-// Errors (DESIGN decision 9).
+// Errors (docs/architecture.md, decision 9).
 pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.

@@ -1,4 +1,4 @@
-//! The blocking request/dump engine under [`super::Netlink`] (DESIGN decision 2).
+//! The blocking request/dump engine under [`super::Netlink`] (docs/architecture.md, decision 2).
 //!
 //! One rtnetlink socket, one outstanding request at a time. Every request carries a
 //! fresh sequence number and replies are matched on it (and on our port id), so a

@@ -1,4 +1,4 @@
-//! RDMA devices, ports, GID tables and counters from sysfs (DESIGN decision 8).
+//! RDMA devices, ports, GID tables and counters from sysfs (docs/architecture.md, decision 8).
 //!
 //! Everything is read from `<root>/class/infiniband/<dev>/` with plain file reads,
 //! so it works on down ports, inside containers and without any RDMA library.
