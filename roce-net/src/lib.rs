@@ -55,19 +55,19 @@ mod test_support;
 pub mod fuzzing;
 mod views;
 
-// Errors (DESIGN decision 9).
+// Errors (docs/architecture.md, decision 9).
 pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
     active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, ifname_word,
-    in_netns, over_ssh, protocol, shell_word, Address, Combine, ConfKey, ConfTarget, ConfValues,
-    DcbApp, Family, GidEntry, GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb,
-    LinkStats, NeighState, Neighbor, NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort,
-    Route, RouteDecision, RouteQuery, RouteReply, RouteType, Rule, RuleAction, Scope,
-    SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId,
-    Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL,
-    RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    in_netns, over_ssh, port_is_active, protocol, shell_word, Address, Combine, ConfKey,
+    ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType, HostState, HwAddr, Interface,
+    InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState, Neighbor, NextHop, OperState,
+    PhysState, PortState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery,
+    RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess,
+    SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
+    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
@@ -157,13 +157,13 @@ pub use apply::{
 
 // Persist.
 pub use persist::{
-    choose_backend, detect as detect_backend, detect_explained as detect_backend_explained,
-    diff_files as diff_persistence, discover as discover_config, prepare as prepare_persistence,
-    remove_files as remove_persistence, remove_stale as remove_stale_persistence,
-    render as render_persistence, write_files as write_persistence,
-    write_files_at as write_persistence_at, Claim, DiffStatus, FileDiff, NetplanDevice,
-    NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan, PersistRoot, RemoveReport,
-    RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX, ORIGINAL_SUFFIX,
+    choose_backend, diff_files as diff_persistence, discover as discover_config,
+    prepare as prepare_persistence, remove_files as remove_persistence,
+    remove_stale as remove_stale_persistence, render as render_persistence,
+    write_files as write_persistence, write_files_at as write_persistence_at, Claim, DiffStatus,
+    FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan,
+    PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
+    ORIGINAL_SUFFIX,
 };
 pub use rt_tables::{
     table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,

@@ -1,4 +1,4 @@
-//! Which network namespace an apply touched (DESIGN decision 11).
+//! Which network namespace an apply touched (docs/architecture.md, decision 11).
 //!
 //! A namespace is identified by its **cookie** (`SO_NETNS_COOKIE`, Linux 5.14+):
 //! a 64-bit number the kernel gives each network namespace when it is created and

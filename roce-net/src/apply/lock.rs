@@ -1,4 +1,4 @@
-//! One lock per network namespace serialises appliers (DESIGN decision 5).
+//! One lock per network namespace serialises appliers (docs/architecture.md, decision 5).
 
 use super::statedir::StateDir;
 use crate::error::{Error, ErrorKind, Result};

@@ -1,4 +1,4 @@
-//! Executing a [`Plan`] as a transaction (DESIGN decisions 5, 11 and 13).
+//! Executing a [`Plan`] as a transaction (docs/architecture.md, decisions 5, 11 and 13).
 //!
 //! 1. check the caller may change the network (`CAP_NET_ADMIN`) before touching
 //!    anything;

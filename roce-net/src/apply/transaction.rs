@@ -1,6 +1,6 @@
 //! The transaction itself, over an [`Effects`] seam: the real kernel
 //! ([`super::execute::Kernel`]) in the product, a fault-injecting wrapper in this
-//! crate's own tests (DESIGN decision 13). Nothing here knows which.
+//! crate's own tests (docs/architecture.md, decision 13). Nothing here knows which.
 //!
 //! Every path after the first change either finishes (verified, journal saved)
 //! or undoes what was started, in reverse, and says what failed and what was

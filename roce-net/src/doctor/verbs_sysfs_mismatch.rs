@@ -19,7 +19,7 @@ fn t(g: &Option<GidType>) -> String {
 /// Differences between one port's two views, as lines.
 fn port_diff(s: &RdmaPort, v: &VerbsPort) -> Vec<String> {
     let mut d = Vec::new();
-    if s.state.as_deref() != Some(v.state.as_str()) {
+    if s.state.as_ref() != Some(&v.state) {
         d.push(format!(
             "state: sysfs {}, verbs {}",
             s.state.as_deref().unwrap_or("?"),

@@ -135,7 +135,7 @@ impl Lab {
         })
     }
 
-    /// The seed scenario (DESIGN "Testing"), tagged `lab`: see [`Lab::seed_tagged`].
+    /// The seed scenario (docs/architecture.md, "Testing"), tagged `lab`: see [`Lab::seed_tagged`].
     pub fn seed(nics: usize) -> Result<Lab> {
         Lab::seed_tagged("lab", nics)
     }

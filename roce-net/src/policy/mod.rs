@@ -13,7 +13,7 @@
 mod backend;
 mod checks;
 mod de;
-mod glob;
+pub(crate) mod glob;
 mod host_tuning;
 mod json;
 mod resolve;

@@ -1,7 +1,7 @@
 //! Routes: `ip route show table all`, `ip route get`, `ip route add/replace/del`.
 //!
 //! Tables are always read from and written to the 32-bit `RTA_TABLE` attribute
-//! (DESIGN decision 6); the 8-bit header field is only a fallback on read.
+//! (docs/architecture.md, decision 6); the 8-bit header field is only a fallback on read.
 
 use super::{Families, IfNames, Netlink};
 use crate::error::{Error, ErrorKind, Result};
