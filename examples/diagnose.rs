@@ -3,12 +3,26 @@
 //!
 //! ```sh
 //! cargo run --example diagnose                 # this host
-//! cargo run --example diagnose -- rnt-lab-ns   # a namespace (needs root)
+//! cargo run --example diagnose -- NAMESPACE    # a named namespace (needs root)
 //! ```
+//!
+//! For a namespace to look at, keep the demo's host: `roce-net lab --keep` prints
+//! its namespaces, the host being `rnt-demo-<pid>-0-host` (`ip netns list`).
+//! An error is printed as the library words it (`roce-net: error: ...`), exit 1.
 
 use roce_net::{Host, Policy};
 
-fn main() -> Result<(), roce_net::Error> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("roce-net: error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), roce_net::Error> {
     let host = match std::env::args().nth(1) {
         Some(ns) => Host::netns(&ns)?,
         None => Host::current(),

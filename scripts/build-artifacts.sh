@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds roce-net's portable artifacts into dist/ and checks each one:
 #
-#   dist/roce_net-<v>-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
-#                       the Python package (abi3: CPython >= 3.10), glibc >= 2.17
+#   dist/roce_net-<v>-cp38-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+#                       the Python package (abi3: CPython >= 3.8), glibc >= 2.17
 #   dist/roce-net-<v>-x86_64-linux-gnu       the CLI binary, glibc >= 2.17
 #   dist/roce-net_<v>_amd64.deb              the CLI as a Debian package (/usr/bin/roce-net)
 #   dist/SHA256SUMS
@@ -136,8 +136,8 @@ if want wheel; then
     -i "$PY" -o "$DIST")
   whl=$(ls "$DIST"/roce_net-*.whl)
   case "$whl" in
-    *-cp310-abi3-*manylinux_2_17_x86_64*) ;;
-    *) die "$whl: expected an abi3 manylinux_2_17 wheel" ;;
+    *-cp38-abi3-*manylinux_2_17_x86_64*) ;;
+    *) die "$whl: expected a cp38-abi3 manylinux_2_17 wheel" ;;
   esac
   log "wheel: auditwheel show"
   audit=$("$PY" -m auditwheel show "$whl")

@@ -197,7 +197,7 @@ for line in sys.stdin:
   # Once both are written (each run above left SHA256SUMS alone).
   scripts/build-artifacts.sh sums
 
-  # Fault injection lives behind #[cfg(test)] seams (DESIGN decision 13): the
+  # Fault injection lives behind #[cfg(test)] seams (docs/architecture.md, decision 13): the
   # shipped CLI binary and the wheel's extension module must not contain any of
   # the hooks the product once had, nor the test-only fault wrapper.
   log "the release artifacts carry no test hooks"

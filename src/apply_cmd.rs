@@ -111,7 +111,7 @@ pub(crate) fn apply(
                 None => roce_net::plan(&h.snapshot()?, &policy)?,
             };
             if p.is_empty() {
-                return nothing_to_do(cli, &p.notes());
+                return nothing_to_do(cli, &p.notes(), from.is_some());
             }
             // Not asked to confirm what it could not do: without CAP_NET_ADMIN
             // exit 77 before the prompt, as `--yes` does before the first change.
@@ -174,7 +174,7 @@ pub(crate) fn apply(
         if let Some((pid, id)) = watchdog_pid {
             stop_idle_watchdog(&h, &o, pid, &id);
         }
-        let r = nothing_to_do(cli, &report.notes);
+        let r = nothing_to_do(cli, &report.notes, reviewed.is_some());
         drop(held);
         return r;
     }
@@ -208,7 +208,9 @@ pub(crate) fn apply(
     Ok(exit::OK)
 }
 
-fn nothing_to_do(cli: &Cli, notes: &[String]) -> Result<u8, Error> {
+/// Nothing to apply: the host already matches the policy, or (`saved`) the
+/// reviewed plan is already in effect; exit 0, nothing done, no journal.
+fn nothing_to_do(cli: &Cli, notes: &[String], saved: bool) -> Result<u8, Error> {
     if cli.json {
         // The keys of every `apply --json` document (ApplyReport's), null
         // where there is nothing: no journal is written when nothing changes.
@@ -221,7 +223,11 @@ fn nothing_to_do(cli: &Cli, notes: &[String]) -> Result<u8, Error> {
             "notes": notes,
         }))?;
     } else {
-        out("nothing to do: the host already matches the policy");
+        out(if saved {
+            "nothing to do: the host already matches the plan (nothing was changed)"
+        } else {
+            "nothing to do: the host already matches the policy"
+        });
     }
     Ok(exit::OK)
 }
@@ -283,6 +289,8 @@ fn spawn_watchdog(cli: &Cli, g: &ConfirmGuard) -> Result<u32, Error> {
 
 /// `roce-net __watchdog`.
 pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
+    // Before any thread starts: every thread inherits the mask.
+    let stop = roce_net::stop_on_signals();
     let mut o = opts(cli);
     if let (Some(apply_id), Some(deadline), Some(cookie), Some(boot_id)) =
         (&a.apply_id, a.deadline, a.cookie, &a.boot_id)
@@ -290,6 +298,7 @@ pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
         o.guard = Some(ConfirmGuard {
             apply_id: apply_id.clone(),
             deadline,
+            boot_deadline_ms: None,
             namespace: NamespaceId {
                 cookie,
                 boot_id: boot_id.clone(),
@@ -297,7 +306,7 @@ pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
             watchdog_pid: Some(std::process::id()),
         });
     }
-    let outcome = roce_net::watchdog(&host(cli)?, &o)?;
+    let outcome = roce_net::watchdog_until(&host(cli)?, &o, stop)?;
     if cli.json {
         print_json(&outcome)?;
     }
@@ -384,6 +393,11 @@ fn journal_text(j: Option<&Journal>) -> String {
     let when = |at: u64| roce_net::relative_time(at, t);
     let state = match &j.state {
         JournalState::Applying => match j.confirm_deadline {
+            Some(_) if j.watchdog.as_ref().and_then(|w| w.running()) == Some(false) => {
+                "applying: did not finish (crashed or killed?), and its watchdog is not \
+                 running; run `roce-net rollback`"
+                    .to_string()
+            }
             Some(d) => format!(
                 "applying: did not finish (crashed or killed?); its watchdog rolls it back at {}, \
                  or run `roce-net rollback` now",
@@ -393,6 +407,15 @@ fn journal_text(j: Option<&Journal>) -> String {
                 "applying: did not finish (crashed or killed?); run `roce-net rollback`".to_string()
             }
         },
+        JournalState::PendingConfirm { deadline }
+            if j.watchdog.as_ref().and_then(|w| w.running()) == Some(false) =>
+        {
+            format!(
+                "applied, awaiting `roce-net confirm` until {}; its watchdog is not running, \
+                 so it is not rolled back by itself",
+                when(*deadline)
+            )
+        }
         JournalState::PendingConfirm { deadline } => format!(
             "applied, awaiting `roce-net confirm` until {}, then rolled back",
             when(*deadline)
@@ -437,6 +460,20 @@ fn journal_text(j: Option<&Journal>) -> String {
                     m.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
                 );
             }
+            // Killed (or ended with the session) before it recorded anything:
+            // nothing will roll this apply back by itself.
+            (None, _) if j.state.is_open() && w.running() == Some(false) => {
+                let _ = writeln!(
+                    s,
+                    "watchdog{pid}: NOT running (killed?): nothing rolls this apply back by \
+                     itself; run `roce-net rollback` to restore the host{}",
+                    if matches!(j.state, JournalState::PendingConfirm { .. }) {
+                        ", or `roce-net confirm` to keep it"
+                    } else {
+                        ""
+                    }
+                );
+            }
             (None, Some(m)) => {
                 let _ = writeln!(s, "watchdog{pid}: {m}");
             }
@@ -450,7 +487,7 @@ fn journal_text(j: Option<&Journal>) -> String {
                 );
             }
             (None, None) => match j.confirm_deadline {
-                Some(d) if d <= t => {
+                Some(d) if j.deadline_passed() => {
                     let _ = writeln!(
                         s,
                         "watchdog{pid}: the deadline passed {}; it rolls back once it holds the lock",

@@ -221,6 +221,12 @@ enum Cmd {
         /// Remove every file persist wrote and restore what it replaced.
         #[arg(long, conflicts_with_all = ["policy", "backend"])]
         remove: bool,
+        /// Also remove the files an earlier persist wrote for another routing
+        /// backend (switching, e.g., from ifupdown to networkd); without it they
+        /// are kept and listed. A sysctl.d or rt_tables.d rendering never
+        /// removes them.
+        #[arg(long, conflicts_with = "remove")]
+        switch_backend: bool,
         /// The node's root: read its configuration and write under DIR instead of /
         /// (for review, image building or tests); `--etc-root` moves /etc alone.
         #[arg(long, value_name = "DIR", default_value = "/")]
@@ -277,6 +283,11 @@ enum Cmd {
         snapshots: Vec<PathBuf>,
     },
     /// The demo: build a broken multi-NIC host in namespaces, diagnose, fix, show it fixed.
+    #[command(
+        after_help = "Of the global options, --netns and --sysfs-root are refused here (exit 64): \
+                      the lab builds its own namespaces, of veths no RDMA device backs. \
+                      --etc-root and --state-dir take the lab's table names and journal."
+    )]
     Lab {
         /// Number of host NICs (2 to 64).
         #[arg(long, default_value_t = 4, value_parser = parse_lab_nics)]
@@ -523,7 +534,7 @@ fn report_error(e: &Error, json: bool, prefix: &str) {
     } else {
         eprintln!(
             "roce-net: error: {}",
-            localize_hints(&e.to_string(), prefix)
+            roce_net::terminal_safe(&localize_hints(&e.to_string(), prefix))
         );
     }
 }
@@ -597,8 +608,14 @@ fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
     })
 }
 
-/// Print to stdout; a closed pipe (`| head`) is not an error.
+/// Print text to stdout, every control character in it escaped visibly
+/// ([`roce_net::terminal_safe`]: names from the host or a snapshot never reach
+/// the terminal raw); a closed pipe (`| head`) is not an error.
 pub fn out(s: &str) {
+    out_raw(&roce_net::terminal_safe(s));
+}
+
+fn out_raw(s: &str) {
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(s.as_bytes());
     if !s.ends_with('\n') {
@@ -606,10 +623,22 @@ pub fn out(s: &str) {
     }
 }
 
+/// Print JSON. serde escapes C0 controls in strings; DEL and the C1 codes it
+/// leaves raw are written as `\u00XX` escapes too (they only occur in strings).
 pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
     let s = serde_json::to_string_pretty(v)
         .map_err(|e| Error::new(ErrorKind::Io, format!("serialising output: {e}")))?;
-    out(&s);
+    let s = if s.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        s.chars()
+            .map(|c| match c {
+                '\u{7f}'..='\u{9f}' => format!("\\u{:04x}", c as u32),
+                c => c.to_string(),
+            })
+            .collect()
+    } else {
+        s
+    };
+    out_raw(&s);
     Ok(())
 }
 
@@ -734,7 +763,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if !timeout.is_finite() || *timeout <= 0.0 || *timeout > 3600.0 {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,
-                    "--timeout must be between 0 and 3600 seconds",
+                    format!(
+                        "--timeout must be more than 0 and at most 3600 seconds, not {timeout}"
+                    ),
                 ));
             }
             let opts = roce_net::ArpProbeOptions::new(*count, Duration::from_secs_f64(*timeout));
@@ -759,7 +790,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     .map_err(|e| Error::io(e, format!("writing plan to {}", o.display())))?;
             }
             if cli.json {
-                out(&p.to_json());
+                print_json(&p)?;
             } else {
                 let mut text = render::plan(&p);
                 if !p.is_empty() {
@@ -783,6 +814,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             backend,
             dry_run,
             remove,
+            switch_backend,
             root,
         } => {
             let mut target = roce_net::PersistRoot::new(root);
@@ -812,7 +844,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             };
             let plan = roce_net::prepare_persistence(&desired, &st, &target, chosen)?;
             let report = roce_net::write_persistence_at(&plan.files, &target, *dry_run)?;
-            let stale = roce_net::remove_persistence(&target, &plan.files, *dry_run)?;
+            let stale =
+                roce_net::remove_stale_persistence(&target, &plan, *switch_backend, *dry_run)?;
             if cli.json {
                 print_json(&serde_json::json!({
                     "backend": plan.backend.name(),

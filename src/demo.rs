@@ -123,6 +123,11 @@ pub struct LabDirs<'a> {
 /// Run the demo. With `keep`, the namespaces and both directories stay, and the
 /// hint commands carry `--etc-root` and `--state-dir`, so that `plan` on the kept
 /// host is empty and `status` / `rollback` find the lab's journal.
+///
+/// Interrupted (`SIGINT` from Ctrl-C, `SIGTERM` from a CI timeout, `SIGHUP` from
+/// a dropped SSH session) at any point, it removes the namespaces and the
+/// temporary directories it made, says which (or which could not be removed,
+/// and how to), and exits with 128 + the signal's number.
 pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
     if !(2..=roce_net::SEED_MAX_NICS).contains(&nics) {
         return Err(Error::new(
@@ -130,6 +135,15 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             format!("--nics must be 2 to {}", roce_net::SEED_MAX_NICS),
         ));
     }
+    crate::lab_signals::clean_up_on_signals();
+    let r = run_lab(nics, keep, as_json, dirs);
+    // An interrupt makes the lab's next step fail: its own report and exit come
+    // from the thread that took the signal, not this error.
+    crate::lab_signals::wait_if_interrupted();
+    r
+}
+
+fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
     // The lab never writes the machine's /etc or /run: table names and the apply
     // journal go to the directories given, else to temporary ones (removed at
     // exit unless the lab is kept: a kept host needs them to be planned, shown
@@ -137,7 +151,6 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
     let etc = LabDir::new(dirs.etc_root, "etc", keep)?;
     let state_dir = LabDir::new(dirs.state_dir, "state", keep)?;
     let mut lab = Lab::seed_tagged("demo", nics)?;
-    lab.set_keep(keep);
     let host = lab.host()?.with_etc_root(&etc.path);
     let opts = ApplyOptions {
         state_dir: state_dir.path.clone(),
@@ -173,7 +186,7 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             "second_plan_empty": second.is_empty(),
             "fixed": fixed,
         });
-        out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::cli::print_json(&v)?;
     } else {
         let mut s = format!(
             "roce-net lab: a host with {nics} NICs in 198.18.0.0/24 and a peer on one switch (namespaces {})\n",
@@ -225,7 +238,10 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
         out(&s);
     }
     if keep {
-        // Dropping would remove the namespaces; keeping was asked for.
+        // Dropping would remove the namespaces; keeping was asked for (and an
+        // interrupt from now on leaves them and the directories too).
+        lab.set_keep(true);
+        crate::lab_signals::forget_dirs();
         std::mem::forget(lab);
     }
     Ok(if fixed { exit::OK } else { exit::FAILURE })
@@ -243,21 +259,78 @@ struct LabDir {
 
 impl LabDir {
     fn new(given: Option<&Path>, what: &str, keep: bool) -> Result<LabDir, Error> {
-        let (path, created) = match given {
-            Some(p) => (p.to_path_buf(), false),
-            None => (
-                std::env::temp_dir().join(format!("roce-net-lab-{}-{what}", std::process::id())),
-                true,
-            ),
+        let path = match given {
+            Some(p) => {
+                std::fs::create_dir_all(p)
+                    .map_err(|e| Error::io(e, format!("creating {}", p.display())))?;
+                p.to_path_buf()
+            }
+            None => private_temp_dir(&format!("roce-net-lab-{}-{what}-", std::process::id()))?,
         };
-        std::fs::create_dir_all(&path)
-            .map_err(|e| Error::io(e, format!("creating {}", path.display())))?;
+        let created = given.is_none();
+        if created {
+            crate::lab_signals::remove_dir_on_signal(&path);
+        }
         Ok(LabDir {
             path,
             created,
             remove: created && !keep,
         })
     }
+}
+
+/// A new directory under `$TMPDIR` named `prefix` and six random characters,
+/// made by `mkdtemp(3)`: created by this call (never one that was there, nor a
+/// symbolic link planted under a name it could guess), mode 0700. Checked
+/// again with `lstat` before use: a directory, not a link, owned by this user,
+/// not open to others.
+fn private_temp_dir(prefix: &str) -> Result<PathBuf, Error> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::fs::MetadataExt;
+    let base = std::env::temp_dir();
+    let doing = || {
+        format!(
+            "creating a private directory {prefix}XXXXXX under {}",
+            base.display()
+        )
+    };
+    let mut template = base
+        .join(format!("{prefix}XXXXXX"))
+        .into_os_string()
+        .into_vec();
+    if template.contains(&0) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{}: the path holds a NUL byte", doing()),
+        ));
+    }
+    template.push(0);
+    // SAFETY: a writable NUL-terminated buffer ending in XXXXXX, which mkdtemp
+    // fills in place.
+    let made = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
+    if made.is_null() {
+        return Err(Error::io(std::io::Error::last_os_error(), doing()));
+    }
+    template.pop();
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(&template));
+    let md = std::fs::symlink_metadata(&path)
+        .map_err(|e| Error::io(e, format!("checking {}", path.display())))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !md.file_type().is_dir() || md.uid() != me || md.mode() & 0o077 != 0 {
+        return Err(Error::new(
+            ErrorKind::Permission,
+            format!(
+                "{} is not a private directory of this user (owner {}, mode {:o}); \
+                 something replaced it as it was made: check who writes to {}",
+                path.display(),
+                md.uid(),
+                md.mode() & 0o7777,
+                base.display()
+            ),
+        ));
+    }
+    Ok(path)
 }
 
 impl Drop for LabDir {

@@ -19,6 +19,8 @@
 mod apply_cmd;
 mod cli;
 mod demo;
+mod lab_signals;
+mod logger;
 mod rdma;
 mod render;
 
@@ -31,6 +33,7 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
     reopen_closed_standard_fds();
     // SAFETY: setting a signal's disposition to SIG_IGN, before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    logger::init_from_env();
     let code = std::panic::catch_unwind(cli::main).unwrap_or(101);
     let _ = std::io::stdout().flush();
     libc::c_int::from(code)
@@ -40,6 +43,7 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
 /// from a `main` there, as an ordinary binary's would be.
 #[cfg(test)]
 fn main() {
+    logger::init_from_env();
     let _ = cli::main();
 }
 

@@ -331,6 +331,9 @@ pub fn persist(
     stale: &roce_net::RemoveReport,
 ) -> String {
     let mut s = format!("backend {} ({})\n", plan.backend.name(), plan.reason);
+    for r in report.recovered.iter().chain(&stale.recovered) {
+        let _ = writeln!(s, "note: {r}");
+    }
     for w in &plan.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
@@ -359,6 +362,16 @@ pub fn persist(
             "{verb} roce-net's earlier {} (no longer rendered)",
             p.display()
         );
+    }
+    for p in &stale.edited {
+        let _ = writeln!(
+            s,
+            "kept {}: the file was changed since roce-net wrote it (or carries no record of what roce-net wrote)",
+            p.display()
+        );
+    }
+    for (p, why) in &stale.left {
+        let _ = writeln!(s, "kept roce-net's earlier {}: {why}", p.display());
     }
     for p in &stale.restored {
         let _ = writeln!(
@@ -393,6 +406,9 @@ pub fn persist(
 /// `roce-net persist --remove`.
 pub fn persist_remove(r: &roce_net::RemoveReport) -> String {
     let mut s = String::new();
+    for n in &r.recovered {
+        let _ = writeln!(s, "note: {n}");
+    }
     let (rm, rs) = if r.dry_run {
         ("would remove", "would restore")
     } else {
@@ -403,6 +419,14 @@ pub fn persist_remove(r: &roce_net::RemoveReport) -> String {
     }
     for p in &r.restored {
         let _ = writeln!(s, "{rs} {} (what was there before roce-net)", p.display());
+    }
+    for p in &r.edited {
+        let _ = writeln!(
+            s,
+            "{} {}: the file was changed since roce-net wrote it (or carries no record of what roce-net wrote)",
+            if r.dry_run { "would keep its content in" } else { "kept its content in" },
+            p.display()
+        );
     }
     for p in &r.foreign {
         let _ = writeln!(s, "left {}: roce-net did not write it", p.display());

@@ -436,6 +436,65 @@ fn lab_keep_leaves_a_host_that_plans_empty_and_rolls_back() {
     }
 }
 
+/// Issue 26 item 1: `lab` made its table-names directory at the guessable
+/// `$TMPDIR/roce-net-lab-<pid>-etc` and followed whatever was there, so an
+/// unprivileged user's symlink to `/etc` had root's lab write
+/// `iproute2/rt_tables.d/roce-net.conf` into it and leave it. The lab runs as
+/// pid 1 of a new PID namespace, so the name is known in advance and planted
+/// (a link owned by `nobody`, as a local user would leave it); the lab must
+/// make a directory of its own instead and leave the link's target untouched.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn lab_never_follows_a_planted_temp_dir() {
+    require_root("lab_never_follows_a_planted_temp_dir");
+    let tmp = tempfile::tempdir().unwrap();
+    let victim = tmp.path().join("victim-etc");
+    std::fs::create_dir(&victim).unwrap();
+    let planted = tmp.path().join("roce-net-lab-1-etc");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+    let o = Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_roce-net"))
+        .args(["--json", "lab", "--nics", "2"])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("running unshare");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let etc = v["etc_root"].as_str().unwrap_or_default().to_string();
+    assert!(
+        etc.starts_with(
+            &tmp.path()
+                .join("roce-net-lab-1-etc-")
+                .to_string_lossy()
+                .to_string()
+        ),
+        "a directory of its own under TMPDIR: {etc}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing written through the planted link: {:?}",
+        std::fs::read_dir(&victim)
+            .unwrap()
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        std::fs::symlink_metadata(&planted)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the planted link is left as it was"
+    );
+    assert!(!Path::new(&etc).exists(), "removed at exit: {etc}");
+    for ns in v["namespaces"].as_array().unwrap() {
+        assert!(!Path::new("/run/netns").join(ns.as_str().unwrap()).exists());
+    }
+}
+
 /// Removes the listed directories on drop.
 struct Dirs(Vec<String>);
 impl Drop for Dirs {
@@ -593,13 +652,33 @@ fn plan_then_apply_the_saved_plan_then_persist_dry_run() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    // Applying the same (now stale) plan again is refused as drift.
+    // Applying the same plan again, now in effect: nothing to do, exit 0,
+    // nothing changed (the journal is the first apply's).
+    let status = || {
+        let o = bin()
+            .args(common)
+            .args(["--json", "status"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let applied = status();
+    let before = lab.state();
     let o = bin()
         .args(common)
         .args(["apply", "--yes", "--plan", planf.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(73), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("the host already matches the plan"),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).len() < 200, "{}", text(&o));
+    assert_eq!(status(), applied);
+    assert_eq!(lab.state(), before);
     let o = bin().args(common).args(["plan"]).output().unwrap();
     assert!(text(&o).contains("no changes"), "{}", text(&o));
     let o = bin()
@@ -705,6 +784,178 @@ fn another_namespaces_table_names_are_kept_by_plan_apply_and_persist() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("left "), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&names).unwrap(), now);
+}
+
+/// Issue 24 item 7: `persist --backend sysctl.d` after `--backend ifupdown`
+/// removed the if-up.d/if-down.d hooks ("no longer rendered"): the sysctls were
+/// added, the rules lost at the next boot. A rendering that covers only part of
+/// the fix keeps the routing persistence another backend wrote, and says so;
+/// switching the routing backend (ifupdown -> networkd) removes the old files
+/// only with `--switch-backend`, which the dry run shows.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn persist_never_takes_away_another_backends_files_unasked() {
+    require_root("persist_never_takes_away_another_backends_files_unasked");
+    let lab = LabCli::new("stale");
+    let etc = lab.etc.path();
+    std::fs::create_dir_all(etc.join("network")).unwrap();
+    std::fs::write(
+        etc.join("network/interfaces"),
+        "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
+         auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(etc.join("systemd/network")).unwrap();
+    for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
+        std::fs::write(
+            etc.join(format!("systemd/network/20-r{i}.network")),
+            format!("[Match]\nName=r{i}\n\n[Network]\nAddress={a}/24\n"),
+        )
+        .unwrap();
+    }
+    let root = tempfile::tempdir().unwrap();
+    let persist = |extra: &[&str]| {
+        let o = bin()
+            .args(lab.args())
+            .args(["persist", "--root"])
+            .arg(root.path())
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", text(&o));
+        text(&o)
+    };
+    let up = etc.join("network/if-up.d/roce-net");
+    let down = etc.join("network/if-down.d/roce-net");
+    persist(&["--backend", "ifupdown"]);
+    let hook = std::fs::read_to_string(&up).unwrap();
+    assert!(down.is_file());
+
+    let t = persist(&["--backend", "sysctl.d"]);
+    assert_eq!(std::fs::read_to_string(&up).unwrap(), hook, "{t}");
+    assert!(down.is_file(), "{t}");
+    assert!(
+        t.contains(&format!("kept roce-net's earlier {}", up.display())),
+        "{t}"
+    );
+    assert!(!t.contains("removed roce-net's"), "{t}");
+
+    let t = persist(&["--backend", "networkd", "--dry-run"]);
+    assert!(t.contains("--switch-backend"), "{t}");
+    assert!(!t.contains("would remove roce-net's"), "{t}");
+    let t = persist(&["--backend", "networkd", "--switch-backend", "--dry-run"]);
+    assert!(
+        t.contains(&format!("would remove roce-net's earlier {}", up.display())),
+        "{t}"
+    );
+    assert!(up.is_file() && down.is_file(), "a dry run changes nothing");
+    persist(&["--backend", "networkd"]);
+    assert!(up.is_file() && down.is_file(), "not asked to switch");
+    assert!(etc
+        .join("systemd/network/20-r0.network.d/90-roce-net.conf")
+        .is_file());
+    let t = persist(&["--backend", "networkd", "--switch-backend"]);
+    assert!(!up.exists() && !down.exists(), "{t}");
+    assert!(
+        t.contains(&format!("removed roce-net's earlier {}", up.display())),
+        "{t}"
+    );
+}
+
+/// Issue 26 item 6 with a real `kill -9`: `persist` (ifupdown, rule priorities
+/// 2001..) is killed at spread-out points over its run (0..60 ms, 30 runs) on a
+/// node where an earlier persist wrote the 1001.. set. After each kill the two
+/// hooks are both the old set or both the new one; or, when the kill landed in
+/// the switch, the links it left are there and the next `persist` puts the
+/// previous set back first, saying so. Never a mix left silently. The tally
+/// (how many runs ended in each case) is printed.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn persist_killed_at_any_point_leaves_one_set() {
+    require_root("persist_killed_at_any_point_leaves_one_set");
+    let lab = LabCli::new("kill");
+    let etc = lab.etc.path();
+    std::fs::create_dir_all(etc.join("network")).unwrap();
+    std::fs::write(
+        etc.join("network/interfaces"),
+        "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
+         auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let policy = |base: u32| {
+        let p = root.path().join(format!("p{base}.yaml"));
+        std::fs::write(&p, format!("routing:\n  rule_priority_base: {base}\n")).unwrap();
+        p
+    };
+    let (old, new) = (policy(1000), policy(2000));
+    let cmd = |p: &Path| {
+        let mut c = bin();
+        c.args(lab.args())
+            .args(["persist", "--backend", "ifupdown", "--root"])
+            .arg(root.path())
+            .arg("-f")
+            .arg(p)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let up = etc.join("network/if-up.d/roce-net");
+    let down = etc.join("network/if-down.d/roce-net");
+    let set_of = |p: &Path| -> &'static str {
+        let t = std::fs::read_to_string(p).unwrap_or_default();
+        match (t.contains("pref 1001"), t.contains("pref 2001")) {
+            (true, false) => "old",
+            (false, true) => "new",
+            _ => "other",
+        }
+    };
+    let markers = || {
+        [&up, &down].iter().any(|p| {
+            std::fs::read_dir(p.parent().unwrap())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .any(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.contains(".roce-net-old.") || n.contains(".roce-net-absent.")
+                })
+        })
+    };
+    let (mut before, mut after, mut recovered) = (0, 0, 0);
+    const RUNS: u64 = 30;
+    for i in 0..RUNS {
+        let o = cmd(&old).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!((set_of(&up), set_of(&down)), ("old", "old"), "run {i}");
+        let mut child = cmd(&new).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(i * 60_000 / RUNS));
+        let _ = child.kill();
+        let _ = child.wait();
+        match (set_of(&up), set_of(&down), markers()) {
+            ("old", "old", false) => before += 1,
+            ("new", "new", false) => after += 1,
+            (u, d, true) => {
+                // Killed while switching: the next persist puts the old set back
+                // first and says so, then writes its own (here: the old policy).
+                let o = cmd(&old).output().unwrap();
+                assert!(o.status.success(), "run {i}: {}", text(&o));
+                assert!(
+                    text(&o).contains("put back the previous")
+                        || text(&o).contains("did not exist before persist"),
+                    "run {i} ({u}/{d}): {}",
+                    text(&o)
+                );
+                assert!(!markers(), "run {i}");
+                recovered += 1;
+            }
+            (u, d, false) => panic!("run {i}: a mixed set left silently: if-up {u}, if-down {d}"),
+        }
+    }
+    eprintln!(
+        "persist killed {RUNS} times: {before} before any change, {after} after the switch, \
+         {recovered} during it (put back by the next persist)"
+    );
 }
 
 #[test]

@@ -361,3 +361,63 @@ fn a_non_utf8_interface_name_is_shown_escaped_not_a_failed_snapshot() {
         assert!(out.contains(&want), "{verb} shows {want}: {out}");
     }
 }
+
+/// Issue 26 items 12 and 15 at the command line: a crash-zeroed policy, a NUL
+/// half way through a YAML policy, a symbolic link loop named as a file, a
+/// snapshot with `prefix_len: 200` or a NUL in an interface name, and an
+/// `arp_ignore` no integer type holds are each a clear input error (exit 65),
+/// never the default policy, part of a policy, or an internal error (exit 70).
+#[test]
+fn nuls_loops_and_impossible_values_are_input_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = fixture("doctor/healthy.json");
+    let zeros = d.path().join("zeroed.yaml");
+    std::fs::write(&zeros, vec![0u8; 4096]).unwrap();
+    let half = d.path().join("half.yaml");
+    std::fs::write(&half, "rp_filter: keep\n\0\nrouting: {enabled: false}\n").unwrap();
+    let huge = d.path().join("huge.yaml");
+    std::fs::write(&huge, "arp:\n  arp_ignore: 99999999999999999999999\n").unwrap();
+    let (la, lb) = (d.path().join("loop-a.yaml"), d.path().join("loop-b.yaml"));
+    std::os::unix::fs::symlink(&lb, &la).unwrap();
+    std::os::unix::fs::symlink(&la, &lb).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+    assert!(v["addresses"][0].is_object(), "the fixture has an address");
+    let mut prefix = v.clone();
+    prefix["addresses"][0]["prefix_len"] = 200.into();
+    let prefix_file = d.path().join("prefix.json");
+    std::fs::write(&prefix_file, prefix.to_string()).unwrap();
+    v["interfaces"][0]["name"] = "r\u{0}1".into();
+    let nul_file = d.path().join("nul-name.json");
+    std::fs::write(&nul_file, v.to_string()).unwrap();
+    let policy_cases = [
+        (&zeros, "a NUL byte"),
+        (&half, "line 2 column 1: a NUL byte"),
+        (&huge, "out of range"),
+        (&la, "loop"),
+    ];
+    for (p, want) in policy_cases {
+        let o = run_within(
+            &[
+                os("doctor"),
+                os("--from"),
+                snap.as_os_str(),
+                os("-f"),
+                p.as_os_str(),
+            ],
+            QUICK,
+        );
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(65), "{}: {t}", p.display());
+        assert!(t.contains(want), "{}: {t}", p.display());
+    }
+    for (p, want) in [
+        (&prefix_file, "prefix_len: 200 is longer than 32 bits"),
+        (&nul_file, "interfaces[0].name"),
+        (&la, "loop"),
+    ] {
+        let o = run_within(&[os("show"), os("--from"), p.as_os_str()], QUICK);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(65), "{}: {t}", p.display());
+        assert!(t.contains(want), "{}: {t}", p.display());
+    }
+}

@@ -181,3 +181,63 @@ fn fleet_reads_plain_and_gzip_snapshots_and_damaged_gzip_is_a_data_error() {
         "{t}"
     );
 }
+
+/// `RUST_LOG=roce_net=trace` prints the library's netlink trace (every packet
+/// sent and read) on stderr; without `RUST_LOG` stderr stays empty and stdout
+/// is the same document.
+#[test]
+#[ignore = "needs root: builds a network namespace (scripts/test.sh runs it)"]
+fn rust_log_traces_netlink_on_stderr_and_is_off_by_default() {
+    // SAFETY: geteuid has no preconditions.
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "rust_log_traces_netlink_on_stderr_and_is_off_by_default: needs root \
+         (namespaces); run it as root (scripts/test.sh)"
+    );
+    let ns = Ns(format!("rnt-rustlog-{}", std::process::id()));
+    assert!(Command::new("ip")
+        .args(["netns", "add", &ns.0])
+        .status()
+        .unwrap()
+        .success());
+    ip(&ns.0, "link set lo up");
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--netns",
+        &ns.0,
+        "--etc-root",
+        dir.path().to_str().unwrap(),
+        "snapshot",
+    ];
+    let quiet = Command::new(env!("CARGO_BIN_EXE_roce-net"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(quiet.status.success(), "{}", text(&quiet));
+    assert!(quiet.stderr.is_empty(), "{}", text(&quiet));
+    let traced = Command::new(env!("CARGO_BIN_EXE_roce-net"))
+        .args(args)
+        .env("RUST_LOG", "roce_net=trace")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(traced.status.success(), "{}", text(&traced));
+    let err = String::from_utf8_lossy(&traced.stderr);
+    let sent = err
+        .lines()
+        .filter(|l| l.contains("send netlink packet"))
+        .count();
+    let read = err
+        .lines()
+        .filter(|l| l.contains("read netlink packet"))
+        .count();
+    assert!(sent >= 4 && read > sent, "sent {sent}, read {read}:\n{err}");
+    assert!(
+        err.lines().all(|l| l.starts_with("[TRACE roce_net::")),
+        "{err}"
+    );
+    let doc = |o: &Output| -> serde_json::Value { serde_json::from_slice(&o.stdout).unwrap() };
+    assert_eq!(stable(&doc(&quiet)), stable(&doc(&traced)));
+}

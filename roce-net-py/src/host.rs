@@ -301,6 +301,9 @@ impl Host {
         cookie: Option<u64>,
         boot_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // The watchdog's own process (`python -m roce_net._watchdog`):
+        // SIGTERM, SIGHUP and SIGINT make it roll back instead of dying.
+        let stop = roce_net::stop_on_signals();
         let h = self.inner.clone();
         let mut o = apply_options(state_dir);
         if let (Some(apply_id), Some(deadline), Some(cookie), Some(boot_id)) =
@@ -309,11 +312,14 @@ impl Host {
             o.guard = Some(roce_net::ConfirmGuard {
                 apply_id,
                 deadline,
+                boot_deadline_ms: None,
                 namespace: roce_net::NamespaceId { cookie, boot_id },
                 watchdog_pid: Some(std::process::id()),
             });
         }
-        let r = py.detach(move || roce_net::watchdog(&h, &o)).py()?;
+        let r = py
+            .detach(move || roce_net::watchdog_until(&h, &o, stop))
+            .py()?;
         to_py(py, &r)
     }
 

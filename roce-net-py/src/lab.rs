@@ -39,6 +39,14 @@ fn nic<'py>(py: Python<'py>, n: &LabNic) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, n)
 }
 
+/// SIGTERM and SIGHUP remove the process's lab namespaces (see
+/// `roce_net/_lab_signals.py`).
+fn clean_up_on_signals(py: Python<'_>) -> PyResult<()> {
+    py.import("roce_net._lab_signals")?
+        .call_method0("install")?;
+    Ok(())
+}
+
 impl Lab {
     fn with<T>(&self, f: impl FnOnce(&RLab) -> PyResult<T>) -> PyResult<T> {
         let g = self
@@ -62,6 +70,7 @@ impl Lab {
     fn seed(_cls: &Bound<'_, PyType>, py: Python<'_>, nics: i64, tag: &str) -> PyResult<Lab> {
         let nics = count("nics", nics)?;
         let tag = tag.to_string();
+        clean_up_on_signals(py)?;
         let lab = py.detach(move || RLab::seed_tagged(&tag, nics)).py()?;
         Ok(Lab {
             inner: Mutex::new(Some(lab)),
@@ -82,10 +91,26 @@ impl Lab {
     ) -> PyResult<Lab> {
         let (hosts, nics) = (count("hosts", hosts)?, count("nics", nics)?);
         let tag = tag.to_string();
+        clean_up_on_signals(py)?;
         let lab = py.detach(move || RLab::fleet(&tag, hosts, nics)).py()?;
         Ok(Lab {
             inner: Mutex::new(Some(lab)),
         })
+    }
+
+    /// Remove the namespaces of every lab of this process that is not closed,
+    /// and refuse to build more: what the SIGTERM/SIGHUP handler
+    /// (`roce_net._lab_signals`) does. `(removed, [(not removed, why)])`.
+    #[staticmethod]
+    fn _interrupt(py: Python<'_>) -> (Vec<String>, Vec<(String, String)>) {
+        let r = py.detach(RLab::interrupt);
+        (
+            r.removed,
+            r.failed
+                .into_iter()
+                .map(|(n, e)| (n, e.to_string()))
+                .collect(),
+        )
     }
 
     /// The fleet lab's host namespaces, `...-h1` first (empty for a seed lab).

@@ -1,7 +1,8 @@
 """probe_rdma / probe_rdma_server / verbs_view on a host without RDMA (these
 machines: no RDMA devices, no RDMA support in the kernel), and the result types
-on reports recorded from the Rust engine's own tests (tests/data/, kept in the
-engine's shape by `probe::rdma::tests::session`)."""
+on reports recorded from the Rust engine's own tests
+(roce-net/tests/fixtures/rdma/, kept in the engine's shape by
+`probe::rdma::tests::session`; `UPDATE_GOLDEN=1` rewrites them)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 
 import roce_net
 
-DATA = Path(__file__).parent / "data"
+# Reports recorded by the Rust engine's own tests (roce-net/tests/fixtures/rdma).
+DATA = Path(__file__).resolve().parents[2] / "roce-net" / "tests" / "fixtures" / "rdma"
 KERNEL_RDMA = os.path.exists("/sys/class/infiniband_verbs")
 
 

@@ -1,4 +1,4 @@
-//! One error type for the whole library (DESIGN decision 9).
+//! One error type for the whole library (docs/architecture.md, decision 9).
 //!
 //! An [`Error`] has a [`ErrorKind`] (which maps to a Python exception class and a
 //! CLI exit code), a message that says what failed on which object and what to do,

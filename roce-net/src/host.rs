@@ -1,7 +1,7 @@
 //! The host handle: one namespace's networking, read into a [`HostState`] and
 //! driven through the kernel I/O layer.
 //!
-//! [`Host`] is a namespace-scoped handle (DESIGN decision 3): `Host::current()`,
+//! [`Host`] is a namespace-scoped handle (docs/architecture.md, decision 3): `Host::current()`,
 //! `Host::netns(name)`, `Host::netns_path(path)`. Netlink and `/proc/sys/net` I/O
 //! runs on a thread inside that namespace; RDMA sysfs is read from an injectable
 //! root (`/sys` by default), routing table names from an injectable `/etc`.

@@ -154,6 +154,28 @@ fn to_error(e: io::Error, path: &Path, kind: InputKind) -> Error {
                 ),
             )
         }
+        // A path that cannot name a file (a symbolic link loop, a file used as a
+        // directory, a name too long) is the user's input, not a failure of the
+        // system: say so, keeping the errno and the kernel's text.
+        _ if matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::ENOTDIR | libc::ENAMETOOLONG)
+        ) =>
+        {
+            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                "its symbolic links form a loop (or a chain of more than 40)"
+            } else {
+                "the path cannot name a file"
+            };
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{what}: {e}: {hint}; give the path of a {}",
+                    kind.file_noun()
+                ),
+            )
+            .with_errno(e.raw_os_error().unwrap_or(0))
+        }
         _ => Error::io(e, what),
     }
 }
@@ -230,6 +252,36 @@ pub fn excerpt_bytes(b: &[u8], max_chars: usize) -> String {
     }
 }
 
+/// `s` made safe for a terminal: every control character but newline and tab
+/// (ESC, BEL, CR, DEL, the C1 codes) escaped visibly (`\u{1b}`), so a name from a
+/// host or a snapshot (`r0\e]0;pwned\a`) is shown, never obeyed. The CLI passes
+/// all of its text output through it (`show_gids` lays out its columns with tabs).
+pub fn terminal_safe(s: &str) -> String {
+    let kept = |c: char| c == '\n' || c == '\t';
+    if !s.chars().any(|c| c.is_control() && !kept(c)) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && !kept(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A list for a message: at most `max` items joined by `; `, then how many more
+/// there are (`a; b; and 38 more`), so an error stays one readable line.
+pub(crate) fn cut_list(items: &[String], max: usize) -> String {
+    let mut shown: Vec<String> = items.iter().take(max).cloned().collect();
+    if items.len() > max {
+        shown.push(format!("and {} more", items.len() - max));
+    }
+    shown.join("; ")
+}
+
 /// Escape `b` (control characters, and quotes and backslashes when `quotes`) and
 /// cut it after `max_chars` characters; whether it was cut.
 pub(crate) fn escape_cut(b: &[u8], max_chars: usize, quotes: bool) -> (String, bool) {
@@ -294,6 +346,15 @@ mod tests {
 
     /// The hint names each kind of file once ("a table-name file", never "a
     /// table-name file file").
+    #[test]
+    fn terminal_safe_escapes_every_control_character_but_newlines_and_tabs() {
+        assert_eq!(terminal_safe("a\nb"), "a\nb");
+        assert_eq!(
+            terminal_safe("r0\u{1b}]0;pwned\u{7}\u{9b}\r\t\n"),
+            "r0\\u{1b}]0;pwned\\u{7}\\u{9b}\\r\t\n"
+        );
+    }
+
     #[test]
     fn an_over_long_file_names_its_kind_once() {
         let t = tempfile::tempdir().unwrap();
@@ -368,6 +429,30 @@ mod tests {
         assert!(msg.contains("FIFO") && msg.contains("snapshot"), "{msg}");
         let e = read_attribute(&p).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    /// A symbolic link loop was an I/O error (exit 70, "internal"); it is the
+    /// user's input.
+    #[test]
+    fn a_symlink_loop_is_an_input_error() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.yaml");
+        let b = d.path().join("b.yaml");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        for kind in [InputKind::Policy, InputKind::Snapshot] {
+            let e = read_input(&a, kind).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            assert_eq!(e.errno_value(), Some(libc::ELOOP));
+            let m = e.to_string();
+            assert!(m.contains("a.yaml") && m.contains("loop"), "{m}");
+        }
+        let e = read_input_if_exists(&a, InputKind::TableNames).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let f = d.path().join("file");
+        std::fs::write(&f, "x").unwrap();
+        let e = read_input(&f.join("below"), InputKind::Plan).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     }
 
     #[test]

@@ -55,15 +55,16 @@ mod test_support;
 pub mod fuzzing;
 mod views;
 
-// Errors (DESIGN decision 9).
+// Errors (docs/architecture.md, decision 9).
 pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, protocol,
-    shell_word, Address, Combine, ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry,
-    GidType, HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkStats, NeighState, Neighbor,
-    NextHop, OperState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery,
+    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, ifname_word,
+    in_netns, over_ssh, port_is_active, protocol, shell_word, Address, Combine, ConfKey,
+    ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType, HostState, HwAddr, Interface,
+    InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState, Neighbor, NextHop, OperState,
+    PhysState, PortState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery,
     RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess,
     SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
     WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
@@ -75,7 +76,9 @@ pub use model::{
 pub use model::{relative_time, utc_time};
 
 // Bounded reading of outside files (docs/reliability.md lists the limits).
-pub use input::{excerpt, open_input, read_input, read_input_text, read_stream, InputKind};
+pub use input::{
+    excerpt, open_input, read_input, read_input_text, read_stream, terminal_safe, InputKind,
+};
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
@@ -146,17 +149,17 @@ pub use policy::{
 // Apply as a transaction.
 pub use apply::{
     apply, apply_policy, archive as archive_journal, arm_confirm, confirm, namespace_id,
-    namespace_key, require_net_admin, rollback, status as apply_status, watchdog, ApplyOptions,
-    ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState, NamespaceId, NamespaceRecord,
-    NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome, WatchdogRecord, DEFAULT_STATE_DIR,
-    JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
+    namespace_key, require_net_admin, rollback, status as apply_status, stop_on_signals, watchdog,
+    watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState,
+    NamespaceId, NamespaceRecord, NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome,
+    WatchdogRecord, DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
 };
 
 // Persist.
 pub use persist::{
-    choose_backend, detect as detect_backend, detect_explained as detect_backend_explained,
-    diff_files as diff_persistence, discover as discover_config, prepare as prepare_persistence,
-    remove_files as remove_persistence, render as render_persistence,
+    choose_backend, diff_files as diff_persistence, discover as discover_config,
+    prepare as prepare_persistence, remove_files as remove_persistence,
+    remove_stale as remove_stale_persistence, render as render_persistence,
     write_files as write_persistence, write_files_at as write_persistence_at, Claim, DiffStatus,
     FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan,
     PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
@@ -168,6 +171,6 @@ pub use rt_tables::{
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{
-    Lab, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS, SEED_PEER_HOST,
-    SWITCH_BRIDGE,
+    Lab, LabInterrupted, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS,
+    SEED_PEER_HOST, SWITCH_BRIDGE,
 };

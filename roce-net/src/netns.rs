@@ -1,4 +1,4 @@
-//! Running work inside a network namespace (DESIGN decision 3).
+//! Running work inside a network namespace (docs/architecture.md, decision 3).
 //!
 //! Netlink sockets and `/proc/sys/net` files belong to the namespace of the thread
 //! that opens them. [`NetnsTarget::run`] runs a closure on a thread that has entered

@@ -1,6 +1,6 @@
 //! Every doctor check against a committed HostState fixture that triggers it, and
 //! the healthy fixture that triggers none. The fixtures are produced by the builders
-//! below and compared with the committed JSON (`UPDATE_FIXTURES=1` rewrites them).
+//! below and compared with the committed JSON (a missing one fails; `UPDATE_GOLDEN=1` rewrites them).
 
 mod doctor_support;
 

@@ -1,7 +1,7 @@
 //! The NIC-statistics, QoS and link-health checks, each with one fixture that
 //! triggers it and the healthy fixture that triggers none. Fixtures live in
 //! `tests/fixtures/doctor/` (`healthy-hw.json`, `<id>.bad.json`) and are compared with their builders
-//! (`UPDATE_FIXTURES=1` rewrites them).
+//! (a missing one fails; `UPDATE_GOLDEN=1` rewrites them).
 
 mod doctor_support;
 
@@ -245,4 +245,23 @@ fn snapshots_without_the_new_fields_load_and_keep_their_json() {
         .iter()
         .all(|i| i.ethtool_stats.is_none() && i.qos.is_none()));
     assert_eq!(s.to_json() + "\n", text);
+}
+
+/// A fixture that is missing fails the comparison, and the test does not write
+/// it (the helper used to create a missing fixture and compare it with itself).
+#[test]
+fn a_missing_fixture_fails_and_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = healthy_hw("gpu1", 11).0;
+    let r = std::panic::catch_unwind(|| {
+        doctor_support::golden_in(dir.path(), "missing.json", &state, false)
+    });
+    assert!(r.is_err(), "a missing fixture passed");
+    assert!(!dir.path().join("missing.json").exists());
+    // With the update switch the same call writes it, and then it passes.
+    doctor_support::golden_in(dir.path(), "missing.json", &state, true);
+    assert_eq!(
+        doctor_support::golden_in(dir.path(), "missing.json", &state, false),
+        state
+    );
 }

@@ -22,7 +22,7 @@ fn with_matching_verbs() -> HostState {
                 .iter()
                 .map(|p| VerbsPort {
                     port: p.port,
-                    state: p.state.clone().unwrap_or_default(),
+                    state: p.state.clone().unwrap_or_else(|| "".into()),
                     phys_state: p.phys_state.clone(),
                     link_layer: p.link_layer.clone(),
                     active_mtu: p.active_mtu,

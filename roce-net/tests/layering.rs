@@ -229,3 +229,65 @@ fn the_scanner_sees_grouped_and_plain_paths_and_skips_tests() {
             .collect()
     );
 }
+
+/// Concepts with one owner (`docs/architecture.md`, "One owner per concept"):
+/// the text that defines each appears in product code only in its owner's file.
+const OWNED: &[(&str, &str, &[&str])] = &[
+    (
+        "RDMA port state, physical state and link-layer names",
+        "model/port.rs",
+        &[
+            "\"ACTIVE\"",
+            "\"ACTIVE_DEFER\"",
+            "\"LinkUp\"",
+            "\"InfiniBand\"",
+            "\"Ethernet\"",
+        ],
+    ),
+    (
+        "name globs (the policy's and fnmatch(3))",
+        "policy/glob.rs",
+        &["fn glob_match", "fn fnmatch", "'*' =>"],
+    ),
+    (
+        "INI files (systemd's and GKeyFile's)",
+        "persist/ini.rs",
+        &["starts_with('[')", "strip_prefix('[')"],
+    ),
+];
+
+#[test]
+fn each_concept_is_defined_by_its_one_owner() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let first = rel.components().next().unwrap().as_os_str();
+        // Test code (tests/ directories, cfg(test) items) and test-only modules.
+        if rel.components().any(|c| c.as_os_str() == "tests")
+            || first == "test_support.rs"
+            || first == "fuzzing.rs"
+        {
+            continue;
+        }
+        let code = product_code(&std::fs::read_to_string(f).unwrap());
+        for (concept, owner, marks) in OWNED {
+            if rel == Path::new(owner) {
+                continue;
+            }
+            for m in marks.iter().filter(|m| code.contains(*m)) {
+                bad.push(format!(
+                    "{}: {m} ({concept} belong to {owner})",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "defined outside their owner:\n{}",
+        bad.join("\n")
+    );
+}

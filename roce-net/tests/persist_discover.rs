@@ -327,3 +327,40 @@ fn walk(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// The backend is chosen from what configures the NICs, never from which
+/// network service merely runs or is enabled (the marker-file guess
+/// `detect_backend` made, which `persist` never used, is gone): on an ifupdown
+/// node where networkd and NetworkManager also run, the choice is ifupdown; a
+/// node where nothing configures the NICs is refused by name; no NIC at all
+/// persists only the sysctls.
+#[test]
+fn the_choice_follows_the_nics_configuration_not_the_running_services() {
+    let d = node("ifupdown");
+    let root = PersistRoot::new(d.path());
+    let ifs = [
+        iface(2, "r0", "02:00:00:00:06:00"),
+        iface(3, "r1", "02:00:00:00:06:01"),
+    ];
+    for marker in [
+        "run/systemd/netif/state",
+        "etc/systemd/system/multi-user.target.wants/systemd-networkd.service",
+        "etc/systemd/system/multi-user.target.wants/NetworkManager.service",
+    ] {
+        let p = d.path().join(marker);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "").unwrap();
+    }
+    std::fs::create_dir_all(d.path().join("run/NetworkManager")).unwrap();
+    let cfg = roce_net::discover_config(&root, &ifs, &["r0", "r1"]);
+    let (b, why) = roce_net::choose_backend(&cfg).unwrap();
+    assert_eq!(b, Backend::Ifupdown, "{why}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let root = PersistRoot::new(empty.path());
+    let cfg = roce_net::discover_config(&root, &ifs, &["r0"]);
+    let e = roce_net::choose_backend(&cfg).unwrap_err();
+    assert!(e.to_string().contains("r0"), "{e}");
+    let cfg = roce_net::discover_config(&root, &ifs, &[]);
+    assert_eq!(roce_net::choose_backend(&cfg).unwrap().0, Backend::SysctlD);
+}

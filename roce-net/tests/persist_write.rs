@@ -245,74 +245,6 @@ fn rendered_backend_files_round_trip_through_the_writer() {
     );
 }
 
-fn touch(p: &Path) {
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, "").unwrap();
-}
-
-#[test]
-fn detection_order() {
-    let t = tempfile::tempdir().unwrap();
-    let etc = t.path().join("etc");
-    let run = t.path().join("run");
-    std::fs::create_dir_all(&etc).unwrap();
-    std::fs::create_dir_all(&run).unwrap();
-    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::SysctlD);
-
-    touch(&etc.join("network/interfaces"));
-    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Ifupdown);
-
-    std::fs::create_dir_all(run.join("NetworkManager")).unwrap();
-    assert_eq!(
-        roce_net::detect_backend(&etc, &run),
-        Backend::NetworkManager
-    );
-
-    // An empty /run/systemd/netif (created by tmpfiles on many hosts) is not enough.
-    std::fs::create_dir_all(run.join("systemd/netif/links")).unwrap();
-    assert_eq!(
-        roce_net::detect_backend(&etc, &run),
-        Backend::NetworkManager
-    );
-    touch(&run.join("systemd/netif/state"));
-    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
-
-    // netplan.yaml files win: netplan generates the other backends' configuration.
-    std::fs::create_dir_all(etc.join("netplan")).unwrap();
-    touch(&etc.join("netplan/README"));
-    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
-    touch(&etc.join("netplan/50-cloud-init.yaml"));
-    let (b, why) = roce_net::detect_backend_explained(&etc, &run);
-    assert_eq!(b, Backend::Netplan);
-    assert!(why.contains("50-cloud-init.yaml"), "{why}");
-}
-
-#[test]
-fn detection_of_enabled_but_not_running_services() {
-    let t = tempfile::tempdir().unwrap();
-    let etc = t.path().join("etc");
-    let run = t.path().join("run");
-    let wants = etc.join("systemd/system/multi-user.target.wants");
-    std::fs::create_dir_all(&wants).unwrap();
-    std::fs::create_dir_all(&run).unwrap();
-    // A dangling enablement symlink (copied tree) still counts.
-    std::os::unix::fs::symlink(
-        "/usr/lib/systemd/system/NetworkManager.service",
-        wants.join("NetworkManager.service"),
-    )
-    .unwrap();
-    assert_eq!(
-        roce_net::detect_backend(&etc, &run),
-        Backend::NetworkManager
-    );
-    std::os::unix::fs::symlink(
-        "/usr/lib/systemd/system/systemd-networkd.service",
-        wants.join("systemd-networkd.service"),
-    )
-    .unwrap();
-    assert_eq!(roce_net::detect_backend(&etc, &run), Backend::Networkd);
-}
-
 #[test]
 fn an_oversized_existing_file_is_refused_not_read_whole() {
     let root = tempfile::tempdir().unwrap();
@@ -498,4 +430,161 @@ fn remove_takes_a_names_file_that_names_nothing() {
         roce_net::remove_persistence(&roce_net::PersistRoot::new(root.path()), &[], false).unwrap();
     assert!(r.removed.contains(&names), "{r:?}");
     assert!(!names.exists());
+}
+
+/// Issue 26 item 6: a full `/etc` (a tmpfs of 64 KiB in a private mount
+/// namespace of the test's own thread) stopped persist half way: the first files
+/// of the new set were written, the rest kept the old, a mix the next boot would
+/// combine. Now the whole set is staged first: the write fails before any file
+/// changes, the error says the previous set is in place, and nothing of the
+/// attempt is left. Then, with room, the same set goes in whole.
+#[test]
+#[ignore = "needs root: mounts a tmpfs in a private mount namespace (scripts/test.sh runs it)"]
+fn a_full_etc_keeps_the_previous_set_whole() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "a_full_etc_keeps_the_previous_set_whole needs root (it mounts a tmpfs)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    std::thread::spawn(move || {
+        // SAFETY: unshare of the calling thread's mount namespace (CLONE_NEWNS
+        // implies CLONE_FS, which a thread may unshare alone), then mounts in it.
+        unsafe {
+            assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare");
+            let none = std::ffi::CString::new("none").unwrap();
+            let slash = std::ffi::CString::new("/").unwrap();
+            assert_eq!(
+                libc::mount(
+                    none.as_ptr(),
+                    slash.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null()
+                ),
+                0,
+                "making / private"
+            );
+            let tmpfs = std::ffi::CString::new("tmpfs").unwrap();
+            let at = std::ffi::CString::new(root.to_str().unwrap()).unwrap();
+            let opts = std::ffi::CString::new("size=64k,mode=0755").unwrap();
+            assert_eq!(
+                libc::mount(
+                    tmpfs.as_ptr(),
+                    at.as_ptr(),
+                    tmpfs.as_ptr(),
+                    0,
+                    opts.as_ptr().cast()
+                ),
+                0,
+                "mounting a 64 KiB tmpfs"
+            );
+        }
+        let hook = |v: &str, pad: usize| {
+            vec![
+                file(
+                    "/etc/network/if-up.d/roce-net",
+                    &format!("# Managed by roce-net\nip rule add priority {v}001\n"),
+                    0o755,
+                ),
+                file(
+                    "/etc/network/if-down.d/roce-net",
+                    &format!(
+                        "# Managed by roce-net\nip rule del priority {v}001\n{}",
+                        "#".repeat(pad)
+                    ),
+                    0o755,
+                ),
+            ]
+        };
+        roce_net::write_persistence(&hook("1", 0), &root, false).unwrap();
+        let before = tree(&root)
+            .into_iter()
+            .filter(|p| p.is_file())
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect::<Vec<_>>();
+        // The if-down hook of the new set does not fit.
+        let e = roce_net::write_persistence(&hook("2", 256 << 10), &root, false).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("previous set is in place"), "{msg}");
+        assert!(msg.contains("No space left"), "the cause is kept: {msg}");
+        let after = tree(&root)
+            .into_iter()
+            .filter(|p| p.is_file())
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            after.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            before.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            "no file added or left behind"
+        );
+        assert!(after == before, "every file exactly as before");
+        // With room, the new set goes in whole.
+        roce_net::write_persistence(&hook("2", 0), &root, false).unwrap();
+        let up = std::fs::read_to_string(root.join("etc/network/if-up.d/roce-net")).unwrap();
+        let down = std::fs::read_to_string(root.join("etc/network/if-down.d/roce-net")).unwrap();
+        assert!(up.contains("2001") && down.contains("2001"), "{up}{down}");
+    })
+    .join()
+    .unwrap();
+}
+
+/// Issue 26 item 11: `persist --remove` deleted files an admin had edited, with
+/// no backup and no word. Now a file changed since persist wrote it (edited in
+/// place, or replaced by an editor that writes a new file) is removed only with
+/// its content kept in `<file>.roce-net.bak`, listed in `edited`; a file as
+/// roce-net wrote it goes without a trace.
+#[test]
+fn remove_keeps_what_an_admin_edited() {
+    let root = tempfile::tempdir().unwrap();
+    // roce-net's header: without it the files are someone else's and left alone.
+    let h =
+        "# Written by roce-net. Do not edit: change the policy and run `roce-net persist` again.\n";
+    let files = [
+        file(
+            "/etc/sysctl.d/90-roce-net.conf",
+            &format!("{h}a = 1\n"),
+            0o644,
+        ),
+        file("/etc/network/if-up.d/roce-net", &format!("{h}up\n"), 0o755),
+        file(
+            "/etc/network/if-down.d/roce-net",
+            &format!("{h}down\n"),
+            0o755,
+        ),
+    ];
+    roce_net::write_persistence(&files, root.path(), false).unwrap();
+    let up = root.path().join("etc/network/if-up.d/roce-net");
+    let down = root.path().join("etc/network/if-down.d/roce-net");
+    let sysctl = root.path().join("etc/sysctl.d/90-roce-net.conf");
+    // Edited in place (the recorded digest stays, the content differs).
+    let mut f = std::fs::OpenOptions::new().append(true).open(&up).unwrap();
+    std::io::Write::write_all(&mut f, b"ip route add 198.18.9.0/24 dev r9  # mine\n").unwrap();
+    drop(f);
+    // Replaced by an editor that writes a new file and renames it.
+    let tmp = root.path().join("etc/network/if-down.d/.roce-net.swp");
+    std::fs::write(&tmp, format!("{h}down\nlogger mine\n")).unwrap();
+    std::fs::rename(&tmp, &down).unwrap();
+    let target = roce_net::PersistRoot::new(root.path());
+    let dry = roce_net::remove_persistence(&target, &[], true).unwrap();
+    let bak = |p: &Path| PathBuf::from(format!("{}.roce-net.bak", p.display()));
+    let mut want = vec![bak(&up), bak(&down)];
+    want.sort();
+    let mut got = dry.edited.clone();
+    got.sort();
+    assert_eq!(got, want, "the dry run names them: {dry:?}");
+    let r = roce_net::remove_persistence(&target, &[], false).unwrap();
+    let mut got = r.edited.clone();
+    got.sort();
+    assert_eq!(got, want, "{r:?}");
+    assert!(!up.exists() && !down.exists() && !sysctl.exists());
+    assert!(std::fs::read_to_string(bak(&up))
+        .unwrap()
+        .ends_with("# mine\n"));
+    assert!(std::fs::read_to_string(bak(&down))
+        .unwrap()
+        .ends_with("logger mine\n"));
+    assert!(!bak(&sysctl).exists(), "an unedited file leaves no backup");
 }

@@ -17,6 +17,8 @@ use roce_net::{Change, Plan};
 use roce_net::{ConfTarget, HostState, Route, Rule, Sysctl, TuningKey};
 use std::path::PathBuf;
 
+mod golden_support;
+
 /// Case name, and whether planning must succeed.
 const CASES: &[(&str, bool)] = &[
     ("fresh", true),
@@ -43,28 +45,8 @@ fn load(case: &str) -> (HostState, Policy) {
     (host, policy)
 }
 
-fn updating() -> bool {
-    std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1")
-}
-
 fn golden(case: &str, file: &str, actual: &str) {
-    let path = dir(case).join(file);
-    if updating() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual,
-        expected,
-        "{} differs from the planner's output (UPDATE_GOLDEN=1 regenerates)",
-        path.display()
-    );
+    golden_support::check_text(&dir(case).join(file), actual);
 }
 
 fn run_case(case: &str) -> Result<Plan, roce_net::Error> {

@@ -62,7 +62,7 @@ class RdmaEndpoint(_Data):
     qpn: int
 
     @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaEndpoint"]:
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaEndpoint]:
         if d is None:
             return None
         kw: Dict[str, Any] = {f.name: d.get(f.name) for f in fields(cls)}
@@ -81,7 +81,7 @@ class RdmaLatency(_Data):
     max_us: float
 
     @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaLatency"]:
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaLatency]:
         if d is None:
             return None
         kw: Dict[str, Any] = {f.name: d[f.name] for f in fields(cls)}
@@ -100,7 +100,7 @@ class RdmaBandwidth(_Data):
     verified: bool
 
     @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaBandwidth"]:
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaBandwidth]:
         if d is None:
             return None
         kw: Dict[str, Any] = {f.name: d[f.name] for f in fields(cls)}
@@ -120,7 +120,7 @@ class RdmaFailure(_Data):
     peer: Optional[str]
 
     @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["RdmaFailure"]:
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaFailure]:
         if d is None:
             return None
         return cls(

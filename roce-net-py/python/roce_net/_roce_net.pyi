@@ -252,6 +252,9 @@ class Lab:
     @classmethod
     def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "py-fleet") -> Lab:
         """``hosts`` host namespaces with ``nics`` NICs each, all in 198.18.0.0/16 on one bridge."""
+    @staticmethod
+    def _interrupt() -> Tuple[List[str], List[Tuple[str, str]]]:
+        """Remove every lab namespace of this process (the SIGTERM/SIGHUP handler's step)."""
     @property
     def fleet_hosts(self) -> Tuple[str, ...]: ...
     @property

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import collections.abc
+import sys
 from typing import Any, ClassVar, Dict, FrozenSet, Optional, Sequence, Tuple, Type, TypeVar
 
 from . import _roce_net
@@ -85,6 +86,11 @@ __all__ = [
 
 _T = TypeVar("_T", bound="_Record")
 
+#: ``slots=True`` where ``dataclasses`` has it (CPython >= 3.10); on 3.8 and 3.9
+#: the classes keep a ``__dict__`` and are otherwise the same (frozen, equal,
+#: hashable, built by the native module the same way).
+_SLOTS: Dict[str, Any] = {"slots": True} if sys.version_info >= (3, 10) else {}
+
 def _plain(v: Any) -> Any:
     if isinstance(v, _Record):
         return v.to_dict()
@@ -139,7 +145,7 @@ class _Record:
         return obj
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class LinkStats(_Record):
     """Link counters (``IFLA_STATS64``)."""
 
@@ -154,7 +160,7 @@ class LinkStats(_Record):
     tx_dropped: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Interface(_Record):
     """A network interface (netdev)."""
 
@@ -173,10 +179,10 @@ class Interface(_Record):
     #: ``ethtool -S`` (name -> value), read for the NICs in scope.
     ethtool_stats: Optional[Dict[str, int]] = None
     #: DCB QoS (PFC, trust, DSCP map), read for the NICs in scope.
-    qos: Optional["Qos"] = None
+    qos: Optional[Qos] = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Address(_Record):
     """An IP address assigned to an interface."""
 
@@ -190,7 +196,7 @@ class Address(_Record):
     secondary: bool = False
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Neighbor(_Record):
     """A neighbour (ARP / NDP) table entry; ``state`` holds ``NUD_*`` names."""
 
@@ -203,7 +209,7 @@ class Neighbor(_Record):
     router: bool = False
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class NextHop(_Record):
     """One next hop of a multipath route."""
 
@@ -213,7 +219,7 @@ class NextHop(_Record):
     weight: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Route(_Record):
     """A route in any routing table (``table`` is the full 32-bit id)."""
 
@@ -233,7 +239,7 @@ class Route(_Record):
     multipath: Tuple[NextHop, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Rule(_Record):
     """A routing policy rule (``ip rule``)."""
 
@@ -256,7 +262,7 @@ class Rule(_Record):
     suppress_prefixlen: Optional[int] = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class ConfValues(_Record):
     """Values of the ``net.ipv4.conf.*`` keys roce-net cares about (None: unreadable)."""
 
@@ -269,7 +275,7 @@ class ConfValues(_Record):
     arp_notify: Optional[int]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class InterfaceConf(_Record):
     """One interface's sysctls: configured on it, and effective (combined with ``all``)."""
 
@@ -278,7 +284,7 @@ class InterfaceConf(_Record):
     effective: ConfValues
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Tuning(_Record):
     """Host-wide tuning sysctls."""
 
@@ -289,7 +295,7 @@ class Tuning(_Record):
     udp_mem: Optional[Tuple[int, int, int]]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class SysctlView(_Record):
     """Every sysctl roce-net reads, for one namespace."""
 
@@ -311,7 +317,7 @@ class SysctlView(_Record):
         return v
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class DcbApp(_Record):
     """One entry of a NIC's DCB APP table (selector, protocol, priority)."""
 
@@ -321,7 +327,7 @@ class DcbApp(_Record):
     priority: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Qos(_Record):
     """A NIC's QoS as DCB reports it: PFC priorities, trust, DSCP map.
     ``dcb_available`` is False for drivers without DCB (veth): nothing else is known."""
@@ -339,7 +345,7 @@ class Qos(_Record):
     dcbx: Optional[int]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class RdmaCmPort(_Record):
     """rdma_cm's configfs defaults for one port."""
 
@@ -348,7 +354,7 @@ class RdmaCmPort(_Record):
     default_roce_tos: Optional[int]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class GidEntry(_Record):
     """One populated slot of a port's GID table."""
 
@@ -360,7 +366,7 @@ class GidEntry(_Record):
     ipv4: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class RdmaPort(_Record):
     """One port of an RDMA device."""
 
@@ -381,7 +387,7 @@ class RdmaPort(_Record):
     rdma_cm: Optional[RdmaCmPort] = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class RdmaDevice(_Record):
     """An RDMA device (``/sys/class/infiniband/<name>``)."""
 
@@ -399,7 +405,7 @@ class RdmaDevice(_Record):
     part_number: Optional[str] = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class SnapshotWarning(_Record):
     """Something that could not be read, so the snapshot is partial there."""
 
@@ -408,7 +414,7 @@ class SnapshotWarning(_Record):
     message: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class VerbsGid(_Record):
     """One populated GID table entry as libibverbs reports it."""
 
@@ -419,7 +425,7 @@ class VerbsGid(_Record):
     ndev_ifindex: Optional[int]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class VerbsPort(_Record):
     """One port as ``ibv_query_port`` reports it."""
 
@@ -434,7 +440,7 @@ class VerbsPort(_Record):
     gids: Tuple[VerbsGid, ...]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class VerbsDevice(_Record):
     """One device as libibverbs sees it (``error``: why it could not be read)."""
 
@@ -446,7 +452,7 @@ class VerbsDevice(_Record):
     error: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class NoRdma(_Record):
     """Why RDMA cannot be used: ``reason`` (``no_library``, ``no_kernel_support``,
     ``no_devices``, ``no_device_files``, ``not_built``) and ``detail``."""
@@ -456,7 +462,7 @@ class NoRdma(_Record):
     detail: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class VerbsView(_Record):
     """The RDMA devices as libibverbs reports them (``verbs_view``,
     ``snapshot --verbs``); ``unavailable`` says why there are none."""
@@ -469,7 +475,7 @@ class VerbsView(_Record):
     warnings: Tuple[SnapshotWarning, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class HostState(_Record):
     """One snapshot of a host's (or a namespace's) networking.
 
@@ -536,7 +542,7 @@ class HostState(_Record):
         return tuple(a for a in self.addresses if a.ifname == ifname)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class NicDesired(_Record):
     """What roce-net wants for one NIC (its table and source rule)."""
 
@@ -549,7 +555,7 @@ class NicDesired(_Record):
     rule_priority: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class DesiredState(_Record):
     """The full desired state a policy produces on a host."""
 
@@ -577,7 +583,7 @@ CHANGE_FIELDS: Dict[str, Tuple[str, ...]] = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Change(_Record):
     """One typed change to a host. ``op`` says which; only that op's fields are set
     (see ``CHANGE_FIELDS``), the others are None."""
@@ -607,7 +613,7 @@ class Change(_Record):
         return out
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Plan(_Record):
     """An ordered list of changes, with the state it was made from."""
 
@@ -654,7 +660,7 @@ class Plan(_Record):
         return _Record.to_dict(self)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class RouteDecision(_Record):
     """Where a packet would go (``ip route get``): the table that matched, policy
     rules included."""
@@ -667,7 +673,7 @@ class RouteDecision(_Record):
     type: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class ArpReply(_Record):
     """One MAC address that answered an ARP probe."""
 
@@ -677,7 +683,7 @@ class ArpReply(_Record):
     count: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class ArpProbeResult(_Record):
     """What an ARP probe saw: every distinct MAC that answered, in order."""
 
@@ -691,7 +697,7 @@ class ArpProbeResult(_Record):
         return len(self.replies) > 1
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class RenderedFile(_Record):
     """One boot-persistent file to write (``path`` as on the target host)."""
 
@@ -702,7 +708,7 @@ class RenderedFile(_Record):
     note: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class FileDiff(_Record):
     """How one persistent file would change (``status``: create, modify, unchanged)."""
 
@@ -714,7 +720,7 @@ class FileDiff(_Record):
     diff: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class WriteReport(_Record):
     """What ``write_persistence`` did (or would do, with ``dry_run``)."""
 
@@ -725,9 +731,10 @@ class WriteReport(_Record):
     backups: Tuple[str, ...]
     originals: Tuple[str, ...]
     diffs: Tuple[FileDiff, ...]
+    recovered: Tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class LabNic(_Record):
     """One lab interface: a veth end in a lab namespace, plugged into the switch."""
 
@@ -738,7 +745,7 @@ class LabNic(_Record):
     prefix_len: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Subject(_Record):
     """What a finding is about; unused fields are None."""
 
@@ -754,7 +761,7 @@ class Subject(_Record):
     mac: Optional[str] = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Remediation(_Record):
     """How to fix a finding: commands for now, the policy setting for good."""
 
@@ -763,7 +770,7 @@ class Remediation(_Record):
     policy: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Finding(_Record):
     """One problem found on a host (``severity``: ``error``, ``warning``, ``info``)."""
 
@@ -776,7 +783,7 @@ class Finding(_Record):
     remediation: Remediation
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class FindingCounts(_Record):
     """Findings counted by severity."""
 
@@ -786,7 +793,7 @@ class FindingCounts(_Record):
     info: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class NcclVar(_Record):
     """One NCCL variable: its value (None: leave it unset) and why."""
 
@@ -796,7 +803,7 @@ class NcclVar(_Record):
     reason: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class PortRef(_Record):
     """One port of an RDMA device."""
 
@@ -805,7 +812,7 @@ class PortRef(_Record):
     port: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class GidChoice(_Record):
     """One GID table slot NCCL may use."""
 
@@ -816,7 +823,7 @@ class GidChoice(_Record):
     netdev: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class PickOutcome(_Record):
     """What NCCL ends up with on a port: ``selection`` is ``{"index": n}`` or
     ``{"fails": why}``; ``right`` says whether it is the target GID."""
@@ -827,7 +834,7 @@ class PickOutcome(_Record):
     right: Optional[bool]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class GidPick(_Record):
     """Per port: the GID NCCL should use, and what it picks with no variables and
     with the advice, for NCCL 2.21+ (``auto_*``) and before (``legacy_*``)."""
@@ -842,7 +849,7 @@ class GidPick(_Record):
     legacy_advised: PickOutcome
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class NcclAdvice(_Record):
     """NCCL settings for one host, each with its reasoning."""
 
@@ -865,7 +872,7 @@ class NcclAdvice(_Record):
         return None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class GidRow(_Record):
     """One row of mlnx-tools' ``show_gids`` (``show_gids()``; ``roce-net gids``).
 
@@ -886,7 +893,7 @@ class GidRow(_Record):
     netdev: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class Ibdev2NetdevRow(_Record):
     """One RDMA port and its netdev, as OFED's ``ibdev2netdev`` maps them
     (``ibdev2netdev()``; ``roce-net ibdev2netdev``). ``link_state`` is ``"Up"``,
@@ -908,7 +915,7 @@ class Ibdev2NetdevRow(_Record):
     port_state: Optional[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class HostSummary(_Record):
     """One host in a fleet report."""
 
@@ -926,7 +933,7 @@ class HostSummary(_Record):
     qos: Tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class FleetReport(_Record):
     """Per-host summaries and cross-host (``fleet-*``) findings."""
 
@@ -935,7 +942,7 @@ class FleetReport(_Record):
     findings: Tuple[Finding, ...]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class ApplyReport(_Record):
     """What an apply did; ``confirm_deadline`` (Unix seconds) when it awaits ``confirm()``."""
 
@@ -949,7 +956,7 @@ class ApplyReport(_Record):
     announced: Tuple[str, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class RollbackReport(_Record):
     """What a rollback undid, and the journal state it found."""
 
@@ -958,7 +965,7 @@ class RollbackReport(_Record):
     was: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class FibDecision(_Record):
     """The route the kernel would pick for a flow, computed offline from a snapshot
     (``route_lookup``): ``kind`` is the route type, ``table`` / ``rule_priority``

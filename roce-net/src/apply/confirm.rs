@@ -27,8 +27,12 @@ pub const MAX_CONFIRM_TIMEOUT: Duration = Duration::from_secs(86_400);
 pub struct ConfirmGuard {
     /// The id the apply's journal will carry; the watchdog acts on that journal only.
     pub apply_id: String,
-    /// When the watchdog rolls back unless confirmed (Unix seconds).
+    /// When the watchdog rolls back unless confirmed (Unix seconds, for people).
     pub deadline: u64,
+    /// The same deadline on `CLOCK_BOOTTIME` (milliseconds), which a step of
+    /// the wall clock does not move; when set, it decides.
+    #[serde(default)]
+    pub boot_deadline_ms: Option<u64>,
     /// The namespace the apply is for; the watchdog touches no other.
     pub namespace: NamespaceId,
     /// The watchdog's process id, once started (recorded in the journal).
@@ -36,10 +40,11 @@ pub struct ConfirmGuard {
 }
 
 /// The first whole Unix second at least `t` from now, for a confirm timeout
-/// between 1 s and [`MAX_CONFIRM_TIMEOUT`]. Rounded up from the exact time: a
-/// deadline of "this second plus one" could be a millisecond away, and pass
-/// before the apply it guards had started.
-pub(crate) fn deadline_after(t: Duration) -> Result<u64> {
+/// between 1 s and [`MAX_CONFIRM_TIMEOUT`], and the boot-clock millisecond
+/// `t` from now. Rounded up from the exact time: a deadline of "this second
+/// plus one" could be a millisecond away, and pass before the apply it guards
+/// had started.
+pub(crate) fn deadline_after(t: Duration) -> Result<(u64, Option<u64>)> {
     if t < Duration::from_secs(1) || t > MAX_CONFIRM_TIMEOUT {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -50,21 +55,20 @@ pub(crate) fn deadline_after(t: Duration) -> Result<u64> {
             ),
         ));
     }
-    let end = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .saturating_add(t);
-    Ok(end.as_secs() + u64::from(end.subsec_nanos() > 0))
+    let boot = super::clock::boot_ms().map(|b| b.saturating_add(t.as_millis() as u64));
+    let end = super::clock::wall().saturating_add(t);
+    Ok((end.as_secs() + u64::from(end.subsec_nanos() > 0), boot))
 }
 
 /// Arm a confirm deadline `timeout` from now for the host's namespace. Start the
 /// watchdog with the guard, then apply with [`ApplyOptions::guard`] set to it.
 pub fn arm_confirm(host: &Host, timeout: Duration) -> Result<ConfirmGuard> {
     super::privilege::require_net_admin("apply")?;
-    let deadline = deadline_after(timeout)?;
+    let (deadline, boot_deadline_ms) = deadline_after(timeout)?;
     Ok(ConfirmGuard {
         apply_id: super::statedir::random_id(),
         deadline,
+        boot_deadline_ms,
         namespace: namespace_id(host)?,
         watchdog_pid: None,
     })
@@ -85,7 +89,7 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
     let _lock = NsLock::acquire_in(&dir, &id.key(), None)?;
     match Journal::load(&dir, &id.key(), &id, &desc)? {
         Some(mut j) => match j.state {
-            JournalState::PendingConfirm { deadline } if now() <= deadline => {
+            JournalState::PendingConfirm { .. } if !j.deadline_passed() => {
                 j.state = JournalState::Committed;
                 if let Some(w) = j.watchdog.as_mut() {
                     w.message = Some(format!("confirmed at {}", crate::model::utc_time(now())));
@@ -95,15 +99,17 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
             JournalState::PendingConfirm { deadline } => Err(Error::new(
                 ErrorKind::Timeout,
                 format!(
-                    "too late to confirm: the deadline passed at {}; the watchdog rolls this \
-                     apply back (see `roce-net status`)",
-                    crate::model::relative_time(deadline, now())
+                    "too late to confirm: the deadline passed at {}; {}",
+                    crate::model::relative_time(deadline, now()),
+                    who_rolls_back(&j)
                 ),
             )),
             JournalState::Applying if j.confirm_deadline.is_some() => Err(Error::new(
                 ErrorKind::Locked,
-                "the apply to confirm did not finish (crashed or killed); it is rolled back at \
-                 its deadline, or now with `roce-net rollback`",
+                format!(
+                    "the apply to confirm did not finish (crashed or killed); {}",
+                    who_rolls_back(&j)
+                ),
             )),
             ref other => Err(Error::new(
                 ErrorKind::NotFound,
@@ -121,6 +127,20 @@ pub fn confirm(host: &Host, opts: &ApplyOptions) -> Result<()> {
     }
 }
 
+/// Who undoes an unconfirmed apply, as it is: its watchdog when it runs, the
+/// operator when it does not (killed, or ended with the machine's processes).
+fn who_rolls_back(j: &Journal) -> String {
+    match j.watchdog.as_ref().map(|w| (w.pid, w.running())) {
+        Some((Some(pid), Some(false))) => format!(
+            "its watchdog (pid {pid}) is not running, so nothing rolls it back by itself: run \
+             `roce-net rollback` to restore the host"
+        ),
+        _ => "the watchdog rolls this apply back (see `roce-net status`), or run `roce-net \
+              rollback` now"
+            .to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +152,8 @@ mod tests {
                 let before = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap();
-                let d = deadline_after(t).unwrap();
+                let (d, b) = deadline_after(t).unwrap();
+                assert!(b.is_some());
                 assert!(
                     Duration::from_secs(d) >= before + t,
                     "deadline {d} for {t:?} from {before:?}"

@@ -15,7 +15,7 @@ use crate::host::Host;
 use crate::host::{Parts, SharedSysctls};
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
-use crate::model::{Family, HostState, Route, Rule, RuleAction, Sysctl};
+use crate::model::{ConfTarget, Family, HostState, Route, Rule, RuleAction, Sysctl};
 use crate::plan::Change;
 use crate::rt_tables::{own_table_names, update_table_names, NameUpdate};
 use std::collections::BTreeMap;
@@ -58,8 +58,34 @@ impl<'a> Kernel<'a> {
     }
 }
 
+/// What makes two routes compete for one place: an exclusive add of one fails
+/// while the other is there.
+pub(crate) fn route_key(r: &Route) -> (Family, u32, ipnet::IpNet, u8, u32) {
+    (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0))
+}
+
+/// The interface an (inverse) change needs, when it names one.
+fn needs_interface(c: &Change) -> Option<&str> {
+    match c {
+        Change::AddRoute { route } | Change::DeleteRoute { route } => route.dev.as_deref(),
+        Change::ReplaceRoute { after, .. } => after.dev.as_deref(),
+        Change::SetSysctl {
+            sysctl:
+                Sysctl::Conf {
+                    target: ConfTarget::Interface(n),
+                    ..
+                },
+            ..
+        } => Some(n),
+        Change::RestoreNeighbors { ifname, .. } | Change::FlushNeighbors { ifname, .. } => {
+            Some(ifname)
+        }
+        _ => None,
+    }
+}
+
 /// Routes compare equal however a metric of 0 was reported.
-fn same_route(a: &Route, b: &Route) -> bool {
+pub(crate) fn same_route(a: &Route, b: &Route) -> bool {
     let norm = |r: &Route| {
         let mut r = r.clone();
         if r.metric == Some(0) {
@@ -97,8 +123,10 @@ impl Kernel<'_> {
     fn route_in_place(&mut self, want: &Route, err: Error) -> Result<()> {
         let ifs = self.nl.links()?;
         let routes = self.nl.routes(&ifs)?;
-        let key = |r: &Route| (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0));
-        let there: Vec<&Route> = routes.iter().filter(|r| key(r) == key(want)).collect();
+        let there: Vec<&Route> = routes
+            .iter()
+            .filter(|r| route_key(r) == route_key(want))
+            .collect();
         if there.iter().any(|r| same_route(r, want)) {
             return Ok(());
         }
@@ -151,13 +179,18 @@ impl Kernel<'_> {
         .with_source(err))
     }
 
-    fn run(&mut self, change: &Change, undo: bool) -> Result<()> {
+    fn run(&mut self, change: &Change, undo: bool, append: bool) -> Result<()> {
         let errno = |e: &Error, n: i32| e.errno_value() == Some(n);
         match change {
             // Applying, the value is checked by verify, which re-reads every
             // sysctl of the plan; undoing, nothing follows, so it is read back.
             Change::SetSysctl { sysctl, after, .. } if undo => self.sysctl_files.set(sysctl, after),
             Change::SetSysctl { sysctl, after, .. } => self.sysctl_files.write(sysctl, after),
+            // Put back beside the route that shared its key when it was deleted.
+            Change::AddRoute { route } if undo && append => match self.nl.route_append(route) {
+                Err(e) if errno(&e, libc::EEXIST) => self.route_in_place(route, e),
+                other => other,
+            },
             Change::AddRoute { route } => match self.nl.route_add(route) {
                 Err(e) if undo && errno(&e, libc::EEXIST) => self.route_in_place(route, e),
                 other => other,
@@ -267,7 +300,7 @@ impl Effects for Kernel<'_> {
     }
 
     fn change(&mut self, _index: usize, change: &Change) -> Result<()> {
-        self.run(change, false)
+        self.run(change, false, false)
     }
 
     fn table_names(
@@ -279,8 +312,23 @@ impl Effects for Kernel<'_> {
         update_table_names(self.host.etc_root(), updates, tolerant)
     }
 
-    fn undo(&mut self, _index: usize, step: &Step) -> Result<()> {
-        self.run(&step.inverse, true)
+    fn undo(&mut self, _index: usize, step: &Step) -> Result<Option<String>> {
+        let err = match self.run(&step.inverse, true, step.append) {
+            Ok(()) => return Ok(None),
+            Err(e) => e,
+        };
+        // An object that lived on an interface that no longer exists went with
+        // it (routes, neighbours, the interface's sysctls): that is the state
+        // before it, as far as this namespace can hold it.
+        match needs_interface(&step.inverse) {
+            Some(dev) if matches!(self.nl.ifindex(dev), Err(e) if e.kind() == ErrorKind::NotFound) => {
+                Ok(Some(format!(
+                    "nothing to restore: interface {dev} no longer exists (deleted, or renamed: \
+                     then what was on it stays with it under its new name)"
+                )))
+            }
+            _ => Err(err),
+        }
     }
 
     fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()> {

@@ -109,6 +109,12 @@ pub struct Step {
     pub inverse: Change,
     /// Progress.
     pub status: StepStatus,
+    /// Undo with append semantics (`ip route append`): the route this step
+    /// deletes shared its key (table, destination, TOS, metric) with another
+    /// route when the apply started, so putting it back must not demand an
+    /// empty place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub append: bool,
 }
 
 /// The namespace a journal belongs to.
@@ -138,6 +144,11 @@ impl std::fmt::Display for NamespaceRecord {
 pub struct WatchdogRecord {
     /// The watchdog's process id, when it runs as its own process.
     pub pid: Option<u32>,
+    /// When that process started (clock ticks after boot, as
+    /// `/proc/PID/stat` gives it), so a pid reused by another process is not
+    /// taken for the watchdog.
+    #[serde(default)]
+    pub started: Option<u64>,
     /// How it ended: `rolled_back`, `rollback_failed`, `confirmed`,
     /// `namespace_changed`, `namespace_gone`, `failed`, `stood_down` (its apply
     /// was rolled back before the deadline, by hand or by a failed apply);
@@ -167,6 +178,10 @@ pub struct Journal {
     /// recorded before the first change.
     #[serde(default)]
     pub confirm_deadline: Option<u64>,
+    /// The same deadline on `CLOCK_BOOTTIME` (milliseconds), which a step of
+    /// the wall clock does not move: when recorded, it decides.
+    #[serde(default)]
+    pub confirm_deadline_boot_ms: Option<u64>,
     /// Where it stands.
     #[serde(flatten)]
     pub state: JournalState,
@@ -194,6 +209,8 @@ struct JournalRepr {
     started_at: u64,
     #[serde(default)]
     confirm_deadline: Option<u64>,
+    #[serde(default)]
+    confirm_deadline_boot_ms: Option<u64>,
     state: String,
     #[serde(default)]
     deadline: Option<u64>,
@@ -229,6 +246,7 @@ impl TryFrom<JournalRepr> for Journal {
             apply_id: r.apply_id,
             started_at: r.started_at,
             confirm_deadline: r.confirm_deadline,
+            confirm_deadline_boot_ms: r.confirm_deadline_boot_ms,
             state: state_of(&r.state, r.deadline)?,
             steps: r.steps,
             failure: r.failure,
@@ -313,7 +331,30 @@ fn archive_hint() -> &'static str {
      `roce-net plan`"
 }
 
+impl WatchdogRecord {
+    /// Whether the recorded watchdog process still runs: `None` when no
+    /// process was recorded (a watchdog run in-process), `Some(false)` when it
+    /// is gone (killed) or its pid now belongs to another process.
+    pub fn running(&self) -> Option<bool> {
+        let pid = self.pid?;
+        let now = super::clock::process_start(pid);
+        Some(match self.started {
+            Some(s) => now == Some(s),
+            None => now.is_some(),
+        })
+    }
+}
+
 impl Journal {
+    /// Whether the confirm deadline has passed (`false` without one), timed
+    /// on the boot clock when the journal recorded it.
+    pub fn deadline_passed(&self) -> bool {
+        match self.confirm_deadline {
+            Some(d) => super::clock::left(d, self.confirm_deadline_boot_ms).is_zero(),
+            None => false,
+        }
+    }
+
     /// The journal file name for a namespace key.
     pub fn file_name(key: &str) -> String {
         format!("{key}.journal.json")
@@ -601,12 +642,14 @@ mod tests {
             apply_id: "a1".into(),
             started_at: 1,
             confirm_deadline: None,
+            confirm_deadline_boot_ms: None,
             state: JournalState::Applying,
             steps: (0..steps as u32)
                 .map(|i| Step {
                     change: change(1000 + i),
                     inverse: change(1000 + i).inverse().unwrap(),
                     status: StepStatus::Pending,
+                    append: false,
                 })
                 .collect(),
             failure: None,

@@ -1,4 +1,4 @@
-//! One lock per network namespace serialises appliers (DESIGN decision 5).
+//! One lock per network namespace serialises appliers (docs/architecture.md, decision 5).
 
 use super::statedir::StateDir;
 use crate::error::{Error, ErrorKind, Result};
@@ -37,14 +37,21 @@ impl NsLock {
     }
 
     /// Take the lock, waiting up to `wait` for another holder to let go (`None`:
-    /// do not wait). `ErrorKind::Locked` when it is still held then.
+    /// do not wait). `ErrorKind::Locked` when it is still held then, naming
+    /// the process that holds it.
     pub(crate) fn acquire_in(dir: &StateDir, key: &str, wait: Option<Duration>) -> Result<NsLock> {
         let name = format!("{key}.lock");
         let path = dir.file(&name);
-        let file = dir.open_lock(&name)?;
+        let mut file = dir.open_lock(&name)?;
         let t0 = Instant::now();
         loop {
             match try_flock(&file) {
+                // A lock on a file no longer at its name (replaced by a
+                // private one) is no lock: take the one there now.
+                Ok(true) if !dir.same_file(&file, &name) => {
+                    file = dir.open_lock(&name)?;
+                    continue;
+                }
                 Ok(true) => return Ok(NsLock { _file: file, path }),
                 Ok(false) => {}
                 Err(e) => return Err(Error::io(e, format!("locking {}", path.display()))),
@@ -58,11 +65,26 @@ impl NsLock {
             Some(w) => format!(" (waited {} s)", w.as_secs()),
             None => String::new(),
         };
+        let holder = holders(&file);
+        let who = match holder.as_slice() {
+            [] => "another roce-net apply, rollback or watchdog holds the lock for this \
+                   namespace"
+                .to_string(),
+            hs if hs.iter().all(|h| h.roce_net) => format!(
+                "another roce-net apply, rollback or watchdog ({}) holds the lock for this \
+                 namespace",
+                describe(hs)
+            ),
+            hs => format!(
+                "{} holds the lock for this namespace; it is not a roce-net apply, rollback \
+                 or watchdog, so find out why it holds it (or end it)",
+                describe(hs)
+            ),
+        };
         Err(Error::new(
             ErrorKind::Locked,
             format!(
-                "another roce-net apply, rollback or watchdog holds the lock for this namespace \
-                 ({}){waited}; wait for it to finish and try again",
+                "{who} ({}){waited}; wait for it to finish and try again",
                 path.display()
             ),
         )
@@ -73,6 +95,83 @@ impl NsLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// A process holding a lock.
+struct Holder {
+    pid: u32,
+    comm: String,
+    uid: Option<u32>,
+    roce_net: bool,
+}
+
+fn describe(hs: &[Holder]) -> String {
+    hs.iter()
+        .map(|h| {
+            format!(
+                "process {} ({}{})",
+                h.pid,
+                h.comm,
+                h.uid.map(|u| format!(", uid {u}")).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The processes `/proc/locks` says hold a `flock` on `f`'s file (empty when
+/// it cannot tell).
+fn holders(f: &File) -> Vec<Holder> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = f.metadata() else {
+        return Vec::new();
+    };
+    let (dev, ino) = (meta.dev(), meta.ino());
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut text = String::new();
+    if std::fs::File::open("/proc/locks")
+        .and_then(|l| l.take(1 << 20).read_to_string(&mut text))
+        .is_err()
+    {
+        return Vec::new();
+    }
+    let mut out: Vec<Holder> = Vec::new();
+    for line in text.lines() {
+        // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; waiters have `->`.
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() < 6 || w[1] != "FLOCK" {
+            continue;
+        }
+        let id: Vec<&str> = w[5].split(':').collect();
+        let same = id.len() == 3
+            && u32::from_str_radix(id[0], 16).ok() == Some(major)
+            && u32::from_str_radix(id[1], 16).ok() == Some(minor)
+            && id[2].parse::<u64>().ok() == Some(ino);
+        let Some(pid) = w[4].parse::<u32>().ok().filter(|_| same) else {
+            continue;
+        };
+        if out.iter().any(|h| h.pid == pid) {
+            continue;
+        }
+        let comm = std::fs::File::open(format!("/proc/{pid}/comm"))
+            .and_then(|c| {
+                let mut s = String::new();
+                c.take(64).read_to_string(&mut s).map(|_| s)
+            })
+            .map(|s| crate::input::excerpt(s.trim(), 32))
+            .unwrap_or_else(|_| "?".into());
+        let uid = std::fs::metadata(format!("/proc/{pid}"))
+            .ok()
+            .map(|m| m.uid());
+        out.push(Holder {
+            pid,
+            roce_net: comm.starts_with("roce-net"),
+            comm,
+            uid,
+        });
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Executing a [`Plan`] as a transaction (DESIGN decisions 5, 11 and 13).
+//! Executing a [`Plan`] as a transaction (docs/architecture.md, decisions 5, 11 and 13).
 //!
 //! 1. check the caller may change the network (`CAP_NET_ADMIN`) before touching
 //!    anything;
@@ -31,6 +31,7 @@
 //! from its journal, also after a crash. [`status`] and [`archive`] read and put
 //! aside a journal.
 
+mod clock;
 mod confirm;
 mod execute;
 mod identity;
@@ -46,6 +47,8 @@ mod watchdog;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_issue26;
 
 pub use confirm::{arm_confirm, confirm, ConfirmGuard, MAX_CONFIRM_TIMEOUT};
 pub use identity::{namespace_id, namespace_key, NamespaceId};
@@ -54,7 +57,7 @@ pub use journal::{
 };
 pub use lock::NsLock;
 pub use status::{archive, status, ArchiveReport};
-pub use watchdog::{watchdog, WatchdogOutcome};
+pub use watchdog::{stop_on_signals, watchdog, watchdog_until, WatchdogOutcome};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;

@@ -253,9 +253,36 @@ impl StateDir {
 
     /// A new, empty temporary file (`O_EXCL`, unique name); returns it and its name.
     fn temp(&self, name: &str) -> Result<(File, String)> {
+        self.temp_mode(name, 0o644)
+    }
+
+    /// [`StateDir::temp`] created with `mode` (less the umask): a private
+    /// file is never open to others, not even for a moment.
+    fn temp_mode(&self, name: &str, mode: libc::c_uint) -> Result<(File, String)> {
         for _ in 0..8 {
             let tmp = format!(".{name}.{}.tmp", random_suffix());
-            match self.openat(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL) {
+            let c = cstr(&tmp)?;
+            // SAFETY: openat in our directory with a valid name; the fd is
+            // owned right away.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    mode,
+                )
+            };
+            let made = if fd < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                // SAFETY: a fresh descriptor nobody else owns.
+                Ok(unsafe { File::from_raw_fd(fd) })
+            };
+            match made {
                 Ok(f) => return Ok((f, tmp)),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
                 Err(e) => {
@@ -332,20 +359,99 @@ impl StateDir {
         Ok(f)
     }
 
-    /// Open (creating if missing) a lock file.
+    /// Open (creating if missing) a lock file, readable by its owner only
+    /// (`flock` works on any descriptor, read-only too: a lock file others can
+    /// open is a lock others can hold). One others could open (made by an
+    /// older roce-net, or by hand) is replaced by a private one: whoever holds
+    /// the old file holds nothing (see [`StateDir::same_file`]).
     pub(crate) fn open_lock(&self, name: &str) -> Result<File> {
-        let f = match self.openat(name, libc::O_RDWR | libc::O_CREAT) {
-            Ok(f) => f,
-            Err(e) if is_symlink_error(&e) => return Err(self.refuse_link(name)),
-            Err(e) => {
-                return Err(Error::io(
-                    e,
-                    format!("opening lock file {}", self.file(name).display()),
-                ))
+        for _ in 0..8 {
+            let open = match self.openat(name, libc::O_RDWR) {
+                Ok(f) => {
+                    self.check_file(&f, name)?;
+                    let st = fstat(&f).map_err(|e| {
+                        Error::io(e, format!("checking {}", self.file(name).display()))
+                    })?;
+                    if st.st_mode & 0o077 == 0 {
+                        return Ok(f);
+                    }
+                    Some(f)
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+                Err(e) if is_symlink_error(&e) => return Err(self.refuse_link(name)),
+                Err(e) => {
+                    return Err(Error::io(
+                        e,
+                        format!("opening lock file {}", self.file(name).display()),
+                    ))
+                }
+            };
+            // Private from its creation: nobody else can open it.
+            let (tmp, tmp_name) = self.temp_mode(name, 0o600)?;
+            let placed = tmp
+                .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .and_then(|()| match &open {
+                    // Replace the open one, unless another roce-net did already.
+                    Some(old) if self.same_file(old, name) => self.rename_in(&tmp_name, name),
+                    Some(_) => Err(std::io::Error::from_raw_os_error(libc::EEXIST)),
+                    // A new one never replaces one made meanwhile.
+                    None => {
+                        let (from, to) = (cstr(&tmp_name), cstr(name));
+                        match (from, to) {
+                            (Ok(from), Ok(to)) => crate::kernel::renameat2(
+                                self.fd.as_raw_fd(),
+                                &from,
+                                self.fd.as_raw_fd(),
+                                &to,
+                                libc::RENAME_NOREPLACE,
+                            ),
+                            _ => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+                        }
+                    }
+                });
+            match placed {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    self.unlink(&tmp_name);
+                    continue;
+                }
+                Err(e) => {
+                    self.unlink(&tmp_name);
+                    return Err(Error::io(
+                        e,
+                        format!(
+                            "creating lock file {} (mode 0600)",
+                            self.file(name).display()
+                        ),
+                    ));
+                }
             }
+        }
+        Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "lock file {} kept being replaced while opening it; try again",
+                self.file(name).display()
+            ),
+        ))
+    }
+
+    /// Whether `f` is still the file at `name` (a lock taken on a file since
+    /// replaced is no lock).
+    pub(crate) fn same_file(&self, f: &File, name: &str) -> bool {
+        let Ok(c) = cstr(name) else { return false };
+        let Ok(a) = fstat(f) else { return false };
+        // SAFETY: fstatat into a zeroed struct, not following links.
+        let mut b: libc::stat = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut b,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
         };
-        self.check_file(&f, name)?;
-        Ok(f)
+        rc == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino
     }
 
     /// Whether `name` exists (as anything).

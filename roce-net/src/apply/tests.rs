@@ -80,19 +80,19 @@ impl Effects for Faulty<'_, '_> {
         }
         self.inner.table_names(first, updates, tolerant)
     }
-    fn undo(&mut self, index: usize, step: &Step) -> Result<()> {
+    fn undo(&mut self, index: usize, step: &Step) -> Result<Option<String>> {
         self.inner.undo(index, step)
     }
 }
 
-struct Env {
-    lab: Lab,
-    host: crate::host::Host,
-    opts: ApplyOptions,
+pub(super) struct Env {
+    pub(super) lab: Lab,
+    pub(super) host: crate::host::Host,
+    pub(super) opts: ApplyOptions,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
-fn env(test: &str, nics: usize) -> Env {
+pub(super) fn env(test: &str, nics: usize) -> Env {
     require_root(test);
     let lab = Lab::seed_tagged("tx", nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
     let etc = tempfile::tempdir().unwrap();
@@ -110,7 +110,7 @@ fn env(test: &str, nics: usize) -> Env {
     }
 }
 
-fn ip(ns: &str, args: &str) {
+pub(super) fn ip(ns: &str, args: &str) {
     let st = Command::new("ip")
         .arg("-n")
         .arg(ns)
@@ -121,7 +121,7 @@ fn ip(ns: &str, args: &str) {
 }
 
 /// Everything apply may change, in a form where "exactly as before" is `==`.
-fn comparable(st: &HostState) -> serde_json::Value {
+pub(super) fn comparable(st: &HostState) -> serde_json::Value {
     let neigh: BTreeSet<(String, IpAddr, String)> = st
         .neighbors
         .iter()
@@ -197,7 +197,7 @@ fn none() -> Hook<'static> {
 }
 
 /// Apply `policy` with `hook` run between the last change and verify.
-fn apply_before_verify(
+pub(super) fn apply_before_verify(
     e: &Env,
     policy: &Policy,
     hook: impl FnMut() + Send + 'static,
@@ -458,6 +458,8 @@ fn an_apply_past_its_confirm_deadline_changes_nothing() {
     let before = comparable(&e.host.snapshot().unwrap());
     let mut guard = super::arm_confirm(&e.host, std::time::Duration::from_secs(1)).unwrap();
     guard.deadline = transaction::now() - 1;
+    // The boot clock decides (a wall-clock step moves no deadline).
+    guard.boot_deadline_ms = super::clock::boot_ms().map(|b| b - 1000);
     let opts = ApplyOptions {
         guard: Some(guard.clone()),
         ..e.opts.clone()
@@ -479,6 +481,7 @@ fn an_apply_past_its_confirm_deadline_changes_nothing() {
     );
 
     guard.deadline = transaction::now() + 60;
+    guard.boot_deadline_ms = super::clock::boot_ms().map(|b| b + 60_000);
     let opts = ApplyOptions {
         guard: Some(guard.clone()),
         ..e.opts.clone()

@@ -1,6 +1,6 @@
 //! The transaction itself, over an [`Effects`] seam: the real kernel
 //! ([`super::execute::Kernel`]) in the product, a fault-injecting wrapper in this
-//! crate's own tests (DESIGN decision 13). Nothing here knows which.
+//! crate's own tests (docs/architecture.md, decision 13). Nothing here knows which.
 //!
 //! Every path after the first change either finishes (verified, journal saved)
 //! or undoes what was started, in reverse, and says what failed and what was
@@ -51,7 +51,8 @@ pub(crate) trait Effects {
         tolerant: bool,
     ) -> Result<Vec<bool>>;
     /// Undo step `index`, checking that what is restored is what was recorded.
-    fn undo(&mut self, index: usize, step: &Step) -> Result<()>;
+    /// `Some(note)`: restored by being gone (with its interface), in words.
+    fn undo(&mut self, index: usize, step: &Step) -> Result<Option<String>>;
     /// Announce a NIC's address from the NIC (gratuitous ARP), so peers that
     /// learned another NIC's MAC for it take the right one now.
     fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()>;
@@ -81,11 +82,10 @@ pub(crate) enum Source<'a> {
     Policy(&'a Policy),
 }
 
+/// The wall clock in Unix seconds (for people; deadlines are timed on the
+/// boot clock, see `clock.rs`).
 pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    super::clock::wall().as_secs()
 }
 
 /// The name a table-name change leaves for its table (`None`: no name).
@@ -121,8 +121,14 @@ fn name_update(step: &Step, undo: bool) -> Option<NameUpdate<'_>> {
 
 /// The inverse of every change, or an error naming the first change that cannot
 /// be undone (nothing is applied then). Table-name inverses restore exactly the
-/// line roce-net's own file held (`own`), not the name other files give.
-fn steps_for(plan: &Plan, own: &BTreeMap<u32, String>) -> Result<Vec<Step>> {
+/// line roce-net's own file held (`own`), not the name other files give. A
+/// route deleted while another route (of `routes`, the host as planned) shares
+/// its key is put back with append semantics.
+fn steps_for(
+    plan: &Plan,
+    own: &BTreeMap<u32, String>,
+    routes: &[crate::model::Route],
+) -> Result<Vec<Step>> {
     plan.changes
         .iter()
         .enumerate()
@@ -153,10 +159,18 @@ fn steps_for(plan: &Plan, own: &BTreeMap<u32, String>) -> Result<Vec<Step>> {
                     ),
                 )
             })?;
+            let append = match c {
+                Change::DeleteRoute { route } => routes.iter().any(|r| {
+                    super::execute::route_key(r) == super::execute::route_key(route)
+                        && !super::execute::same_route(r, route)
+                }),
+                _ => false,
+            };
             Ok(Step {
                 change: c.clone(),
                 inverse,
                 status: StepStatus::Pending,
+                append,
             })
         })
         .collect()
@@ -236,7 +250,7 @@ pub(crate) fn apply(
         });
     }
     let own = fx.own_table_names()?;
-    let steps = steps_for(&plan, &own)?;
+    let steps = steps_for(&plan, &own, &current.routes)?;
     let (apply_id, deadline, pid) = match (&opts.guard, opts.confirm_timeout) {
         (Some(g), _) => {
             if g.namespace != s.id {
@@ -249,7 +263,7 @@ pub(crate) fn apply(
                     ),
                 ));
             }
-            if now() >= g.deadline {
+            if super::clock::left(g.deadline, g.boot_deadline_ms).is_zero() {
                 // Its watchdog may have looked at the deadline already and found
                 // nothing to guard: applying now would leave the changes unguarded.
                 return Err(Error::new(
@@ -263,7 +277,11 @@ pub(crate) fn apply(
                     ),
                 ));
             }
-            (g.apply_id.clone(), Some(g.deadline), g.watchdog_pid)
+            (
+                g.apply_id.clone(),
+                Some((g.deadline, g.boot_deadline_ms)),
+                g.watchdog_pid,
+            )
         }
         (None, Some(t)) => (
             super::statedir::random_id(),
@@ -272,6 +290,10 @@ pub(crate) fn apply(
         ),
         (None, None) => (super::statedir::random_id(), None, None),
     };
+    let (deadline, boot_deadline) = match deadline {
+        Some((d, b)) => (Some(d), b),
+        None => (None, None),
+    };
     let mut j = Journal {
         version: JOURNAL_VERSION,
         key: s.key(),
@@ -279,12 +301,14 @@ pub(crate) fn apply(
         apply_id,
         started_at: now(),
         confirm_deadline: deadline,
+        confirm_deadline_boot_ms: boot_deadline,
         state: JournalState::Applying,
         steps,
         failure: None,
         errors: Vec::new(),
         watchdog: deadline.map(|_| WatchdogRecord {
             pid,
+            started: pid.and_then(super::clock::process_start),
             outcome: None,
             at: None,
             message: None,
@@ -450,7 +474,13 @@ fn announce(fx: &mut dyn Effects, plan: &Plan) -> Vec<String> {
 /// Undo every started step in reverse after `cause`; return the error to report.
 fn undo_after_failure(s: &Session, fx: &mut dyn Effects, j: &mut Journal, cause: Error) -> Error {
     j.failure = Some(cause.to_string());
-    let (undone, save_err) = undo_journal(s, fx, j);
+    // The journal is `applying` with its step log: a record of what to undo
+    // that survives this process, so undoing may start even when the rollback
+    // itself cannot be recorded.
+    let (undone, save_err) = match undo_journal(s, fx, j) {
+        Ok(r) => r,
+        Err(e) => return e.with_source(cause),
+    };
     let kind_if_ok = if cause.kind() == ErrorKind::Verify {
         ErrorKind::Verify
     } else {
@@ -491,23 +521,57 @@ fn undo_after_failure(s: &Session, fx: &mut dyn Effects, j: &mut Journal, cause:
 
 /// Mark the journal rolling back, undo, and save the outcome. Returns what was
 /// undone and the error of the final save, if any.
+///
+/// Undoing never starts without a record of it that outlives this process:
+/// the journal saved `rolling_back` with a fresh rollback step log, or, for an
+/// apply that did not finish, its `applying` journal and step log (undoing
+/// again what is undone already restores the same state). A journal that says
+/// `committed` or `pending_confirm` whose rollback cannot be recorded (a full
+/// or read-only state directory) is left as it is, and so is the host: the
+/// error says nothing was undone, and `status` still tells the truth.
 fn undo_journal(
     s: &Session,
     fx: &mut dyn Effects,
     j: &mut Journal,
-) -> (Vec<String>, Option<Error>) {
+) -> Result<(Vec<String>, Option<Error>)> {
+    let before = j.state.clone();
     j.state = JournalState::RollingBack;
-    let mut log = j
-        .save(&s.dir)
-        .and_then(|()| StepLog::create(&s.dir, j, Phase::Rollback))
-        .ok();
+    let log = j.save(&s.dir).and_then(|()| {
+        let mut l = StepLog::create(&s.dir, j, Phase::Rollback)?;
+        // The header goes out now: a log that cannot be written is found
+        // before the first step is undone, not after.
+        l.flush()?;
+        Ok(l)
+    });
+    let mut log = match log {
+        Ok(l) => Some(l),
+        Err(_) if before == JournalState::Applying => None,
+        Err(e) => {
+            j.state = before;
+            // Whatever reached the file, the journal must not say less than
+            // the host holds: put the previous state back if it can be written.
+            let _ = j.save(&s.dir);
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!(
+                    "could not record the rollback in {} ({e}): nothing was undone, the host \
+                     still holds the last apply and its journal still says {}. Free space in \
+                     (or make writable) {} and run `roce-net rollback` again",
+                    s.dir.file(&Journal::file_name(&j.key)).display(),
+                    j.state.name(),
+                    s.dir.path().display()
+                ),
+            )
+            .with_source(e));
+        }
+    };
     let undone = undo(fx, j, log.as_mut());
     j.state = if j.errors.is_empty() {
         JournalState::RolledBack
     } else {
         JournalState::RollbackFailed
     };
-    (undone, j.save(&s.dir).err())
+    Ok((undone, j.save(&s.dir).err()))
 }
 
 /// Undo started/done steps in reverse order, each checked to restore what was
@@ -527,7 +591,15 @@ fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) ->
         }
         if let Some(l) = log.as_deref_mut() {
             if let Err(e) = l.flush() {
-                j.errors.push(format!("recording rollback progress: {e}"));
+                // Never undo a step without a record of it: stop here. The
+                // journal says `rolling_back`, and `rollback` finishes it.
+                j.errors.push(format!(
+                    "recording rollback progress: {e}; undoing stopped before {} so that \
+                     every step undone is recorded: free space in the state directory and \
+                     run `roce-net rollback` again",
+                    j.steps[i].change.describe()
+                ));
+                return undone;
             }
         }
         if name_update(&j.steps[i], true).is_some() {
@@ -564,8 +636,12 @@ fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) ->
             continue;
         }
         match fx.undo(i, &j.steps[i]) {
-            Ok(()) => {
-                undone.push(j.steps[i].inverse.describe());
+            Ok(note) => {
+                let what = j.steps[i].inverse.describe();
+                undone.push(match note {
+                    Some(n) => format!("{what} ({n})"),
+                    None => what,
+                });
                 match log.as_deref_mut() {
                     Some(l) => l.set(j, i, StepStatus::Undone),
                     None => j.steps[i].status = StepStatus::Undone,
@@ -604,7 +680,7 @@ pub(crate) fn rollback(s: &Session, fx: &mut dyn Effects) -> Result<(RollbackRep
         ));
     }
     let was = j.state.name().to_string();
-    let (undone, save_err) = undo_journal(s, fx, &mut j);
+    let (undone, save_err) = undo_journal(s, fx, &mut j)?;
     if j.errors.is_empty() {
         if let Some(e) = save_err {
             return Err(Error::new(

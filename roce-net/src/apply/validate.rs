@@ -79,7 +79,11 @@ fn neigh_key(n: &Neighbor) -> (String, std::net::IpAddr, Option<String>) {
     )
 }
 
-/// The plan to apply for `saved` on the host `current`, or why not.
+/// How many changes a drift error names of each list before it counts the rest.
+const LIST_MAX: usize = 5;
+
+/// The plan to apply for `saved` on the host `current`, or why not: empty when
+/// the host already matches it.
 pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
     // First the host and namespace the plan names: a plan made elsewhere is
     // refused as that, not as a change "something else" made (its changes are
@@ -111,8 +115,33 @@ pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
         )
         .with_source(e)
     })?;
+    // Computed only when needed: hashing a whole snapshot costs as much as
+    // planning a small host.
+    let mut host_changed = None;
     for (i, c) in saved.changes.iter().enumerate() {
         if let Some(why) = foreign(c, &fresh) {
+            // The plan's own desired state holds this change (its NIC, sysctl
+            // or table), and the host is not the one the plan was made from: a
+            // NIC deleted, renamed, stripped of its address or enslaved since
+            // `plan -o` is drift, not an edited plan. Refused all the same.
+            let consistent = foreign(c, saved).is_none();
+            if consistent
+                && *host_changed
+                    .get_or_insert_with(|| plan::fingerprint(current) != saved.base_fingerprint)
+            {
+                return Err(Error::new(
+                    ErrorKind::Drift,
+                    format!(
+                        "the host changed since the plan was made: change {} of {} ({}) no \
+                         longer fits it ({why}; a NIC the plan manages may have been deleted, \
+                         renamed, lost its address or joined a bridge); nothing was applied. \
+                         Make a new plan with `roce-net plan` and review it",
+                        i + 1,
+                        saved.changes.len(),
+                        c.describe()
+                    ),
+                ));
+            }
             return Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!(
@@ -134,7 +163,10 @@ pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
             .collect()
     };
     let (was, now) = (lasting(saved), lasting(&fresh));
-    if was != now {
+    // Nothing left to do: the host already holds what the plan's policy wants
+    // (the plan was applied, or the same changes were made otherwise). That is
+    // the plan in effect, not drift: an empty plan, and `apply` says so.
+    if was != now && !now.is_empty() {
         let stale: Vec<String> = was
             .iter()
             .filter(|c| !now.contains(c))
@@ -147,10 +179,16 @@ pub(crate) fn check_saved(saved: &Plan, current: &HostState) -> Result<Plan> {
             .collect();
         let mut what = Vec::new();
         if !stale.is_empty() {
-            what.push(format!("no longer right: {}", stale.join("; ")));
+            what.push(format!(
+                "no longer right: {}",
+                crate::input::cut_list(&stale, LIST_MAX)
+            ));
         }
         if !needed.is_empty() {
-            what.push(format!("now needed instead: {}", needed.join("; ")));
+            what.push(format!(
+                "now needed instead: {}",
+                crate::input::cut_list(&needed, LIST_MAX)
+            ));
         }
         if what.is_empty() {
             what.push("the same changes in another order".into());
@@ -308,6 +346,21 @@ mod tests {
         p.changes.push(Change::DeleteRoute { route: victim });
         let e = check_saved(&p, &host).unwrap_err();
         assert!(e.to_string().contains("policy is invalid"), "{e}");
+    }
+
+    /// A drifted plan's lists are cut with a count. (A plan already in effect
+    /// is applied as an empty plan: `tests/cli.rs`
+    /// `plan_then_apply_the_saved_plan_then_persist_dry_run`, on a lab host.)
+    #[test]
+    fn long_drift_lists_are_cut_with_a_count() {
+        let items: Vec<String> = (0..40).map(|i| format!("change {i}")).collect();
+        let cut = crate::input::cut_list(&items, LIST_MAX);
+        assert!(cut.starts_with("change 0; change 1;"), "{cut}");
+        assert!(cut.ends_with("change 4; and 35 more"), "{cut}");
+        assert_eq!(
+            crate::input::cut_list(&items[..2], LIST_MAX),
+            "change 0; change 1"
+        );
     }
 
     #[test]

@@ -26,18 +26,36 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         let culprit = crate::fib::rules_in_order(ctx.state, crate::model::Family::of(&a.address))
             .into_iter()
             .find(|r| Some(r.priority) == d.rule_priority && Some(r.table) == d.table);
+        // Which destination the check routes to, and why: a neighbour the
+        // host knows on that subnet, else an address standing for any peer on
+        // it (that address need not exist; only the route to the subnet counts).
+        let known = ctx
+            .state
+            .neighbors
+            .iter()
+            .any(|n| n.ip == peer && n.is_resolved());
+        let to = if known {
+            format!("its neighbour {peer}")
+        } else {
+            format!(
+                "{peer} (an address of {}, standing for any peer there: no neighbour \
+                 on it is known)",
+                a.network()
+            )
+        };
         let f = Finding::new(
             ID,
             Severity::Error,
             Subject::interface(&nic.ifname).with_address(a.address),
             format!(
-                "traffic from {} to {peer} leaves by {egress}, not {}: \
+                "traffic from {} to {to} leaves by {egress}, not {}: \
                          RoCE replies and ARP go out the wrong NIC",
                 a.address, nic.ifname
             ),
         )
         .evidence("source", a.address)
         .evidence("peer", peer)
+        .evidence("peer_is_neighbor", known)
         .evidence("egress", &d.dev)
         .evidence("table", d.table)
         .evidence("rule_priority", d.rule_priority)

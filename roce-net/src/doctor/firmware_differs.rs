@@ -1,6 +1,7 @@
 //! `firmware-differs`: RDMA devices of the same model run different firmware.
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::shell_word;
 use std::collections::BTreeMap;
 
 /// Check id.
@@ -56,7 +57,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     format!(
                         "{name} runs firmware {fw} while the other {model} devices run \
                          {common}: firmware differences change congestion control, PFC and \
-                         RoCE behaviour between rails"
+                         RoCE behaviour between rails; update with the vendor's firmware \
+                         tools (mlxfwmanager) to one version"
                     ),
                 )
                 .evidence("fw_ver", fw)
@@ -65,17 +67,18 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("devices", &all)
                 .fix(
                     vec![
+                        // Only commands to paste; the update is said in the message.
                         format!(
                             "mstflint -d {} query",
-                            ctx.state
-                                .rdma
-                                .iter()
-                                .find(|d| d.name == *name)
-                                .and_then(|d| d.pci_addr.clone())
-                                .unwrap_or_else(|| name.to_string())
+                            shell_word(
+                                &ctx.state
+                                    .rdma
+                                    .iter()
+                                    .find(|d| d.name == *name)
+                                    .and_then(|d| d.pci_addr.clone())
+                                    .unwrap_or_else(|| name.to_string())
+                            )
                         ),
-                        "update with the vendor's firmware tools (mlxfwmanager) to one version"
-                            .to_string(),
                     ],
                     None,
                 ),

@@ -2,6 +2,7 @@
 //! table has no RoCE v2 entry for it, so RoCE v2 (what NCCL uses) cannot use it.
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::shell_word;
 use crate::scope::port_netdev;
 use std::net::IpAddr;
 
@@ -54,7 +55,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     .evidence("port_state", &p.state)
                     .fix(
                         vec![
-                            format!("cat /sys/class/infiniband/{}/ports/{}/gid_attrs/types/*", d.name, p.port),
+                            format!("cat /sys/class/infiniband/{}/ports/{}/gid_attrs/types/*", shell_word(&d.name), p.port),
                             a.ip_command(crate::model::IpVerb::Replace),
                         ],
                         None,

@@ -2,6 +2,7 @@
 //! host's other ports of the same link layer.
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::{ifname_word, shell_word};
 use crate::scope::port_netdev;
 
 /// Check id.
@@ -41,12 +42,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         subject.interface = nd.clone();
         let mut fix = Vec::new();
         if let Some(n) = &nd {
-            fix.push(format!("ethtool {n}"));
-            fix.push(format!("ethtool -m {n}"));
+            fix.push(format!("ethtool {}", ifname_word(n)));
+            fix.push(format!("ethtool -m {}", ifname_word(n)));
         }
         fix.push(format!(
             "cat /sys/class/infiniband/{}/ports/{}/rate",
-            d.name, p.port
+            shell_word(&d.name),
+            p.port
         ));
         out.push(
             Finding::new(

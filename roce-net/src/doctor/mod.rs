@@ -191,7 +191,9 @@ impl std::fmt::Display for Subject {
 /// How to fix a finding.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Remediation {
-    /// Exact commands that fix it now (not persistent across reboots).
+    /// Exact commands that fix it now (not persistent across reboots), each
+    /// quoted for a POSIX shell ([`crate::shell_word`]) and, for a snapshot taken
+    /// in a named network namespace, acting in it ([`crate::in_netns`]).
     pub commands: Vec<String>,
     /// The roce-net policy setting that fixes it for good, e.g. `arp.arp_ignore: 1`.
     pub policy: Option<String>,
@@ -378,8 +380,23 @@ pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
         snapshot_partial::check,
     ];
     let mut out: Vec<Finding> = checks.iter().flat_map(|c| c(&ctx)).collect();
+    in_snapshot_netns(state, &mut out);
     sort_findings(&mut out);
     out
+}
+
+/// Make the findings' commands act where the findings are: in the network
+/// namespace the snapshot was taken in ([`crate::in_netns`]), so a command
+/// copied as printed never acts on the machine's own namespace instead.
+pub(crate) fn in_snapshot_netns(state: &HostState, findings: &mut [Finding]) {
+    let Some(ns) = state.netns.as_deref() else {
+        return;
+    };
+    for f in findings {
+        for c in &mut f.remediation.commands {
+            *c = crate::model::in_netns(Some(ns), c);
+        }
+    }
 }
 
 /// A source rule that sends a NIC address's traffic to a table.

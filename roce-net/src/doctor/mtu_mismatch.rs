@@ -1,6 +1,7 @@
 //! `mtu-mismatch`: NICs in scope with different MTUs (or not the expected one).
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::ifname_word;
 use std::collections::BTreeMap;
 
 /// Check id.
@@ -53,7 +54,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 crate::model::active_mtu_for_netdev_mtu(*mtu),
             )
             .evidence("mtus", &mtus)
-            .fix(vec![format!("ip link set dev {name} mtu {expected}")], None),
+            .fix(
+                vec![format!(
+                    "ip link set dev {} mtu {expected}",
+                    ifname_word(name)
+                )],
+                None,
+            ),
         );
     }
     out

@@ -2,6 +2,7 @@
 //! not answer ARP on that NIC).
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::ifname_word;
 use crate::model::NeighState;
 
 /// Check id.
@@ -39,7 +40,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             )
             .evidence("failed", &failed)
             .fix(
-                vec![format!("ip neigh flush dev {} nud failed", nic.ifname)],
+                vec![format!(
+                    "ip neigh flush dev {} nud failed",
+                    ifname_word(&nic.ifname)
+                )],
                 Some("neighbors.flush: polluted"),
             ),
         );

@@ -3,6 +3,7 @@
 //! port.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "nic-phy-errors";
@@ -38,9 +39,9 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("counters", &seen)
             .fix(
                 vec![
-                    format!("ethtool {}", nic.ifname),
-                    format!("ethtool -m {}", nic.ifname),
-                    format!("ethtool -S {} | grep -E '_phy:'", nic.ifname),
+                    format!("ethtool {}", ifname_word(nic.ifname)),
+                    format!("ethtool -m {}", ifname_word(nic.ifname)),
+                    format!("ethtool -S {} | grep -E '_phy:'", ifname_word(nic.ifname)),
                 ],
                 None,
             ),

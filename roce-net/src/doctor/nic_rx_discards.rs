@@ -2,6 +2,7 @@
 //! (mlx5 `rx_discards_phy`): the port is congested.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "nic-rx-discards";
@@ -36,9 +37,9 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 vec![
                     format!(
                         "ethtool -S {} | grep -E 'discard|out_of_buffer|prio[0-7]_pause'",
-                        nic.ifname
+                        ifname_word(nic.ifname)
                     ),
-                    format!("dcb pfc show dev {}", nic.ifname),
+                    format!("dcb pfc show dev {}", ifname_word(nic.ifname)),
                 ],
                 None,
             ),

@@ -3,6 +3,7 @@
 //! enough.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "nic-rx-out-of-buffer";
@@ -32,9 +33,9 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("rx_out_of_buffer", v)
             .fix(
                 vec![
-                    format!("ethtool -g {}", nic.ifname),
-                    format!("ethtool -G {} rx 8192", nic.ifname),
-                    format!("ethtool -l {}", nic.ifname),
+                    format!("ethtool -g {}", ifname_word(nic.ifname)),
+                    format!("ethtool -G {} rx 8192", ifname_word(nic.ifname)),
+                    format!("ethtool -l {}", ifname_word(nic.ifname)),
                 ],
                 None,
             ),

@@ -2,6 +2,7 @@
 //! `tx_prio<N>_pause`) on a priority without PFC, or in large numbers.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "pfc-pause-frames";
@@ -57,8 +58,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     .evidence("pfc_enabled", &pfc)
                     .fix(
                         vec![
-                            format!("dcb pfc show dev {}", nic.ifname),
-                            format!("ethtool -S {} | grep -E 'prio{p}_'", nic.ifname),
+                            format!("dcb pfc show dev {}", ifname_word(nic.ifname)),
+                            format!(
+                                "ethtool -S {} | grep -E 'prio{p}_'",
+                                ifname_word(nic.ifname)
+                            ),
                         ],
                         None,
                     ),

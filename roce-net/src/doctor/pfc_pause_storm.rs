@@ -2,6 +2,7 @@
 //! `tx_pause_storm_warning_events`, `tx_pause_storm_error_events`).
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "pfc-pause-storm";
@@ -41,7 +42,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     vec![
                         format!(
                             "ethtool -S {} | grep -E 'pause|discard|out_of_buffer'",
-                            nic.ifname
+                            ifname_word(nic.ifname)
                         ),
                         "dmesg | grep -i 'pause storm'".to_string(),
                     ],

@@ -1,6 +1,7 @@
 //! `port-down`: an RDMA port is not ACTIVE/LinkUp.
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::{ifname_word, shell_word};
 use crate::scope::port_netdev;
 
 /// Check id.
@@ -27,11 +28,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             let mut cmds = Vec::new();
             if let Some(n) = &nd {
                 if admin_up == Some(false) {
-                    cmds.push(format!("ip link set dev {n} up"));
+                    cmds.push(format!("ip link set dev {} up", ifname_word(n)));
                 }
-                cmds.push(format!("ethtool {n}"));
+                cmds.push(format!("ethtool {}", ifname_word(n)));
             }
-            cmds.push(format!("rdma link show {}/{}", d.name, p.port));
+            cmds.push(format!("rdma link show {}/{}", shell_word(&d.name), p.port));
             out.push(
                 Finding::new(
                     ID,

@@ -2,6 +2,7 @@
 //! DSCP map.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "qos-inconsistent";
@@ -74,8 +75,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("nics", &all)
             .fix(
                 vec![
-                    format!("dcb pfc show dev {}", n.ifname),
-                    format!("dcb app show dev {}", n.ifname),
+                    format!("dcb pfc show dev {}", ifname_word(n.ifname)),
+                    format!("dcb app show dev {}", ifname_word(n.ifname)),
                 ],
                 None,
             )

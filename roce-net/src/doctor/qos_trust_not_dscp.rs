@@ -2,6 +2,7 @@
 //! `default_roce_tos`) but the NIC classifies by PCP, so the DSCP is ignored.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 use crate::model::Trust;
 
 /// Check id.
@@ -36,8 +37,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("trust", "pcp")
             .fix(
                 vec![
-                    format!("mlnx_qos -i {} --trust dscp", nic.ifname),
-                    format!("dcb app show dev {}", nic.ifname),
+                    format!("mlnx_qos -i {} --trust dscp", ifname_word(nic.ifname)),
+                    format!("dcb app show dev {}", ifname_word(nic.ifname)),
                 ],
                 None,
             ),

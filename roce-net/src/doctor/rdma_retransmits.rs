@@ -2,6 +2,7 @@
 //! retransmissions (lossy fabric, wrong neighbour/MAC, PFC/ECN misconfiguration).
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::{ifname_word, shell_word};
 use std::collections::BTreeMap;
 
 /// Check id.
@@ -57,10 +58,14 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("counters", &seen)
                 .fix(
                     vec![
-                        format!("rdma statistic show link {}/{}", d.name, p.port),
+                        format!(
+                            "rdma statistic show link {}/{}",
+                            shell_word(&d.name),
+                            p.port
+                        ),
                         format!(
                             "ip neigh show dev {}",
-                            crate::scope::port_netdev(d, p).unwrap_or_default()
+                            ifname_word(&crate::scope::port_netdev(d, p).unwrap_or_default())
                         ),
                     ],
                     None,

@@ -2,6 +2,7 @@
 //! PFC.
 
 use super::{hw, Ctx, Finding, Severity};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "roce-priority-no-pfc";
@@ -49,13 +50,18 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 ),
             )
         };
-        let mut fix = vec![format!("dcb pfc show dev {}", nic.ifname)];
+        // Every fix entry is a command to paste; the other way out (a traffic
+        // class PFC already covers) is said in the message.
+        let mut fix = vec![format!("dcb pfc show dev {}", ifname_word(nic.ifname))];
+        let mut msg = msg;
         if let Some(first) = pfc.first() {
+            msg.push_str(&format!(
+                "; set the RoCE traffic class to a DSCP mapped to priority {first} \
+                 (NCCL_IB_TC, rdma_cm default_roce_tos), or enable PFC on priority {prio}"
+            ));
             fix.push(format!(
-                "set the RoCE traffic class to a DSCP mapped to priority {first} \
-                 (NCCL_IB_TC, rdma_cm default_roce_tos), or enable PFC on priority {prio}: \
-                 dcb pfc set dev {} prio-pfc {prio}:on",
-                nic.ifname
+                "dcb pfc set dev {} prio-pfc {prio}:on",
+                ifname_word(nic.ifname)
             ));
         }
         out.push(

@@ -1,6 +1,7 @@
 //! `rx-drops`: a NIC in scope dropped a significant share of received packets.
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::ifname_word;
 
 /// Check id.
 pub const ID: &str = "rx-drops";
@@ -40,9 +41,9 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 vec![
                     format!(
                         "ethtool -S {} | grep -iE 'drop|discard|out_of_buffer'",
-                        nic.ifname
+                        ifname_word(&nic.ifname)
                     ),
-                    format!("ethtool -g {}", nic.ifname),
+                    format!("ethtool -g {}", ifname_word(&nic.ifname)),
                 ],
                 None,
             ),

@@ -33,7 +33,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .warnings
             .iter()
             .filter(|w| w.source.starts_with('/'))
-            .map(|w| format!("cat {}", w.source))
+            .map(|w| format!("cat {}", crate::model::shell_word(&w.source)))
             .collect(),
         None,
     )]

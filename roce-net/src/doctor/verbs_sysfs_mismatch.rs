@@ -4,6 +4,7 @@
 //! (`roce-net snapshot --verbs`, `roce-net doctor --verbs`).
 
 use super::{Ctx, Finding, Severity, Subject};
+use crate::model::shell_word;
 use crate::model::{GidType, NoRdmaReason, RdmaPort, VerbsPort};
 
 /// Check id.
@@ -18,7 +19,7 @@ fn t(g: &Option<GidType>) -> String {
 /// Differences between one port's two views, as lines.
 fn port_diff(s: &RdmaPort, v: &VerbsPort) -> Vec<String> {
     let mut d = Vec::new();
-    if s.state.as_deref() != Some(v.state.as_str()) {
+    if s.state.as_ref() != Some(&v.state) {
         d.push(format!(
             "state: sysfs {}, verbs {}",
             s.state.as_deref().unwrap_or("?"),
@@ -149,7 +150,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("error", e)
                 .fix(
                     vec![
-                        format!("ibv_devinfo -d {}", d.name),
+                        format!("ibv_devinfo -d {}", shell_word(&d.name)),
                         "ls -l /dev/infiniband".to_string(),
                     ],
                     None,
@@ -183,8 +184,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("gid_query", v.gid_query)
                 .fix(
                     vec![
-                        format!("roce-net gids {}", d.name),
-                        format!("ibv_devinfo -v -d {} -i {}", d.name, p.port),
+                        format!("roce-net gids {}", shell_word(&d.name)),
+                        format!("ibv_devinfo -v -d {} -i {}", shell_word(&d.name), p.port),
                     ],
                     None,
                 ),

@@ -21,7 +21,7 @@ mod subnets;
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::error::Result;
-use crate::model::{shell_word, HostState, Scope};
+use crate::model::{ifname_word, HostState, Scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,24 +79,13 @@ pub fn host_label(state: &HostState) -> String {
     }
 }
 
-/// A fix command to run on one fleet host: `ssh HOST CMD`, and for a snapshot
-/// taken inside a network namespace, the command in that namespace: `ip ARGS`
-/// becomes `ip -n NS ARGS`, `roce-net ARGS` becomes `roce-net --netns NS ARGS`,
-/// anything else runs under `ip netns exec NS`. (Without the namespace the
-/// command would act on the machine's own namespace, which lab hosts share.)
+/// A fix command to run on one fleet host: `ssh HOST 'CMD'`, and for a snapshot
+/// taken inside a network namespace, the command in that namespace
+/// ([`crate::model::in_netns`]; without it the command would act on the
+/// machine's own namespace, which lab hosts share). The remote command is
+/// quoted once more for the shell `ssh` hands it to ([`crate::model::over_ssh`]).
 pub(super) fn on_host(state_hostname: &str, netns: Option<&str>, cmd: &str) -> String {
-    let host = shell_word(state_hostname);
-    let Some(ns) = netns else {
-        return format!("ssh {host} {cmd}");
-    };
-    let ns = shell_word(ns);
-    if let Some(args) = cmd.strip_prefix("ip ") {
-        format!("ssh {host} ip -n {ns} {args}")
-    } else if let Some(args) = cmd.strip_prefix("roce-net ") {
-        format!("ssh {host} roce-net --netns {ns} {args}")
-    } else {
-        format!("ssh {host} ip netns exec {ns} {cmd}")
-    }
+    crate::model::over_ssh(state_hostname, &crate::model::in_netns(netns, cmd))
 }
 
 /// [`on_host`] for the host of a snapshot.
@@ -457,7 +446,7 @@ fn compare_all(
             Ok(m) => (
                 h.nics
                     .iter()
-                    .map(|n| on_state(s, &format!("ip link set dev {n} mtu {m}")))
+                    .map(|n| on_state(s, &format!("ip link set dev {} mtu {m}", ifname_word(n))))
                     .collect(),
                 // No policy key: the planner does not change MTUs.
                 None,
@@ -524,7 +513,7 @@ fn compare_all(
             (
                 h.nics
                     .iter()
-                    .map(|n| on_state(s, &format!("dcb pfc show dev {n}")))
+                    .map(|n| on_state(s, &format!("dcb pfc show dev {}", ifname_word(n))))
                     .collect(),
                 None,
             )
@@ -663,7 +652,9 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
                     s,
                     &format!(
                         "ip addr del {}/{} dev {}",
-                        a.address, a.prefix_len, a.ifname
+                        a.address,
+                        a.prefix_len,
+                        ifname_word(&a.ifname)
                     ),
                 ),
             ));

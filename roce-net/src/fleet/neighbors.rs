@@ -99,7 +99,14 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
             } else {
                 format!("the MAC of {}", belongs.join(", "))
             };
-            let del = super::on_state(peer, &format!("ip neigh del {} dev {}", n.ip, n.ifname));
+            let del = super::on_state(
+                peer,
+                &format!(
+                    "ip neigh del {} dev {}",
+                    n.ip,
+                    crate::model::ifname_word(&n.ifname)
+                ),
+            );
             out.push(
                 Finding::new(
                     ID,

@@ -169,7 +169,10 @@ fn mtus(
             .fix(
                 vec![super::on_state(
                     &states[n.host],
-                    &format!("ip link set dev {} mtu {common}", n.ifname),
+                    &format!(
+                        "ip link set dev {} mtu {common}",
+                        crate::model::ifname_word(n.ifname)
+                    ),
                 )],
                 None,
             ),

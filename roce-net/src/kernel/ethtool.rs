@@ -28,7 +28,10 @@ pub(crate) const MAX_STATS: usize = 1 << 16;
 const ATTEMPTS: usize = 3;
 
 fn ifreq(ifname: &str, data: *mut libc::c_void) -> io::Result<libc::ifreq> {
-    let b = ifname.as_bytes();
+    // The kernel's bytes of the model's (escaped) name: `r\x1b` is ESC.
+    let raw = crate::model::ifname_to_kernel(ifname)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let b = raw.as_slice();
     if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -28,6 +28,32 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 static LAB_COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// The namespaces of every lab of this process that is not kept, so that an
+/// interrupted program can remove them ([`Lab::interrupt`]); `None` once
+/// interrupted: no lab creates a namespace after that.
+static LIVE: std::sync::Mutex<Option<Vec<String>>> = std::sync::Mutex::new(Some(Vec::new()));
+
+fn live() -> std::sync::MutexGuard<'static, Option<Vec<String>>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Take `names` out of the registry (the lab removes them itself, or keeps them).
+fn unregister(names: &[String]) {
+    if let Some(set) = live().as_mut() {
+        set.retain(|x| !names.contains(x));
+    }
+}
+
+/// What [`Lab::interrupt`] removed, and what it could not.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct LabInterrupted {
+    /// Namespaces removed.
+    pub removed: Vec<String>,
+    /// Namespaces that could not be removed, with why.
+    pub failed: Vec<(String, Error)>,
+}
+
 /// The bridge acting as the switch, inside the switch namespace.
 pub const SWITCH_BRIDGE: &str = "br0";
 /// Host NIC addresses of the seed lab start at 198.18.0.`SEED_HOST_FIRST`.
@@ -109,7 +135,7 @@ impl Lab {
         })
     }
 
-    /// The seed scenario (DESIGN "Testing"), tagged `lab`: see [`Lab::seed_tagged`].
+    /// The seed scenario (docs/architecture.md, "Testing"), tagged `lab`: see [`Lab::seed_tagged`].
     pub fn seed(nics: usize) -> Result<Lab> {
         Lab::seed_tagged("lab", nics)
     }
@@ -269,15 +295,61 @@ impl Lab {
     }
 
     /// Keep the namespaces when the lab is dropped (for demos); `ip netns del`
-    /// or [`crate::netns::delete`] removes them later.
+    /// or [`crate::netns::delete`] removes them later. A kept lab's namespaces
+    /// are left alone by [`Lab::interrupt`] too.
     pub fn set_keep(&mut self, keep: bool) {
         self.keep = keep;
+        if keep {
+            unregister(&self.namespaces);
+        } else if let Some(set) = live().as_mut() {
+            for n in &self.namespaces {
+                if !set.contains(n) {
+                    set.push(n.clone());
+                }
+            }
+        }
+    }
+
+    /// Remove the namespaces of every lab of this process that is not kept,
+    /// and make every later attempt to build one fail: what a program does when
+    /// it is interrupted (`SIGINT`, `SIGTERM`, `SIGHUP`), from the thread that
+    /// received the signal, while another may be building a lab. A namespace
+    /// being created when it is called is finished first, then removed.
+    pub fn interrupt() -> LabInterrupted {
+        let mut g = live();
+        let names = g.take().unwrap_or_default();
+        let mut out = LabInterrupted::default();
+        for ns in names.iter().rev() {
+            match netns::delete(ns) {
+                Ok(()) => out.removed.push(ns.clone()),
+                Err(e) if e.kind() == ErrorKind::NotFound => out.removed.push(ns.clone()),
+                Err(e) => out.failed.push((ns.clone(), e)),
+            }
+        }
+        out
     }
 
     /// Create a namespace `<prefix>-<role>` owned by this lab, with `lo` up.
     pub fn add_namespace(&mut self, role: &str) -> Result<String> {
         let name = format!("{}-{role}", self.prefix);
-        netns::create(&name).map_err(|e| e.context(format!("building lab {}", self.prefix)))?;
+        {
+            // Created and registered under the registry's lock, so an interrupt
+            // either sees it or stops it before it exists.
+            let mut g = live();
+            let Some(set) = g.as_mut() else {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "lab {}: interrupted; its namespaces were removed",
+                        self.prefix
+                    ),
+                ));
+            };
+            netns::create(&name).map_err(|e| e.context(format!("building lab {}", self.prefix)))?;
+            if !self.keep {
+                set.push(name.clone());
+            }
+        }
         self.namespaces.push(name.clone());
         in_ns(&name, |nl| nl.link_set_up("lo"))?;
         Ok(name)
@@ -343,10 +415,16 @@ impl Lab {
     pub fn destroy(mut self) -> Result<()> {
         self.keep = false;
         let names = std::mem::take(&mut self.namespaces);
+        unregister(&names);
         let mut first = None;
         for ns in names.iter().rev() {
-            if let Err(e) = netns::delete(ns) {
-                first.get_or_insert(e);
+            match netns::delete(ns) {
+                // Removed already by an interrupt (names hold the pid: never reused).
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+                Ok(()) => {}
             }
         }
         first.map_or(Ok(()), Err)
@@ -358,7 +436,9 @@ impl Drop for Lab {
         if self.keep {
             return;
         }
-        for ns in self.namespaces.iter().rev() {
+        let names = std::mem::take(&mut self.namespaces);
+        unregister(&names);
+        for ns in names.iter().rev() {
             let _ = netns::delete(ns);
         }
     }

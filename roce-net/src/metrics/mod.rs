@@ -282,9 +282,15 @@ pub fn render(state: &HostState, findings: &[Finding]) -> String {
             };
             active.set(base(), u64::from(p.is_active()));
             let mut l = base();
-            l.push(("state", p.state.clone().unwrap_or_default()));
-            l.push(("phys_state", p.phys_state.clone().unwrap_or_default()));
-            l.push(("link_layer", p.link_layer.clone().unwrap_or_default()));
+            l.push(("state", p.state.as_deref().unwrap_or_default().to_string()));
+            l.push((
+                "phys_state",
+                p.phys_state.as_deref().unwrap_or_default().to_string(),
+            ));
+            l.push((
+                "link_layer",
+                p.link_layer.as_deref().unwrap_or_default().to_string(),
+            ));
             l.push(("rate", p.rate.clone().unwrap_or_default()));
             pinfo.set(l, 1);
             for (source, counters) in [("counters", &p.counters), ("hw_counters", &p.hw_counters)] {

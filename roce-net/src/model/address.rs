@@ -40,7 +40,9 @@ impl fmt::Display for Address {
         write!(
             f,
             "{}/{} dev {}",
-            self.address, self.prefix_len, self.ifname
+            self.address,
+            self.prefix_len,
+            super::ifname_word(&self.ifname)
         )
     }
 }

@@ -182,7 +182,7 @@ impl HostState {
         // probed for its schema_version, so the error can say "other version"
         // instead of naming the first field that changed.
         match serde_json::from_slice::<HostState>(bytes) {
-            Ok(st) if st.schema_version == Self::SCHEMA_VERSION => Ok(st),
+            Ok(st) if st.schema_version == Self::SCHEMA_VERSION => st.check().map(|()| st),
             Ok(st) => Err(Self::version_error(u64::from(st.schema_version))),
             Err(e) => {
                 #[derive(Deserialize)]
@@ -218,6 +218,81 @@ impl HostState {
                 }
             }
         }
+    }
+
+    /// What the schema's types let through but no kernel could have reported: a
+    /// prefix longer than its address family, an interface name the kernel would
+    /// refuse (a NUL, `/`, `:`, whitespace, more than 15 bytes, a bad `\xNN`
+    /// escape). A snapshot is read to plan changes on a host; a value like these
+    /// would reach a plan, a rendering or a message unchecked.
+    fn check(&self) -> Result<()> {
+        let bad = |at: String, msg: String| {
+            Err(Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "snapshot does not match the schema: {at}: {msg}; capture the snapshot \
+                     again with `roce-net snapshot`"
+                ),
+            ))
+        };
+        let name = |at: String, n: &str| -> Result<()> {
+            let ok = super::ifname::ifname_to_kernel(n)
+                .map(|raw| super::ifname::ifname_is_valid(&raw))
+                .unwrap_or(false);
+            if ok {
+                Ok(())
+            } else {
+                bad(
+                    at,
+                    format!(
+                        "{} is not an interface name the kernel accepts (1-15 bytes, no \
+                         NUL, '/', ':' or whitespace)",
+                        crate::input::excerpt(n, 32)
+                    ),
+                )
+            }
+        };
+        for (i, l) in self.interfaces.iter().enumerate() {
+            name(format!("interfaces[{i}].name"), &l.name)?;
+            if let Some(m) = &l.master {
+                name(format!("interfaces[{i}].master"), m)?;
+            }
+        }
+        for (i, a) in self.addresses.iter().enumerate() {
+            name(format!("addresses[{i}].ifname"), &a.ifname)?;
+            let max = if a.address.is_ipv4() { 32 } else { 128 };
+            if a.prefix_len > max {
+                return bad(
+                    format!("addresses[{i}].prefix_len"),
+                    format!(
+                        "{} is longer than {max} bits, the most an {} address has",
+                        a.prefix_len,
+                        if max == 32 { "IPv4" } else { "IPv6" }
+                    ),
+                );
+            }
+        }
+        for (i, n) in self.neighbors.iter().enumerate() {
+            name(format!("neighbors[{i}].ifname"), &n.ifname)?;
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            if let Some(d) = &r.dev {
+                name(format!("routes[{i}].dev"), d)?;
+            }
+            for (j, nh) in r.multipath.iter().enumerate() {
+                if let Some(d) = &nh.dev {
+                    name(format!("routes[{i}].multipath[{j}].dev"), d)?;
+                }
+            }
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            for (field, v) in [("iif", &r.iif), ("oif", &r.oif)] {
+                if let Some(d) = v {
+                    name(format!("rules[{i}].{field}"), d)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn version_error(n: u64) -> Error {
@@ -460,6 +535,75 @@ mod tests {
         );
         let e = HostState::from_json(r#"{"hostname": "x"}"#).unwrap_err();
         assert!(e.message().contains("no schema_version field"), "{e}");
+    }
+
+    /// The schema's types took `prefix_len: 200` and a NUL in an interface name.
+    #[test]
+    fn impossible_prefixes_and_interface_names_are_refused() {
+        let mut st = sample();
+        st.interfaces.push(crate::model::Interface {
+            index: 2,
+            name: "r1".into(),
+            kind: None,
+            mac: None,
+            mtu: 1500,
+            admin_up: true,
+            oper_state: Default::default(),
+            carrier: None,
+            master: None,
+            stats: Default::default(),
+            ethtool_stats: None,
+            qos: None,
+        });
+        st.addresses.push(crate::model::Address {
+            ifname: "r1".into(),
+            ifindex: 2,
+            address: "198.18.0.1".parse().unwrap(),
+            prefix_len: 24,
+            scope: crate::model::Scope::Universe,
+            label: None,
+            secondary: false,
+        });
+        let good = serde_json::to_value(&st).unwrap();
+        assert!(HostState::from_json(&good.to_string()).is_ok());
+        let refused = |v: serde_json::Value| {
+            let e = HostState::from_json(&v.to_string()).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Parse, "{e}");
+            e.to_string()
+        };
+        let mut v = good.clone();
+        v["addresses"][0]["prefix_len"] = 200.into();
+        let e = refused(v);
+        assert!(
+            e.contains("addresses[0].prefix_len: 200 is longer than 32 bits"),
+            "{e}"
+        );
+        let mut v = good.clone();
+        v["addresses"][0]["address"] = "2001:db8::1".into();
+        v["addresses"][0]["prefix_len"] = 129.into();
+        assert!(refused(v).contains("longer than 128 bits"));
+        for (field, bad) in [
+            ("name", "r\u{0}1"),
+            ("name", "r\\x001"),
+            ("name", "a/b"),
+            ("name", "0123456789abcdef"),
+            ("name", "r\\q"),
+        ] {
+            let mut v = good.clone();
+            v["interfaces"][0][field] = bad.into();
+            let e = refused(v);
+            assert!(
+                e.contains("interfaces[0].name:") && e.contains("not an interface name"),
+                "{e}"
+            );
+        }
+        let mut v = good.clone();
+        v["addresses"][0]["ifname"] = "r\u{0}".into();
+        assert!(refused(v).contains("addresses[0].ifname"));
+        // Escaped raw bytes the kernel allows stay fine.
+        let mut v = good;
+        v["interfaces"][0]["name"] = "r\\xff".into();
+        assert!(HostState::from_json(&v.to_string()).is_ok());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod hwaddr;
 mod ifname;
 mod interface;
 mod neighbor;
+mod port;
 mod qos;
 mod rdma;
 mod route;
@@ -32,6 +33,7 @@ pub use hwaddr::HwAddr;
 pub use ifname::{ifname_from_kernel, ifname_is_valid, ifname_to_kernel};
 pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
+pub use port::{port_is_active, LinkLayer, PhysState, PortState};
 pub use qos::{DcbApp, Qos, Trust};
 pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaCmPort, RdmaDevice, RdmaPort};
 pub use route::{
@@ -40,7 +42,7 @@ pub use route::{
 };
 pub use rule::{Rule, RuleAction};
 pub use scope::Scope;
-pub use shell::shell_word;
+pub use shell::{ifname_word, in_netns, over_ssh, shell_word};
 pub use sysctl::{
     Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess,
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,

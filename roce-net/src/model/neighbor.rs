@@ -115,7 +115,7 @@ impl fmt::Display for NeighState {
 impl fmt::Display for Neighbor {
     /// As `ip neigh` prints it: `198.18.0.100 dev r2 lladdr 02:00:00:00:01:02 STALE`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} dev {}", self.ip, self.ifname)?;
+        write!(f, "{} dev {}", self.ip, super::ifname_word(&self.ifname))?;
         if let Some(m) = &self.mac {
             write!(f, " lladdr {m}")?;
         }
@@ -134,7 +134,11 @@ impl Neighbor {
     /// (add/replace) `ip neigh replace 198.18.0.100 dev r2 lladdr 02:.. nud stale`
     /// with its first state.
     pub fn ip_command(&self, verb: IpVerb) -> String {
-        let mut s = format!("ip neigh {verb} {} dev {}", self.ip, self.ifname);
+        let mut s = format!(
+            "ip neigh {verb} {} dev {}",
+            self.ip,
+            super::ifname_word(&self.ifname)
+        );
         if verb != IpVerb::Delete {
             if let Some(m) = &self.mac {
                 s.push_str(&format!(" lladdr {m}"));

@@ -1,3 +1,4 @@
+use super::{port_is_active, LinkLayer, PhysState, PortState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -68,12 +69,15 @@ pub fn active_mtu_for_netdev_mtu(mtu: u32) -> Option<u32> {
 pub struct RdmaPort {
     /// Port number (from 1).
     pub port: u32,
-    /// Logical state text, e.g. `ACTIVE` (from `4: ACTIVE`).
-    pub state: Option<String>,
-    /// Physical state text, e.g. `LinkUp` (from `5: LinkUp`).
-    pub phys_state: Option<String>,
+    /// Logical state, e.g. `ACTIVE` (from `4: ACTIVE`).
+    #[schemars(with = "Option<String>")]
+    pub state: Option<PortState>,
+    /// Physical state, e.g. `LinkUp` (from `5: LinkUp`).
+    #[schemars(with = "Option<String>")]
+    pub phys_state: Option<PhysState>,
     /// `Ethernet` for RoCE, `InfiniBand` for IB.
-    pub link_layer: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub link_layer: Option<LinkLayer>,
     /// Rate text, e.g. `400 Gb/sec (4X NDR)`.
     pub rate: Option<String>,
     /// The netdev behind this port.
@@ -110,13 +114,15 @@ pub struct RdmaCmPort {
 }
 
 impl RdmaPort {
-    /// True when the port is `ACTIVE` and `LinkUp`.
+    /// True when the port is `ACTIVE` and, when its physical state is known,
+    /// `LinkUp` ([`port_is_active`]: the doctor, the NCCL model and the RDMA
+    /// probe use this one rule).
     pub fn is_active(&self) -> bool {
-        self.state.as_deref() == Some("ACTIVE") && self.phys_state.as_deref() == Some("LinkUp")
+        port_is_active(self.state.as_ref(), self.phys_state.as_ref())
     }
     /// True for RoCE (Ethernet link layer).
     pub fn is_roce(&self) -> bool {
-        self.link_layer.as_deref() == Some("Ethernet")
+        self.link_layer == Some(LinkLayer::Ethernet)
     }
     /// The data rate in Gb/s from the `rate` text (`400 Gb/sec (4X NDR)` -> 400,
     /// `2.5 Gb/sec (1X SDR)` -> 2.5); `None` when unknown or unparsable.

@@ -400,7 +400,7 @@ impl Route {
             write!(f, " via {g}")?;
         }
         if let Some(d) = &self.dev {
-            write!(f, " dev {d}")?;
+            write!(f, " dev {}", super::ifname_word(d))?;
         }
         if let Some(p) = &self.prefsrc {
             write!(f, " src {p}")?;
@@ -429,7 +429,7 @@ impl Route {
                 write!(f, " via {g}")?;
             }
             if let Some(d) = &nh.dev {
-                write!(f, " dev {d}")?;
+                write!(f, " dev {}", super::ifname_word(d))?;
             }
             write!(f, " weight {}", nh.weight)?;
         }

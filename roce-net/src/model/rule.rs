@@ -263,10 +263,10 @@ impl Rule {
             }
         }
         if let Some(i) = &self.iif {
-            write!(f, " iif {i}")?;
+            write!(f, " iif {}", super::ifname_word(i))?;
         }
         if let Some(o) = &self.oif {
-            write!(f, " oif {o}")?;
+            write!(f, " oif {}", super::ifname_word(o))?;
         }
         match self.action {
             RuleAction::ToTable => write!(

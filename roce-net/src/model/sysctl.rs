@@ -237,14 +237,31 @@ impl Sysctl {
     }
 
     /// The command that sets it now: `sysctl -w net.ipv4.conf.r1.arp_ignore=1`
-    /// (quoted for the shell when the value has several fields).
+    /// (one shell word: quoted when the value has several fields or the interface
+    /// name needs it, see [`super::shell_word`]).
     pub fn write_command(&self, value: &str) -> String {
-        let a = self.assign(value).to_string();
-        if a.contains(' ') {
-            format!("sysctl -w '{a}'")
-        } else {
-            format!("sysctl -w {a}")
+        let text = self.assign(value).to_string();
+        // An interface name in the model's escaped form (`\xNN`) is written as
+        // the kernel's bytes, as `sysctl` must find them under /proc/sys.
+        if let Sysctl::Conf {
+            target: ConfTarget::Interface(name),
+            ..
+        } = self
+        {
+            let shown = name.replace('.', "/");
+            let head = "net.ipv4.conf.";
+            if let (Ok(raw), Some(rest)) = (
+                super::ifname_to_kernel(name),
+                text.strip_prefix(head)
+                    .and_then(|t| t.strip_prefix(shown.as_str())),
+            ) {
+                let mut b = head.as_bytes().to_vec();
+                b.extend(raw.iter().map(|&c| if c == b'.' { b'/' } else { c }));
+                b.extend_from_slice(rest.as_bytes());
+                return format!("sysctl -w {}", super::shell::shell_word_bytes(&b));
+            }
         }
+        format!("sysctl -w {}", super::shell_word(&text))
     }
 }
 

@@ -5,7 +5,7 @@
 //! feature (`roce_net::verbs_view`). The doctor compares it with the sysfs view
 //! ([`crate::RdmaDevice`]): a difference is a finding (`verbs-sysfs-mismatch`).
 
-use super::{GidType, Warning};
+use super::{GidType, LinkLayer, PhysState, PortState, Warning};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
@@ -90,11 +90,14 @@ pub struct VerbsPort {
     /// Port number (from 1).
     pub port: u32,
     /// Logical state (`ACTIVE`, `DOWN`, `INIT`, `ARMED`, ...).
-    pub state: String,
+    #[schemars(with = "String")]
+    pub state: PortState,
     /// Physical state (`LinkUp`, `Disabled`, `Polling`, ...).
-    pub phys_state: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub phys_state: Option<PhysState>,
     /// `Ethernet` or `InfiniBand`.
-    pub link_layer: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub link_layer: Option<LinkLayer>,
     /// Active MTU in bytes (256..4096).
     pub active_mtu: Option<u32>,
     /// Largest MTU the port supports, in bytes.

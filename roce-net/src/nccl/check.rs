@@ -10,7 +10,8 @@ use super::model::{
 };
 use super::{choice, target_gid, NcclOptions};
 use crate::doctor::{sort_findings, Finding, Severity, Subject};
-use crate::model::{GidType, HostState, OperState, RdmaDevice, RdmaPort};
+use crate::model::ifname_word;
+use crate::model::{GidType, HostState, LinkLayer, OperState, RdmaDevice, RdmaPort};
 use crate::scope::port_netdev;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -41,17 +42,18 @@ fn port_subject(d: &RdmaDevice, p: &RdmaPort) -> Subject {
     s
 }
 
-/// The ports NCCL considers: `ACTIVE`, InfiniBand or Ethernet link layer.
+/// The ports NCCL considers: active ([`RdmaPort::is_active`], the doctor's
+/// rule too), InfiniBand or Ethernet link layer.
 fn nccl_ports(state: &HostState) -> Vec<(&RdmaDevice, &RdmaPort)> {
     state
         .rdma
         .iter()
         .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
         .filter(|(_, p)| {
-            p.state.as_deref() == Some("ACTIVE")
+            p.is_active()
                 && matches!(
-                    p.link_layer.as_deref(),
-                    Some("Ethernet") | Some("InfiniBand")
+                    p.link_layer,
+                    Some(LinkLayer::Ethernet) | Some(LinkLayer::InfiniBand)
                 )
         })
         .collect()
@@ -69,6 +71,7 @@ pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Findin
     addr_range_check(env, version, &mut out);
     socket_ifname(state, env, &mut out);
     traffic_class(state, env, &selected, &mut out);
+    crate::doctor::in_snapshot_netns(state, &mut out);
     sort_findings(&mut out);
     out
 }
@@ -844,7 +847,10 @@ fn traffic_class(
                 )
                 .evidence("tc", tc)
                 .evidence("trust", "pcp")
-                .fix(vec![format!("mlnx_qos -i {nd} --trust dscp")], None),
+                .fix(
+                    vec![format!("mlnx_qos -i {} --trust dscp", ifname_word(&nd))],
+                    None,
+                ),
             );
         }
         let Some(prio) = q.priority_for_tc(tc8, sl) else {
@@ -881,7 +887,7 @@ fn traffic_class(
             .fix(
                 match good.iter().find(|d| **d == 26).or(good.first()) {
                     Some(dscp) => vec![format!("NCCL_IB_TC={}", u32::from(*dscp) << 2)],
-                    None => vec![format!("dcb pfc show dev {nd}")],
+                    None => vec![format!("dcb pfc show dev {}", ifname_word(&nd))],
                 },
                 None,
             ),
@@ -908,6 +914,45 @@ mod tests {
 
     fn pairs(v: &[(&str, u32)]) -> BTreeSet<(String, u32)> {
         v.iter().map(|(d, p)| (d.to_string(), *p)).collect()
+    }
+
+    /// The ports NCCL considers are the active ports by the snapshot's one
+    /// rule (`RdmaPort::is_active`, which the doctor's `port-down` uses), for
+    /// every combination of logical and physical state (NCCL compared the
+    /// state text alone, so an ACTIVE port whose physical state said Polling
+    /// was NCCL's and `port-down` at once).
+    #[test]
+    fn nccl_ports_are_the_active_ports() {
+        use crate::model::{PhysState, PortState};
+        let mut s = fixture("connectx8");
+        let states = [
+            (Some(PortState::Active), Some(PhysState::LinkUp)),
+            (Some(PortState::Active), None),
+            (Some(PortState::Active), Some(PhysState::Polling)),
+            (Some(PortState::ActiveDefer), Some(PhysState::LinkUp)),
+            (Some(PortState::Down), Some(PhysState::Disabled)),
+            (Some(PortState::Init), Some(PhysState::LinkUp)),
+            (None, Some(PhysState::LinkUp)),
+            (Some(PortState::Nop), None),
+        ];
+        assert!(s.rdma.len() >= states.len());
+        for (d, (st, ph)) in s.rdma.iter_mut().zip(states) {
+            d.ports[0].state = st;
+            d.ports[0].phys_state = ph;
+        }
+        let nccl: BTreeSet<(String, u32)> = nccl_ports(&s)
+            .iter()
+            .map(|(d, p)| (d.name.clone(), p.port))
+            .collect();
+        let active: BTreeSet<(String, u32)> = s
+            .rdma
+            .iter()
+            .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+            .filter(|(_, p)| p.is_active())
+            .map(|(d, p)| (d.name.clone(), p.port))
+            .collect();
+        assert_eq!(nccl, active);
+        assert_eq!(nccl, pairs(&[("mlx5_0", 1), ("mlx5_1", 1)]));
     }
 
     /// The suggested exact value, parsed back, selects (by NCCL's matcher and

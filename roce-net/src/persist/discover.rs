@@ -42,9 +42,11 @@
 //!   manages the NIC; `auto`/`allow-*` say whether it is brought up at boot;
 //!   `no-scripts` stops the hook scripts roce-net relies on.
 
+use super::ini::{self, Dialect};
 use super::write::PersistRoot;
 use super::Backend;
 use crate::model::{HwAddr, Interface};
+use crate::policy::glob::fnmatch;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -282,52 +284,6 @@ impl Facts<'_> {
     }
 }
 
-/// fnmatch(3) without flags, as systemd's `strv_fnmatch` and netplan's `match:
-/// name` use it: `*`, `?` and bracket expressions (`[a-z]`, `[!0-9]`).
-pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
-        // p[0] == '['; returns (matched, length of the expression)
-        let mut i = 1;
-        let neg = matches!(p.get(i), Some('!') | Some('^'));
-        if neg {
-            i += 1;
-        }
-        let mut hit = false;
-        let mut first = true;
-        while i < p.len() {
-            if p[i] == ']' && !first {
-                return Some((hit != neg, i + 1));
-            }
-            first = false;
-            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
-                hit |= p[i] <= c && c <= p[i + 2];
-                i += 3;
-            } else {
-                hit |= p[i] == c;
-                i += 1;
-            }
-        }
-        None // no closing bracket: '[' is literal
-    }
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|k| go(&p[1..], &n[k..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => match (n.first(), class(p, n.first().copied().unwrap_or('\0'))) {
-                (Some(_), Some((true, len))) => go(&p[len..], &n[1..]),
-                (_, Some(_)) => false,
-                (Some(c), None) => *c == '[' && go(&p[1..], &n[1..]),
-                (None, None) => false,
-            },
-            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
-}
-
 /// A MAC in colon, hyphen or dot (`1234.5678.90ab`) notation.
 fn parse_mac(s: &str) -> Option<Vec<u8>> {
     let s = s.trim().trim_matches('"');
@@ -432,31 +388,6 @@ fn active_stacks(root: &PersistRoot) -> Vec<(Backend, String)> {
         }
     }
     v
-}
-
-/// Parse an INI-style file into `(section, key, value, line)` in order.
-fn ini(text: &str) -> Vec<(String, String, String, usize)> {
-    let mut out = Vec::new();
-    let mut section = String::new();
-    for (i, raw) in text.lines().enumerate() {
-        let l = raw.trim();
-        if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
-            continue;
-        }
-        if l.starts_with('[') && l.ends_with(']') {
-            section = l[1..l.len() - 1].trim().to_string();
-            continue;
-        }
-        if let Some((k, v)) = l.split_once('=') {
-            out.push((
-                section.clone(),
-                k.trim().to_string(),
-                v.trim().to_string(),
-                i + 1,
-            ));
-        }
-    }
-    out
 }
 
 mod netplan {
@@ -605,10 +536,7 @@ mod netplan {
             let applies = if let Some(set) = &d.set_name {
                 set == f.name
             } else if d.has_match {
-                let name_ok = d
-                    .match_name
-                    .as_deref()
-                    .is_none_or(|g| glob_match(g, f.name));
+                let name_ok = d.match_name.as_deref().is_none_or(|g| fnmatch(g, f.name));
                 let mac_ok = d.match_mac.as_deref().is_none_or(|m| f.mac_is(m));
                 if d.match_other && name_ok && mac_ok {
                     nic.undetermined.push(format!(
@@ -701,7 +629,7 @@ mod nm {
                     mac: None,
                     netplan: volatile && n.starts_with("netplan-"),
                 };
-                for (sec, k, v, _) in ini(&text) {
+                for (sec, k, v, _) in ini::parse(&text, Dialect::KeyFile) {
                     match (sec.as_str(), k.as_str()) {
                         ("connection", "uuid") => prof.uuid = Some(v),
                         ("connection", "id") => prof.id = v,
@@ -788,7 +716,7 @@ mod networkd {
             let Some(text) = read_bounded(&path, warnings) else {
                 continue;
             };
-            let mut matches: Vec<(String, String)> = ini(&text)
+            let mut matches: Vec<(String, String)> = ini::parse(&text, Dialect::Systemd)
                 .into_iter()
                 .filter(|(s, ..)| s == "Match")
                 .map(|(_, k, v, _)| (k, v))
@@ -810,7 +738,7 @@ mod networkd {
                 }
                 if let Some(t) = read_bounded(p, warnings) {
                     matches.extend(
-                        ini(&t)
+                        ini::parse(&t, Dialect::Systemd)
                             .into_iter()
                             .filter(|(s, ..)| s == "Match")
                             .map(|(_, k, v, _)| (k, v)),
@@ -866,7 +794,7 @@ mod networkd {
             .collect();
         let mut ok = true;
         if let Some((inv, globs)) = list(&file.matches, "Name") {
-            ok &= globs.iter().any(|g| glob_match(g, f.name)) != inv;
+            ok &= globs.iter().any(|g| fnmatch(g, f.name)) != inv;
         }
         if let Some((inv, macs)) = list(&file.matches, "MACAddress") {
             ok &= macs.iter().any(|m| f.mac_is(m)) != inv;
@@ -878,13 +806,10 @@ mod networkd {
         }
         if let Some((inv, globs)) = list(&file.matches, "Type") {
             let t = f.link_type();
-            ok &= t.is_some_and(|t| globs.iter().any(|g| glob_match(g, t))) != inv;
+            ok &= t.is_some_and(|t| globs.iter().any(|g| fnmatch(g, t))) != inv;
         }
         if let Some((inv, globs)) = list(&file.matches, "Kind") {
-            ok &= f
-                .kind
-                .is_some_and(|k| globs.iter().any(|g| glob_match(g, k)))
-                != inv;
+            ok &= f.kind.is_some_and(|k| globs.iter().any(|g| fnmatch(g, k))) != inv;
         }
         if !ok {
             Verdict::No
@@ -1013,7 +938,7 @@ mod ifupdown {
         }
         dir_names(&on_disk(root, host_dir))
             .into_iter()
-            .filter(|n| !n.starts_with('.') && glob_match(&last, n))
+            .filter(|n| !n.starts_with('.') && fnmatch(&last, n))
             .map(|n| (host_dir.join(&n), on_disk(root, &host_dir.join(&n))))
             .collect()
     }
@@ -1187,16 +1112,6 @@ pub fn choose_backend(cfg: &NodeConfig) -> crate::Result<(Backend, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnmatch_globs() {
-        assert!(glob_match("en*", "ens1f0np0"));
-        assert!(glob_match("r[0-3]", "r2"));
-        assert!(!glob_match("r[!0-3]", "r2"));
-        assert!(glob_match("r?.100", "r0.100"));
-        assert!(!glob_match("r*", "eth0"));
-        assert!(glob_match("*", ""));
-    }
 
     #[test]
     fn macs_in_every_notation() {

@@ -3,8 +3,9 @@
 //!
 //! The flow is pure until the last step:
 //!
-//! 1. [`detect`] guesses which backend manages the host (from an `/etc` and a `/run`
-//!    root, so it can be pointed at a copy of a host's trees);
+//! 1. [`discover`] reads each stack's configuration under a [`PersistRoot`] (the
+//!    node's `/` or a copy of its trees) and [`choose_backend`] picks the stack
+//!    that really configures the NICs;
 //! 2. [`render`] turns the desired state into [`RenderedFile`]s (absolute paths as on
 //!    the target host, content, mode, and a note for the operator);
 //! 3. [`diff_files`] shows what would change under a root directory;
@@ -17,20 +18,22 @@
 //! `docs/persistence.md` says exactly what each backend writes and why.
 
 mod common;
-mod detect;
 mod diff;
 mod discover;
 mod ifupdown;
+mod ini;
 mod netplan;
 mod networkd;
 mod nm;
-mod write;
+mod stale;
+mod switch;
+pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).
 pub use crate::policy::Backend;
-pub use detect::{detect, detect_explained};
 pub use diff::{diff_files, DiffStatus, FileDiff};
 pub use discover::{choose_backend, discover, Claim, NetplanRenderer, NicConfig, NodeConfig};
+pub use stale::remove_stale;
 pub use write::{
     remove_files, write_files, write_files_at, PersistRoot, RemoveReport, WriteReport,
     BACKUP_SUFFIX, ORIGINAL_SUFFIX,

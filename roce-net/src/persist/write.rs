@@ -97,6 +97,9 @@ pub struct WriteReport {
     pub originals: Vec<PathBuf>,
     /// One diff per input file, in input order.
     pub diffs: Vec<FileDiff>,
+    /// What was put back of an earlier persist that was interrupted while
+    /// switching files (a `kill -9`), before this one looked at anything.
+    pub recovered: Vec<String>,
 }
 
 /// Write `files` under `root` (`/` on a real host; their absolute paths are taken
@@ -124,6 +127,7 @@ pub fn write_files_at(
 ) -> Result<WriteReport> {
     let mut report = WriteReport {
         dry_run,
+        recovered: recover_interrupted(target, files, dry_run)?,
         ..WriteReport::default()
     };
     let mut todo = Vec::new();
@@ -153,11 +157,44 @@ pub fn write_files_at(
     if dry_run {
         return Ok(report);
     }
+    let mut items = Vec::new();
     for (f, base, hp, existing, keep_orig) in todo {
-        write_one(base, &hp, f, &existing, keep_orig)
+        stage_one(&mut items, base, &hp, f, &existing, keep_orig)
             .map_err(|e| e.context(format!("writing {}", f.path.display())))?;
     }
+    super::switch::write_all(&items)?;
     Ok(report)
+}
+
+/// [`recover_interrupted`] alone, for tests.
+#[cfg(test)]
+pub(crate) fn recover_for_test(target: &PersistRoot) -> Result<Vec<String>> {
+    recover_interrupted(target, &[], false)
+}
+
+/// Put back what an interrupted persist left half switched (see
+/// [`super::switch`]) under every directory persistence writes to.
+fn recover_interrupted(
+    target: &PersistRoot,
+    files: &[RenderedFile],
+    dry_run: bool,
+) -> Result<Vec<String>> {
+    let mut by_base: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+    let hosts = owned_candidates(target)
+        .into_iter()
+        .chain(files.iter().map(|f| f.path.clone()));
+    for host in hosts {
+        let (base, hp) = target.locate(&host)?;
+        match by_base.iter_mut().find(|(b, _)| b == base) {
+            Some((_, v)) => v.push(hp),
+            None => by_base.push((base.to_path_buf(), vec![hp])),
+        }
+    }
+    let mut said = Vec::new();
+    for (base, paths) in by_base {
+        said.extend(super::switch::recover(&base, &paths, dry_run)?);
+    }
+    Ok(said)
 }
 
 /// `f` as it is written over `existing`: the same, except roce-net's
@@ -205,6 +242,15 @@ pub struct RemoveReport {
     pub foreign: Vec<PathBuf>,
     /// roce-net's files deliberately left, with what to do about them.
     pub left: Vec<(PathBuf, String)>,
+    /// Files removed (or put back) that had been changed since roce-net wrote
+    /// them, or that carry no record of what it wrote: their content as found is
+    /// kept in `<file>.roce-net.bak` (the paths listed here).
+    #[serde(default)]
+    pub edited: Vec<PathBuf>,
+    /// What was put back of an earlier persist that was interrupted while
+    /// switching files, before this removal looked at anything.
+    #[serde(default)]
+    pub recovered: Vec<String>,
 }
 
 /// Every host path roce-net's persistence may have written under `target`: the
@@ -248,16 +294,47 @@ pub fn remove_files(
     keep: &[RenderedFile],
     dry_run: bool,
 ) -> Result<RemoveReport> {
+    let kept: Vec<&Path> = keep.iter().map(|f| f.path.as_path()).collect();
+    remove_where(target, keep, dry_run, &|host: &Path| {
+        if kept.contains(&host) {
+            Decide::Skip
+        } else {
+            Decide::Remove
+        }
+    })
+}
+
+/// What [`remove_where`] does with one of roce-net's paths.
+pub(crate) enum Decide {
+    /// Not looked at (the new rendering writes it).
+    Skip,
+    /// Removed (or put back from `.roce-net.orig`) when it is roce-net's.
+    Remove,
+    /// Left in place when it is roce-net's, listed in `left` with this reason.
+    Keep(String),
+}
+
+/// [`remove_files`] with a decision per path; `rendered` is what the new
+/// rendering writes (empty for a full removal).
+pub(crate) fn remove_where(
+    target: &PersistRoot,
+    rendered: &[RenderedFile],
+    dry_run: bool,
+    decide: &dyn Fn(&Path) -> Decide,
+) -> Result<RemoveReport> {
+    let keep = rendered;
     let mut report = RemoveReport {
         dry_run,
+        recovered: recover_interrupted(target, keep, dry_run)?,
         ..RemoveReport::default()
     };
-    let kept: Vec<&Path> = keep.iter().map(|f| f.path.as_path()).collect();
     let mut todo = Vec::new();
     for host in owned_candidates(target) {
-        if kept.contains(&host.as_path()) {
-            continue;
-        }
+        let why_kept = match decide(&host) {
+            Decide::Skip => continue,
+            Decide::Remove => None,
+            Decide::Keep(why) => Some(why),
+        };
         let (base, hp) = target.locate(&host)?;
         let existing = inspect(base, &hp)?;
         let Some(content) = existing.content else {
@@ -266,6 +343,10 @@ pub fn remove_files(
         let on_disk = base.join(relative(&hp)?);
         if !is_ours(&content) {
             report.foreign.push(on_disk);
+            continue;
+        }
+        if let Some(why) = why_kept {
+            report.left.push((on_disk, why));
             continue;
         }
         let names_any = || {
@@ -295,19 +376,30 @@ pub fn remove_files(
             ));
             continue;
         }
+        // A file changed since roce-net wrote it (its recorded digest differs,
+        // or it has none: an editor that wrote a new file, a file system without
+        // extended attributes, an older roce-net) is someone's work: its
+        // content goes to the backup, and the report says so. The names file is
+        // edited line by line by every apply, by design.
+        let edited = host != Path::new(super::RT_TABLES_PATH)
+            && existing.recorded.as_deref() != Some(super::switch::digest(&content).as_str());
+        let keep = edited.then_some(content);
+        if keep.is_some() {
+            report.edited.push(suffixed(&on_disk, BACKUP_SUFFIX));
+        }
         let orig = inspect(base, &suffixed(&hp, ORIGINAL_SUFFIX))?;
         if orig.content.is_some() {
             report.restored.push(on_disk);
         } else {
             report.removed.push(on_disk);
         }
-        todo.push((base, hp, orig));
+        todo.push((base, hp, orig, keep));
     }
     if dry_run {
         return Ok(report);
     }
-    for (base, hp, orig) in todo {
-        remove_one(base, &hp, &orig).map_err(|e| {
+    for (base, hp, orig, keep) in todo {
+        remove_one(base, &hp, &orig, keep.as_deref()).map_err(|e| {
             e.context(format!(
                 "removing roce-net's {}",
                 base.join(relative(&hp).unwrap_or_default()).display()
@@ -330,12 +422,20 @@ fn unlink_at(dir: &OwnedFd, name: &str, shown: &Path, flags: libc::c_int) -> Res
     Ok(())
 }
 
-fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
+fn remove_one(base: &Path, hp: &Path, orig: &Existing, keep: Option<&[u8]>) -> Result<()> {
     let shown = base.join(relative(hp)?);
     let Some((dir, name)) = walk_parent(base, hp, false)? else {
         return Ok(());
     };
     let file = String::from_utf8_lossy(name.as_bytes()).into_owned();
+    if let Some(edited) = keep {
+        // Kept before anything is removed: the backup is what makes removing
+        // an edited file acceptable.
+        let bak = cstr(std::ffi::OsStr::new(&format!("{file}{BACKUP_SUFFIX}")))?;
+        let bak_shown = suffixed(&shown, BACKUP_SUFFIX);
+        atomic_replace(&dir, &bak, edited, 0o600, &bak_shown)
+            .map_err(|e| e.context("keeping the edited file as a backup"))?;
+    }
     match &orig.content {
         Some(old) => {
             atomic_replace(&dir, &name, old, orig.mode.unwrap_or(0o644), &shown)?;
@@ -343,7 +443,9 @@ fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
         }
         None => unlink_at(&dir, &file, &shown, 0)?,
     }
-    unlink_at(&dir, &format!("{file}{BACKUP_SUFFIX}"), &shown, 0)?;
+    if keep.is_none() {
+        unlink_at(&dir, &format!("{file}{BACKUP_SUFFIX}"), &shown, 0)?;
+    }
     // SAFETY: valid fd.
     if unsafe { libc::fsync(dir.as_raw_fd()) } != 0 {
         return Err(Error::io(
@@ -372,6 +474,9 @@ fn remove_one(base: &Path, hp: &Path, orig: &Existing) -> Result<()> {
 pub(crate) struct Existing {
     pub content: Option<Vec<u8>>,
     pub mode: Option<u32>,
+    /// The digest persist recorded on the file when it wrote it
+    /// ([`super::switch::WRITTEN_XATTR`]), if any.
+    pub recorded: Option<String>,
 }
 
 /// The path as components relative to the root; refuses anything but a plain
@@ -442,7 +547,7 @@ fn symlink_refused(shown: &Path) -> Error {
 }
 
 /// `fstatat(AT_SYMLINK_NOFOLLOW)`; `None` when absent.
-fn lstat_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<Option<libc::stat>> {
+pub(crate) fn lstat_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<Option<libc::stat>> {
     // SAFETY: `st` is a plain C struct fully written by a successful fstatat; the
     // name is a valid NUL-terminated string and the fd is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -503,7 +608,11 @@ fn open_dir_at(dir: &OwnedFd, name: &CString, shown: &Path) -> Result<OwnedFd> {
 
 /// Walk to the parent directory of `path` under `root`. With `create`, missing
 /// directories are made; without, `Ok(None)` means a parent does not exist yet.
-fn walk_parent(root: &Path, path: &Path, create: bool) -> Result<Option<(OwnedFd, CString)>> {
+pub(crate) fn walk_parent(
+    root: &Path,
+    path: &Path,
+    create: bool,
+) -> Result<Option<(OwnedFd, CString)>> {
     let rel = relative(path)?;
     let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
     let (last, parents) = match comps.split_last() {
@@ -587,6 +696,7 @@ pub(crate) fn inspect(root: &Path, path: &Path) -> Result<Existing> {
     Ok(Existing {
         content: Some(buf),
         mode: Some(st.st_mode & 0o7777),
+        recorded: super::switch::recorded_digest(&f),
     })
 }
 
@@ -667,13 +777,17 @@ fn atomic_replace(
     result
 }
 
-fn write_one(
+/// Add `f` (and the backups of what it replaces) to the set `items` that
+/// [`super::switch::write_all`] writes all or nothing.
+fn stage_one(
+    items: &mut Vec<super::switch::Item>,
     root: &Path,
     hp: &Path,
     f: &RenderedFile,
     before: &Existing,
     keep_orig: bool,
 ) -> Result<()> {
+    use super::switch::{Item, Target};
     let shown = root.join(relative(hp)?);
     let Some((dir, name)) = walk_parent(root, hp, true)? else {
         return Err(Error::new(
@@ -686,7 +800,8 @@ fn write_one(
     };
     // roce-net's table-names file is shared by every writer on the host (apply
     // edits it from any namespace): hold the host-wide lock its owner
-    // (rt_tables) defines while replacing it, and back up what it holds now.
+    // (rt_tables) defines until the set is switched (the lock lives with the
+    // directory's descriptor, kept in the item), and back up what it holds now.
     // Merged with the file as it is under the lock, not as it was when
     // checked: another writer may have changed other tables' lines since.
     let fresh;
@@ -706,6 +821,10 @@ fn write_one(
             return Err(symlink_refused(&shown));
         }
     }
+    let dup = |d: &OwnedFd| {
+        d.try_clone()
+            .map_err(|e| Error::io(e, format!("opening the directory of {}", shown.display())))
+    };
     if let Some(old) = &before.content {
         let bak_name = format!(
             "{}{BACKUP_SUFFIX}",
@@ -725,8 +844,16 @@ fn write_one(
                 ));
             }
         }
-        atomic_replace(&dir, &bak, old, before.mode.unwrap_or(0o600), &bak_shown)
-            .map_err(|e| e.context("keeping the previous content as a backup"))?;
+        let mode = before.mode.unwrap_or(0o600);
+        items.push(Item {
+            target: Target {
+                dir: dup(&dir)?,
+                name: bak,
+                shown: bak_shown,
+            },
+            content: old.clone(),
+            mode,
+        });
         if keep_orig {
             let orig_name = format!(
                 "{}{ORIGINAL_SUFFIX}",
@@ -735,19 +862,21 @@ fn write_one(
             let orig = CString::new(orig_name).map_err(|_| {
                 Error::new(ErrorKind::InvalidInput, "original name contains a NUL byte")
             })?;
-            let orig_shown = suffixed(&shown, ORIGINAL_SUFFIX);
-            atomic_replace(&dir, &orig, old, before.mode.unwrap_or(0o600), &orig_shown)
-                .map_err(|e| e.context("keeping the file roce-net replaces"))?;
+            items.push(Item {
+                target: Target {
+                    dir: dup(&dir)?,
+                    name: orig,
+                    shown: suffixed(&shown, ORIGINAL_SUFFIX),
+                },
+                content: old.clone(),
+                mode,
+            });
         }
     }
-    atomic_replace(&dir, &name, f.content.as_bytes(), f.mode & 0o7777, &shown)?;
-    // Make the renames durable.
-    // SAFETY: valid fd.
-    if unsafe { libc::fsync(dir.as_raw_fd()) } != 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("syncing the directory of {}", shown.display()),
-        ));
-    }
+    items.push(Item {
+        target: Target { dir, name, shown },
+        content: f.content.as_bytes().to_vec(),
+        mode: f.mode & 0o7777,
+    });
     Ok(())
 }

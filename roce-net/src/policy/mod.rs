@@ -13,7 +13,7 @@
 mod backend;
 mod checks;
 mod de;
-mod glob;
+pub(crate) mod glob;
 mod host_tuning;
 mod json;
 mod resolve;
@@ -43,7 +43,8 @@ pub(crate) fn policy_err(path: &str, msg: impl std::fmt::Display) -> Error {
 impl Policy {
     /// Parse a YAML policy document (an empty document is the default policy).
     /// Refuses duplicate keys, nesting deeper than 64 levels, documents over
-    /// 1 MiB and more than one document, naming the line.
+    /// 1 MiB, more than one document and a NUL or other control character,
+    /// naming the line.
     pub fn from_yaml(text: &str) -> Result<Policy> {
         Policy::from_value(yaml::parse(text)?)
     }
@@ -123,5 +124,20 @@ mod tests {
         assert_eq!(Policy::from_yaml("").unwrap(), p);
         assert_eq!(Policy::from_yaml("nics: auto\n").unwrap(), p);
         assert_eq!(Policy::from_json("{}").unwrap(), p);
+    }
+
+    /// A crash-zeroed policy file is refused, never read as the default policy;
+    /// a NUL in JSON is refused as well.
+    #[test]
+    fn a_file_of_nuls_is_not_the_default_policy() {
+        let d = tempfile::tempdir().unwrap();
+        for name in ["p.yaml", "p.json"] {
+            let f = d.path().join(name);
+            std::fs::write(&f, vec![0u8; 4096]).unwrap();
+            let e = Policy::load(&f).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Policy, "{e}");
+            assert!(e.to_string().contains(name), "{e}");
+        }
+        assert!(Policy::from_yaml("rp_filter: keep\n\0\nrouting: {enabled: false}\n").is_err());
     }
 }

@@ -305,8 +305,9 @@ fn resolve_inner(
     }
     let mut out: Vec<NicLayout> = Vec::new();
     let mut table_paths: Vec<String> = Vec::new();
+    let slots = stable_slots(policy, host, &nics);
     for (i, (name, addr, len)) in nics.iter().enumerate() {
-        let n = i as u32 + 1;
+        let n = slots[i];
         let (table, tpath) = match r.tables.get(name) {
             Some(t) => (*t, join_key("routing.tables", name)),
             None => {
@@ -494,6 +495,58 @@ fn resolve_inner(
     }
 
     Ok(Layout { nics: out })
+}
+
+/// Each NIC's slot `n` (table `table_base + n`, priority
+/// `rule_priority_base + n`). A NIC keeps the slot it already has on the host
+/// while it exists, so that one NIC losing its address or vanishing never
+/// moves the others to other tables and priorities: the slot of its source rule
+/// (roce-net's protocol, `from` its address, at `rule_priority_base + n`, in
+/// `table_base + n` or its `routing.tables` entry): this namespace's own kernel
+/// state, unlike the host-wide table names (another namespace's NIC may have the
+/// same name), and tied to the NIC's address as it is now. The other NICs take
+/// the lowest free slots, in natural name order (a fresh host: 1, 2, 3, ...).
+fn stable_slots(policy: &Policy, host: &HostState, nics: &[(String, Ipv4Addr, u8)]) -> Vec<u32> {
+    let r = &policy.routing;
+    // No more slots than NICs on the host can be in use; bound what is believed.
+    let max = u32::try_from(host.interfaces.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(nics.len() as u32);
+    let from_rule = |name: &str, addr: Ipv4Addr| -> Option<u32> {
+        let src = ipnet::IpNet::from(IpAddr::V4(addr));
+        host.rules.iter().find_map(|ru| {
+            let n = ru.priority.checked_sub(r.rule_priority_base)?;
+            let table_ok = match r.tables.get(name) {
+                Some(t) => ru.table == *t,
+                None => Some(ru.table) == r.table_base.checked_add(n),
+            };
+            (ru.protocol == policy.protocol
+                && ru.src == Some(src)
+                && table_ok
+                && (1..=max).contains(&n))
+            .then_some(n)
+        })
+    };
+    let mut slots: Vec<Option<u32>> = Vec::with_capacity(nics.len());
+    for (name, addr, _) in nics {
+        let n = from_rule(name, *addr).filter(|n| !slots.contains(&Some(*n)));
+        slots.push(n);
+    }
+    let mut next = 1u32;
+    slots
+        .iter()
+        .map(|s| match s {
+            Some(n) => *n,
+            None => {
+                while slots.contains(&Some(next)) {
+                    next += 1;
+                }
+                let n = next;
+                next += 1;
+                n
+            }
+        })
+        .collect()
 }
 
 fn check_on_link(path: &str, nic: &NicLayout, gw: &IpAddr) -> Result<Ipv4Addr> {

@@ -7,7 +7,10 @@
 //! silently keep one of them), nesting deeper than [`MAX_DEPTH`], a document over
 //! [`MAX_BYTES`], more than [`MAX_NODES`] nodes (aliases count with what they
 //! expand to, so an alias bomb stops early), more than one document, non-scalar
-//! keys, and tags other than the core schema's. Every error names the line.
+//! keys, tags other than the core schema's, and characters YAML does not allow
+//! in a stream (a NUL byte, other control characters: the scanner would stop at a
+//! NUL and hand back only what came before it, and a crash-zeroed file would read
+//! as the empty, default policy). Every error names the line.
 //!
 //! Plain scalars are resolved by the YAML 1.2 core schema (`null`/`~`/empty,
 //! `true`/`false` in three spellings, decimal, `0o` and `0x` integers, floats,
@@ -64,6 +67,7 @@ pub fn parse(text: &str) -> Result<Value> {
             ),
         ));
     }
+    check_characters(text)?;
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Open> = Vec::new();
     let mut anchors: HashMap<usize, Value> = HashMap::new();
@@ -191,6 +195,43 @@ pub fn parse(text: &str) -> Result<Value> {
     Ok(result.unwrap_or(Value::Null))
 }
 
+/// Refuse a character outside YAML's printable set (`c-printable`: tab, line
+/// feed, carriage return, U+0020..U+007E, U+0085 and above U+009F except
+/// surrogates and U+FFFE/U+FFFF), naming its line and column. `yaml-rust2` takes
+/// a NUL for the end of the stream, so the rest of the document would be dropped
+/// without a word.
+fn check_characters(text: &str) -> Result<()> {
+    let printable = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{7e}' | '\u{85}')
+            || (c >= '\u{a0}' && c != '\u{fffe}' && c != '\u{ffff}')
+    };
+    let mut line = 1usize;
+    let mut col = 1usize;
+    for c in text.chars() {
+        if !printable(c) {
+            let what = if c == '\0' {
+                "a NUL byte".to_string()
+            } else {
+                format!("the control character U+{:04X}", c as u32)
+            };
+            return Err(err(
+                None,
+                format!(
+                    "line {line} column {col}: {what}; a policy is text (a file \
+                     of NULs is what a crash can leave: write the policy again)"
+                ),
+            ));
+        }
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    Ok(())
+}
+
 /// Record a key in the innermost mapping, refusing one it already has.
 fn set_key(stack: &mut [Open], k: String, mark: &Marker) -> Result<()> {
     let Some(Open::Map { lines, key, .. }) = stack.last_mut() else {
@@ -248,9 +289,39 @@ fn scalar(s: &str, style: TScalarStyle, tag: Option<&Tag>, mark: &Marker) -> Res
             return Err(err(Some(mark), "only the core schema's tags are supported"));
         }
         None if style != TScalarStyle::Plain => return Ok(Value::String(s.to_string())),
-        None => Some(plain(s).unwrap_or_else(|| Value::String(s.to_string()))),
+        None => plain(s).or_else(|| (!is_core_int(s)).then(|| Value::String(s.to_string()))),
     };
+    if resolved.is_none() && is_core_int(s) {
+        // An integer by the core schema that no field can hold: say so, rather
+        // than reading it as text and reporting "invalid type: string" later.
+        return Err(err(
+            Some(mark),
+            format!(
+                "the integer {s} is out of range (at most {} and at least {}); quote it \
+                 if it is meant as text",
+                u64::MAX,
+                i64::MIN
+            ),
+        ));
+    }
     resolved.ok_or_else(|| err(Some(mark), format!("{s:?} does not match its tag")))
+}
+
+/// Whether `s` is an integer by the YAML 1.2 core schema (`[-+]?[0-9]+`,
+/// `0o[0-7]+`, `0x[0-9a-fA-F]+`), whatever its size.
+fn is_core_int(s: &str) -> bool {
+    let all = |body: &str, f: fn(&u8) -> bool| !body.is_empty() && body.as_bytes().iter().all(f);
+    if let Some(b) = s.strip_prefix("0x") {
+        return all(b, u8::is_ascii_hexdigit);
+    }
+    if let Some(b) = s.strip_prefix("0o") {
+        return all(b, |c| (b'0'..=b'7').contains(c));
+    }
+    let digits = s
+        .strip_prefix('-')
+        .or_else(|| s.strip_prefix('+'))
+        .unwrap_or(s);
+    all(digits, u8::is_ascii_digit)
 }
 
 /// A plain scalar's value when it is not a string.
@@ -447,6 +518,55 @@ mod tests {
         assert!(msg("a: !custom 1\n").contains("core schema"));
         assert!(msg("? [a, b]\n: 1\n").contains("mapping keys must be scalars"));
         assert!(msg("routing: [\n").starts_with("policy is not valid YAML: line"));
+    }
+
+    /// A NUL ends `yaml-rust2`'s stream: without the check the rest of the
+    /// document was dropped, and a file of NULs was the default policy.
+    #[test]
+    fn nul_and_control_characters_are_refused() {
+        let m = msg("rp_filter: keep\n\0\nrouting: {enabled: false}\n");
+        assert_eq!(
+            m,
+            "policy is not valid YAML: line 2 column 1: a NUL byte; a policy is text \
+             (a file of NULs is what a crash can leave: write the policy again)"
+        );
+        assert!(msg(&"\0".repeat(4096)).contains("line 1 column 1: a NUL byte"));
+        assert!(msg("a: \"x\u{1b}\"\n").contains("line 1 column 6: the control character U+001B"));
+        assert!(msg("a: 1\u{7f}\n").contains("U+007F"));
+        // Tabs, CRLF, NEL and non-ASCII text stay fine.
+        assert_eq!(
+            parse("a:\t\"caf\u{e9}\"\r\nb: 1\r\n").unwrap(),
+            json!({"a": "caf\u{e9}", "b": 1})
+        );
+    }
+
+    /// An integer too large for any field was read as text before, and the
+    /// policy then said "invalid type: string".
+    #[test]
+    fn an_integer_out_of_range_says_so() {
+        let m = msg("arp:\n  arp_ignore: 99999999999999999999999\n");
+        assert!(
+            m.starts_with(
+                "policy is not valid YAML: line 2 column 15: the integer \
+                 99999999999999999999999 is out of range"
+            ),
+            "{m}"
+        );
+        assert!(msg("a: -99999999999999999999\n").contains("out of range"));
+        assert!(msg("a: 0x1ffffffffffffffff\n").contains("out of range"));
+        assert!(msg("a: !!int 99999999999999999999999\n").contains("out of range"));
+        // Quoted, or not an integer, it is text as before.
+        assert_eq!(
+            parse("a: '99999999999999999999999'\nb: 1.2.3\nc: 0x\n").unwrap(),
+            json!({"a": "99999999999999999999999", "b": "1.2.3", "c": "0x"})
+        );
+        let e = crate::policy::Policy::from_yaml("arp: {arp_ignore: 99999999999999999999999}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("out of range") && !e.contains("invalid type"),
+            "{e}"
+        );
     }
 
     #[test]

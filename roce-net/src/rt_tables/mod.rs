@@ -223,6 +223,31 @@ pub fn parse_line(line: &str) -> Result<Option<(u32, &str)>, String> {
 pub(crate) const NAMES_HEADER: &str =
     "# Managed by roce-net: routing tables of its per-NIC source routing.";
 
+/// The comment line `persist` adds after the header, listing the table ids
+/// whose names it wrote as boot configuration: a rollback of a live apply
+/// leaves those names in place. Apply writes no such line (and keeps it).
+pub(crate) const BOOT_MARK: &str = "# Written for boot by roce-net persist, tables:";
+
+/// Whether the names file `lines` mark table `id`'s name as boot configuration
+/// (see [`BOOT_MARK`]).
+pub(crate) fn is_boot_name(lines: &[String], id: u32) -> bool {
+    lines.iter().any(|l| {
+        l.strip_prefix(BOOT_MARK).is_some_and(|ids| {
+            ids.split_whitespace()
+                .any(|w| w.parse::<u32>().ok() == Some(id))
+        })
+    })
+}
+
+/// The [`BOOT_MARK`] line for `ids`.
+fn boot_line(ids: impl Iterator<Item = u32>) -> String {
+    let mut s = BOOT_MARK.to_string();
+    for id in ids {
+        s.push_str(&format!(" {id}"));
+    }
+    s
+}
+
 /// The longest table name roce-net writes, in bytes.
 ///
 /// iproute2 (lib/rt_names.c, 6.1 here) reads each `rt_tables` line with
@@ -297,6 +322,10 @@ pub(crate) fn render_names_file(names: &BTreeMap<u32, String>) -> Result<String>
     let mut t = String::new();
     t.push_str(NAMES_HEADER);
     t.push('\n');
+    if !names.is_empty() {
+        t.push_str(&boot_line(names.keys().copied()));
+        t.push('\n');
+    }
     for (id, name) in names {
         check_table_name(*id, name)?;
         let _ = writeln!(t, "{id}\t{name}");
@@ -324,6 +353,7 @@ pub(crate) fn merge_names_file(rendered: &str, existing: Option<&[u8]>) -> Strin
         return rendered.to_string();
     };
     let mut all = names(rendered);
+    let boot: Vec<u32> = all.keys().copied().collect();
     let kept: Vec<(u32, String)> = names(&String::from_utf8_lossy(existing))
         .into_iter()
         .filter(|(id, n)| {
@@ -335,12 +365,28 @@ pub(crate) fn merge_names_file(rendered: &str, existing: Option<&[u8]>) -> Strin
     if kept.is_empty() {
         return rendered.to_string();
     }
+    // A kept name another persist wrote for boot stays boot configuration.
+    let old_lines: Vec<String> = String::from_utf8_lossy(existing)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut boot = boot;
+    boot.extend(
+        kept.iter()
+            .map(|(id, _)| *id)
+            .filter(|id| is_boot_name(&old_lines, *id)),
+    );
+    boot.sort_unstable();
     all.extend(kept);
     // As render_names_file (every name is checked: the rendered ones there,
     // the kept ones above).
     let mut t = String::new();
     t.push_str(NAMES_HEADER);
     t.push('\n');
+    if !boot.is_empty() {
+        t.push_str(&boot_line(boot.into_iter()));
+        t.push('\n');
+    }
     for (id, name) in &all {
         let _ = writeln!(t, "{id}\t{name}");
     }
@@ -386,7 +432,7 @@ mod unit {
         let on_disk = format!("{NAMES_HEADER}\n1001\troce_a\n1005\troce_c\n");
         assert_eq!(
             merge_names_file(&r, Some(on_disk.as_bytes())),
-            format!("{NAMES_HEADER}\n1001\troce_a\n1003\troce_b\n1005\troce_c\n")
+            format!("{NAMES_HEADER}\n{BOOT_MARK} 1003\n1001\troce_a\n1003\troce_b\n1005\troce_c\n")
         );
         assert_eq!(merge_names_file(&rendered, Some(merged.as_bytes())), merged);
         assert_eq!(merge_names_file(&rendered, None), rendered);

@@ -19,8 +19,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -66,32 +65,21 @@ fn c_name(s: &str) -> CString {
     CString::new(s).unwrap_or_default()
 }
 
+/// Open the names file's directory (`iproute2/rt_tables.d` under `etc_root`)
+/// component by component without following a symbolic link, creating what is
+/// missing, as persist opens every path it writes: a link planted as
+/// `iproute2/` or `rt_tables.d/` is refused, never written through. Then take
+/// the host-wide lock on it.
 fn lock(etc_root: &Path) -> Result<NamesLock> {
     let file = etc_root.join(TABLE_NAMES_FILE);
-    let dir = file.parent().unwrap_or(etc_root).to_path_buf();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(e, format!("creating {}", dir.display())))?;
-    let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
-        Error::new(
-            ErrorKind::InvalidInput,
-            format!("{} contains a NUL byte", dir.display()),
-        )
-    })?;
-    // SAFETY: open a directory by a valid path; the result is checked.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("opening {}", dir.display()),
+    let host = Path::new("/").join(TABLE_NAMES_FILE);
+    let Some((fd, _)) = crate::persist::write::walk_parent(etc_root, &host, true)? else {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!("could not create the directories of {}", file.display()),
         ));
-    }
-    // SAFETY: a fresh descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    };
+    let dir = file.parent().unwrap_or(etc_root).to_path_buf();
     lock_dir(&fd, &dir, &file)?;
     Ok(NamesLock {
         dir: fd,
@@ -323,6 +311,12 @@ pub(crate) fn update_table_names(
                 ),
             ));
         }
+        // A rollback leaves a name `persist` wrote as boot configuration since
+        // the apply: it is not the apply's any more.
+        if tolerant && u.set.is_none() && super::is_boot_name(&lines, u.id) {
+            changed.push(false);
+            continue;
+        }
         let at = ours
             .iter()
             .find(|(_, n)| Some(n.as_str()) == u.expect)
@@ -442,9 +436,53 @@ mod tests {
         put(d.path(), &text);
         assert_eq!(own_table_names(d.path()).unwrap(), names);
         update_table_names(d.path(), &[set(1002, Some("roce_b"), None)], false).unwrap();
-        assert_eq!(read(d.path()).unwrap(), format!("{HEADER}\n1001\troce_a\n"));
+        assert_eq!(
+            read(d.path()).unwrap(),
+            format!(
+                "{HEADER}\n{} 1001 1002\n1001\troce_a\n",
+                super::super::BOOT_MARK
+            )
+        );
         let bad: BTreeMap<u32, String> = [(1001, "roce_eth+1".to_string())].into();
         assert!(super::super::render_names_file(&bad).is_err());
+    }
+
+    /// Issue 26 defect 9: a name an apply registered and `persist` then wrote
+    /// as boot configuration stays when the apply is rolled back; a name only
+    /// the apply wrote goes. On main the rollback removed both.
+    #[test]
+    fn a_rollback_keeps_the_names_persist_wrote_for_boot() {
+        let d = tempfile::tempdir().unwrap();
+        // The apply registers two names.
+        update_table_names(
+            d.path(),
+            &[
+                set(1001, None, Some("roce_a")),
+                set(1002, None, Some("roce_b")),
+            ],
+            false,
+        )
+        .unwrap();
+        // persist writes 1001 for boot, keeping the live line of 1002.
+        let boot: BTreeMap<u32, String> = [(1001, "roce_a".to_string())].into();
+        let rendered = super::super::render_names_file(&boot).unwrap();
+        let merged =
+            super::super::merge_names_file(&rendered, read(d.path()).as_deref().map(str::as_bytes));
+        put(d.path(), &merged);
+        // The rollback removes what the apply registered.
+        update_table_names(
+            d.path(),
+            &[
+                set(1002, Some("roce_b"), None),
+                set(1001, Some("roce_a"), None),
+            ],
+            true,
+        )
+        .unwrap();
+        let left = read(d.path()).unwrap();
+        let names = own_table_names(d.path()).unwrap();
+        assert_eq!(names, boot, "{left}");
+        assert!(left.contains(super::super::BOOT_MARK), "{left}");
     }
 
     #[test]
@@ -486,6 +524,47 @@ mod tests {
         std::os::unix::fs::symlink(&victim, p.with_extension("conf.roce-net-tmp")).unwrap();
         update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+
+    /// Issue 26 item 2: apply wrote the names file through a symlinked
+    /// `iproute2/` or `rt_tables.d/` (persist refused the same path).
+    #[test]
+    fn a_planted_directory_link_is_never_written_through() {
+        for planted in ["iproute2", "iproute2/rt_tables.d"] {
+            let d = tempfile::tempdir().unwrap();
+            let etc = d.path().join("etc");
+            let victim = d.path().join("victim");
+            std::fs::create_dir_all(&victim).unwrap();
+            let link = etc.join(planted);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&victim, &link).unwrap();
+            if planted == "iproute2" {
+                std::fs::create_dir(victim.join("rt_tables.d")).unwrap();
+            }
+            let e = update_table_names(&etc, &[set(1001, None, Some("a"))], false).unwrap_err();
+            assert!(e.to_string().contains("symlink"), "{planted}: {e}");
+            assert!(
+                e.to_string().contains(&link.display().to_string()),
+                "{planted}: {e}"
+            );
+            let written: Vec<_> = walk(&victim);
+            assert!(
+                written.iter().all(|p| p.is_dir()),
+                "{planted}: nothing written into the link's target: {written:?}"
+            );
+        }
+    }
+
+    fn walk(d: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            }
+            out.push(p);
+        }
+        out
     }
 
     #[test]

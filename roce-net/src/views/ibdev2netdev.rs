@@ -14,7 +14,7 @@
 //! dual-port mlx4 to port 1's netdev. Ports without any netdev are left out, as
 //! the script leaves them out.
 
-use crate::model::HostState;
+use crate::model::{HostState, PortState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -41,7 +41,8 @@ pub struct Ibdev2NetdevRow {
     /// Firmware version.
     pub fw_ver: Option<String>,
     /// Port state (`ACTIVE`, `DOWN`, ...).
-    pub port_state: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub port_state: Option<PortState>,
 }
 
 fn mt_id(hex: &str) -> Option<String> {

@@ -5,7 +5,10 @@
 use roce_net::*;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+#[path = "../golden_support/mod.rs"]
+mod golden_support;
 
 pub struct B(pub HostState);
 
@@ -21,18 +24,22 @@ pub fn load(name: &str) -> HostState {
     HostState::load(&fixture_dir().join(name)).unwrap()
 }
 
-/// Write (when `UPDATE_FIXTURES=1`) or compare a fixture with the builder's state,
-/// so the committed JSON and the builder never drift apart.
+/// Compare a committed fixture with the builder's state, so the committed JSON
+/// and the builder never drift apart. A missing fixture fails; `UPDATE_GOLDEN=1`
+/// writes it (`golden_support`).
 pub fn golden(name: &str, state: &HostState) -> HostState {
-    let path = fixture_dir().join(name);
-    let text = state.to_json() + "\n";
-    if std::env::var("UPDATE_FIXTURES").as_deref() == Ok("1") || !path.exists() {
-        std::fs::write(&path, &text).unwrap();
-    }
-    let on_disk = load(name);
+    golden_in(&fixture_dir(), name, state, golden_support::updating())
+}
+
+/// [`golden`] in `dir`, with the update switch given.
+pub fn golden_in(dir: &Path, name: &str, state: &HostState, update: bool) -> HostState {
+    let path = dir.join(name);
+    let text = golden_support::expected_with(&path, &(state.to_json() + "\n"), update);
+    let on_disk =
+        HostState::from_json(&text).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
     assert_eq!(
         &on_disk, state,
-        "fixture {name} differs from its builder; rerun with UPDATE_FIXTURES=1"
+        "fixture {name} differs from its builder; rerun with UPDATE_GOLDEN=1"
     );
     on_disk
 }

@@ -146,7 +146,9 @@ impl Netlink {
     /// (`EOPNOTSUPP`) give [`Qos::not_available`].
     pub fn dcb_qos(&mut self, ifname: &str) -> Result<Qos> {
         let what = format!("reading the DCB configuration of {ifname}");
-        let name = ifname.as_bytes();
+        // The kernel's bytes of the model's (escaped) name.
+        let raw = crate::model::ifname_to_kernel(ifname).map_err(|e| e.context(what.clone()))?;
+        let name = raw.as_slice();
         if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(&0) {
             return Err(Error::new(
                 ErrorKind::InvalidInput,

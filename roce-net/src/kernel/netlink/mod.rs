@@ -1,4 +1,4 @@
-//! Synchronous rtnetlink (DESIGN decision 2).
+//! Synchronous rtnetlink (docs/architecture.md, decision 2).
 //!
 //! [`Netlink`] is a blocking rtnetlink socket in the network namespace of the thread
 //! that opened it (normally through [`crate::Host::with_netlink`]). Its methods are

@@ -1,7 +1,7 @@
 //! Routes: `ip route show table all`, `ip route get`, `ip route add/replace/del`.
 //!
 //! Tables are always read from and written to the 32-bit `RTA_TABLE` attribute
-//! (DESIGN decision 6); the 8-bit header field is only a fallback on read.
+//! (docs/architecture.md, decision 6); the 8-bit header field is only a fallback on read.
 
 use super::{Families, IfNames, Netlink};
 use crate::error::{Error, ErrorKind, Result};
@@ -9,7 +9,7 @@ use crate::model::{
     Family, Interface, NextHop, Route, RouteDecision, RouteQuery, RouteReply,
     RouteType as ModelRouteType, Scope,
 };
-use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
+use netlink_packet_core::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteNextHop, RouteProtocol,
     RouteScope, RouteType, RouteVia,
@@ -430,6 +430,19 @@ impl Netlink {
         self.request(
             RouteNetlinkMessage::NewRoute(m),
             NLM_F_CREATE | NLM_F_EXCL,
+            &what,
+        )?;
+        Ok(())
+    }
+
+    /// Add a route beside any others with its key (`ip route append ...`);
+    /// fails with `EEXIST` only if this very route exists.
+    pub fn route_append(&mut self, r: &Route) -> Result<()> {
+        let what = format!("adding (appending) route {}", describe(r));
+        let m = self.route_msg(r, &what)?;
+        self.request(
+            RouteNetlinkMessage::NewRoute(m),
+            NLM_F_CREATE | NLM_F_APPEND,
             &what,
         )?;
         Ok(())

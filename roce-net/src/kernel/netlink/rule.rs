@@ -1,7 +1,7 @@
 //! Policy rules: `ip rule show`, `ip rule add`, `ip rule del`.
 //!
 //! Rules are written with an explicit action (`FR_ACT_TO_TBL` for table lookups),
-//! the protocol and the 32-bit `FRA_TABLE` attribute (DESIGN decision 6).
+//! the protocol and the 32-bit `FRA_TABLE` attribute (docs/architecture.md, decision 6).
 
 use super::names;
 use super::{Families, Netlink};

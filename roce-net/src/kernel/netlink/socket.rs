@@ -1,4 +1,4 @@
-//! The blocking request/dump engine under [`super::Netlink`] (DESIGN decision 2).
+//! The blocking request/dump engine under [`super::Netlink`] (docs/architecture.md, decision 2).
 //!
 //! One rtnetlink socket, one outstanding request at a time. Every request carries a
 //! fresh sequence number and replies are matched on it (and on our port id), so a
@@ -236,6 +236,7 @@ impl<T: Transport> Engine<T> {
         header.sequence_number = self.seq;
         let mut nl = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(msg));
         nl.finalize();
+        log::trace!("{what}: send netlink packet: {nl:?}");
         self.sendbuf.clear();
         self.sendbuf.resize(nl.buffer_len(), 0);
         nl.serialize(&mut self.sendbuf);
@@ -388,6 +389,11 @@ impl<T: Transport> Engine<T> {
         self.sendbuf.extend_from_slice(&0u32.to_ne_bytes());
         self.sendbuf.extend_from_slice(payload);
         self.sendbuf.resize(align4(len), 0);
+        log::trace!(
+            "{what}: send netlink packet: type {mtype} flags {:#x} seq {seq} payload {} bytes",
+            NLM_F_REQUEST | NLM_F_ACK,
+            payload.len()
+        );
         self.transport
             .send(&self.sendbuf)
             .map_err(|e| Error::io(e, format!("{what}: sending the netlink request")))?;
@@ -518,6 +524,11 @@ pub(super) fn handle_datagram(
         let mport = read_u32(data, off + 12);
         let payload = &data[off + NLMSG_HDRLEN..off + len];
         off += align4(len);
+        log::trace!(
+            "{what}: read netlink packet: type {mtype} flags {flags:#x} seq {mseq} port {mport} \
+             payload {} bytes",
+            payload.len()
+        );
         // Not ours (a leftover of an abandoned exchange, or a stray multicast).
         if mseq != seq || (mport != port && mport != 0) {
             continue;
@@ -714,6 +725,59 @@ mod tests {
         let got = e.dump(get_routes(), "dumping routes").unwrap();
         assert_eq!(got.len(), 3);
         assert_eq!(e.transport.sent, 1);
+    }
+
+    /// Records of the `log` facade, per thread (tests run in parallel).
+    struct Capture;
+    thread_local! {
+        static RECORDS: std::cell::RefCell<Vec<(log::Level, String)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    impl log::Log for Capture {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, r: &log::Record<'_>) {
+            RECORDS.with(|v| v.borrow_mut().push((r.level(), r.args().to_string())));
+        }
+        fn flush(&self) {}
+    }
+
+    /// With a logger installed, every packet sent and every message read is
+    /// traced (as netavark does), decoded for the typed requests; without one
+    /// the library prints nothing (it has no output of its own to print to).
+    #[test]
+    fn every_packet_is_traced_when_a_logger_listens() {
+        static LOGGER: Capture = Capture;
+        // Another test of this binary may have installed it already.
+        let _ = log::set_logger(&LOGGER);
+        log::set_max_level(log::LevelFilter::Trace);
+        RECORDS.with(|v| v.borrow_mut().clear());
+        let mut e = engine(vec![route_msg(0), nlmsg(3, 2, &[0; 4])]);
+        e.dump(get_routes(), "dumping routes").unwrap();
+        let records = RECORDS.with(|v| v.borrow().clone());
+        let sent: Vec<_> = records
+            .iter()
+            .filter(|(_, m)| m.contains("send netlink packet"))
+            .collect();
+        let read: Vec<_> = records
+            .iter()
+            .filter(|(_, m)| m.contains("read netlink packet"))
+            .collect();
+        assert_eq!(sent.len(), 1, "{records:?}");
+        assert!(
+            sent[0].1.starts_with("dumping routes: ") && sent[0].1.contains("GetRoute"),
+            "{records:?}"
+        );
+        assert_eq!(read.len(), 2, "{records:?}");
+        assert!(
+            read[0].1.contains("type 24") && read[1].1.contains("type 3"),
+            "{records:?}"
+        );
+        assert!(
+            records.iter().all(|(l, _)| *l == log::Level::Trace),
+            "{records:?}"
+        );
     }
 
     #[test]

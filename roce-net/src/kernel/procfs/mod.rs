@@ -1,4 +1,4 @@
-//! Sysctls through `/proc/sys`, by (interface, key) (DESIGN decision 7).
+//! Sysctls through `/proc/sys`, by (interface, key) (docs/architecture.md, decision 7).
 //!
 //! Files under `/proc/sys/net` belong to the network namespace of the thread that
 //! opens them, so run these functions inside `NetnsTarget::run` (as

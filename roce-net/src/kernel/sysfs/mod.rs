@@ -1,4 +1,4 @@
-//! RDMA devices, ports, GID tables and counters from sysfs (DESIGN decision 8).
+//! RDMA devices, ports, GID tables and counters from sysfs (docs/architecture.md, decision 8).
 //!
 //! Everything is read from `<root>/class/infiniband/<dev>/` with plain file reads,
 //! so it works on down ports, inside containers and without any RDMA library.
@@ -10,7 +10,8 @@ mod text;
 mod vpd;
 
 use crate::model::{
-    active_mtu_for_netdev_mtu, Interface, RdmaCmPort, RdmaDevice, RdmaPort, Warning,
+    active_mtu_for_netdev_mtu, Interface, LinkLayer, PhysState, PortState, RdmaCmPort, RdmaDevice,
+    RdmaPort, Warning,
 };
 use std::collections::BTreeMap;
 use std::io;
@@ -381,9 +382,9 @@ fn enum_attr(path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
 }
 
 fn read_port(dir: &Path, port: u32, ctx: &DeviceCtx<'_>, warnings: &mut Vec<Warning>) -> RdmaPort {
-    let state = enum_attr(&dir.join("state"), warnings);
-    let phys_state = enum_attr(&dir.join("phys_state"), warnings);
-    let link_layer = port_attr(&dir.join("link_layer"), warnings);
+    let state = enum_attr(&dir.join("state"), warnings).map(|s| PortState::from_name(&s));
+    let phys_state = enum_attr(&dir.join("phys_state"), warnings).map(|s| PhysState::from_name(&s));
+    let link_layer = port_attr(&dir.join("link_layer"), warnings).map(|s| LinkLayer::from_name(&s));
     // The kernel fails `rate` with EINVAL when the port reports no valid width/speed
     // (typical of a down port): that is "unknown", not an error.
     let rate_path = dir.join("rate");
@@ -411,7 +412,7 @@ fn read_port(dir: &Path, port: u32, ctx: &DeviceCtx<'_>, warnings: &mut Vec<Warn
         .find_map(|g| g.netdev.clone())
         .or_else(|| netdev_by_dev_port(port, ctx));
 
-    let active_mtu = if link_layer.as_deref() == Some("Ethernet") {
+    let active_mtu = if link_layer == Some(LinkLayer::Ethernet) {
         netdev
             .as_deref()
             .and_then(|nd| ctx.ifaces.iter().find(|i| i.name == nd))

@@ -4,7 +4,8 @@ use super::ffi::*;
 use super::lib::{guid_text, Lib};
 use super::{explain_device_list, explain_open_failure, VerbsOptions};
 use crate::model::{
-    ib_mtu_bytes, GidQuery, GidType, VerbsDevice, VerbsGid, VerbsPort, VerbsView, Warning,
+    ib_mtu_bytes, GidQuery, GidType, LinkLayer, PhysState, PortState, VerbsDevice, VerbsGid,
+    VerbsPort, VerbsView, Warning,
 };
 use std::ffi::CStr;
 use std::net::Ipv6Addr;
@@ -85,48 +86,6 @@ pub(crate) fn read(opts: &VerbsOptions) -> VerbsView {
     view
 }
 
-fn port_state(s: u32) -> String {
-    match s {
-        0 => "NOP",
-        1 => "DOWN",
-        2 => "INIT",
-        3 => "ARMED",
-        4 => "ACTIVE",
-        5 => "ACTIVE_DEFER",
-        _ => return format!("state {s}"),
-    }
-    .to_string()
-}
-
-/// Physical port state names as sysfs prints them (`phys_state_to_str` in the
-/// kernel's `drivers/infiniband/core/sysfs.c`).
-fn phys_state(s: u8) -> Option<String> {
-    Some(
-        match s {
-            1 => "Sleep",
-            2 => "Polling",
-            3 => "Disabled",
-            4 => "PortConfigurationTraining",
-            5 => "LinkUp",
-            6 => "LinkErrorRecovery",
-            7 => "Phy Test",
-            0 => return None,
-            _ => return Some(format!("phys_state {s}")),
-        }
-        .to_string(),
-    )
-}
-
-fn link_layer(l: u8) -> Option<String> {
-    match l {
-        IBV_LINK_LAYER_INFINIBAND => Some("InfiniBand".into()),
-        IBV_LINK_LAYER_ETHERNET => Some("Ethernet".into()),
-        // IBV_LINK_LAYER_UNSPECIFIED: old drivers mean InfiniBand.
-        0 => Some("InfiniBand".into()),
-        _ => None,
-    }
-}
-
 fn read_device(
     lib: &Lib,
     ctx: *mut ibv_context,
@@ -170,9 +129,9 @@ fn read_device(
             p,
             VerbsPort {
                 port: p,
-                state: port_state(pa.state),
-                phys_state: phys_state(pa.phys_state),
-                link_layer: link_layer(pa.link_layer),
+                state: PortState::from_number(pa.state),
+                phys_state: PhysState::from_verbs(pa.phys_state),
+                link_layer: Some(LinkLayer::from_number(u32::from(pa.link_layer))),
                 active_mtu: ib_mtu_bytes(pa.active_mtu),
                 max_mtu: ib_mtu_bytes(pa.max_mtu),
                 gid_tbl_len: u32::try_from(pa.gid_tbl_len).unwrap_or(0),
@@ -517,15 +476,6 @@ mod tests {
             fixture_types
         );
         assert!(g.iter().all(|g| g.ndev_ifindex.is_none()));
-    }
-
-    #[test]
-    fn names_follow_the_kernel() {
-        assert_eq!(port_state(4), "ACTIVE");
-        assert_eq!(port_state(1), "DOWN");
-        assert_eq!(phys_state(5).as_deref(), Some("LinkUp"));
-        assert_eq!(phys_state(3).as_deref(), Some("Disabled"));
-        assert_eq!(link_layer(2).as_deref(), Some("Ethernet"));
     }
 
     /// On this kind of machine (no RDMA in the kernel), the real libibverbs

@@ -26,6 +26,7 @@ use super::select::{gid_ipv4, is_link_local, Selection};
 use super::status::{WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR};
 use super::{EndpointSummary, FailureValue, ProbeFailure, Stage};
 use crate::fib::{resolve as fib_resolve, Flow};
+use crate::model::{ifname_word, shell_word};
 use crate::model::{GidType, HostState, NeighState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -284,8 +285,12 @@ fn rules(i: &ExplainInput<'_>) -> Out {
         .ev("phys_state", &local.phys_state)
         .ev("netdev", &local.netdev)
         .fix([
-            format!("ip link set {} up", local.netdev),
-            format!("rdma link show {}/{}", local.device, local.port),
+            format!("ip link set {} up", ifname_word(&local.netdev)),
+            format!(
+                "rdma link show {}/{}",
+                shell_word(&local.device),
+                local.port
+            ),
             "check the cable, the switch port and the NIC firmware".to_string(),
         ]);
     }
@@ -373,7 +378,10 @@ fn rules(i: &ExplainInput<'_>) -> Out {
             .ev("local_active_mtu", local_active)
             .ev("peer_active_mtu", peer_active)
             .ev("netdev_mtu", local.netdev_mtu)
-            .fix([format!("ip link set {} mtu 9000", local.netdev)]);
+            .fix([format!(
+                "ip link set {} mtu 9000",
+                ifname_word(&local.netdev)
+            )]);
         }
     }
     let peer_ip = i.peer.map(|p| p.address);
@@ -536,7 +544,7 @@ fn rules(i: &ExplainInput<'_>) -> Out {
                 )
                 .fix([
                     format!("ip route get {ip} from {}", local.address),
-                    format!("arping -I {} {ip}", local.netdev),
+                    format!("arping -I {} {ip}", ifname_word(&local.netdev)),
                     format!("ip neigh show {ip}"),
                 ]);
             }

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::verbs::ffi::*;
 use crate::kernel::verbs::lib::Lib;
 use crate::kernel::verbs::{explain_device_list, explain_open_failure, VerbsOptions};
-use crate::model::{ib_mtu_bytes, ib_mtu_enum};
+use crate::model::{ib_mtu_bytes, ib_mtu_enum, PortState};
 use std::ffi::c_void;
 
 /// libibverbs, loaded on first use.
@@ -110,7 +110,7 @@ struct IbvQueue {
     port: u32,
     psn: u32,
     info_mtu: Option<u32>,
-    info_state: Option<String>,
+    info_state: Option<PortState>,
     lid: u16,
     infiniband: bool,
 }
@@ -132,16 +132,7 @@ impl IbvQueue {
             return Err(VerbsFailure::new("ibv_query_port", Some(rc)));
         }
         self.info_mtu = ib_mtu_bytes(pa.active_mtu);
-        self.info_state = Some(
-            match pa.state {
-                4 => "ACTIVE",
-                1 => "DOWN",
-                2 => "INIT",
-                3 => "ARMED",
-                _ => "OTHER",
-            }
-            .to_string(),
-        );
+        self.info_state = Some(PortState::from_number(pa.state));
         self.lid = pa.lid;
         // SAFETY: ctx is open.
         self.pd = unsafe { (l.alloc_pd)(self.ctx) };

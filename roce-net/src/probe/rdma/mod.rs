@@ -29,7 +29,7 @@ pub use status::wc_status_name;
 
 use crate::error::Result;
 use crate::kernel::verbs::VerbsOptions;
-use crate::model::HostState;
+use crate::model::{HostState, PortState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -453,7 +453,7 @@ pub(crate) struct QueueInfo {
     /// The port's active MTU, bytes, as the device reports it now.
     pub active_mtu: Option<u32>,
     /// The port's state as the device reports it now (`ACTIVE`, ...).
-    pub port_state: Option<String>,
+    pub port_state: Option<PortState>,
 }
 
 /// What connecting to the peer needs.

@@ -7,7 +7,9 @@
 //! should use, and the one whose path the fix changed.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{GidEntry, GidType, HostState, RdmaPort};
+use crate::model::{
+    port_is_active, GidEntry, GidType, HostState, LinkLayer, PhysState, PortState, RdmaPort,
+};
 use crate::scope::{nic_scope, rdma_netdevs, PortRef};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv6Addr};
@@ -34,11 +36,11 @@ pub struct Selection {
     /// Its MTU.
     pub netdev_mtu: Option<u32>,
     /// The port's state (`ACTIVE`, `DOWN`).
-    pub port_state: Option<String>,
+    pub port_state: Option<PortState>,
     /// The port's physical state (`LinkUp`).
-    pub phys_state: Option<String>,
+    pub phys_state: Option<PhysState>,
     /// `Ethernet` (RoCE) or `InfiniBand`.
-    pub link_layer: Option<String>,
+    pub link_layer: Option<LinkLayer>,
     /// Active MTU from the snapshot (derived from the netdev MTU for RoCE).
     pub active_mtu: Option<u32>,
     /// The index the NCCL advice names for this port (`None` when it names none).
@@ -50,12 +52,11 @@ pub struct Selection {
 impl Selection {
     /// True for an InfiniBand port (LID addressing, no IP).
     pub fn is_infiniband(&self) -> bool {
-        self.link_layer.as_deref() == Some("InfiniBand")
+        self.link_layer == Some(LinkLayer::InfiniBand)
     }
-    /// The port is `ACTIVE` (and `LinkUp` when the physical state is known).
+    /// The port is active ([`port_is_active`], the snapshot's rule).
     pub fn port_active(&self) -> bool {
-        self.port_state.as_deref() == Some("ACTIVE")
-            && self.phys_state.as_deref().is_none_or(|p| p == "LinkUp")
+        port_is_active(self.port_state.as_ref(), self.phys_state.as_ref())
     }
 }
 
@@ -186,7 +187,7 @@ pub fn select(
     };
     let iface = state.interface(&netdev);
     let mut notes = Vec::new();
-    let infiniband = p.link_layer.as_deref() == Some("InfiniBand");
+    let infiniband = p.link_layer == Some(LinkLayer::InfiniBand);
     let gid: &GidEntry = match gid_index {
         Some(i) => p.gids.iter().find(|g| g.index == i).ok_or_else(|| {
             Error::new(

@@ -20,6 +20,7 @@
 //! failure analysis needs (the peer's MAC and its other NICs' MACs) extensible.
 
 use super::{FailureValue, Stage};
+use crate::model::PortState;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -48,7 +49,7 @@ pub struct Endpoint {
     /// neighbour entry holds).
     pub nic_macs: BTreeMap<String, String>,
     pub active_mtu: Option<u32>,
-    pub port_state: Option<String>,
+    pub port_state: Option<PortState>,
     pub lid: u16,
     pub qpn: u32,
     pub psn: u32,

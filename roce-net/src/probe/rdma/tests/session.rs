@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+// Also loaded through fib's tests (doctor_support uses it): one file, two
+// test-only module paths.
+#[allow(clippy::duplicate_mod)]
+#[path = "../../../../tests/golden_support/mod.rs"]
+mod golden_support;
+
 const CHILD_ENV: &str = "ROCE_NET_TEST_RDMA_CHILD";
 
 fn quick(source: IpAddr, port: u16) -> RdmaProbeOptions {
@@ -93,12 +99,21 @@ fn session_over_loopback_or_lab_child() {
     python_golden(&srep, "rdma_server_report.json");
 }
 
-/// The Python binding's tests and the Ansible collection's unit tests read
-/// recorded reports (`roce-net-py/tests/data/rdma_*.json`: a passed client and
-/// its server, `no-route-or-arp`, `timeout`, `arp-flux`, `peer-unreachable`):
-/// keep their shape equal to what this build produces (rewritten with
-/// `UPDATE_FIXTURES=1` or when missing).
+/// Recorded reports (`roce-net/tests/fixtures/rdma/rdma_*.json`: a passed
+/// client and its server, `no-route-or-arp`, `timeout`, `arp-flux`,
+/// `peer-unreachable`), which the Python binding's tests and the Ansible
+/// collection's unit tests read: keep their shape equal to what this build
+/// produces. A missing file fails; `UPDATE_GOLDEN=1` rewrites them.
 fn python_golden<T: Serialize>(r: &T, name: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/rdma")
+        .join(name);
+    report_shape_golden(&path, r, golden_support::updating());
+}
+
+/// The recorded report at `path` has the shape of `r` (the same keys, nested,
+/// whatever the measured values).
+fn report_shape_golden<T: Serialize>(path: &std::path::Path, r: &T, update: bool) {
     fn shape(v: &serde_json::Value) -> serde_json::Value {
         match v {
             serde_json::Value::Object(m) => {
@@ -108,22 +123,29 @@ fn python_golden<T: Serialize>(r: &T, name: &str) {
             _ => serde_json::Value::Null,
         }
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../roce-net-py/tests/data")
-        .join(name);
     let now = serde_json::to_value(r).unwrap();
-    if std::env::var("UPDATE_FIXTURES").as_deref() == Ok("1") || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
-    }
+    let text = serde_json::to_string_pretty(&now).unwrap() + "\n";
     let disk: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        serde_json::from_str(&golden_support::expected_with(path, &text, update)).unwrap();
     assert_eq!(
         shape(&disk),
         shape(&now),
-        "{} has another shape; rerun with UPDATE_FIXTURES=1",
+        "{} has another shape; rerun with UPDATE_GOLDEN=1",
         path.display()
     );
+}
+
+/// A recorded report that is missing fails the test, and the test does not
+/// write it (it used to create the file and compare it with itself).
+#[test]
+fn a_missing_recorded_report_fails_and_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rdma_probe_report.json");
+    let r = std::panic::catch_unwind(|| {
+        report_shape_golden(&path, &serde_json::json!({"ok": true}), false)
+    });
+    assert!(r.is_err(), "a missing golden file passed");
+    assert!(!path.exists(), "the test wrote its own golden file");
 }
 
 fn check_success(c: &RdmaProbeReport, s: &RdmaServerReport, peer_device: &str) {

@@ -7,7 +7,7 @@
 The probe module runs with a faked roce_net: the real package's error classes
 and result types, with probe_rdma / probe_rdma_server / verbs_view / Host
 replaced by fakes that answer from reports the Rust engine recorded in its own
-tests (roce-net-py/tests/data/rdma_*.json, kept in the engine's shape by
+tests (roce-net/tests/fixtures/rdma/rdma_*.json, kept in the engine's shape by
 roce-net/src/probe/rdma/tests/session.rs: a passed session and its server, an
 ARP-flux failure through a polluted neighbour, a timeout, a refused
 connection, a no-route failure). Their outputs then feed the matrix module, so
@@ -32,7 +32,7 @@ from ansible_collections.roce_net.roce.plugins.module_utils import common
 from ansible_collections.roce_net.roce.plugins.modules import roce_net_rdma_matrix as matrix_mod
 from ansible_collections.roce_net.roce.plugins.modules import roce_net_rdma_probe as probe_mod
 
-DATA = os.path.join(os.path.dirname(__file__), *([os.pardir] * 7), "roce-net-py", "tests", "data")
+DATA = os.path.join(os.path.dirname(__file__), *([os.pardir] * 7), "roce-net", "tests", "fixtures", "rdma")
 KERNEL_RDMA = os.path.exists("/sys/class/infiniband_verbs")
 # The library's message for this case (roce-net/src/probe/rdma/ibverbs.rs,
 # VerbsBackend::available: "<reason>: <detail>", errno kept).
