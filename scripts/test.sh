@@ -13,6 +13,7 @@
 # cargo or pip, so target/, .venv and ~/.cargo stay yours.
 #
 # Env:   SKIP_INSTALL=1 skips apt/pip installation; SKIP_PYTHON=1 skips Python/Ansible;
+#        SKIP_VM=1 skips the VM tier (scripts/test-vm.sh);
 #        CI=true makes tests that cannot run fail (they always do without root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ self=$PWD/scripts/test.sh
 part=${1:-all}
 bins=$(target_dir)/test-binaries.tsv
 # What the root part needs from the environment, passed through sudo.
-ROOT_ENV="CI SKIP_PYTHON SKIP_INSTALL"
+ROOT_ENV="CI SKIP_PYTHON SKIP_INSTALL SKIP_VM"
 
 case "$part" in
 all)
@@ -323,6 +324,13 @@ fi
 if [ "${SKIP_PYTHON:-0}" != 1 ] && [ -x scripts/test-python.sh ]; then
   log "Python binding and Ansible modules"
   scripts/test-python.sh --root-part
+fi
+
+# The VM tier (docs/vm.md): Debian guests under qemu with Soft-RoCE, booted
+# once and reused by every scenario; the guests run the portable CLI built above.
+if [ "${SKIP_VM:-0}" != 1 ]; then
+  log "VM tier: the seed on real RDMA (scripts/test-vm.sh)"
+  scripts/test-vm.sh
 fi
 
 if [ "$run_state_existed" = 0 ] && [ -e "$run_state" ]; then

@@ -185,6 +185,10 @@ pub(crate) fn apply(
         for c in &report.changes {
             let _ = writeln!(s, "  {c}");
         }
+        // Each NIC's gratuitous ARP: peers that learned a wrong MAC heal now.
+        for a in &report.announced {
+            let _ = writeln!(s, "{a}");
+        }
         // What the plan applied under the lock kept (shared table names),
         // unless the prompt showed it already.
         if yes {

@@ -589,6 +589,24 @@ fn rdma_retransmits() {
     assert_eq!(x.evidence["counters"], json!({"local_ack_timeout_err": 12}));
 }
 
+/// The Soft-RoCE driver's names (rxe_hw_counters.c), as the VM tier read them
+/// off a peer whose RC QPs ended in status 12 during ARP flux.
+#[test]
+fn rdma_retransmits_reads_rxe_counters() {
+    let mut b = base();
+    let p = b.port_mut("mlx5_0");
+    p.hw_counters.insert("retry_exceeded_err".into(), 6);
+    p.hw_counters.insert("completer_retry_err".into(), 1371);
+    p.hw_counters.insert("rcvd_seq_err".into(), 0);
+    p.hw_counters.insert("duplicate_request".into(), 14787);
+    let f = roce_net::doctor(&b.build());
+    let x = one(&f, "rdma-retransmits");
+    assert_eq!(
+        x.evidence["counters"],
+        json!({"completer_retry_err": 1371, "retry_exceeded_err": 6})
+    );
+}
+
 /// A lab: no RDMA devices, two veths sharing a subnet with the full fix applied,
 /// plus a third interface alone in its subnet.
 fn lab() -> B {

@@ -328,3 +328,49 @@ fn concurrent_apply_is_refused_by_the_lock() {
     drop(held);
     roce_net::apply(&e.host, &p, &e.opts).unwrap();
 }
+
+/// A peer that learned another NIC's MAC for a host address during ARP flux
+/// takes the right one from the gratuitous ARP apply sends, with no command on
+/// the peer (docs/vm.md, "Peers heal"; the VM tier shows the same with RDMA).
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn apply_announces_each_nic_so_a_peer_with_a_stale_entry_heals() {
+    let e = env(
+        "apply_announces_each_nic_so_a_peer_with_a_stale_entry_heals",
+        4,
+    );
+    let peer_ns = e.lab.peer_ns().unwrap().to_string();
+    let st = e.host.snapshot().unwrap();
+    let wrong = mac_of(&st, &e.lab.nics()[0].name);
+    // The peer holds NIC 0's MAC for every other NIC's address, as flux teaches.
+    for n in &e.lab.nics()[1..] {
+        let a = n.address.to_string();
+        ip(
+            &peer_ns,
+            &[
+                "neigh", "replace", &a, "lladdr", &wrong, "dev", "p0", "nud", "stale",
+            ],
+        );
+    }
+    let policy = Policy::default();
+    let report = roce_net::apply_policy(&e.host, &policy, &e.opts).unwrap();
+    assert!(report.applied > 0);
+    for n in e.lab.nics() {
+        let line = format!("announced {} on {} (gratuitous ARP)", n.address, n.name);
+        assert!(report.announced.contains(&line), "{:?}", report.announced);
+    }
+    let peer = Host::netns(&peer_ns).unwrap().snapshot().unwrap();
+    for n in &e.lab.nics()[1..] {
+        let entry = peer
+            .neighbors
+            .iter()
+            .find(|x| x.ip == n.address && x.ifname == "p0")
+            .unwrap_or_else(|| panic!("the peer lost its entry for {}", n.address));
+        assert_eq!(
+            entry.mac.as_ref().map(|m| m.to_string()),
+            Some(mac_of(&st, &n.name)),
+            "the peer's entry for {} after apply",
+            n.address
+        );
+    }
+}

@@ -953,6 +953,7 @@ class ApplyReport(_Record):
     journal: str
     apply_id: Optional[str] = None
     notes: Tuple[str, ...] = ()
+    announced: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)

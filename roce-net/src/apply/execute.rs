@@ -330,4 +330,10 @@ impl Effects for Kernel<'_> {
             _ => Err(err),
         }
     }
+
+    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()> {
+        // This thread is in the host's namespace (apply runs there), so the
+        // packet socket is the namespace's.
+        crate::probe::announce(ifname, address, 2)
+    }
 }

@@ -120,6 +120,11 @@ pub struct ApplyReport {
     /// of the plan applied (made under the lock), one line each.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The gratuitous ARP each managed NIC sent for its address after the
+    /// apply, one line each (what could not be sent says so): peers holding
+    /// another NIC's MAC for it take the right one at once.
+    #[serde(default)]
+    pub announced: Vec<String>,
 }
 
 /// What a rollback did.

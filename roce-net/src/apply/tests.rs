@@ -66,6 +66,9 @@ impl Effects for Faulty<'_, '_> {
         (self.before_step)(index)?;
         self.inner.change(index, change)
     }
+    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()> {
+        self.inner.announce(ifname, address)
+    }
     fn table_names(
         &mut self,
         first: usize,

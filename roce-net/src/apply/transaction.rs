@@ -53,6 +53,9 @@ pub(crate) trait Effects {
     /// Undo step `index`, checking that what is restored is what was recorded.
     /// `Some(note)`: restored by being gone (with its interface), in words.
     fn undo(&mut self, index: usize, step: &Step) -> Result<Option<String>>;
+    /// Announce a NIC's address from the NIC (gratuitous ARP), so peers that
+    /// learned another NIC's MAC for it take the right one now.
+    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()>;
 }
 
 /// The namespace and state directory a transaction works with, under its lock.
@@ -243,6 +246,7 @@ pub(crate) fn apply(
             journal: journal_path,
             apply_id: None,
             notes: plan.notes(),
+            announced: Vec::new(),
         });
     }
     let own = fx.own_table_names()?;
@@ -335,6 +339,7 @@ pub(crate) fn apply(
         return Err(undo_after_failure(s, fx, &mut j, cause));
     }
     let done = |st: StepStatus| j.steps.iter().filter(|x| x.status == st).count();
+    let announced = announce(fx, &plan);
     Ok(ApplyReport {
         applied: done(StepStatus::Done),
         changes: j
@@ -347,6 +352,7 @@ pub(crate) fn apply(
         journal: journal_path,
         apply_id: Some(j.apply_id.clone()),
         notes: plan.notes(),
+        announced,
     })
 }
 
@@ -444,6 +450,25 @@ fn verify(fx: &mut dyn Effects, plan: &Plan) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// After a verified apply, each managed NIC announces its address (gratuitous
+/// ARP, twice): a peer whose neighbour entry holds another NIC's MAC, learned
+/// during ARP flux, takes the right one at once instead of keeping the stale
+/// entry while it is in use (docs/rdma-probe.md, "Peers heal"). Best effort:
+/// an announcement that cannot be sent is reported, never undoes the apply.
+fn announce(fx: &mut dyn Effects, plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    for nic in &plan.desired.nics {
+        let std::net::IpAddr::V4(a) = nic.address else {
+            continue;
+        };
+        out.push(match fx.announce(&nic.ifname, a) {
+            Ok(()) => format!("announced {a} on {} (gratuitous ARP)", nic.ifname),
+            Err(e) => format!("could not announce {a} on {}: {e}", nic.ifname),
+        });
+    }
+    out
 }
 
 /// Undo every started step in reverse after `cause`; return the error to report.

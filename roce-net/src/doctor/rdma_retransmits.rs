@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 /// Check id.
 pub const ID: &str = "rdma-retransmits";
 
-/// The `hw_counters` (mlx5 names) that count RoCE retransmissions and their causes.
+/// The `hw_counters` that count RoCE retransmissions and their causes: mlx5's
+/// names, then the kernel's Soft-RoCE driver's (`rxe_hw_counters.c`; read off
+/// real rxe ports in the VM tier, docs/vm.md, after flux made RC QPs fail).
 pub const COUNTERS: &[&str] = &[
     "local_ack_timeout_err",
     "req_transport_retries_exceeded",
@@ -18,6 +20,12 @@ pub const COUNTERS: &[&str] = &[
     "rnr_nak_retry_err",
     "roce_adp_retrans",
     "roce_adp_retrans_to",
+    // rxe: requester retransmissions, retries exhausted (status 12), the
+    // responder's out-of-sequence PSNs, RNR retries exhausted (status 13).
+    "completer_retry_err",
+    "retry_exceeded_err",
+    "rcvd_seq_err",
+    "retry_rnr_exceeded_err",
 ];
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {

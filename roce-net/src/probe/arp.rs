@@ -199,6 +199,40 @@ pub fn arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProb
     })
 }
 
+/// Announce `address` from `dev`: gratuitous ARP requests (sender and target
+/// IP both `address`, sender MAC `dev`'s own), broadcast, `count` of them.
+///
+/// A peer that already holds a neighbour entry for `address` takes the MAC of
+/// the announcement at once (Linux `arp_process` overrides an entry for a
+/// gratuitous ARP even within its lock time), so a peer that learned another
+/// NIC's MAC during ARP flux heals without waiting for its entry to age out.
+/// Peers with no entry do not create one (unless their `arp_accept` is set).
+/// Works in the calling thread's network namespace and needs `CAP_NET_RAW`.
+pub fn announce(dev: &str, address: Ipv4Addr, count: u32) -> Result<()> {
+    let ifr_name = ifname_bytes(dev)?;
+    let ctl = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
+        .map_err(|e| Error::io(e, format!("opening a control socket for {dev}")))?;
+    let ifindex = ifindex(&ctl, &ifr_name, dev)?;
+    let mac = hw_addr(&ctl, &ifr_name, dev)?;
+    drop(ctl);
+    let proto = (libc::ETH_P_ARP as u16).to_be();
+    let sock = socket(libc::AF_PACKET, libc::SOCK_DGRAM, i32::from(proto))
+        .map_err(|e| Error::io(e, format!("opening an ARP packet socket on {dev}")))?;
+    let mut sll = sockaddr_ll(ifindex, proto);
+    sll.sll_halen = ETH_ALEN as u8;
+    sll.sll_addr[..ETH_ALEN].copy_from_slice(&[0xff; ETH_ALEN]);
+    let garp = build_request(&mac, address, address);
+    for _ in 0..count.clamp(1, MAX_COUNT) {
+        send(&sock, &garp, &sll).map_err(|e| {
+            Error::io(
+                e,
+                format!("announcing {address} on {dev} (gratuitous ARP; is {dev} up?)"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
 fn ifname_bytes(dev: &str) -> Result<[libc::c_char; libc::IFNAMSIZ]> {
     let b = dev.as_bytes();
     if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) || b.contains(&b'/') {

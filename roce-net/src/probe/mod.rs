@@ -14,7 +14,7 @@ mod arp;
 #[cfg(feature = "verbs")]
 pub(crate) mod rdma;
 
-pub use arp::{arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+pub use arp::{announce, arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 
 use crate::error::Result;
 use crate::host::Host;

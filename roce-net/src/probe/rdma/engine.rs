@@ -114,6 +114,7 @@ impl<'a> Session<'a> {
                     path_mtu: self.rep.path_mtu,
                     peer_tcp: self.rep.peer_tcp.as_deref(),
                     peer_message: f.peer_message.as_deref(),
+                    initial: fresh.as_ref().map(|_| self.state),
                 };
                 self.rep.failure = Some(explain(&input));
             }
@@ -417,6 +418,24 @@ fn path_mtu(opt: Option<u32>, a: Option<u32>, b: Option<u32>) -> u32 {
         (Some(x), None) | (None, Some(x)) => x,
         (None, None) => 1024,
     })
+}
+
+/// When the two ports' active MTUs differ, say so: the path runs at the
+/// smaller one (RDMA works, as the VM tier shows with one NIC at MTU 9000 and
+/// its peer at 1500), but the ends are configured differently, which is what
+/// the doctor's `mtu-mismatch` finds on a host.
+fn mtu_note(chosen: Option<u32>, me: &Endpoint, theirs: &Endpoint, path: u32) -> Option<String> {
+    let (Some(a), Some(b)) = (me.active_mtu, theirs.active_mtu) else {
+        return None;
+    };
+    if a == b || chosen.is_some() {
+        return None;
+    }
+    Some(format!(
+        "the ports' active MTUs differ ({a} on {} {}:{}, {b} on {} {}:{}): the path \
+         uses {path}; check both NICs' and the switch's MTU (roce-net doctor: mtu-mismatch)",
+        me.host, me.device, me.port, theirs.host, theirs.device, theirs.port
+    ))
 }
 
 fn connect_qp(
@@ -755,8 +774,12 @@ fn connect_and_ready(
     latency_size: usize,
     deadline: Instant,
 ) -> std::result::Result<usize, Fail> {
+    let chosen = mtu;
     let mtu = path_mtu(mtu, me.active_mtu, theirs.active_mtu);
     s.rep.path_mtu = Some(mtu);
+    if let Some(note) = mtu_note(chosen, me, theirs, mtu) {
+        s.rep.notes.push(note);
+    }
     connect_qp(q.q, &s.sel, theirs, mtu)?;
     let lat = latency_size;
     q.post_recv(WR_RECV, 0, lat)

@@ -119,6 +119,9 @@ pub struct ExplainInput<'a> {
     pub peer_tcp: Option<&'a str>,
     /// The peer's own message, for [`Stage::Peer`].
     pub peer_message: Option<&'a str>,
+    /// The snapshot taken when the probe started, when `state` is a fresh one
+    /// read after the failure (a neighbour entry may have changed in between).
+    pub initial: Option<&'a HostState>,
 }
 
 struct Out {
@@ -197,6 +200,24 @@ pub fn explain(i: &ExplainInput<'_>) -> ProbeFailure {
         fix: o.fix,
         peer: i.peer_message.map(str::to_string),
     }
+}
+
+/// The neighbour entry for `next_hop` the kernel would use: on the route's
+/// device, else on this end's netdev, else any.
+fn peer_neighbor<'s>(
+    st: &'s HostState,
+    next_hop: std::net::IpAddr,
+    via_dev: Option<&str>,
+    netdev: &str,
+) -> Option<&'s crate::model::Neighbor> {
+    let neighs: Vec<&crate::model::Neighbor> =
+        st.neighbors.iter().filter(|n| n.ip == next_hop).collect();
+    neighs
+        .iter()
+        .find(|n| Some(n.ifname.as_str()) == via_dev)
+        .or_else(|| neighs.iter().find(|n| n.ifname == netdev))
+        .or(neighs.first())
+        .copied()
 }
 
 fn neighbor_text(n: &crate::model::Neighbor) -> String {
@@ -379,15 +400,63 @@ fn rules(i: &ExplainInput<'_>) -> Out {
             let route = fib_resolve(st, &Flow::to(ip).from(local.address));
             let via_dev = route.as_ref().ok().and_then(|d| d.dev.clone());
             let next_hop = route.as_ref().ok().and_then(|d| d.gateway).unwrap_or(ip);
-            let neighs: Vec<&crate::model::Neighbor> =
-                st.neighbors.iter().filter(|n| n.ip == next_hop).collect();
-            let on_dev = neighs
-                .iter()
-                .find(|n| Some(&n.ifname) == via_dev.as_ref())
-                .or_else(|| neighs.iter().find(|n| n.ifname == local.netdev))
-                .or(neighs.first())
-                .copied();
+            let on_dev = peer_neighbor(st, next_hop, via_dev.as_deref(), &local.netdev);
             let peer_mac = peer.mac.as_deref().map(str::to_lowercase);
+            // 6a. The entry flipped during the probe: it held another NIC's MAC
+            // when the probe started and holds the peer's own now (the peer's
+            // NICs answer for each other; seen on Soft-RoCE with a strict
+            // rp_filter, where the peer's own ARP corrects the entry and its
+            // replies from the wrong NIC spoil it again: docs/vm.md).
+            let mac_of = |n: Option<&crate::model::Neighbor>| {
+                n.filter(|n| n.is_resolved())
+                    .and_then(|n| n.mac.as_ref())
+                    .map(|m| m.to_string().to_lowercase())
+            };
+            if let (Some(first), Some(pm)) = (i.initial, peer_mac.as_ref()) {
+                let was = peer_neighbor(first, next_hop, via_dev.as_deref(), &local.netdev);
+                let (then, now) = (mac_of(was), mac_of(on_dev));
+                if status == Some(WC_RETRY_EXC_ERR)
+                    && next_hop == ip
+                    && now.as_ref() == Some(pm)
+                    && then.as_ref().is_some_and(|t| t != pm)
+                {
+                    let then = then.unwrap_or_default();
+                    let owner = i
+                        .peer_nic_macs
+                        .iter()
+                        .find(|(_, m)| m.to_lowercase() == then)
+                        .map(|(nd, _)| nd.clone());
+                    return Out::new(
+                        Cause::ArpFlux,
+                        format!(
+                            "when the probe started, this host's neighbour entry for the peer's \
+                             {ip} held {then} ({}), not the MAC of the peer's {} ({pm}); it \
+                             holds the right one now: the entry flips between the peer's NICs \
+                             (ARP flux on the peer: its NICs answer ARP for each other's \
+                             addresses), and RoCE frames sent to the wrong one are dropped",
+                            owner
+                                .as_deref()
+                                .map(|o| format!("the peer's {o}"))
+                                .unwrap_or_else(|| "no interface of the peer".to_string()),
+                            peer.netdev.as_deref().unwrap_or("RDMA netdev"),
+                        ),
+                    )
+                    .ev("neighbor_at_start", was.map(neighbor_text))
+                    .ev("neighbor", on_dev.map(neighbor_text))
+                    .ev("peer_netdev", &peer.netdev)
+                    .ev("peer_mac", pm)
+                    .ev("mac_owner_on_peer", &owner)
+                    .ev("route_dev", &via_dev)
+                    .fix([
+                        format!(
+                            "on the peer ({}): roce-net apply (arp_ignore=1, arp_announce=2 and \
+                             per-NIC source routing)",
+                            peer.host
+                        ),
+                        format!("then: roce-net probe rdma {ip} again"),
+                    ]);
+                }
+            }
             if let Some(n) = on_dev.filter(|n| n.is_resolved() && next_hop == ip) {
                 let mac = n.mac.as_ref().map(|m| m.to_string().to_lowercase());
                 if status == Some(WC_RETRY_EXC_ERR) && peer_mac.is_some() && mac != peer_mac {

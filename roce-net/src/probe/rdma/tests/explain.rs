@@ -72,6 +72,7 @@ fn run(
         path_mtu: mtu,
         peer_tcp: Some("198.18.0.21:18520"),
         peer_message: None,
+        initial: None,
     })
 }
 
@@ -79,6 +80,56 @@ fn healthy() -> (HostState, Selection) {
     let st = doctor_fixture("healthy.json");
     let sel = select(&st, ip("198.18.0.11"), None, None, None).unwrap();
     (st, sel)
+}
+
+/// The entry held another NIC's MAC when the probe started and the peer's own
+/// when the failure was explained (the VM tier saw this with a strict
+/// rp_filter): still ARP flux, not "the path drops RoCE".
+#[test]
+fn status_12_with_an_entry_that_flipped_during_the_probe_is_arp_flux() {
+    let (mut first, sel) = healthy();
+    let mut now = first.clone();
+    first.neighbors.push(neigh(
+        "198.18.0.21",
+        "ens1",
+        "02:00:00:00:0c:11",
+        NeighState::Reachable,
+    ));
+    now.neighbors.push(neigh(
+        "198.18.0.21",
+        "ens1",
+        "02:00:00:00:0c:10",
+        NeighState::Delay,
+    ));
+    let macs = peer_macs();
+    let peer = peer();
+    let value = status12();
+    let input = ExplainInput {
+        stage: Stage::SendRecv,
+        value: &value,
+        state: &now,
+        local: Some(&sel),
+        peer: Some(&peer),
+        peer_nic_macs: &macs,
+        path_mtu: Some(4096),
+        peer_tcp: Some("198.18.0.21:18520"),
+        peer_message: None,
+        initial: Some(&first),
+    };
+    let f = explain(&input);
+    assert_eq!(f.cause, Cause::ArpFlux, "{}", f.message);
+    assert_eq!(f.evidence["mac_owner_on_peer"], "ens2");
+    assert!(f.evidence["neighbor_at_start"]
+        .as_str()
+        .unwrap()
+        .contains("lladdr 02:00:00:00:0c:11"));
+    assert!(f.message.contains("flips"), "{}", f.message);
+    // Without the first snapshot the same fresh state reads as a lossy path.
+    let f = explain(&ExplainInput {
+        initial: None,
+        ..input
+    });
+    assert_eq!(f.cause, Cause::RetryExceeded, "{}", f.message);
 }
 
 #[test]

@@ -1,0 +1,252 @@
+"""The seed scenario on real RDMA: a node with four NICs on one subnet, a peer
+with one, Soft-RoCE (rdma_rxe) on every NIC (docs/vm.md).
+
+The RDMA matrix runs, for every node NIC and in both directions, perftest's
+`ib_write_bw` (with the GID index `roce-net nccl-env` names), rdma_cm's `rping`
+and `roce-net probe rdma`, plus ping. Used by the VM tests (tests/vm/) and by the
+demo (scripts/vm-lab.sh).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from vmbed import Bed, Guest, Result, VmError
+
+NODE_MACS = [f"52:54:00:12:00:1{i}" for i in range(1, 5)]
+NODE_IPS = [f"198.18.0.1{i}" for i in range(1, 5)]
+PEER_MAC = "52:54:00:12:00:21"
+PEER_IP = "198.18.0.21"
+PREFIX = 24
+RN = "/mnt/roce-net/bin/roce-net"
+# perftest and ibv_rc_pingpong use retry count 7, which rxe never counts down:
+# on a broken path they hang, so every client runs under this bound (a hang
+# past it is a failure, recorded as such).
+CLIENT_SECS = 25
+SERVER_SECS = 60
+# How long the harness waits for any one command: a bound on the harness, not
+# on the tools (a debug build of roce-net starts slowly under TCG).
+HARNESS_SECS = 240
+# Small transfers: under TCG rxe moves about 0.03 Gb/s, enough for pass/fail.
+PERF = "-s 4096 -n 20 -F"
+PROBE = "--size 4096 --iterations 20 --latency-iterations 20 --timeout 20"
+
+
+def make(bed: Bed) -> tuple[Guest, Guest]:
+    node = bed.guest("node", NODE_MACS)
+    peer = bed.guest("peer", [PEER_MAC])
+    return node, peer
+
+
+def nic_setup(g: Guest, ips: list[str]) -> None:
+    """Addresses and one rxe device per NIC (rxeK on ethK), as a GPU node's
+    admin has them: every NIC in one subnet, the distribution's defaults."""
+    lines = ["set -e", f"hostname {g.name}", "modprobe rdma_rxe"]
+    for k, ip in enumerate(ips):
+        lines += [
+            f"ip link set eth{k} up",
+            f"ip addr replace {ip}/{PREFIX} dev eth{k}",
+            f"rdma link show rxe{k}/1 >/dev/null 2>&1 || rdma link add rxe{k} type rxe netdev eth{k}",
+        ]
+    g.ok("\n".join(lines))
+
+
+def wait_active(g: Guest, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        out = g.ok("rdma -j link show")
+        links = json.loads(out or "[]")
+        active = [x for x in links if x.get("state") == "ACTIVE"]
+        if len(active) >= n:
+            return
+        if time.monotonic() > deadline:
+            raise VmError(f"{g.name}: {n} RDMA ports not ACTIVE after {timeout:.0f} s: {out}")
+        time.sleep(1)
+
+
+def make_broken(node: Guest, peer: Guest, rp_filter: Optional[int] = None) -> None:
+    """The node as the distribution leaves it (ARP flux, no source routing),
+    optionally with a strict rp_filter (RHEL's 1), and a peer whose ARP cache
+    learned the node's addresses the way such a node teaches them."""
+    cmds = [
+        f"{RN} rollback >/dev/null 2>&1 || true",
+        "sysctl -qw net.ipv4.conf.all.arp_ignore=0 net.ipv4.conf.all.arp_announce=0",
+    ]
+    for k in range(len(NODE_IPS)):
+        cmds.append(f"sysctl -qw net.ipv4.conf.eth{k}.arp_ignore=0 net.ipv4.conf.eth{k}.arp_announce=0")
+    if rp_filter is not None:
+        cmds.append(f"sysctl -qw net.ipv4.conf.all.rp_filter={rp_filter}")
+        for k in range(len(NODE_IPS)):
+            cmds.append(f"sysctl -qw net.ipv4.conf.eth{k}.rp_filter={rp_filter}")
+    cmds.append("ip neigh flush all")
+    node.ok("\n".join(cmds))
+    peer.ok("ip neigh flush all")
+    for ip in NODE_IPS:
+        peer.sh(f"ping -c 1 -W 2 {ip}")
+
+
+def neigh_macs(g: Guest) -> dict[str, str]:
+    out = g.ok("ip -j neigh show")
+    return {n["dst"]: n.get("lladdr", "") for n in json.loads(out or "[]") if "dst" in n}
+
+
+@dataclass
+class Case:
+    """One cell of the matrix."""
+
+    tool: str
+    direction: str  # "peer->node" or "node->peer"
+    nic: int
+    ok: bool
+    text: str
+    client: Optional[Result] = None
+
+    def label(self) -> str:
+        return f"{self.tool} {self.direction} eth{self.nic} ({NODE_IPS[self.nic]})"
+
+
+def nccl_env(g: Guest) -> dict:
+    """`roce-net --json nccl-env` on the guest."""
+    return json.loads(g.ok(f"{RN} --json nccl-env"))
+
+
+def gid_index(g: Guest) -> int:
+    """The NCCL_IB_GID_INDEX `roce-net nccl-env` advises on this guest."""
+    env = nccl_env(g)
+    for v in env.get("vars", []):
+        if v.get("name") == "NCCL_IB_GID_INDEX" and v.get("value") is not None:
+            return int(v["value"])
+    raise VmError(f"{g.name}: `roce-net --json nccl-env` advises no NCCL_IB_GID_INDEX: {json.dumps(env)[:500]}")
+
+
+def _listening(g: Guest, ports: list[int], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        out = g.sh("ss -Hltn").out
+        if all(re.search(rf":{p}\b", out) for p in ports):
+            return
+        if time.monotonic() > deadline:
+            raise VmError(f"{g.name}: servers on ports {ports} not listening after {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def _run_pairs(server: Guest, client: Guest, servers: list[str], clients: list[str], ports: Optional[list[int]], settle: float = 0) -> list[tuple[Result, Result]]:
+    """Start every server, wait until they listen, run every client at once,
+    and collect both sides."""
+    # `exec`: the pid guest-exec returns is the server's own, so it can be
+    # ended once its client is done.
+    spids = [server.spawn("exec " + c) for c in servers]
+    if ports:
+        _listening(server, ports)
+    if settle:
+        time.sleep(settle)
+    cpids = [client.spawn(c) for c in clients]
+    cres = [client.wait(p, c, HARNESS_SECS) for p, c in zip(cpids, clients)]
+    # A server whose client failed may wait for it still: a few seconds to
+    # finish its report, then it is ended.
+    time.sleep(3)
+    server.sh("kill " + " ".join(str(p) for p in spids) + " 2>/dev/null; true")
+    sres = [server.wait(p, c, HARNESS_SECS) for p, c in zip(spids, servers)]
+    return list(zip(sres, cres))
+
+
+def write_bw(node: Guest, peer: Guest, direction: str, gidx_node: int, gidx_peer: int) -> list[Case]:
+    n = len(NODE_IPS)
+    ports = [18600 + k for k in range(n)]
+    if direction == "peer->node":
+        servers = [f"timeout {SERVER_SECS} ib_write_bw -d rxe{k} -x {gidx_node} -p {ports[k]} {PERF}" for k in range(n)]
+        clients = [f"timeout {CLIENT_SECS} ib_write_bw -d rxe0 -x {gidx_peer} -p {ports[k]} {PERF} {NODE_IPS[k]}" for k in range(n)]
+        pairs = _run_pairs(node, peer, servers, clients, ports)
+    else:
+        servers = [f"timeout {SERVER_SECS} ib_write_bw -d rxe0 -x {gidx_peer} -p {ports[k]} {PERF}" for k in range(n)]
+        clients = [f"timeout {CLIENT_SECS} ib_write_bw -d rxe{k} -x {gidx_node} -p {ports[k]} {PERF} {PEER_IP}" for k in range(n)]
+        pairs = _run_pairs(peer, node, servers, clients, ports)
+    return [Case("ib_write_bw", direction, k, c.ok, _why(c), c) for k, (_s, c) in enumerate(pairs)]
+
+
+def rping(node: Guest, peer: Guest, direction: str) -> list[Case]:
+    n = len(NODE_IPS)
+    ports = [18700 + k for k in range(n)]
+    if direction == "peer->node":
+        servers = [f"timeout {SERVER_SECS} rping -s -a {NODE_IPS[k]} -p {ports[k]} -C 2" for k in range(n)]
+        clients = [f"timeout {CLIENT_SECS} rping -c -a {NODE_IPS[k]} -p {ports[k]} -C 2 -v" for k in range(n)]
+        pairs = _run_pairs(node, peer, servers, clients, None, settle=4)
+    else:
+        servers = [f"timeout {SERVER_SECS} rping -s -a {PEER_IP} -p {ports[k]} -C 2" for k in range(n)]
+        clients = [f"timeout {CLIENT_SECS} rping -c -I {NODE_IPS[k]} -a {PEER_IP} -p {ports[k]} -C 2 -v" for k in range(n)]
+        pairs = _run_pairs(peer, node, servers, clients, None, settle=4)
+    return [Case("rping", direction, k, c.ok and "ping data" in c.out, _why(c), c) for k, (_s, c) in enumerate(pairs)]
+
+
+def probe(node: Guest, peer: Guest, direction: str) -> list[Case]:
+    n = len(NODE_IPS)
+    ports = [18800 + k for k in range(n)]
+    if direction == "peer->node":
+        servers = [f"{RN} probe rdma --server --source {NODE_IPS[k]} --tcp-port {ports[k]} --timeout 20 --duration {SERVER_SECS * 4}" for k in range(n)]
+        clients = [f"{RN} --json probe rdma {NODE_IPS[k]} --source {PEER_IP} --tcp-port {ports[k]} {PROBE}" for k in range(n)]
+        pairs = _run_pairs(node, peer, servers, clients, ports)
+    else:
+        servers = [f"{RN} probe rdma --server --source {PEER_IP} --tcp-port {ports[k]} --timeout 20 --duration {SERVER_SECS * 4}" for k in range(n)]
+        clients = [f"{RN} --json probe rdma {PEER_IP} --source {NODE_IPS[k]} --tcp-port {ports[k]} {PROBE}" for k in range(n)]
+        pairs = _run_pairs(peer, node, servers, clients, ports)
+    return [Case("roce-net probe rdma", direction, k, c.ok, _probe_why(c), c) for k, (_s, c) in enumerate(pairs)]
+
+
+def _probe_why(r: Result) -> str:
+    """A failed probe's own one-line diagnosis (its JSON's failure.message)."""
+    try:
+        f = json.loads(r.out).get("failure")
+    except ValueError:
+        return _why(r)
+    return f["message"] if f else ""
+
+
+def ping(node: Guest, peer: Guest, direction: str) -> list[Case]:
+    out = []
+    for k, ip in enumerate(NODE_IPS):
+        cmd = f"ping -c 2 -W 3 {ip}" if direction == "peer->node" else f"ping -c 2 -W 3 -I {ip} {PEER_IP}"
+        r = (peer if direction == "peer->node" else node).sh(cmd, 60)
+        out.append(Case("ping", direction, k, r.ok, _why(r), r))
+    return out
+
+
+def _why(r: Result) -> str:
+    if r.rc == 124:
+        return _last_lines(r.text()) + f"\n(no result within {CLIENT_SECS} s: ended by timeout)"
+    return _last_lines(r.text()) + f"\n(exit {r.rc})"
+
+
+def _last_lines(t: str, n: int = 6) -> str:
+    lines = [x for x in t.splitlines() if x.strip()]
+    return "\n".join(lines[-n:])
+
+
+def matrix(node: Guest, peer: Guest, gidx_node: int, gidx_peer: int, tools: tuple[str, ...] = ("ping", "ib_write_bw", "rping", "probe")) -> list[Case]:
+    """The whole matrix, peer->node first: node-initiated traffic sends ARP
+    from the node's own NICs and so corrects the peer's cache."""
+    cases: list[Case] = []
+    for direction in ("peer->node", "node->peer"):
+        if "ping" in tools:
+            cases += ping(node, peer, direction)
+        if "ib_write_bw" in tools:
+            cases += write_bw(node, peer, direction, gidx_node, gidx_peer)
+        if "rping" in tools:
+            cases += rping(node, peer, direction)
+        if "probe" in tools:
+            cases += probe(node, peer, direction)
+    return cases
+
+
+def table(cases: list[Case]) -> str:
+    """One line per cell; under a failed one, its own last words (a probe's
+    diagnosis, a tool's last output lines)."""
+    rows = []
+    for c in cases:
+        rows.append(f"  {'PASS' if c.ok else 'FAIL'}  {c.label()}")
+        if not c.ok:
+            rows += [f"        {line[:300]}" for line in c.text.splitlines()[-4:]]
+    return "\n".join(rows)
