@@ -266,16 +266,23 @@ fn an_oversized_existing_file_is_refused_not_read_whole() {
 }
 
 /// Issue 13 item 5: persist writes roce-net's table-names file under the same
-/// host-wide lock apply's writer takes (an exclusive flock on the rt_tables.d
-/// directory), so the two never interleave a read-modify-write of the file.
+/// host-wide lock apply's writer takes (an exclusive flock on the private
+/// `rt_tables.d/.roce-net.lock`), so the two never interleave a
+/// read-modify-write of the file.
 #[test]
 fn the_table_names_file_is_written_under_the_host_wide_lock() {
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("etc/iproute2/rt_tables.d");
     std::fs::create_dir_all(&dir).unwrap();
     // Another writer (apply, in any namespace) holds the lock.
-    let held = std::fs::File::open(&dir).unwrap();
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join(".roce-net.lock"))
+        .unwrap();
     // SAFETY: flock on a descriptor the test owns.
     assert_eq!(
         unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },

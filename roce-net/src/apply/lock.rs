@@ -42,45 +42,19 @@ impl NsLock {
     pub(crate) fn acquire_in(dir: &StateDir, key: &str, wait: Option<Duration>) -> Result<NsLock> {
         let name = format!("{key}.lock");
         let path = dir.file(&name);
-        let mut file = dir.open_lock(&name)?;
-        let t0 = Instant::now();
-        loop {
-            match try_flock(&file) {
-                // A lock on a file no longer at its name (replaced by a
-                // private one) is no lock: take the one there now.
-                Ok(true) if !dir.same_file(&file, &name) => {
-                    file = dir.open_lock(&name)?;
-                    continue;
-                }
-                Ok(true) => return Ok(NsLock { _file: file, path }),
-                Ok(false) => {}
-                Err(e) => return Err(Error::io(e, format!("locking {}", path.display()))),
-            }
-            match wait {
-                Some(w) if t0.elapsed() < w => std::thread::sleep(Duration::from_millis(20)),
-                _ => break,
-            }
-        }
+        let file = match take(dir, &name, wait, Duration::from_millis(20))? {
+            Ok(file) => return Ok(NsLock { _file: file, path }),
+            Err(busy) => busy,
+        };
         let waited = match wait {
             Some(w) => format!(" (waited {} s)", w.as_secs()),
             None => String::new(),
         };
-        let holder = holders(&file);
-        let who = match holder.as_slice() {
-            [] => "another roce-net apply, rollback or watchdog holds the lock for this \
-                   namespace"
-                .to_string(),
-            hs if hs.iter().all(|h| h.roce_net) => format!(
-                "another roce-net apply, rollback or watchdog ({}) holds the lock for this \
-                 namespace",
-                describe(hs)
-            ),
-            hs => format!(
-                "{} holds the lock for this namespace; it is not a roce-net apply, rollback \
-                 or watchdog, so find out why it holds it (or end it)",
-                describe(hs)
-            ),
-        };
+        let who = who_holds(
+            &file,
+            "the lock for this namespace",
+            "apply, rollback or watchdog",
+        );
         Err(Error::new(
             ErrorKind::Locked,
             format!(
@@ -94,6 +68,61 @@ impl NsLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Take an exclusive `flock` on the private lock file `name` in `dir`
+/// ([`StateDir::open_lock`]: 0600, one others could open replaced), trying
+/// every `poll` for up to `wait` (`None`: once). `Ok(Ok(file))`: held while
+/// `file` is open; `Ok(Err(file))`: another process still holds it (see
+/// [`who_holds`]).
+pub(crate) fn take(
+    dir: &StateDir,
+    name: &str,
+    wait: Option<Duration>,
+    poll: Duration,
+) -> Result<std::result::Result<File, File>> {
+    let mut file = dir.open_lock(name)?;
+    let t0 = Instant::now();
+    loop {
+        match try_flock(&file) {
+            // A lock on a file no longer at its name (replaced by a
+            // private one) is no lock: take the one there now.
+            Ok(true) if !dir.same_file(&file, name) => {
+                file = dir.open_lock(name)?;
+                continue;
+            }
+            Ok(true) => return Ok(Ok(file)),
+            Ok(false) => {}
+            Err(e) => {
+                return Err(Error::io(
+                    e,
+                    format!("locking {}", dir.file(name).display()),
+                ))
+            }
+        }
+        match wait {
+            Some(w) if t0.elapsed() < w => std::thread::sleep(poll),
+            _ => return Ok(Err(file)),
+        }
+    }
+}
+
+/// Who holds `lock` (what it is, e.g. "the lock for this namespace") on
+/// `f`'s file, as the start of a sentence: the processes `/proc/locks`
+/// names, and whether they are roce-net (`ours`: which roce-net commands
+/// take it) or another program, which is then not blamed on roce-net.
+pub(crate) fn who_holds(f: &File, lock: &str, ours: &str) -> String {
+    match holders(f).as_slice() {
+        [] => format!("another roce-net {ours} holds {lock}"),
+        hs if hs.iter().all(|h| h.roce_net) => {
+            format!("another roce-net {ours} ({}) holds {lock}", describe(hs))
+        }
+        hs => format!(
+            "{} holds {lock}; it is not a roce-net {ours}, so find out why it holds it (or end \
+             it)",
+            describe(hs)
+        ),
     }
 }
 

@@ -36,7 +36,7 @@ mod confirm;
 mod execute;
 mod identity;
 mod journal;
-mod lock;
+pub(crate) mod lock;
 mod privilege;
 pub use privilege::require_net_admin;
 pub(crate) mod statedir;

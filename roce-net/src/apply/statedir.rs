@@ -28,6 +28,40 @@ pub(crate) const MAX_STATE_FILE: u64 = 64 << 20;
 pub(crate) struct StateDir {
     fd: OwnedFd,
     path: PathBuf,
+    kind: DirKind,
+}
+
+/// What a [`StateDir`] is, for its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirKind {
+    /// roce-net's state directory (`--state-dir`).
+    State,
+    /// Another directory roce-net keeps a lock file in (`rt_tables.d` under
+    /// the etc root), opened by the caller.
+    Other,
+}
+
+impl DirKind {
+    fn file(self) -> &'static str {
+        match self {
+            DirKind::State => "state file",
+            DirKind::Other => "file",
+        }
+    }
+
+    fn trusted(self) -> &'static str {
+        match self {
+            DirKind::State => "state",
+            DirKind::Other => "a file",
+        }
+    }
+
+    fn elsewhere(self) -> &'static str {
+        match self {
+            DirKind::State => " or use another --state-dir",
+            DirKind::Other => "",
+        }
+    }
 }
 
 fn cstr(name: &str) -> Result<CString> {
@@ -55,15 +89,16 @@ fn fstat(fd: &impl AsRawFd) -> std::io::Result<libc::stat> {
 
 /// Refuse what another user could have written: owned by someone other than us
 /// or root, or writable by group or others.
-fn check_trust(st: &libc::stat, what: &str, path: &Path) -> Result<()> {
+fn check_trust(st: &libc::stat, what: &str, path: &Path, kind: DirKind) -> Result<()> {
     let me = euid();
+    let (trusted, elsewhere) = (kind.trusted(), kind.elsewhere());
     if st.st_uid != me && st.st_uid != 0 {
         return Err(Error::new(
             ErrorKind::Permission,
             format!(
                 "{what} {} is owned by uid {}, not by uid {me} or root: roce-net does not trust \
-                 state another user could have written; nothing was changed. Check who made it, \
-                 then remove it or use another --state-dir",
+                 {trusted} another user could have written; nothing was changed. Check who made \
+                 it, then remove it{elsewhere}",
                 path.display(),
                 st.st_uid
             ),
@@ -74,11 +109,16 @@ fn check_trust(st: &libc::stat, what: &str, path: &Path) -> Result<()> {
             ErrorKind::Permission,
             format!(
                 "{what} {} is writable by group or others (mode {:o}): roce-net does not trust \
-                 state another user could have written; nothing was changed. Run \
-                 `chmod go-w {}` if its contents are yours, or use another --state-dir",
+                 {trusted} another user could have written; nothing was changed. Run \
+                 `chmod go-w {}` if its contents are yours{}",
                 path.display(),
                 st.st_mode & 0o7777,
-                path.display()
+                path.display(),
+                if elsewhere.is_empty() {
+                    ""
+                } else {
+                    ", or use another --state-dir"
+                }
             ),
         ));
     }
@@ -171,11 +211,24 @@ impl StateDir {
         // SAFETY: fd is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let st = fstat(&fd).map_err(|e| Error::io(e, format!("checking {}", path.display())))?;
-        check_trust(&st, "state directory", path)?;
+        check_trust(&st, "state directory", path, DirKind::State)?;
         Ok(Some(StateDir {
             fd,
             path: path.to_path_buf(),
+            kind: DirKind::State,
         }))
+    }
+
+    /// A directory the caller opened itself (without following links), shown
+    /// as `path`, to keep lock files in ([`StateDir::open_lock`]): its files
+    /// are held to the same rules, its own owner and mode are the caller's
+    /// business (`rt_tables.d` under the etc root).
+    pub(crate) fn from_open(fd: OwnedFd, path: &Path) -> StateDir {
+        StateDir {
+            fd,
+            path: path.to_path_buf(),
+            kind: DirKind::Other,
+        }
     }
 
     /// The directory's path.
@@ -197,9 +250,13 @@ impl StateDir {
         Error::new(
             ErrorKind::Permission,
             format!(
-                "{} is a symbolic link; roce-net never follows links in its state directory. \
-                 Remove it (it was not made by roce-net) and try again",
-                self.file(name).display()
+                "{} is a symbolic link; roce-net never follows links in its {}. Remove it (it \
+                 was not made by roce-net) and try again",
+                self.file(name).display(),
+                match self.kind {
+                    DirKind::State => "state directory",
+                    DirKind::Other => "own files",
+                }
             ),
         )
     }
@@ -216,7 +273,7 @@ impl StateDir {
                 ),
             ));
         }
-        check_trust(&st, "state file", &self.file(name))
+        check_trust(&st, self.kind.file(), &self.file(name), self.kind)
     }
 
     /// Read a file whole (at most [`MAX_STATE_FILE`] bytes); `None` when missing.

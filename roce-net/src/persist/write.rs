@@ -158,11 +158,14 @@ pub fn write_files_at(
         return Ok(report);
     }
     let mut items = Vec::new();
+    // The host-wide lock of the table names, held until the set is switched.
+    let mut held = Vec::new();
     for (f, base, hp, existing, keep_orig) in todo {
-        stage_one(&mut items, base, &hp, f, &existing, keep_orig)
+        stage_one(&mut items, &mut held, base, &hp, f, &existing, keep_orig)
             .map_err(|e| e.context(format!("writing {}", f.path.display())))?;
     }
     super::switch::write_all(&items)?;
+    drop(held);
     Ok(report)
 }
 
@@ -778,9 +781,11 @@ fn atomic_replace(
 }
 
 /// Add `f` (and the backups of what it replaces) to the set `items` that
-/// [`super::switch::write_all`] writes all or nothing.
+/// [`super::switch::write_all`] writes all or nothing; the host-wide lock of
+/// the table names, when `f` is that file, goes to `held`.
 fn stage_one(
     items: &mut Vec<super::switch::Item>,
+    held: &mut Vec<crate::rt_tables::NamesHeld>,
     root: &Path,
     hp: &Path,
     f: &RenderedFile,
@@ -800,13 +805,13 @@ fn stage_one(
     };
     // roce-net's table-names file is shared by every writer on the host (apply
     // edits it from any namespace): hold the host-wide lock its owner
-    // (rt_tables) defines until the set is switched (the lock lives with the
-    // directory's descriptor, kept in the item), and back up what it holds now.
+    // (rt_tables) defines until the set is switched (the caller keeps it in
+    // `held`), and back up what it holds now.
     // Merged with the file as it is under the lock, not as it was when
     // checked: another writer may have changed other tables' lines since.
     let fresh;
     let before = if f.path == Path::new(super::RT_TABLES_PATH) {
-        crate::rt_tables::lock_names_dir(&dir, &shown)?;
+        held.push(crate::rt_tables::lock_names_dir(&dir, &shown)?);
         // `hp` is relative to `root` (the etc root may be elsewhere).
         fresh = inspect(root, hp)?;
         &fresh

@@ -19,7 +19,9 @@ mod write;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-pub(crate) use write::{lock_names_dir, own_table_names, update_table_names, NameUpdate};
+pub(crate) use write::{
+    lock_names_dir, own_table_names, update_table_names, NameUpdate, NamesHeld,
+};
 
 /// The file roce-net registers its table names in, under an `/etc` root. roce-net
 /// writes no other iproute2 file. This module owns it: its header

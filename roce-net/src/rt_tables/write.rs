@@ -4,8 +4,11 @@
 //! directory), so:
 //!
 //! - every read-modify-write holds a **host-wide lock**: an exclusive `flock(2)` on
-//!   the `rt_tables.d` directory itself, which every writer of this file on the
-//!   host opens, whatever namespace it works in;
+//!   [`LOCK_FILE`] in the `rt_tables.d` directory, which every writer of this
+//!   file on the host takes, whatever namespace it works in. The lock file is
+//!   private (0600, owned by root or the writer; one others could open is
+//!   replaced), as the namespace locks are: `flock` works on any descriptor, so
+//!   a lock others can open is a lock any local user can hold;
 //! - the new text goes to a **unique temporary file** created with
 //!   `O_CREAT | O_EXCL | O_NOFOLLOW` next to the target, then renamed over it;
 //! - every update says what it **expects** the file to hold for its table id, and
@@ -21,7 +24,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::NAMES_HEADER as HEADER;
 /// How long a writer waits for another to finish (a write takes well under a
@@ -42,10 +45,20 @@ pub(crate) struct NameUpdate<'a> {
     pub set: Option<&'a str>,
 }
 
-/// The host-wide lock, held while it lives.
+/// The host-wide lock's file in `rt_tables.d`: iproute2 reads only `*.conf`
+/// there, and a dot file is out of an admin's way.
+pub(crate) const LOCK_FILE: &str = ".roce-net.lock";
+
+/// The host-wide lock of the names file, held while it lives.
+pub(crate) struct NamesHeld {
+    _file: File,
+}
+
+/// The names file's directory, open, with the host-wide lock held.
 struct NamesLock {
     dir: OwnedFd,
     path: PathBuf,
+    _held: NamesHeld,
 }
 
 /// A temporary-name suffix unique within this process (with the pid in the name
@@ -79,53 +92,51 @@ fn lock(etc_root: &Path) -> Result<NamesLock> {
             format!("could not create the directories of {}", file.display()),
         ));
     };
-    let dir = file.parent().unwrap_or(etc_root).to_path_buf();
-    lock_dir(&fd, &dir, &file)?;
+    let held = lock_names_dir(&fd, &file)?;
     Ok(NamesLock {
         dir: fd,
         path: file,
+        _held: held,
     })
 }
 
-/// Take the host-wide lock on the names file's directory, open as `dir` (shown
-/// as `dir_path`; `file` is the names file), waiting up to [`LOCK_WAIT`] for
-/// another writer. Held until every descriptor of that open directory is
-/// closed. Every writer of the names file takes it: apply's (through
-/// [`update_table_names`]) and persist's (through [`lock_names_dir`]).
-fn lock_dir(dir: &OwnedFd, dir_path: &Path, file: &Path) -> Result<()> {
-    let t0 = Instant::now();
-    loop {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(Error::io(e, format!("locking {}", dir_path.display())));
-        }
-        if t0.elapsed() >= LOCK_WAIT {
-            return Err(Error::new(
-                ErrorKind::Locked,
-                format!(
-                    "another roce-net process has held the host-wide lock on {} for {} s \
-                     (it writes {}); nothing was written. Find it with `fuser -v {}`",
-                    dir_path.display(),
-                    LOCK_WAIT.as_secs(),
-                    file.display(),
-                    dir_path.display()
-                ),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+/// Take the host-wide lock of the names file `file` for a writer that opened
+/// its directory `dir` itself, waiting up to [`LOCK_WAIT`] for another writer.
+/// Held while the result lives (and released by the kernel when the process
+/// dies). Every writer of the names file takes it: apply's and rollback's
+/// (through [`update_table_names`]) and persist's, which writes the whole
+/// file under a target root.
+pub(crate) fn lock_names_dir(dir: &OwnedFd, file: &Path) -> Result<NamesHeld> {
+    lock_names_dir_within(dir, file, LOCK_WAIT)
 }
 
-/// Take the host-wide lock of the names file for a writer that opened its
-/// directory itself (`roce-net persist`, which writes the whole file under a
-/// target root): `dir` is that open `rt_tables.d` directory, `shown` the file.
-pub(crate) fn lock_names_dir(dir: &OwnedFd, shown: &Path) -> Result<()> {
-    let dir_path = shown.parent().unwrap_or(shown);
-    lock_dir(dir, dir_path, shown)
+fn lock_names_dir_within(dir: &OwnedFd, file: &Path, wait: Duration) -> Result<NamesHeld> {
+    use crate::apply::lock::{take, who_holds};
+    let dir_path = file.parent().unwrap_or(file);
+    let dup = dir
+        .try_clone()
+        .map_err(|e| Error::io(e, format!("opening {}", dir_path.display())))?;
+    let dir = crate::apply::statedir::StateDir::from_open(dup, dir_path);
+    match take(&dir, LOCK_FILE, Some(wait), Duration::from_millis(5))? {
+        Ok(file) => Ok(NamesHeld { _file: file }),
+        Err(busy) => {
+            let who = who_holds(
+                &busy,
+                "the host-wide lock of the table names",
+                "apply, rollback, watchdog or persist",
+            );
+            Err(Error::new(
+                ErrorKind::Locked,
+                format!(
+                    "{who} ({}) (waited {} s); nothing was written to {}. Wait for it to finish \
+                     and try again",
+                    dir.file(LOCK_FILE).display(),
+                    wait.as_secs(),
+                    file.display(),
+                ),
+            ))
+        }
+    }
 }
 
 impl NamesLock {
@@ -565,6 +576,79 @@ mod tests {
             out.push(p);
         }
         out
+    }
+
+    fn flock(f: &File) -> bool {
+        // SAFETY: flock on a descriptor the test owns.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    }
+
+    /// Issue 26 item 3: the host-wide lock is a private file (0600) in
+    /// `rt_tables.d`, not the directory, which any local user can open and
+    /// `flock`; a lock file others could open is replaced (whoever holds it
+    /// holds nothing), and a `locked` error names the process holding the lock
+    /// without blaming roce-net. On main a holder of the directory stalled
+    /// every writer for 30 s and the error blamed "another roce-net process".
+    #[test]
+    fn the_host_wide_lock_is_private_and_names_its_holder() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("iproute2/rt_tables.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        // What the lock used to be, held (as a local user could).
+        let squatter = File::open(&dir).unwrap();
+        assert!(flock(&squatter));
+        update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap();
+        let lock = dir.join(LOCK_FILE);
+        let meta = std::fs::symlink_metadata(&lock).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        drop(squatter);
+        // A lock file others could open (made by hand), held: replaced.
+        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let old = File::open(&lock).unwrap();
+        assert!(flock(&old));
+        update_table_names(d.path(), &[set(1002, None, Some("b"))], false).unwrap();
+        let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        drop(old);
+        // Held by a program that is not roce-net (this test): named, not
+        // blamed on roce-net, nothing written.
+        let held = File::open(&lock).unwrap();
+        assert!(flock(&held));
+        let file = d.path().join(TABLE_NAMES_FILE);
+        let (fd, _) = crate::persist::write::walk_parent(
+            d.path(),
+            &Path::new("/").join(TABLE_NAMES_FILE),
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        let before = read(d.path());
+        let e = lock_names_dir_within(&fd, &file, Duration::from_millis(50))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+        let t = e.to_string();
+        assert!(
+            t.contains(&format!("process {}", std::process::id())),
+            "{t}"
+        );
+        assert!(t.contains("not a roce-net"), "{t}");
+        assert!(!t.contains("another roce-net"), "{t}");
+        assert!(t.contains(&lock.display().to_string()), "{t}");
+        assert_eq!(read(d.path()), before);
+        drop(held);
+        // A link planted as the lock file is refused, never followed.
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        let e = update_table_names(d.path(), &[set(1003, None, Some("c"))], false).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        let mode = std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
+        assert_ne!(mode, 0o600, "the link's target was not touched");
     }
 
     #[test]
