@@ -221,6 +221,7 @@ fn nothing_to_do(cli: &Cli, notes: &[String], saved: bool) -> Result<u8, Error> 
             "journal": null,
             "apply_id": null,
             "notes": notes,
+            "announced": Vec::<String>::new(),
         }))?;
     } else {
         out(if saved {

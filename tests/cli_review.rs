@@ -304,6 +304,7 @@ fn apply_json_has_the_same_keys_with_or_without_changes() {
         k
     };
     let want = [
+        "announced",
         "applied",
         "apply_id",
         "changes",

@@ -108,18 +108,6 @@ fn wrong_mac_seen_only_across_hosts_is_found_fixed_and_silent_after() {
         "h2's own planner already sees it"
     );
 
-    // Fix every host with the default policy; the peers' entries outlive it.
-    let opts = ApplyOptions {
-        state_dir: run.path().to_path_buf(),
-        ..Default::default()
-    };
-    for h in &hosts {
-        let plan = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
-        roce_net::apply(h, &plan, &opts).unwrap();
-    }
-    let r = roce_net::fleet_report(&snapshots(&hosts));
-    assert_eq!(wrong_mac(&r).len(), found.len(), "{:#?}", r.findings);
-
     // The finding's remediation, run as written, clears it.
     for f in wrong_mac(&r) {
         for cmd in &f.remediation.commands {
@@ -137,6 +125,19 @@ fn wrong_mac_seen_only_across_hosts_is_found_fixed_and_silent_after() {
             let st = Command::new("ip").args(&w[1..]).status().unwrap();
             assert!(st.success(), "{cmd}");
         }
+    }
+    let cleared = roce_net::fleet_report(&snapshots(&hosts));
+    assert!(wrong_mac(&cleared).is_empty(), "{:#?}", cleared.findings);
+
+    // Fix every host with the default policy (each apply announces its NICs'
+    // addresses, so a peer's stale entry would take the right MAC too).
+    let opts = ApplyOptions {
+        state_dir: run.path().to_path_buf(),
+        ..Default::default()
+    };
+    for h in &hosts {
+        let plan = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
+        roce_net::apply(h, &plan, &opts).unwrap();
     }
     // And with the fix in place the same traffic teaches h2 the right MAC.
     ping_from(&ns[0], &addr(0, 1), &addr(1, 0));

@@ -7,6 +7,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// Uses that break the layering today, each named by file, with why; the test
+/// fails when one is gone (remove it here) as it fails on any new one. The
+/// names writer takes apply's private-lock primitives (`apply/lock.rs`,
+/// `apply/statedir.rs`) and persist's link-safe directory walk
+/// (`persist/write.rs`): both belong below `rt_tables`, which needs the two
+/// syscall wrappers they use (`getrandom`, `renameat2`) out of `kernel` first
+/// (docs/architecture.md, "Known layering debt").
+const KNOWN_DEBT: &[(&str, &str)] = &[
+    ("rt_tables/write.rs", "apply"),
+    ("rt_tables/write.rs", "persist"),
+];
+
 /// What each top-level module may use (besides itself).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
@@ -55,7 +67,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "probe",
         &["error", "model", "kernel", "host", "netns", "scope", "fib"],
     ),
-    // apply reaches its state files through input's `open_at`.
+    // apply reaches its state files through input's `open_at`, and after a
+    // verified apply announces each NIC's address with probe's ARP sender.
     (
         "apply",
         &[
@@ -68,6 +81,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "rt_tables",
             "policy",
             "plan",
+            "probe",
         ],
     ),
     (
@@ -178,6 +192,7 @@ fn modules_only_use_the_layers_below_them() {
     let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
     let mut seen = BTreeSet::new();
     let mut bad = Vec::new();
+    let mut debt = BTreeSet::new();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     for f in &files {
@@ -200,11 +215,24 @@ fn modules_only_use_the_layers_below_them() {
         let code = product_code(&std::fs::read_to_string(f).unwrap());
         for r in crate_refs(&code) {
             if r != module && allowed.contains_key(r.as_str()) && !ok.contains(&r.as_str()) {
-                bad.push(format!("{}: {module} uses {r}", rel.display()));
+                let file = rel.display().to_string();
+                if KNOWN_DEBT.contains(&(file.as_str(), r.as_str())) {
+                    debt.insert((file, r));
+                    continue;
+                }
+                bad.push(format!("{file}: {module} uses {r}"));
             }
         }
     }
     assert!(bad.is_empty(), "layering violations:\n{}", bad.join("\n"));
+    let gone: Vec<_> = KNOWN_DEBT
+        .iter()
+        .filter(|(f, r)| !debt.contains(&(f.to_string(), r.to_string())))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "paid off, remove from KNOWN_DEBT: {gone:?}"
+    );
     assert_eq!(seen.len(), ALLOWED.len(), "modules found: {seen:?}");
 }
 

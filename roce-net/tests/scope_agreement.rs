@@ -261,7 +261,13 @@ fn seed_lab_agrees_and_the_doctors_fix_is_the_plan() {
     // The routing part of the doctor's remediation is exactly the routing part
     // of the default policy's plan: same routes and rules, nothing else.
     let plan = roce_net::plan(&st, &Policy::default()).unwrap();
-    let want: BTreeSet<String> = plan.changes.iter().filter_map(command).collect();
+    // The doctor's commands act where the snapshot was taken (`ip -n NS`).
+    let want: BTreeSet<String> = plan
+        .changes
+        .iter()
+        .filter_map(command)
+        .map(|c| roce_net::in_netns(st.netns.as_deref(), &c))
+        .collect();
     let findings = roce_net::doctor(&st);
     let got = routing_commands(&findings);
     assert_eq!(got.len(), want.len(), "{got:#?}");
@@ -274,14 +280,17 @@ fn seed_lab_agrees_and_the_doctors_fix_is_the_plan() {
         .changes
         .iter()
         .filter_map(|c| match c {
-            Change::SetSysctl { sysctl, after, .. } => Some(sysctl.write_command(after)),
+            Change::SetSysctl { sysctl, after, .. } => Some(roce_net::in_netns(
+                st.netns.as_deref(),
+                &sysctl.write_command(after),
+            )),
             _ => None,
         })
         .collect();
     let doctor_sysctls: Vec<&String> = findings
         .iter()
         .flat_map(|f| f.remediation.commands.iter())
-        .filter(|c| c.starts_with("sysctl "))
+        .filter(|c| c.contains(" sysctl ") || c.starts_with("sysctl "))
         .collect();
     assert!(!doctor_sysctls.is_empty());
     for c in doctor_sysctls {
