@@ -25,12 +25,14 @@ mirror=${ROCE_NET_VM_MIRROR:-http://deb.debian.org/debian}
 cache=${ROCE_NET_VM_CACHE:-${HOME:-/root}/.cache/roce-net/vm}
 
 # What every guest carries: systemd as init, the guest agent that drives it
-# (no management network needed), Debian's kernel and initramfs, and the
-# RDMA user space: rdma-core with the rxe provider, perftest, rdmacm-utils.
+# (no management network needed), Debian's kernel and initramfs, the
+# RDMA user space (rdma-core with the rxe provider, perftest, rdmacm-utils) and
+# the release's own Python with pip, which installs the roce_net wheel.
 packages=(
   systemd-sysv udev kmod dbus qemu-guest-agent linux-image-amd64 initramfs-tools
   iproute2 iputils-ping iputils-arping procps ethtool
   rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils
+  python3 python3-pip
 )
 
 recipe=$(

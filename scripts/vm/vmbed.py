@@ -252,7 +252,15 @@ class Guest:
                 raise VmError(f"{self.name}: qemu exited with {self.proc.returncode}: {self.tail()}")
             try:
                 self.agent.call("guest-ping", timeout=5)
-                r = self.sh("systemctl is-system-running --wait >/dev/null 2>&1; mountpoint -q /mnt/roce-net && echo ok", timeout=120)
+                # The share's mount can race the 9p transport module at boot
+                # (kernel 5.10: "9pnet: Could not find request transport:
+                # virtio"): mounted again once the system is up.
+                r = self.sh(
+                    "systemctl is-system-running --wait >/dev/null 2>&1; "
+                    "mountpoint -q /mnt/roce-net || mount /mnt/roce-net; "
+                    "mountpoint -q /mnt/roce-net && echo ok",
+                    timeout=120,
+                )
                 if "ok" in r.out:
                     break
             except (OSError, TimeoutError, ConnectionError, VmError):
