@@ -9,6 +9,7 @@ with a strict rp_filter, ...). What each step saw is printed (pytest -rA).
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -37,28 +38,58 @@ def probe_json(c: Case) -> dict[str, Any]:
         pytest.fail(f"{c.label()}: not JSON: {c.client.text()[-1500:]}")
 
 
+def healed_within(peer, secs: float = 15) -> float:
+    """Seconds until the peer's cache holds every node NIC's own MAC, without a
+    command on the peer. The node's gratuitous ARP does it at once in almost
+    every run; once in a few runs an ARP reply the node's wrong NIC sent
+    before the fix reached the peer after the announcement, and the peer's
+    own probing corrected the entry seconds later (docs/vm.md)."""
+    t0 = time.monotonic()
+    while True:
+        left = flux_affected(seed.neigh_macs(peer))
+        if not left:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > secs:
+            pytest.fail(f"node NICs {sorted(left)} still wrong in the peer's cache {secs:.0f} s after apply:\n" + peer.ok("ip neigh show"))
+        time.sleep(1)
+
+
 def test_before_fix_ping_works_and_rdma_fails_where_arp_flux_sent_it(seed_bed):
     _bed, node, peer = seed_bed
     seed.make_broken(node, peer)
     neigh = seed.neigh_macs(peer)
-    affected = flux_affected(neigh)
     print("peer's neighbour entries:", neigh)
-    assert affected, f"the peer learned every node address with its own NIC's MAC: no ARP flux to show ({neigh})"
+    assert flux_affected(neigh), f"the peer learned every node address with its own NIC's MAC: no ARP flux to show ({neigh})"
     gidx_node, gidx_peer = seed.gid_index(node), seed.gid_index(peer)
-    cases = seed.matrix(node, peer, gidx_node, gidx_peer, tools=("ping", "probe", "ib_write_bw", "rping"))
-    print(seed.table(cases))
+    cases = seed.ping(node, peer, "peer->node")
+    assert all(c.ok for c in cases), seed.table(cases)
+    # Peer -> node first, one tool at a time. Under flux an entry can change
+    # while a tool runs (the node's own ARP from one NIC or another), so a
+    # cell is judged by the peer's entries just before and just after it: a
+    # NIC whose MAC the peer held right all along never fails, and each tool
+    # fails somewhere.
+    affected: set[int] = set()
+    runs = (
+        lambda: seed.probe(node, peer, "peer->node"),
+        lambda: seed.write_bw(node, peer, "peer->node", gidx_node, gidx_peer),
+        lambda: seed.rping(node, peer, "peer->node"),
+    )
+    for run in runs:
+        wrong = flux_affected(seed.neigh_macs(peer))
+        got = run()
+        wrong |= flux_affected(seed.neigh_macs(peer))
+        affected |= wrong
+        cases += got
+        failed = {c.nic for c in got if not c.ok}
+        print(seed.table(got))
+        assert failed, f"{got[0].tool} peer->node: nothing failed"
+        assert failed <= wrong, f"{got[0].tool} peer->node: failed {sorted(failed)}, flux-affected {sorted(wrong)}:\n{seed.table(got)}"
+    more = seed.matrix(node, peer, gidx_node, gidx_peer)
+    cases += [c for c in more if c.direction == "node->peer"]
+    print(seed.table([c for c in more if c.direction == "node->peer"]))
+    assert all(c.ok for c in cases if c.tool == "ping"), seed.table(cases)
     seen["before"] = cases
     seen["affected"] = affected
-    for c in cases:
-        if c.tool == "ping":
-            assert c.ok, f"ping fails before the fix: {c.label()}: {c.text}"
-    for tool in ("roce-net probe rdma", "ib_write_bw", "rping"):
-        cells = by(cases, tool, "peer->node")
-        failed = {k for k, c in cells.items() if not c.ok}
-        # Every NIC the peer's ARP cache sends to another NIC fails; the NIC
-        # whose MAC the peer holds works.
-        assert failed >= affected, f"{tool} peer->node: failed {sorted(failed)}, flux-affected {sorted(affected)}:\n{seed.table(list(cells.values()))}"
-        assert failed, f"{tool} peer->node: nothing failed"
 
 
 def test_before_fix_probe_rdma_explains_arp_flux_with_evidence_from_both_ends(seed_bed):
@@ -66,9 +97,10 @@ def test_before_fix_probe_rdma_explains_arp_flux_with_evidence_from_both_ends(se
     if cases is None:
         pytest.fail("the before step did not run")
     cells = by(cases, "roce-net probe rdma", "peer->node")
-    for k in seen["affected"]:
-        c = cells[k]
-        assert not c.ok
+    failed = [c for c in cells.values() if not c.ok]
+    assert failed
+    for c in failed:
+        k = c.nic
         r = probe_json(c)
         f = r["failure"]
         assert f["value"].get("status") == 12, f"{c.label()}: {f}"
@@ -103,9 +135,8 @@ def test_apply_on_the_node_alone_heals_the_peer_and_every_pair_passes(seed_bed):
     for k, ip in enumerate(NODE_IPS):
         assert f"announced {ip} on eth{k}" in r.out, r.out
     # No command on the peer: its cache took the announcements.
-    neigh = seed.neigh_macs(peer)
-    print("peer's neighbour entries after the node's apply:", neigh)
-    assert flux_affected(neigh) == set(), neigh
+    print(f"the peer's cache held every NIC's own MAC {healed_within(peer):.1f} s after apply")
+    print("peer's neighbour entries after the node's apply:", seed.neigh_macs(peer))
     cases = seed.matrix(node, peer, seed.gid_index(node), seed.gid_index(peer))
     print(seed.table(cases))
     seen["after"] = cases
@@ -132,7 +163,7 @@ def test_strict_rp_filter_as_rhel_ships_it_fails_the_same_way_and_apply_fixes_it
     assert all(c.ok for c in cases if c.tool == "ping"), seed.table(cases)
     cells = by(cases, "roce-net probe rdma", "peer->node")
     failed = {k for k, c in cells.items() if not c.ok}
-    assert failed >= affected, seed.table(cases)
+    assert failed and failed <= affected | flux_affected(seed.neigh_macs(peer)), seed.table(cases)
     for k in failed:
         f = probe_json(cells[k])["failure"]
         # The entry flips while the probe runs (the node's own ARP from the
@@ -143,8 +174,10 @@ def test_strict_rp_filter_as_rhel_ships_it_fails_the_same_way_and_apply_fixes_it
     print("doctor:", sorted(ids))
     assert "rp-filter-strict" in ids and "arp-ignore" in ids, sorted(ids)
     r = node.sh(f"{RN} apply --yes", 300)
+    print(r.text())
     assert r.ok, r.text()
-    assert flux_affected(seed.neigh_macs(peer)) == set()
+    print(peer.ok("ip neigh show"))
+    print(f"the peer's cache held every NIC's own MAC {healed_within(peer):.1f} s after apply")
     cases = seed.probe(node, peer, "peer->node") + seed.probe(node, peer, "node->peer")
     cases += seed.write_bw(node, peer, "peer->node", seed.gid_index(node), seed.gid_index(peer))
     print(seed.table(cases))
