@@ -1,5 +1,6 @@
-//! Namespace helpers for the crate's own tests (its unit tests, and tests/probe_arp.rs
-//! through `#[path]`): every namespace is named
+//! Namespace helpers and `require_root` for the crate's own tests: its unit
+//! tests, and through `#[path]` both integration-test binaries
+//! (`roce-net/tests/it/main.rs`, `tests/it/main.rs`): every namespace is named
 //! `rnt-sf-<tag>-<pid>` and deleted by a guard, even when the test fails.
 #![allow(dead_code)]
 

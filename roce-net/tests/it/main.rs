@@ -1,0 +1,54 @@
+//! The library's integration tests, in one test binary (issue 23): each former
+//! `tests/<name>.rs` is the module `<name>` here, so a test keeps its name under
+//! that module (`cargo test -p roce-net --test it lab_guard::`) and a
+//! `cargo test NAME` filter still finds it. One binary links the library and its
+//! dependencies once instead of once per file; docs/architecture.md
+//! ("Tests") has the layout and what it saves.
+//!
+//! The tests run as threads of one process. None relies on being alone in it:
+//! namespaces are named by pid plus a per-lab counter or a per-module prefix,
+//! mount and network namespaces are entered on threads of their own, and no test
+//! sets the environment, the umask or signal dispositions of this process.
+//! A test that needs any of that belongs in a binary of its own, as
+//! `tests/lab_prop.rs` does (why: there).
+
+// Shared helpers: the namespace guard and `require_root` are the crate's own
+// `src/test_support.rs` (its unit tests use the same file).
+mod doctor_support;
+mod fib_support;
+mod golden_support;
+mod lab_support;
+#[path = "../../src/test_support.rs"]
+mod test_support;
+
+mod doctor_checks;
+mod doctor_fleet;
+mod doctor_hw;
+mod doctor_nccl;
+mod doctor_verbs;
+mod fleet_cross_host;
+mod lab_apply;
+mod lab_doctor;
+mod lab_fib;
+mod lab_fleet;
+mod lab_guard;
+mod lab_ifindex;
+mod lab_input;
+mod lab_netlink_writes;
+mod lab_nic_hw;
+mod lab_observe;
+mod lab_shared_names;
+mod layering;
+mod metrics;
+mod nccl_model;
+mod persist_discover;
+mod persist_render;
+mod persist_write;
+mod plan_golden;
+mod plan_neigh;
+mod plan_persisted;
+mod plan_policy;
+mod plan_stable;
+mod probe_arp;
+mod prop_plan;
+mod scope_agreement;

@@ -1,0 +1,35 @@
+//! The CLI's integration tests, in one test binary (issue 23): each former
+//! `tests/<name>.rs` is the module `<name>` here, so a test keeps its name under
+//! that module (`cargo test --test it crash::`) and a `cargo test NAME` filter
+//! still finds it. One binary links the CLI's dependencies once instead of once
+//! per file; docs/architecture.md ("Tests") has the layout and what it saves.
+//! `tests/cli_rdma.rs` stays a binary of its own: `scripts/test.sh` builds and
+//! runs it alone with the `verbs` feature, which would otherwise run every test
+//! here a second time.
+//!
+//! The tests run as threads of one process. None relies on being alone in it:
+//! the CLI runs as a child process (signals go to the child's pid), namespaces
+//! are named by pid plus a sequence number or a per-module prefix, a network
+//! namespace is entered on a thread of its own or in the child before exec, and
+//! no test sets the environment, the umask or signal dispositions of this
+//! process. A test that needs any of that belongs in a binary of its own.
+
+// Shared helpers; `require_root` is the library's `roce-net/src/test_support.rs`
+// (one definition for the unit tests and both crates' integration tests).
+mod support;
+#[path = "../../roce-net/src/test_support.rs"]
+mod test_support;
+
+mod cli;
+mod cli_input;
+mod cli_review;
+mod cli_snapshot;
+mod cli_views;
+mod crash;
+mod first_hour;
+mod lab_interrupt;
+mod persist_boot;
+mod printed_commands;
+mod reliability;
+mod reliability_26;
+mod watchdog_superseded;
