@@ -11,7 +11,8 @@
 //! The registry ties Rust struct names to Python classes. Which names must have a
 //! class is decided by `exported_types!` (crate::schema), checked when the package
 //! registers; binding a new part of the library is: list its result type there,
-//! add its dataclass in `_types.py` (and to `_ALL`), and call [`to_py`] on it.
+//! regenerate `_types.py` (`scripts/gen_python_types.py` writes its dataclass),
+//! and call [`to_py`] on it.
 
 use crate::schema::Exported;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};

@@ -1,8 +1,9 @@
 //! `probe rdma` and the verbs view for Python: the native halves of
 //! `roce_net.probe_rdma`, `roce_net.probe_rdma_server` and `roce_net.verbs_view`.
-//! The probe reports come back as the library's JSON text, which
-//! `roce_net/_rdma.py` turns into its frozen result classes; the verbs view is a
-//! `VerbsView` of `roce_net._types` (it is also part of a snapshot).
+//! The probe reports come back as the frozen result classes of
+//! `roce_net._types` (`RdmaProbeResult`, `RdmaServerResult`, built from the
+//! library's structs like every other result); the verbs view is a `VerbsView`
+//! (it is also part of a snapshot).
 //! Every call releases the GIL, so a thread pool runs many probes at once.
 
 use crate::convert::to_py;
@@ -12,15 +13,6 @@ use pyo3::prelude::*;
 use roce_net::{Error, ErrorKind, RdmaProbeOptions, VerbsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
-
-fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
-    serde_json::to_string(v).map_err(|e| {
-        py_err(Error::new(
-            ErrorKind::Io,
-            format!("serialising the probe report: {e}"),
-        ))
-    })
-}
 
 fn secs(what: &str, v: f64) -> PyResult<Duration> {
     if !(v.is_finite() && v > 0.0 && v <= 86400.0) {
@@ -71,7 +63,7 @@ fn options(
 }
 
 /// `_probe_rdma(host, peer, **options)`: one client session against the
-/// `probe rdma` server at `peer`, as the report's JSON (see `roce_net.probe_rdma`).
+/// `probe rdma` server at `peer`: an `RdmaProbeResult` (see `roce_net.probe_rdma`).
 #[pyfunction]
 #[pyo3(name = "_probe_rdma", signature = (
     host, peer, *, source=None, device=None, port=None, gid_index=None, tcp_port=18520,
@@ -95,7 +87,7 @@ pub fn probe_rdma<'py>(
     mtu: Option<u32>,
     timeout: f64,
     libibverbs: Option<PathBuf>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     let peer = ip_arg("peer", peer)?;
     let o = options(
         source,
@@ -113,11 +105,11 @@ pub fn probe_rdma<'py>(
     )?;
     let h = host.inner.clone();
     let r = py.detach(move || h.probe_rdma(peer, &o)).py()?;
-    json(&r)
+    to_py(py, &r)
 }
 
 /// `_probe_rdma_server(host, *, source, **options)`: serve clients until
-/// `clients` sessions ran or `duration` seconds passed, as the report's JSON.
+/// `clients` sessions ran or `duration` seconds passed: an `RdmaServerResult`.
 #[pyfunction]
 #[pyo3(name = "_probe_rdma_server", signature = (
     host, *, source, device=None, port=None, gid_index=None, tcp_port=18520, clients=1,
@@ -136,7 +128,7 @@ pub fn probe_rdma_server<'py>(
     duration: f64,
     timeout: f64,
     libibverbs: Option<PathBuf>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     let d = RdmaProbeOptions::default();
     let mut o = options(
         Some(source),
@@ -156,7 +148,7 @@ pub fn probe_rdma_server<'py>(
     o.duration = secs("duration", duration)?;
     let h = host.inner.clone();
     let r = py.detach(move || h.probe_rdma_server(&o)).py()?;
-    json(&r)
+    to_py(py, &r)
 }
 
 /// `_verbs_view(host, *, libibverbs=None)`: devices, ports and GIDs through

@@ -16,9 +16,12 @@
 //!   per listed struct and no other, and `roce_net._errors` one exception class
 //!   per library `ErrorKind` and no other.
 //!
+//! `scripts/gen_python_types.py` writes `roce_net/_types.py` from `_schema()`
+//! (`roce-net-py/tests/test_codegen.py` fails when regenerating would change it);
 //! `roce-net-py/tests/test_schema.py` checks each class's fields (names, order,
-//! optionality, which may be omitted, types) against `_schema()`, and that every
-//! struct the schema reaches has a class or is declared plain data there.
+//! optionality, which may be omitted, types) against `_schema()` independently,
+//! and that every struct the schema reaches has a class or is declared plain data
+//! there.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -32,8 +35,8 @@ use std::borrow::Cow;
 /// [`exported_types!`], a sequence or option of one, or a string.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is returned to Python but is not listed in `exported_types!`",
-    note = "add it to `exported_types!` in roce-net-py/src/schema.rs and give it a dataclass \
-            in roce_net/_types.py (tests/test_schema.py checks the fields); see docs/python.md"
+    note = "add it to `exported_types!` in roce-net-py/src/schema.rs and run \
+            scripts/gen_python_types.py, which writes its dataclass; see docs/python.md"
 )]
 pub trait Exported: Serialize {}
 
@@ -130,10 +133,15 @@ exported_types! {
         r::RenderedFile, r::WriteReport, r::FileDiff,
         // Labs.
         r::LabNic,
+        // RDMA probes (`probe_rdma`, `probe_rdma_server`).
+        r::RdmaProbeReport, r::RdmaServerReport, r::EndpointSummary, r::Latency, r::Bandwidth,
+        r::ProbeFailure,
     }
     plain {
         // "confirmed", "nothing_pending" or {"rolled_back": RollbackReport}.
         r::WatchdogOutcome,
+        // A probe failure's raw value: {"type": "errno", "errno": .., "name": ..}, ...
+        r::FailureValue,
     }
 }
 
@@ -282,7 +290,7 @@ pub fn check_registration<'a>(
         if !classes.clone().any(|c| c == name) {
             problems.push(format!(
                 "the library returns the struct `{name}` but roce_net/_types.py has no class \
-                 with _RUST = {name:?} (it would become a dict)"
+                 with _RUST = {name:?} (it would become a dict): run scripts/gen_python_types.py"
             ));
         }
     }

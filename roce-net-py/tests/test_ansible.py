@@ -42,6 +42,8 @@ def run_playbook(netns: str, tmp_path: Path, *extra: str) -> dict:
         ANSIBLE_CONFIG=str(PLAYBOOK_DIR / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(ROOT),
         ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        # the "remote" temp of local-connection hosts: not the machine's ~/.ansible/tmp
+        ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-remote-tmp"),
         ANSIBLE_HOME=str(tmp_path / "ansible-home"),
         ANSIBLE_NOCOLOR="1",
     )

@@ -43,6 +43,8 @@ def ansible_env(tmp: Path) -> dict:
         ANSIBLE_CONFIG=str(EXAMPLES / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(ROOT),
         ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        # the "remote" temp of local-connection hosts: not the machine's ~/.ansible/tmp
+        ANSIBLE_REMOTE_TEMP=str(tmp / "ansible-remote-tmp"),
         ANSIBLE_HOME=str(tmp / "ansible-home"),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORKS=str(HOSTS),

@@ -1,6 +1,7 @@
 """probe_rdma / probe_rdma_server / verbs_view on a host without RDMA (these
 machines: no RDMA devices, no RDMA support in the kernel), and the result types
-on reports recorded from the Rust engine's own tests
+(generated from the library's report structs, validated by them) on reports
+recorded from the Rust engine's own tests
 (roce-net/tests/fixtures/rdma/, kept in the engine's shape by
 `probe::rdma::tests::session`; `UPDATE_GOLDEN=1` rewrites them)."""
 
@@ -99,6 +100,44 @@ def test_recorded_failure_report_keeps_cause_and_evidence():
     assert f.value["type"] == "errno" and f.value["name"] == "ETIMEDOUT"
     assert any(c.startswith("ip route get") for c in f.fix)
     assert r.to_dict() == d
+
+
+def test_recorded_server_report_round_trips_every_field():
+    """The server report's classes are generated from the Rust structs, so none of
+    its fields is left out (the hand-written class had no ``local``)."""
+    d = json.loads((DATA / "rdma_server_report.json").read_text())
+    r = roce_net.RdmaServerResult._from(d)
+    assert "local" in d and r.local is None and d["local"] is None
+    assert all(isinstance(s, roce_net.RdmaProbeResult) for s in r.sessions)
+    assert r.to_dict() == d
+    assert roce_net.RdmaServerResult.from_json(r.to_json()) == r
+
+
+@pytest.mark.parametrize(
+    "path, field",
+    [((), "elapsed_ms"), ((), "role"), (("local",), "host"), (("local",), "qpn"),
+     (("latency",), "p99_us"), (("write_to_peer",), "verified")],
+    ids=lambda v: "/".join(v) if isinstance(v, tuple) else v,
+)
+def test_a_missing_required_field_is_a_parse_error(path, field):
+    """A report without a field the library always writes is refused, naming the
+    field, rather than read as None."""
+    d = json.loads((DATA / "rdma_probe_report.json").read_text())
+    inner = d
+    for key in path:
+        inner = inner[key]
+    del inner[field]
+    with pytest.raises(roce_net.ParseError, match=f"missing field `{field}`"):
+        roce_net.RdmaProbeResult._from(d)
+    with pytest.raises(roce_net.ParseError, match=f"missing field `{field}`"):
+        roce_net.RdmaProbeResult.from_json(json.dumps(d))
+
+
+def test_a_field_of_the_wrong_type_is_a_parse_error():
+    d = json.loads((DATA / "rdma_probe_report.json").read_text())
+    d["local"]["port"] = "one"
+    with pytest.raises(roce_net.ParseError, match="not a valid RdmaProbeReport"):
+        roce_net.RdmaProbeResult._from(d)
 
 
 def test_a_snapshot_with_the_verbs_view_has_typed_verbs():

@@ -7,7 +7,10 @@ and field order, and the library's error kinds. These tests fail on any drift:
 a struct renamed or added in Rust, a field added, removed, renamed, reordered,
 made optional or omittable, or given another type, an error kind added or
 renamed. ``_register`` already refuses to import a package whose class or
-exception names are out of step (tested here too).
+exception names are out of step (tested here too). ``_types.py`` is generated
+from the same schema (``scripts/gen_python_types.py``, checked by
+``test_codegen.py``); these checks read the classes back as Python sees them, so
+they hold the generator to the schema too.
 """
 
 from __future__ import annotations

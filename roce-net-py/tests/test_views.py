@@ -3,7 +3,7 @@ text), nccl_check and nccl_env's release, on the sysfs fixture trees the Rust
 tests use (roce-net/tests/fixtures/sysfs, no RDMA hardware needed).
 
 The rows are checked against a model that reads the tree itself, written from
-mlnx-tools' show_gids (as tests/cli_views.rs does), and, as root, against the
+mlnx-tools' show_gids (as tests/it/cli_views.rs does), and, as root, against the
 real show_gids vendored in tests/fixtures/mlnx-tools."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 TREES = REPO / "roce-net" / "tests" / "fixtures" / "sysfs"
 MLNX_TOOLS = REPO / "tests" / "fixtures" / "mlnx-tools"
 # Every tree but `malformed` (which is for the reader's error paths), found in
-# the directory as tests/cli_views.rs finds them, so the two cannot drift apart.
+# the directory as tests/it/cli_views.rs finds them, so the two cannot drift apart.
 CASES = sorted(p.name for p in TREES.iterdir() if p.is_dir() and p.name != "malformed")
 assert len(CASES) >= 13, f"fixture trees missing under {TREES}: {CASES}"
 
@@ -326,7 +326,7 @@ def test_nccl_env_for_a_release():
 def _real_show_gids(root: Path, *args: str) -> str:
     """mlnx-tools' own show_gids (adaec78, vendored unchanged) on a fixture tree,
     in a private mount namespace whose /sys/class is a tmpfs with one symlink to
-    the tree (tests/cli_views.rs does the same): the machine's /sys is untouched."""
+    the tree (tests/it/cli_views.rs does the same): the machine's /sys is untouched."""
     r = subprocess.run(
         [
             "unshare", "--mount", "--propagation", "private", "sh", "-c",

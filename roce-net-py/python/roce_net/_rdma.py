@@ -5,187 +5,41 @@
 device, port and GID index come from ``source`` (default: the route's source for
 ``peer``), an RC queue pair moves data both ways, and the result says latency and
 bandwidth, or the failure's likely cause with evidence. Every call releases the
-GIL. See docs/rdma-probe.md.
+GIL. The results are the frozen classes of ``roce_net._types`` (generated from
+the library's report structs, as every result class is), built by the native
+module. See docs/rdma-probe.md.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
-from dataclasses import dataclass, fields
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Optional, Union
 
 from . import _roce_net
 from ._roce_net import Host
-from ._types import VerbsView
+from ._types import (
+    RdmaBandwidth,
+    RdmaEndpoint,
+    RdmaFailure,
+    RdmaLatency,
+    RdmaProbeResult,
+    RdmaServerResult,
+    VerbsView,
+)
+
+__all__ = [
+    "RdmaBandwidth",
+    "RdmaEndpoint",
+    "RdmaFailure",
+    "RdmaLatency",
+    "RdmaProbeResult",
+    "RdmaServerResult",
+    "probe_rdma",
+    "probe_rdma_server",
+    "verbs_view",
+]
 
 _Ip = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
-
-
-def _plain(v: Any) -> Any:
-    """Tuples from the native side back to lists, dataclasses to dicts."""
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, Mapping):
-        return {k: _plain(x) for k, x in v.items()}
-    if hasattr(v, "to_dict"):
-        return v.to_dict()
-    return v
-
-
-class _Data:
-    """to_dict / to_json for the frozen results below."""
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
-
-    def to_json(self, *, indent: Optional[int] = None) -> str:
-        """Compact JSON of :meth:`to_dict`; indented by ``indent`` spaces if given."""
-        if indent is None:
-            return json.dumps(self.to_dict(), separators=(",", ":"), default=str)
-        return json.dumps(self.to_dict(), indent=indent, default=str)
-
-
-@dataclass(frozen=True)
-class RdmaEndpoint(_Data):
-    """One end of a probe: its device, port, GID and queue pair."""
-
-    host: str
-    device: str
-    port: int
-    gid_index: int
-    gid: str
-    address: str
-    netdev: Optional[str]
-    mac: Optional[str]
-    active_mtu: Optional[int]
-    qpn: int
-
-    @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaEndpoint]:
-        if d is None:
-            return None
-        kw: Dict[str, Any] = {f.name: d.get(f.name) for f in fields(cls)}
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class RdmaLatency(_Data):
-    """Send/recv ping-pong: half the round trip, microseconds."""
-
-    size: int
-    iterations: int
-    min_us: float
-    median_us: float
-    p99_us: float
-    max_us: float
-
-    @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaLatency]:
-        if d is None:
-            return None
-        kw: Dict[str, Any] = {f.name: d[f.name] for f in fields(cls)}
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class RdmaBandwidth(_Data):
-    """RDMA writes in one direction; ``verified``: the receiver checked the data."""
-
-    size: int
-    iterations: int
-    bytes: int
-    seconds: float
-    gbit_per_s: float
-    verified: bool
-
-    @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaBandwidth]:
-        if d is None:
-            return None
-        kw: Dict[str, Any] = {f.name: d[f.name] for f in fields(cls)}
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class RdmaFailure(_Data):
-    """Where a probe failed, the raw value, and its likely cause with evidence."""
-
-    stage: str
-    value: Mapping[str, Any]
-    cause: str
-    message: str
-    evidence: Mapping[str, Any]
-    fix: Tuple[str, ...]
-    peer: Optional[str]
-
-    @classmethod
-    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional[RdmaFailure]:
-        if d is None:
-            return None
-        return cls(
-            stage=d["stage"],
-            value=dict(d["value"]),
-            cause=d["cause"],
-            message=d["message"],
-            evidence=dict(d["evidence"]),
-            fix=tuple(d["fix"]),
-            peer=d.get("peer"),
-        )
-
-
-@dataclass(frozen=True)
-class RdmaProbeResult(_Data):
-    """One probe session (``role`` is ``client`` or ``server``)."""
-
-    role: str
-    ok: bool
-    local: Optional[RdmaEndpoint]
-    peer: Optional[RdmaEndpoint]
-    peer_tcp: Optional[str]
-    path_mtu: Optional[int]
-    latency: Optional[RdmaLatency]
-    write_to_peer: Optional[RdmaBandwidth]
-    write_from_peer: Optional[RdmaBandwidth]
-    failure: Optional[RdmaFailure]
-    notes: Tuple[str, ...]
-    elapsed_ms: int
-
-    @classmethod
-    def _from(cls, d: Mapping[str, Any]) -> "RdmaProbeResult":
-        return cls(
-            role=d["role"],
-            ok=d["ok"],
-            local=RdmaEndpoint._from(d.get("local")),
-            peer=RdmaEndpoint._from(d.get("peer")),
-            peer_tcp=d.get("peer_tcp"),
-            path_mtu=d.get("path_mtu"),
-            latency=RdmaLatency._from(d.get("latency")),
-            write_to_peer=RdmaBandwidth._from(d.get("write_to_peer")),
-            write_from_peer=RdmaBandwidth._from(d.get("write_from_peer")),
-            failure=RdmaFailure._from(d.get("failure")),
-            notes=tuple(d.get("notes", ())),
-            elapsed_ms=d["elapsed_ms"],
-        )
-
-
-@dataclass(frozen=True)
-class RdmaServerResult(_Data):
-    """A server run: one result per client session."""
-
-    listen: str
-    ok: bool
-    stopped: str
-    sessions: Tuple[RdmaProbeResult, ...]
-
-    @classmethod
-    def _from(cls, d: Mapping[str, Any]) -> "RdmaServerResult":
-        return cls(
-            listen=d["listen"],
-            ok=d["ok"],
-            stopped=d["stopped"],
-            sessions=tuple(RdmaProbeResult._from(s) for s in d["sessions"]),
-        )
 
 
 def probe_rdma(
@@ -212,7 +66,7 @@ def probe_rdma(
     for options that do not fit the host. An RDMA failure is a result with
     ``ok=False`` and ``failure`` set.
     """
-    d = json.loads(_roce_net._probe_rdma(
+    return _roce_net._probe_rdma(
         host,
         peer,
         source=source,
@@ -227,8 +81,7 @@ def probe_rdma(
         mtu=mtu,
         timeout=timeout,
         libibverbs=libibverbs,
-    ))
-    return RdmaProbeResult._from(d)
+    )
 
 
 def probe_rdma_server(
@@ -246,7 +99,7 @@ def probe_rdma_server(
 ) -> RdmaServerResult:
     """Serve ``probe_rdma`` clients from ``source`` until ``clients`` sessions
     ran or ``duration`` seconds passed (GIL released)."""
-    d = json.loads(_roce_net._probe_rdma_server(
+    return _roce_net._probe_rdma_server(
         host,
         source=source,
         device=device,
@@ -257,8 +110,7 @@ def probe_rdma_server(
         duration=duration,
         timeout=timeout,
         libibverbs=libibverbs,
-    ))
-    return RdmaServerResult._from(d)
+    )
 
 
 def verbs_view(host: Host, *, libibverbs: Optional[str] = None) -> VerbsView:

@@ -23,6 +23,8 @@ from typing import (
 
 from ._types import (
     VerbsView,
+    RdmaProbeResult,
+    RdmaServerResult,
     ApplyReport,
     FibDecision,
     ArpProbeResult,
@@ -333,7 +335,7 @@ def _probe_rdma(
     mtu: Optional[int] = None,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
-) -> str: ...
+) -> RdmaProbeResult: ...
 def _probe_rdma_server(
     host: Host,
     *,
@@ -346,7 +348,7 @@ def _probe_rdma_server(
     duration: float = 60.0,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
-) -> str: ...
+) -> RdmaServerResult: ...
 def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView: ...
 
 # The CLI's read-only RDMA views (`roce-net gids`, `roce-net ibdev2netdev`).
