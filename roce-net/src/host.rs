@@ -119,7 +119,7 @@ impl Host {
     /// fails: without RDMA it says why (`VerbsView::unavailable`).
     pub fn verbs_view(&self, opts: &crate::kernel::verbs::VerbsOptions) -> crate::model::VerbsView {
         let o = opts.clone().with_sysfs_root(self.sysfs_root.clone());
-        crate::kernel::verbs::read_view(&o)
+        crate::kernel::verbs::verbs_view(&o)
     }
 
     /// Capture the whole snapshot.
@@ -191,7 +191,7 @@ impl Host {
         st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
         if rdma {
             st.rdma = if nic_hw {
-                sysfs::read_rdma(&self.sysfs_root, &st.interfaces, &mut st.warnings)
+                sysfs::read_rdma_sysfs(&self.sysfs_root, &st.interfaces, &mut st.warnings)
             } else {
                 sysfs::read_rdma_topology(&self.sysfs_root, &st.interfaces, &mut st.warnings)
             };

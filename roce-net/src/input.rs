@@ -141,6 +141,21 @@ pub(crate) fn read_attribute(path: &Path) -> io::Result<Vec<u8>> {
     read_capped_io(f, InputKind::KernelAttribute.max_bytes())
 }
 
+/// [`read_attribute`] as UTF-8 text (`/proc/sys/kernel/random/boot_id`,
+/// `/proc/PID/comm`, `/proc/PID/stat`); invalid UTF-8 is an `InvalidData` error.
+pub(crate) fn read_attribute_text(path: &Path) -> io::Result<String> {
+    String::from_utf8(read_attribute(path)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// The first `max` bytes of a kernel list that may be long (`/proc/locks`),
+/// as text (invalid UTF-8 replaced): what lies beyond is not read.
+pub(crate) fn read_kernel_list(path: &Path, max: u64) -> io::Result<String> {
+    let mut buf = Vec::new();
+    open_regular_io(path)?.take(max).read_to_end(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
 fn to_error(e: io::Error, path: &Path, kind: InputKind) -> Error {
     let what = format!("reading {} {}", kind.noun(), path.display());
     match e.kind() {

@@ -64,10 +64,11 @@ pub use model::{
     in_netns, over_ssh, port_is_active, protocol, shell_word, Address, Combine, ConfKey,
     ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType, HostState, HwAddr, Interface,
     InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState, Neighbor, NextHop, OperState,
-    PhysState, PortState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision, RouteQuery,
-    RouteReply, RouteType, Rule, RuleAction, Scope, SnapshotFormat, Sysctl, SysctlAccess,
-    SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning, TuningKey, Warning,
-    WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    PhysState, PortRef, PortState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route, RouteDecision,
+    RouteKey, RouteQuery, RouteReply, RouteType, Rule, RuleAction, RuleKey, Scope, SnapshotFormat,
+    Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId, Trust, Tuning,
+    TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
@@ -83,45 +84,39 @@ pub use input::{
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
 pub use kernel::netlink::Netlink;
-pub use kernel::sysfs::read_rdma as read_rdma_sysfs;
-pub use kernel::verbs::{read_view as verbs_view, verbs_built, VerbsOptions};
-pub use netns::{
-    create as netns_add, delete as netns_del, list as netns_list, NetnsTarget, NETNS_RUN_DIR,
-};
+pub use kernel::sysfs::read_rdma_sysfs;
+pub use kernel::verbs::{verbs_built, verbs_view, VerbsOptions};
+pub use netns::{netns_add, netns_del, netns_list, NetnsTarget, NETNS_RUN_DIR};
 
 // Which NICs are managed, and which address of each.
 pub use scope::{
     natural_cmp, nic_address, nic_scope, nics_in_scope, port_netdev, roce_v2_gid_index,
-    roce_v2_gid_indices, NicScope, PortRef, ScopeMode, ScopedNic,
+    roce_v2_gid_indices, NicScope, ScopeMode, ScopedNic,
 };
 
 // Diagnose.
 pub use doctor::{
-    max_severity, run as doctor, run_with as doctor_with, sort_findings, summarize, DoctorOptions,
-    Finding, Remediation, Severity, Subject, Summary, CHECK_IDS,
+    doctor, doctor_with, max_severity, sort_findings, summarize, DoctorOptions, Finding,
+    Remediation, Severity, Subject, Summary, CHECK_IDS,
 };
-pub use fib::{
-    resolve as fib_lookup, resolve_with as fib_lookup_with, FibDecision, FibError, FibMode, Flow,
-};
+pub use fib::{fib_lookup, fib_lookup_with, FibDecision, FibError, FibMode, Flow};
 pub use fleet::{
-    host_label as fleet_host_label, report as fleet_report, report_with as fleet_report_with,
-    FleetBuilder, FleetReport, HostSummary, FLEET_CHECK_IDS,
-    MAX_EVIDENCE_HOSTS as FLEET_MAX_EVIDENCE_HOSTS,
+    fleet_host_label, fleet_report, fleet_report_with, FleetBuilder, FleetReport, HostSummary,
+    FLEET_CHECK_IDS, FLEET_MAX_EVIDENCE_HOSTS,
 };
-pub use nccl::check::{check as nccl_check, NCCL_CHECK_IDS};
-pub use nccl::model::{select_gid as nccl_select_gid, NcclEnv, NcclVersion, Selection};
+pub use nccl::check::{nccl_check, NCCL_CHECK_IDS};
+pub use nccl::model::{nccl_select_gid, NcclEnv, NcclVersion, Selection};
 pub use nccl::{
-    recommend as nccl_env, recommend_with as nccl_env_with, target_gid, GidChoice, GidPick,
-    NcclAdvice, NcclOptions, NcclVar, PickOutcome,
+    nccl_env, nccl_env_with, target_gid, GidChoice, GidPick, NcclAdvice, NcclOptions, NcclVar,
+    PickOutcome,
 };
-pub use probe::{arp as probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+pub use probe::{probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 // RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
 #[cfg(feature = "verbs")]
 pub use probe::rdma::{
-    explain as explain_rdma_failure, select as select_rdma_port, wc_status_name, Bandwidth, Cause,
-    EndpointSummary, ExplainInput, FailureValue, Latency, ProbeFailure, RdmaProbeOptions,
-    RdmaProbeReport, RdmaServerReport, Role as ProbeRole, Selection as RdmaSelection, Stage,
-    DEFAULT_TCP_PORT,
+    explain_rdma_failure, select_rdma_port, wc_status_name, Bandwidth, Cause, EndpointSummary,
+    ExplainInput, FailureValue, Latency, ProbeFailure, ProbeRole, RdmaProbeOptions,
+    RdmaProbeReport, RdmaSelection, RdmaServerReport, Stage, DEFAULT_TCP_PORT,
 };
 
 // Views other tools print (show_gids, ibdev2netdev), from a snapshot.
@@ -131,9 +126,7 @@ pub use views::{
 };
 
 // Monitor: Prometheus text for node_exporter's textfile collector.
-pub use metrics::{
-    render as render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS,
-};
+pub use metrics::{render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS};
 
 // Declare, plan.
 pub use plan::{
@@ -148,22 +141,20 @@ pub use policy::{
 
 // Apply as a transaction.
 pub use apply::{
-    apply, apply_policy, archive as archive_journal, arm_confirm, confirm, namespace_id,
-    namespace_key, require_net_admin, rollback, status as apply_status, stop_on_signals, watchdog,
-    watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState,
-    NamespaceId, NamespaceRecord, NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome,
-    WatchdogRecord, DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
+    apply, apply_policy, apply_status, archive_journal, arm_confirm, confirm, namespace_id,
+    namespace_key, require_net_admin, rollback, stop_on_signals, watchdog, watchdog_until,
+    ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState, NamespaceId,
+    NamespaceRecord, NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome, WatchdogRecord,
+    DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
 };
 
 // Persist.
 pub use persist::{
-    choose_backend, diff_files as diff_persistence, discover as discover_config,
-    prepare as prepare_persistence, remove_files as remove_persistence,
-    remove_stale as remove_stale_persistence, render as render_persistence,
-    write_files as write_persistence, write_files_at as write_persistence_at, Claim, DiffStatus,
-    FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig, PersistPlan,
-    PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport, BACKUP_SUFFIX,
-    ORIGINAL_SUFFIX,
+    choose_backend, diff_persistence, discover_config, prepare_persistence, remove_persistence,
+    remove_stale_persistence, render_persistence, write_persistence, write_persistence_at, Claim,
+    DiffStatus, FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig,
+    PersistPlan, PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport,
+    BACKUP_SUFFIX, ORIGINAL_SUFFIX,
 };
 pub use rt_tables::{
     table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,

@@ -239,7 +239,7 @@ fn c_path(p: &Path) -> Result<std::ffi::CString> {
 /// The namespace is made on a short-lived thread that calls `unshare(CLONE_NEWNET)`,
 /// so neither the caller's thread nor the process changes namespace. Fails with
 /// `InvalidInput` if the name is already taken.
-pub fn create(name: &str) -> Result<()> {
+pub fn netns_add(name: &str) -> Result<()> {
     validate_name(name)?;
     prepare_run_dir()?;
     let path = Path::new(NETNS_RUN_DIR).join(name);
@@ -301,7 +301,7 @@ pub fn create(name: &str) -> Result<()> {
 /// Delete a named network namespace, like `ip netns del NAME`: unmount and remove
 /// `/run/netns/NAME`. The kernel frees the namespace once nothing else holds it.
 /// Fails with `NotFound` when it does not exist.
-pub fn delete(name: &str) -> Result<()> {
+pub fn netns_del(name: &str) -> Result<()> {
     validate_name(name)?;
     let path = Path::new(NETNS_RUN_DIR).join(name);
     let doing = format!("deleting network namespace {name:?}");
@@ -329,7 +329,7 @@ pub fn delete(name: &str) -> Result<()> {
 }
 
 /// Names of the namespaces under `/run/netns` (like `ip netns list`), sorted.
-pub fn list() -> Result<Vec<String>> {
+pub fn netns_list() -> Result<Vec<String>> {
     let rd = match std::fs::read_dir(NETNS_RUN_DIR) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

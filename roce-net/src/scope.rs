@@ -35,27 +35,10 @@
 //! stray address from creating a table nobody routes through; grouping by every
 //! address finds flux on a secondary subnet too.
 
-use crate::model::{Address, GidType, HostState, RdmaDevice, RdmaPort, Scope};
+use crate::model::{Address, GidType, HostState, PortRef, RdmaDevice, RdmaPort, Scope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
-
-/// One port of an RDMA device.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct PortRef {
-    /// RDMA device name (`mlx5_0`).
-    pub device: String,
-    /// Port number.
-    pub port: u32,
-}
-
-impl std::fmt::Display for PortRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.device, self.port)
-    }
-}
 
 /// Why the NICs in scope were chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,10 +169,7 @@ pub fn rdma_netdevs(state: &HostState) -> BTreeMap<String, Vec<PortRef>> {
         for p in &d.ports {
             if let Some(nd) = port_netdev(d, p) {
                 if state.interface(&nd).is_some() {
-                    out.entry(nd).or_default().push(PortRef {
-                        device: d.name.clone(),
-                        port: p.port,
-                    });
+                    out.entry(nd).or_default().push(PortRef::of(d, p));
                 }
             }
         }

@@ -58,10 +58,7 @@ pub(crate) fn left(wall_deadline: u64, boot: Option<u64>) -> Duration {
 /// `/proc/PID/stat`), or `None` when there is no such live process (a
 /// zombie is dead).
 pub(crate) fn process_start(pid: u32) -> Option<u64> {
-    use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(format!("/proc/{pid}/stat"))
-        .and_then(|f| f.take(4096).read_to_string(&mut s))
+    let s = crate::input::read_attribute_text(std::path::Path::new(&format!("/proc/{pid}/stat")))
         .ok()?;
     // The command name is in parentheses and may hold anything: fields
     // are counted from its closing parenthesis (field 3, the state, next).

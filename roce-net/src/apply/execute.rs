@@ -15,7 +15,7 @@ use crate::host::Host;
 use crate::host::{Parts, SharedSysctls};
 use crate::kernel::netlink::Netlink;
 use crate::kernel::procfs;
-use crate::model::{ConfTarget, Family, HostState, Route, Rule, RuleAction, Sysctl};
+use crate::model::{ConfTarget, Family, HostState, Route, Rule, Sysctl};
 use crate::plan::Change;
 use crate::rt_tables::{own_table_names, update_table_names, NameUpdate};
 use std::collections::BTreeMap;
@@ -58,12 +58,6 @@ impl<'a> Kernel<'a> {
     }
 }
 
-/// What makes two routes compete for one place: an exclusive add of one fails
-/// while the other is there.
-pub(crate) fn route_key(r: &Route) -> (Family, u32, ipnet::IpNet, u8, u32) {
-    (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0))
-}
-
 /// The interface an (inverse) change needs, when it names one.
 fn needs_interface(c: &Change) -> Option<&str> {
     match c {
@@ -84,50 +78,14 @@ fn needs_interface(c: &Change) -> Option<&str> {
     }
 }
 
-/// Routes compare equal however a metric of 0 was reported.
-pub(crate) fn same_route(a: &Route, b: &Route) -> bool {
-    let norm = |r: &Route| {
-        let mut r = r.clone();
-        if r.metric == Some(0) {
-            r.metric = None;
-        }
-        r
-    };
-    norm(a) == norm(b)
-}
-
-/// Rules compare equal however absent marks, masks and suppressors were reported.
-fn same_rule(a: &Rule, b: &Rule) -> bool {
-    let norm = |r: &Rule| {
-        let mut r = r.clone();
-        if r.fwmark == Some(0) {
-            r.fwmark = None;
-        }
-        if r.fwmark.is_none() || r.fwmask == Some(u32::MAX) {
-            r.fwmask = None;
-        }
-        if r.suppress_prefixlen == Some(u32::MAX) {
-            r.suppress_prefixlen = None;
-        }
-        if r.action != RuleAction::Goto {
-            r.goto = None;
-        }
-        r
-    };
-    norm(a) == norm(b)
-}
-
 impl Kernel<'_> {
     /// After `EEXIST` on re-adding `want`: fine when the route with its key is
     /// exactly `want`, a failure naming what is there otherwise.
     fn route_in_place(&mut self, want: &Route, err: Error) -> Result<()> {
         let ifs = self.nl.links()?;
         let routes = self.nl.routes(&ifs)?;
-        let there: Vec<&Route> = routes
-            .iter()
-            .filter(|r| route_key(r) == route_key(want))
-            .collect();
-        if there.iter().any(|r| same_route(r, want)) {
+        let there: Vec<&Route> = routes.iter().filter(|r| r.key() == want.key()).collect();
+        if there.iter().any(|r| r.same(want)) {
             return Ok(());
         }
         let found = there
@@ -154,7 +112,7 @@ impl Kernel<'_> {
     /// After `EEXIST` on re-adding `want`: fine when an equal rule is there.
     fn rule_in_place(&mut self, want: &Rule, err: Error) -> Result<()> {
         let rules = self.nl.rules()?;
-        if rules.iter().any(|r| same_rule(r, want)) {
+        if rules.iter().any(|r| r.same(want)) {
             return Ok(());
         }
         let similar: Vec<String> = rules

@@ -91,10 +91,7 @@ impl std::fmt::Display for NamespaceId {
 
 /// The boot id, trimmed.
 fn boot_id() -> Result<String> {
-    use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(BOOT_ID)
-        .and_then(|f| f.take(64).read_to_string(&mut s))
+    let s = crate::input::read_attribute_text(std::path::Path::new(BOOT_ID))
         .map_err(|e| Error::io(e, format!("reading the boot id from {BOOT_ID}")))?;
     let s = s.trim().to_string();
     if s.is_empty() {

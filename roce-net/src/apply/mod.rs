@@ -28,7 +28,7 @@
 //! [`watchdog`] (armed with [`arm_confirm`] and started as a detached process by
 //! the CLI and the Python binding *before* the apply) rolls back when the deadline
 //! passes, also an apply that never finished. [`rollback`] undoes the last apply
-//! from its journal, also after a crash. [`status`] and [`archive`] read and put
+//! from its journal, also after a crash. [`apply_status`] and [`archive_journal`] read and put
 //! aside a journal.
 
 mod clock;
@@ -56,7 +56,7 @@ pub use journal::{
     Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord, JOURNAL_VERSION,
 };
 pub use lock::NsLock;
-pub use status::{archive, status, ArchiveReport};
+pub use status::{apply_status, archive_journal, ArchiveReport};
 pub use watchdog::{stop_on_signals, watchdog, watchdog_until, WatchdogOutcome};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -241,7 +241,14 @@ pub fn rollback(host: &Host, opts: &ApplyOptions) -> Result<RollbackReport> {
                 ))
             }
         }
-        let (s, _lock) = session(host, opts, id)?;
+        // A state directory that cannot be written (read-only, full) stops
+        // rollback before its lock: say that nothing was undone.
+        let (s, _lock) = session(host, opts, id).map_err(|e| match e.errno_value() {
+            Some(libc::EROFS | libc::ENOSPC | libc::EDQUOT) => {
+                e.context("rollback: nothing was undone")
+            }
+            _ => e,
+        })?;
         let mut k = Kernel::new(host, nl);
         let (r, j) = transaction::rollback(&s, &mut k)?;
         watchdog::stand_down(&s.dir, &j, "rolled back by hand; the watchdog stood down");

@@ -64,6 +64,33 @@ impl DirKind {
     }
 }
 
+/// An error writing into a directory, from `e` and what was being done. A
+/// read-only file system or a full disk (or quota) is not a fault of the
+/// file: the message says which directory must be writable, with free space,
+/// and what to do.
+fn write_error(kind: DirKind, dir: &Path, e: std::io::Error, doing: String) -> Error {
+    let what = match kind {
+        DirKind::State => "roce-net records the undo data of every change there before making it",
+        DirKind::Other => "roce-net keeps its lock file there",
+    };
+    let fix = match e.raw_os_error() {
+        Some(libc::EROFS) => format!(
+            "{} is on a read-only file system ({what}): remount it read-write{}, then run \
+             the command again",
+            dir.display(),
+            kind.elsewhere()
+        ),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => format!(
+            "no space left for {} ({what}): free space there{}, then run the command again",
+            dir.display(),
+            kind.elsewhere()
+        ),
+        _ => return Error::io(e, doing),
+    };
+    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+    Error::new(ErrorKind::Io, format!("{doing}: {e}; {fix}")).with_errno(errno)
+}
+
 fn cstr(name: &str) -> Result<CString> {
     CString::new(name).map_err(|_| {
         Error::new(
@@ -152,7 +179,9 @@ impl StateDir {
     pub(crate) fn create(path: &Path) -> Result<StateDir> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
-                Error::io(
+                write_error(
+                    DirKind::State,
+                    path,
                     e,
                     format!("creating the parent of state directory {}", path.display()),
                 )
@@ -163,7 +192,9 @@ impl StateDir {
         if unsafe { libc::mkdir(c.as_ptr(), 0o755) } != 0 {
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(Error::io(
+                return Err(write_error(
+                    DirKind::State,
+                    path,
                     e,
                     format!("creating state directory {}", path.display()),
                 ));
@@ -244,6 +275,11 @@ impl StateDir {
     fn openat(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
         use std::os::fd::AsFd;
         crate::input::open_at(self.fd.as_fd(), name, flags | libc::O_NOFOLLOW)
+    }
+
+    /// An error writing into this directory (see [`write_error`]).
+    fn write_err(&self, e: std::io::Error, doing: String) -> Error {
+        write_error(self.kind, &self.path, e, doing)
     }
 
     fn refuse_link(&self, name: &str) -> Error {
@@ -343,7 +379,7 @@ impl StateDir {
                 Ok(f) => return Ok((f, tmp)),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
                 Err(e) => {
-                    return Err(Error::io(
+                    return Err(self.write_err(
                         e,
                         format!(
                             "creating a temporary file for {}",
@@ -395,10 +431,7 @@ impl StateDir {
         let res = f.write_all(bytes).and_then(|_| self.rename_in(&tmp, name));
         if let Err(e) = res {
             self.unlink(&tmp);
-            return Err(Error::io(
-                e,
-                format!("writing {}", self.file(name).display()),
-            ));
+            return Err(self.write_err(e, format!("writing {}", self.file(name).display())));
         }
         Ok(())
     }
@@ -408,10 +441,7 @@ impl StateDir {
         let (f, tmp) = self.temp(name)?;
         if let Err(e) = self.rename_in(&tmp, name) {
             self.unlink(&tmp);
-            return Err(Error::io(
-                e,
-                format!("creating {}", self.file(name).display()),
-            ));
+            return Err(self.write_err(e, format!("creating {}", self.file(name).display())));
         }
         Ok(f)
     }
@@ -437,7 +467,7 @@ impl StateDir {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
                 Err(e) if is_symlink_error(&e) => return Err(self.refuse_link(name)),
                 Err(e) => {
-                    return Err(Error::io(
+                    return Err(self.write_err(
                         e,
                         format!("opening lock file {}", self.file(name).display()),
                     ))
@@ -474,7 +504,7 @@ impl StateDir {
                 }
                 Err(e) => {
                     self.unlink(&tmp_name);
-                    return Err(Error::io(
+                    return Err(self.write_err(
                         e,
                         format!(
                             "creating lock file {} (mode 0600)",
@@ -538,10 +568,9 @@ impl StateDir {
         if unsafe { libc::mkdirat(self.fd.as_raw_fd(), dir.as_ptr(), 0o755) } != 0 {
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(Error::io(
-                    e,
-                    format!("creating {}", self.file("archive").display()),
-                ));
+                return Err(
+                    self.write_err(e, format!("creating {}", self.file("archive").display()))
+                );
             }
         }
         let sub = StateDir::open(&self.file("archive"))?.ok_or_else(|| {
@@ -570,7 +599,7 @@ impl StateDir {
                 Err(e) => e,
             };
             if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(Error::io(
+                return Err(self.write_err(
                     e,
                     format!(
                         "archiving {} as {}",

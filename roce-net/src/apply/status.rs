@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// The journal of the last apply in this namespace, if any. A journal that
 /// cannot be used (corrupt, another namespace's) is an error saying what to do.
-pub fn status(host: &Host, opts: &ApplyOptions) -> Result<Option<Journal>> {
+pub fn apply_status(host: &Host, opts: &ApplyOptions) -> Result<Option<Journal>> {
     let id = namespace_id(host)?;
     let Some(dir) = StateDir::open(&opts.state_dir)? else {
         return Ok(None);
@@ -22,7 +22,7 @@ pub fn status(host: &Host, opts: &ApplyOptions) -> Result<Option<Journal>> {
     Journal::load(&dir, &id.key(), &id, &describe_target(host))
 }
 
-/// What [`archive`] moved.
+/// What [`archive_journal`] moved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArchiveReport {
     /// Where the journal now is (`None`: there was none).
@@ -39,7 +39,7 @@ pub struct ArchiveReport {
 /// undo an unfinished apply (`applying`, `pending_confirm`, `rolling_back`): run
 /// `rollback` (or `confirm`) first. Meant for a `rollback_failed` journal the
 /// user gives up on, and for a corrupt or foreign one.
-pub fn archive(host: &Host, opts: &ApplyOptions) -> Result<ArchiveReport> {
+pub fn archive_journal(host: &Host, opts: &ApplyOptions) -> Result<ArchiveReport> {
     let id = namespace_id(host)?;
     let key = id.key();
     let Some(dir) = StateDir::open(&opts.state_dir)? else {

@@ -268,7 +268,7 @@ fn failure_at_every_step_restores_the_host_and_keeps_the_cause() {
         );
         let now = comparable(&e.host.snapshot().unwrap());
         assert!(now == want, "host differs after a failure at step {i}");
-        let j = super::status(&e.host, &e.opts).unwrap().unwrap();
+        let j = super::apply_status(&e.host, &e.opts).unwrap().unwrap();
         assert_eq!(j.state, JournalState::RolledBack);
         assert!(j.failure.unwrap().contains("injected"));
     }
@@ -298,7 +298,7 @@ fn a_failure_in_verify_rolls_back() {
     assert_eq!(err.kind(), ErrorKind::RolledBack, "{err}");
     assert_eq!(err.cause().unwrap().kind(), ErrorKind::Policy, "{err}");
     assert!(err.to_string().contains("verifying"), "{err}");
-    let j = super::status(&e.host, &e.opts).unwrap().unwrap();
+    let j = super::apply_status(&e.host, &e.opts).unwrap().unwrap();
     assert_eq!(j.state, JournalState::RolledBack);
     assert!(j.steps.iter().all(|s| s.status != StepStatus::Done));
     ip(&ns, "addr add 198.18.0.12/24 dev r1");
@@ -430,7 +430,7 @@ fn progress_is_exact_while_an_apply_is_held() {
         let mut seen = None;
         let hook: Hook<'_> = Box::new(|i| {
             if i == at {
-                seen = Some(super::status(&host, &opts).map(|j| j.unwrap()));
+                seen = Some(super::apply_status(&host, &opts).map(|j| j.unwrap()));
             }
             Ok(())
         });
@@ -476,7 +476,7 @@ fn an_apply_past_its_confirm_deadline_changes_nothing() {
     );
     assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
     assert!(
-        super::status(&e.host, &e.opts).unwrap().is_none(),
+        super::apply_status(&e.host, &e.opts).unwrap().is_none(),
         "no journal"
     );
 

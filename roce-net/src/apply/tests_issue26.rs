@@ -61,6 +61,201 @@ fn on_small_tmpfs<R: Send>(size: &str, f: impl FnOnce(&Path) -> R + Send) -> R {
     r
 }
 
+/// Run `f` on a thread of its own in a private mount namespace (threads it
+/// starts inherit it), with a fresh directory bind-mounted onto itself; `f`
+/// gets the directory and a switch that remounts it read-only (`true`) or
+/// writable (`false`). The machine never sees the mounts.
+fn on_bind_mount<R: Send>(f: impl FnOnce(&Path, &dyn Fn(bool)) -> R + Send) -> R {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let c = |s: &str| std::ffi::CString::new(s).unwrap();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            let p = c(path.to_str().unwrap());
+            let none: *const libc::c_char = std::ptr::null();
+            let no_data: *const libc::c_void = std::ptr::null();
+            // SAFETY: unshare of this thread's mount namespace (CLONE_FS is
+            // per thread) and mounts inside it with valid C strings.
+            unsafe {
+                assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare");
+                let flags = libc::MS_REC | libc::MS_PRIVATE;
+                assert_eq!(libc::mount(none, c("/").as_ptr(), none, flags, no_data), 0);
+                assert_eq!(
+                    libc::mount(p.as_ptr(), p.as_ptr(), none, libc::MS_BIND, no_data),
+                    0,
+                    "bind mount: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+            let read_only = |ro: bool| {
+                let mut flags = libc::MS_REMOUNT | libc::MS_BIND;
+                if ro {
+                    flags |= libc::MS_RDONLY;
+                }
+                // SAFETY: a remount of the bind mount this thread made.
+                let rc = unsafe { libc::mount(none, p.as_ptr(), none, flags, no_data) };
+                assert_eq!(rc, 0, "remount: {}", std::io::Error::last_os_error());
+            };
+            let r = f(&path, &read_only);
+            // SAFETY: unmount what this thread mounted.
+            unsafe { libc::umount2(p.as_ptr(), libc::MNT_DETACH) };
+            r
+        })
+        .join()
+        .unwrap()
+    });
+    drop(dir);
+    r
+}
+
+/// Apply with a 1 s confirm timeout, `block` the state directory (full,
+/// read-only) and run the watchdog: past its deadline it has undone nothing
+/// (host `applied`, journal `pending_confirm`) and has not given up; once
+/// `unblock`ed it rolls back within 10 s, to `before`. Returns the journal.
+fn the_watchdog_waits_to_record(
+    e: &super::tests::Env,
+    opts: &ApplyOptions,
+    (before, applied): (&serde_json::Value, &serde_json::Value),
+    block: impl FnOnce(),
+    unblock: impl FnOnce(),
+) -> super::Journal {
+    let timed = ApplyOptions {
+        confirm_timeout: Some(Duration::from_secs(1)),
+        ..opts.clone()
+    };
+    super::apply_policy(&e.host, &Policy::default(), &timed).unwrap();
+    block();
+    std::thread::scope(|s| {
+        let w = s.spawn(|| super::watchdog(&e.host, opts));
+        std::thread::sleep(Duration::from_millis(2500));
+        assert_eq!(
+            &comparable(&e.host.snapshot().unwrap()),
+            applied,
+            "nothing undone while it cannot be recorded"
+        );
+        let j = super::apply_status(&e.host, opts).unwrap().unwrap();
+        assert!(
+            matches!(j.state, JournalState::PendingConfirm { .. }),
+            "{:?}",
+            j.state
+        );
+        assert!(!w.is_finished(), "the watchdog does not give up");
+        unblock();
+        let t0 = Instant::now();
+        while !w.is_finished() {
+            assert!(t0.elapsed() < Duration::from_secs(10), "watchdog stuck");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = w.join().unwrap().unwrap();
+        assert!(matches!(out, WatchdogOutcome::RolledBack(_)), "{out:?}");
+    });
+    assert_eq!(&comparable(&e.host.snapshot().unwrap()), before);
+    let j = super::apply_status(&e.host, opts).unwrap().unwrap();
+    assert_eq!(j.state, JournalState::RolledBack);
+    j
+}
+
+/// A read-only state directory (a bind mount remounted read-only in a private
+/// mount namespace). Apply refuses before the first change: the host is as
+/// before, the error names the directory, keeps the kernel's "Read-only file
+/// system" and says what to do; no journal is left. An apply whose state
+/// directory turns read-only afterwards: `status` still reads it, `rollback`
+/// undoes nothing and says so (journal `committed`, host applied), and once
+/// the directory is writable again `rollback` restores the host.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn a_read_only_state_directory_is_refused_before_any_change() {
+    let e = env(
+        "a_read_only_state_directory_is_refused_before_any_change",
+        2,
+    );
+    let before = comparable(&e.host.snapshot().unwrap());
+    on_bind_mount(|root, read_only| {
+        // The state directory exists (made by an earlier run), or is still to
+        // be made under the read-only mount.
+        std::fs::create_dir(root.join("state")).unwrap();
+        std::fs::set_permissions(
+            root.join("state"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        for dir in [root.join("state"), root.join("fresh")] {
+            let opts = ApplyOptions {
+                state_dir: dir.clone(),
+                ..e.opts.clone()
+            };
+            read_only(true);
+            let err = super::apply_policy(&e.host, &Policy::default(), &opts).unwrap_err();
+            let msg = format!("{err:#}");
+            assert_eq!(err.kind(), ErrorKind::Io, "{msg}");
+            assert!(msg.contains(&dir.display().to_string()), "{msg}");
+            assert!(msg.contains("Read-only file system"), "{msg}");
+            assert!(
+                msg.contains("remount it read-write or use another --state-dir"),
+                "{msg}"
+            );
+            assert_eq!(
+                comparable(&e.host.snapshot().unwrap()),
+                before,
+                "nothing changed"
+            );
+            read_only(false);
+            assert!(
+                super::apply_status(&e.host, &opts)
+                    .unwrap_or(None)
+                    .is_none(),
+                "no journal left"
+            );
+        }
+
+        // Read-only after a successful apply.
+        let opts = ApplyOptions {
+            state_dir: root.join("state"),
+            ..e.opts.clone()
+        };
+        let r = super::apply_policy(&e.host, &Policy::default(), &opts).unwrap();
+        assert!(r.applied > 0);
+        let applied = comparable(&e.host.snapshot().unwrap());
+        read_only(true);
+        let j = super::apply_status(&e.host, &opts).unwrap().unwrap();
+        assert_eq!(j.state, JournalState::Committed);
+        let err = super::rollback(&e.host, &opts).unwrap_err();
+        let msg = err.to_string();
+        assert_eq!(err.kind(), ErrorKind::Io, "{msg}");
+        assert!(
+            msg.contains("nothing was undone")
+                && msg.contains("Read-only file system")
+                && msg.contains(&format!("{} is on a read-only", opts.state_dir.display()))
+                && msg.contains("remount it read-write"),
+            "{msg}"
+        );
+        assert_eq!(comparable(&e.host.snapshot().unwrap()), applied);
+        let j = super::apply_status(&e.host, &opts).unwrap().unwrap();
+        assert_eq!(
+            j.state,
+            JournalState::Committed,
+            "status agrees with the host"
+        );
+        read_only(false);
+        super::rollback(&e.host, &opts).unwrap();
+        assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
+        let j = super::apply_status(&e.host, &opts).unwrap().unwrap();
+        assert_eq!(j.state, JournalState::RolledBack);
+
+        // The watchdog: a pending apply, the directory read-only at the
+        // deadline.
+        let j = the_watchdog_waits_to_record(
+            &e,
+            &opts,
+            (&before, &applied),
+            || read_only(true),
+            || read_only(false),
+        );
+        let w = j.watchdog.unwrap();
+        assert_eq!(w.outcome.as_deref(), Some("rolled_back"), "{w:?}");
+    });
+}
+
 /// Fill the filesystem of `dir` until a write fails; returns the filler.
 fn fill(dir: &Path) -> PathBuf {
     let p = dir.join("filler");
@@ -84,6 +279,25 @@ fn a_rollback_that_cannot_be_recorded_undoes_nothing() {
             state_dir: root.join("state"),
             ..e.opts.clone()
         };
+        // A full disk before the apply: refused before the first change,
+        // naming the directory and what to do.
+        let filler = fill(root);
+        let err = super::apply_policy(&e.host, &Policy::default(), &opts).unwrap_err();
+        let msg = format!("{err:#}");
+        assert_eq!(err.kind(), ErrorKind::Io, "{msg}");
+        assert!(
+            msg.contains("No space left on device")
+                && msg.contains(&format!("no space left for {}", opts.state_dir.display()))
+                && msg.contains("free space there or use another --state-dir"),
+            "{msg}"
+        );
+        assert_eq!(
+            comparable(&e.host.snapshot().unwrap()),
+            before,
+            "nothing changed"
+        );
+        std::fs::remove_file(&filler).unwrap();
+
         let r = super::apply_policy(&e.host, &Policy::default(), &opts).unwrap();
         assert!(r.applied > 0);
         let applied = comparable(&e.host.snapshot().unwrap());
@@ -102,46 +316,21 @@ fn a_rollback_that_cannot_be_recorded_undoes_nothing() {
             applied,
             "the host keeps the apply its journal records"
         );
-        let j = super::status(&e.host, &opts).unwrap().unwrap();
+        let j = super::apply_status(&e.host, &opts).unwrap().unwrap();
         assert_eq!(j.state, JournalState::Committed);
         std::fs::remove_file(&filler).unwrap();
         super::rollback(&e.host, &opts).unwrap();
         assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
 
         // The watchdog: a pending apply, the disk full at the deadline.
-        let timed = ApplyOptions {
-            confirm_timeout: Some(Duration::from_secs(1)),
-            ..opts.clone()
-        };
-        super::apply_policy(&e.host, &Policy::default(), &timed).unwrap();
-        let filler = fill(root);
-        std::thread::scope(|s| {
-            let w = s.spawn(|| super::watchdog(&e.host, &opts));
-            std::thread::sleep(Duration::from_millis(2500));
-            assert_eq!(
-                comparable(&e.host.snapshot().unwrap()),
-                applied,
-                "nothing undone while it cannot be recorded"
-            );
-            let j = super::status(&e.host, &opts).unwrap().unwrap();
-            assert!(
-                matches!(j.state, JournalState::PendingConfirm { .. }),
-                "{:?}",
-                j.state
-            );
-            assert!(!w.is_finished(), "the watchdog does not give up");
-            std::fs::remove_file(&filler).unwrap();
-            let t0 = Instant::now();
-            while !w.is_finished() {
-                assert!(t0.elapsed() < Duration::from_secs(10), "watchdog stuck");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let out = w.join().unwrap().unwrap();
-            assert!(matches!(out, WatchdogOutcome::RolledBack(_)), "{out:?}");
-        });
-        assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
-        let j = super::status(&e.host, &opts).unwrap().unwrap();
-        assert_eq!(j.state, JournalState::RolledBack);
+        let filler = std::cell::Cell::new(None);
+        let j = the_watchdog_waits_to_record(
+            &e,
+            &opts,
+            (&before, &applied),
+            || filler.set(Some(fill(root))),
+            || std::fs::remove_file(filler.take().unwrap()).unwrap(),
+        );
         let w = j.watchdog.unwrap();
         assert_eq!(w.outcome.as_deref(), Some("rolled_back"), "{w:?}");
     });
@@ -209,18 +398,56 @@ fn a_wall_clock_step_moves_no_confirm_deadline() {
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn a_nic_deleted_mid_apply_is_rolled_back_cleanly() {
-    let e = env("a_nic_deleted_mid_apply_is_rolled_back_cleanly", 3);
+    a_nic_gone_mid_apply(
+        "a_nic_deleted_mid_apply_is_rolled_back_cleanly",
+        &["link del r1"],
+    );
+}
+
+/// Defect 7, the renamed variant: a NIC renamed mid-apply (down, renamed,
+/// up again, between the last change and verify; the kernel renames only a
+/// down link). The objects apply put on it under its old name went with it:
+/// rollback says so, finishes `rolled_back` with no "mixed state", r0's
+/// objects are restored exactly, and the next apply is accepted.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn a_nic_renamed_mid_apply_is_rolled_back_cleanly() {
+    let (msg, after) = a_nic_gone_mid_apply(
+        "a_nic_renamed_mid_apply_is_rolled_back_cleanly",
+        &[
+            "link set dev r1 down",
+            "link set dev r1 name rx1",
+            "link set dev rx1 up",
+        ],
+    );
+    assert!(msg.contains("renamed"), "{msg}");
+    assert!(after.interfaces.iter().any(|i| i.name == "rx1"));
+}
+
+/// Defect 7's run: apply to a 3-NIC lab, run the `ip` commands `gone` in its
+/// host namespace between the last change and verify, and check that the
+/// rollback finished cleanly: no `rollback_failed` or "mixed state", the error
+/// says r1 no longer exists, the journal is `rolled_back` without errors, r0's
+/// routes and sysctls are exactly as before, and the next apply (and its
+/// rollback) works. Returns the error's message and the host after rollback.
+fn a_nic_gone_mid_apply(
+    test: &str,
+    gone: &'static [&'static str],
+) -> (String, crate::model::HostState) {
+    let e = env(test, 3);
     let ns = e.lab.host_ns().unwrap().to_string();
     let before = e.host.snapshot().unwrap();
-    let ns2 = ns.clone();
     let err = super::tests::apply_before_verify(&e, &Policy::default(), move || {
-        super::tests::ip(&ns2, "link del r1")
+        for cmd in gone {
+            super::tests::ip(&ns, cmd);
+        }
     })
     .unwrap_err();
     let msg = err.to_string();
     assert_ne!(err.kind(), ErrorKind::RollbackFailed, "{msg}");
+    assert!(!msg.contains("mixed state"), "{msg}");
     assert!(msg.contains("interface r1 no longer exists"), "{msg}");
-    let j = super::status(&e.host, &e.opts).unwrap().unwrap();
+    let j = super::apply_status(&e.host, &e.opts).unwrap().unwrap();
     assert_eq!(j.state, JournalState::RolledBack, "{:?}", j.errors);
     assert!(j.errors.is_empty(), "{:?}", j.errors);
     // r0's objects are restored exactly.
@@ -239,6 +466,9 @@ fn a_nic_deleted_mid_apply_is_rolled_back_cleanly() {
     let r = super::apply_policy(&e.host, &Policy::default(), &e.opts).unwrap();
     assert!(r.applied > 0);
     super::rollback(&e.host, &e.opts).unwrap();
+    let j = super::apply_status(&e.host, &e.opts).unwrap().unwrap();
+    assert_eq!(j.state, JournalState::RolledBack, "{:?}", j.errors);
+    (msg, after)
 }
 
 /// Defect 3: a watchdog that cannot get the lock at its deadline (held here
@@ -266,7 +496,7 @@ fn a_watchdog_that_cannot_get_the_lock_says_so() {
     assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
     drop(held);
     assert_eq!(comparable(&e.host.snapshot().unwrap()), applied);
-    let j = super::status(&e.host, &e.opts).unwrap().unwrap();
+    let j = super::apply_status(&e.host, &e.opts).unwrap().unwrap();
     let w = j.watchdog.unwrap();
     assert_eq!(w.outcome.as_deref(), Some("failed"), "{w:?}");
     let m = w.message.unwrap_or_default();

@@ -160,10 +160,9 @@ fn steps_for(
                 )
             })?;
             let append = match c {
-                Change::DeleteRoute { route } => routes.iter().any(|r| {
-                    super::execute::route_key(r) == super::execute::route_key(route)
-                        && !super::execute::same_route(r, route)
-                }),
+                Change::DeleteRoute { route } => routes
+                    .iter()
+                    .any(|r| r.key() == route.key() && !r.same(route)),
                 _ => false,
             };
             Ok(Step {

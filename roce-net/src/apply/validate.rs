@@ -349,7 +349,7 @@ mod tests {
     }
 
     /// A drifted plan's lists are cut with a count. (A plan already in effect
-    /// is applied as an empty plan: `tests/cli.rs`
+    /// is applied as an empty plan: `tests/it/cli.rs`
     /// `plan_then_apply_the_saved_plan_then_persist_dry_run`, on a lab host.)
     #[test]
     fn long_drift_lists_are_cut_with_a_count() {

@@ -229,6 +229,18 @@ pub fn watchdog_until(
     loop {
         let lock = match NsLock::acquire_in(&dir, &key, Some(opts.watchdog_lock_wait)) {
             Ok(l) => l,
+            // A state directory that cannot be written (read-only: the lock
+            // file cannot be opened for writing; full) cannot record a
+            // rollback either: try again, as below, never give up.
+            Err(e)
+                if matches!(
+                    e.errno_value(),
+                    Some(libc::EROFS | libc::ENOSPC | libc::EDQUOT)
+                ) =>
+            {
+                std::thread::sleep(RETRY);
+                continue;
+            }
             Err(e) => {
                 // Never silently: the journal says the apply was left in place.
                 record_outcome(

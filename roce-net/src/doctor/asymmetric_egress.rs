@@ -14,7 +14,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         let Some(peer) = representative_peer(ctx.state, &nic.ifname, a) else {
             continue;
         };
-        let Ok(d) = fib::resolve(ctx.state, &Flow::to(peer).from(a.address)) else {
+        let Ok(d) = fib::fib_lookup(ctx.state, &Flow::to(peer).from(a.address)) else {
             continue;
         };
         if d.dev.as_deref() == Some(nic.ifname.as_str()) {

@@ -2,7 +2,7 @@
 //! table has no RoCE v2 entry for it, so RoCE v2 (what NCCL uses) cannot use it.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::shell_word;
+use crate::model::{shell_word, PortRef};
 use crate::scope::port_netdev;
 use std::net::IpAddr;
 
@@ -47,8 +47,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                             .with_port(&d.name, p.port)
                             .with_address(v4),
                         format!(
-                            "{}:{} has no RoCE v2 GID for {v4} on {nd}: RoCE v2 connections from this address fail",
-                            d.name, p.port
+                            "{} has no RoCE v2 GID for {v4} on {nd}: RoCE v2 connections from this address fail",
+                        PortRef::of(d, p)
                         ),
                     )
                     .evidence("gids", present)

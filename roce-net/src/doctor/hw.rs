@@ -1,7 +1,8 @@
 //! Shared helpers for the checks on NIC statistics, QoS and link health.
 
 use super::{Ctx, Subject};
-use crate::model::{Interface, Qos};
+use crate::model::{Interface, PortRef, Qos};
+use crate::scope::find_port;
 use std::collections::BTreeMap;
 
 /// A NIC in scope with what the snapshot knows of its hardware.
@@ -9,7 +10,7 @@ pub(crate) struct Nic<'a> {
     pub ifname: &'a str,
     pub iface: &'a Interface,
     /// The RDMA port it backs (the first, when several).
-    pub port: Option<(&'a str, u32)>,
+    pub port: Option<&'a PortRef>,
 }
 
 impl Nic<'_> {
@@ -17,7 +18,7 @@ impl Nic<'_> {
     pub fn subject(&self) -> Subject {
         let s = Subject::interface(self.ifname);
         match self.port {
-            Some((d, p)) => s.with_port(d, p),
+            Some(r) => s.with_port(&r.device, r.port),
             None => s,
         }
     }
@@ -41,7 +42,7 @@ pub(crate) fn nics<'a>(ctx: &'a Ctx) -> Vec<Nic<'a>> {
             Some(Nic {
                 ifname: &n.ifname,
                 iface,
-                port: n.rdma_ports.first().map(|r| (r.device.as_str(), r.port)),
+                port: n.rdma_ports.first(),
             })
         })
         .collect()
@@ -69,18 +70,9 @@ pub(crate) fn per_prio(
 /// connections, and where it comes from: rdma_cm's `default_roce_tos` when set,
 /// else 0 (the kernel's and NCCL's default).
 pub(crate) fn roce_tos(ctx: &Ctx, nic: &Nic) -> (u8, &'static str) {
-    let tos = nic.port.and_then(|(d, p)| {
-        ctx.state
-            .rdma
-            .iter()
-            .find(|x| x.name == d)?
-            .ports
-            .iter()
-            .find(|x| x.port == p)?
-            .rdma_cm
-            .as_ref()?
-            .default_roce_tos
-    });
+    let tos = nic
+        .port
+        .and_then(|r| find_port(ctx.state, r)?.rdma_cm.as_ref()?.default_roce_tos);
     match tos {
         Some(t) => (t, "rdma_cm default_roce_tos"),
         None => (

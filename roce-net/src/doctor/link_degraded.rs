@@ -2,7 +2,7 @@
 //! host's other ports of the same link layer.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::{ifname_word, shell_word};
+use crate::model::{ifname_word, shell_word, PortRef};
 use crate::scope::port_netdev;
 
 /// Check id.
@@ -56,11 +56,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 Severity::Warning,
                 subject,
                 format!(
-                    "{}:{} runs at {} while the host's best {} port runs at {best_rate} Gb/s{}: \
+                    "{} runs at {} while the host's best {} port runs at {best_rate} Gb/s{}: \
                      a degraded link (cable, transceiver, switch port or auto-negotiation) \
                      slows every collective that crosses this rail",
-                    d.name,
-                    p.port,
+                    PortRef::of(d, p),
                     p.rate.as_deref().unwrap_or("?"),
                     p.link_layer.as_deref().unwrap_or(""),
                     match best_width {

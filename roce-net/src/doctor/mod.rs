@@ -1,4 +1,4 @@
-//! Pure checks over a [`HostState`]: `doctor::run(&state) -> Vec<Finding>`.
+//! Pure checks over a [`HostState`]: `doctor(&state) -> Vec<Finding>`.
 //!
 //! One check per file; each has a stable id (see [`CHECK_IDS`] and
 //! `docs/checks.md`). Every finding carries the values it saw (`evidence`), the
@@ -339,12 +339,12 @@ pub fn sort_findings(findings: &mut [Finding]) {
 }
 
 /// Run every check with the default options.
-pub fn run(state: &HostState) -> Vec<Finding> {
-    run_with(state, &DoctorOptions::default())
+pub fn doctor(state: &HostState) -> Vec<Finding> {
+    doctor_with(state, &DoctorOptions::default())
 }
 
 /// Run every check.
-pub fn run_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
+pub fn doctor_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
     let checks: [fn(&Ctx) -> Vec<Finding>; 31] = [
         arp_ignore::check,
@@ -558,7 +558,7 @@ impl<'a> Ctx<'a> {
             }
         };
         if let Some(c) = culprit {
-            let desired = remedy.plan.desired.rules.iter().any(|r| r == c);
+            let desired = remedy.plan.desired.rules.iter().any(|r| r.same(c));
             if !desired && c.priority < nd.rule_priority && c.table != RT_TABLE_LOCAL {
                 push(c.ip_command(IpVerb::Delete));
             }

@@ -1,7 +1,7 @@
 //! `port-down`: an RDMA port is not ACTIVE/LinkUp.
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::{ifname_word, shell_word};
+use crate::model::{ifname_word, shell_word, PortRef};
 use crate::scope::port_netdev;
 
 /// Check id.
@@ -39,9 +39,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     sev,
                     subject,
                     format!(
-                        "{}:{} is {} / {}{}",
-                        d.name,
-                        p.port,
+                        "{} is {} / {}{}",
+                        PortRef::of(d, p),
                         p.state.as_deref().unwrap_or("unknown"),
                         p.phys_state.as_deref().unwrap_or("unknown"),
                         match (&nd, admin_up) {

@@ -2,7 +2,7 @@
 //! retransmissions (lossy fabric, wrong neighbour/MAC, PFC/ECN misconfiguration).
 
 use super::{Ctx, Finding, Severity, Subject};
-use crate::model::{ifname_word, shell_word};
+use crate::model::{ifname_word, shell_word, PortRef};
 use std::collections::BTreeMap;
 
 /// Check id.
@@ -49,9 +49,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     Severity::Warning,
                     subject,
                     format!(
-                        "{}:{} counted RDMA retransmissions/timeouts since boot: {}",
-                        d.name,
-                        p.port,
+                        "{} counted RDMA retransmissions/timeouts since boot: {}",
+                        PortRef::of(d, p),
                         list.join(", ")
                     ),
                 )

@@ -5,7 +5,7 @@
 
 use super::{Ctx, Finding, Severity, Subject};
 use crate::model::shell_word;
-use crate::model::{GidType, NoRdmaReason, RdmaPort, VerbsPort};
+use crate::model::{GidType, NoRdmaReason, PortRef, RdmaPort, VerbsPort};
 
 /// Check id.
 pub const ID: &str = "verbs-sysfs-mismatch";
@@ -174,9 +174,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     Severity::Warning,
                     subject,
                     format!(
-                        "{}:{} differs between sysfs and libibverbs: {}",
-                        d.name,
-                        p.port,
+                        "{} differs between sysfs and libibverbs: {}",
+                        PortRef::of(d, p),
                         diff.join("; ")
                     ),
                 )

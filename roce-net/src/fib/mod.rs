@@ -221,12 +221,12 @@ impl FibMode {
 
 /// Look a flow up, with the reason when the kernel would return an error
 /// ([`FibMode::Auto`]).
-pub fn resolve(state: &HostState, flow: &Flow) -> Result<FibDecision, FibError> {
-    resolve_with(state, flow, FibMode::Auto)
+pub fn fib_lookup(state: &HostState, flow: &Flow) -> Result<FibDecision, FibError> {
+    fib_lookup_with(state, flow, FibMode::Auto)
 }
 
 /// Look a flow up in an explicit [`FibMode`].
-pub fn resolve_with(
+pub fn fib_lookup_with(
     state: &HostState,
     flow: &Flow,
     mode: FibMode,

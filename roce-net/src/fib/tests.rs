@@ -1,10 +1,13 @@
 //! Offline FIB lookup on hand-built HostStates: each case states what
 //! `ip route get` answers on a real kernel with the same tables.
 
-#[path = "../../tests/doctor_support/mod.rs"]
+// The integration tests' builders (and the golden helper they use).
+#[path = "../../tests/it/doctor_support.rs"]
 mod doctor_support;
+#[path = "../../tests/it/golden_support.rs"]
+mod golden_support;
 
-use super::{has_only_default_rules, ipv6_select_addr, resolve};
+use super::{fib_lookup, has_only_default_rules, ipv6_select_addr};
 use doctor_support::{ip, B};
 use roce_net::RouteType;
 use roce_net::{FibDecision, FibError, FibMode, Flow};
@@ -26,7 +29,7 @@ fn lookup(
         fwmark: 0,
         tos: 0,
     };
-    resolve(state, &flow).ok()
+    fib_lookup(state, &flow).ok()
 }
 
 fn four_nics_one_subnet() -> B {
@@ -312,7 +315,7 @@ fn merged_mode_falls_back_to_default_table_only_on_a_miss() {
     b.route("throw 10.4.0.0/16");
     b.route("table default 10.4.0.0/16 via 198.18.0.3 dev ens3");
     // Without custom rules a main-table reject is final (kernel 6.18, checked in
-    // tests/lab_fib.rs) ...
+    // tests/it/lab_fib.rs) ...
     assert_eq!(
         roce_net::fib_lookup(&b.0, &Flow::to(ip("10.1.0.1"))),
         Err(FibError::Blackhole)

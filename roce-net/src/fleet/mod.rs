@@ -1,5 +1,5 @@
 //! Fleet report: per-host summaries of many snapshots and the findings that only
-//! show when hosts are compared (`fleet::report(&[HostState]) -> FleetReport`).
+//! show when hosts are compared (`fleet_report(&[HostState]) -> FleetReport`).
 //!
 //! A fleet of thousands of hosts is built one snapshot at a time with
 //! [`FleetBuilder`]: each snapshot is summarised as it is added and only what the
@@ -10,7 +10,7 @@
 //! of NICs in scope, subnets) the most common value wins (ties go to the smallest
 //! value), and every host that differs gets a finding naming the host.
 //!
-//! A host is named by [`host_label`]: its host name, and for a snapshot taken
+//! A host is named by [`fleet_host_label`]: its host name, and for a snapshot taken
 //! inside a named network namespace `hostname:netns` (lab hosts share the
 //! machine's host name). Checks added by the fleet work of issue 12 live in their
 //! own files: [`neighbors`] (a peer's entry for another host's address holding
@@ -45,11 +45,11 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
 ];
 
 /// At most this many hosts (or NICs) in one finding's `hosts` (`nics`) evidence.
-pub const MAX_EVIDENCE_HOSTS: usize = 32;
+pub const FLEET_MAX_EVIDENCE_HOSTS: usize = 32;
 
 /// The evidence a cross-host comparison carries about the others, bounded for
 /// any fleet size: a sample of `all` (name -> value) of at most
-/// [`MAX_EVIDENCE_HOSTS`] entries (every entry when there are no more; else the
+/// [`FLEET_MAX_EVIDENCE_HOSTS`] entries (every entry when there are no more; else the
 /// ones whose value is not `common` first, then the rest, in name order) and how
 /// many entries have each value.
 pub(super) fn bounded<K: Ord + Clone, V: Ord + Clone>(
@@ -64,7 +64,7 @@ pub(super) fn bounded<K: Ord + Clone, V: Ord + Clone>(
     let usual = all.iter().filter(|(_, v)| *v == common);
     let sample = odd
         .chain(usual)
-        .take(MAX_EVIDENCE_HOSTS)
+        .take(FLEET_MAX_EVIDENCE_HOSTS)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     (sample, counts)
@@ -72,7 +72,7 @@ pub(super) fn bounded<K: Ord + Clone, V: Ord + Clone>(
 
 /// How the fleet report names a host: `hostname`, or `hostname:netns` for a
 /// snapshot taken inside a named network namespace.
-pub fn host_label(state: &HostState) -> String {
+pub fn fleet_host_label(state: &HostState) -> String {
     match &state.netns {
         Some(ns) => format!("{}:{ns}", state.hostname),
         None => state.hostname.clone(),
@@ -97,7 +97,7 @@ pub(super) fn on_state(state: &HostState, cmd: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct HostSummary {
-    /// Host name, as [`host_label`] gives it.
+    /// Host name, as [`fleet_host_label`] gives it.
     pub hostname: String,
     /// NICs in scope (see [`crate::nic_scope`]).
     pub nics: Vec<String>,
@@ -135,13 +135,13 @@ pub struct FleetReport {
 /// Summarise one host.
 pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
     let scope = crate::scope::nic_scope(state);
-    let findings = doctor::run_with(state, opts);
-    let gid_index = crate::nccl::recommend(state)
+    let findings = doctor::doctor_with(state, opts);
+    let gid_index = crate::nccl::nccl_env(state)
         .get("NCCL_IB_GID_INDEX")
         .and_then(|v| v.value.as_ref())
         .and_then(|v| v.parse().ok());
     HostSummary {
-        hostname: host_label(state),
+        hostname: fleet_host_label(state),
         nics: scope.names(),
         rdma_devices: state.rdma.iter().map(|d| d.name.clone()).collect(),
         findings: doctor::summarize(&findings),
@@ -210,7 +210,7 @@ fn host_subject(h: &str) -> Subject {
 /// a snapshot (its doctor findings, NCCL GID index, NICs: a [`HostSummary`]) and
 /// keeps only what the cross-host checks read, so the caller can load, add and
 /// drop snapshots one by one; [`FleetBuilder::finish`] runs the cross-host
-/// comparisons. The result is the same as [`report_with`] on all the snapshots
+/// comparisons. The result is the same as [`fleet_report_with`] on all the snapshots
 /// at once.
 ///
 /// What is kept of each snapshot: everything but its routes, rules, sysctls,
@@ -323,25 +323,25 @@ impl FleetBuilder {
 }
 
 /// Build the fleet report with the default doctor options.
-pub fn report(states: &[HostState]) -> FleetReport {
-    report_with(states, &DoctorOptions::default())
+pub fn fleet_report(states: &[HostState]) -> FleetReport {
+    fleet_report_with(states, &DoctorOptions::default())
 }
 
 /// Build the fleet report (all snapshots in memory; see [`FleetBuilder`] for
 /// one at a time).
-pub fn report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
+pub fn fleet_report_with(states: &[HostState], opts: &DoctorOptions) -> FleetReport {
     let hosts = states.iter().map(|s| summarize_host(s, opts)).collect();
     cross_host(hosts, states)
 }
 
 /// The cross-host comparisons over the hosts' summaries and snapshots. A host
-/// (by [`host_label`]) given more than once is compared once, in its first
+/// (by [`fleet_host_label`]) given more than once is compared once, in its first
 /// snapshot, and named in a `fleet-host-repeated` finding: counted twice it
 /// would outvote the others, and duplicate-address advice would tell it to
 /// delete its own address.
 fn cross_host(hosts: Vec<HostSummary>, states: &[HostState]) -> FleetReport {
     let mut findings = Vec::new();
-    let labels: Vec<String> = states.iter().map(host_label).collect();
+    let labels: Vec<String> = states.iter().map(fleet_host_label).collect();
     let first = repeated(&labels, &mut findings);
     if first.len() == labels.len() {
         compare_all(&hosts, states, &labels, &mut findings);
@@ -636,7 +636,7 @@ fn duplicates(states: &[HostState], out: &mut Vec<Finding>) {
     let mut dels: BTreeMap<IpAddr, Vec<(String, String)>> = BTreeMap::new();
     let mut owners: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
     for s in states {
-        let label = host_label(s);
+        let label = fleet_host_label(s);
         for a in &s.addresses {
             if a.ifname == "lo" || a.scope != Scope::Universe {
                 continue;

@@ -3,7 +3,7 @@
 //! A [`Lab`] owns the namespaces it creates and removes them when it is dropped,
 //! also while a panic unwinds (unless told to [`Lab::set_keep`] them, for the
 //! `roce-net lab --keep` demo). Everything is built through this library's own
-//! netlink layer and [`crate::netns::create`]; nothing touches the caller's
+//! netlink layer and [`crate::netns::netns_add`]; nothing touches the caller's
 //! namespace. Namespace names are `rnt-<tag>-<pid>-<n>-<role>`, unique per process
 //! and lab, so parallel tests never collide. Addresses come from 198.18.0.0/15.
 //!
@@ -295,7 +295,7 @@ impl Lab {
     }
 
     /// Keep the namespaces when the lab is dropped (for demos); `ip netns del`
-    /// or [`crate::netns::delete`] removes them later. A kept lab's namespaces
+    /// or [`crate::netns::netns_del`] removes them later. A kept lab's namespaces
     /// are left alone by [`Lab::interrupt`] too.
     pub fn set_keep(&mut self, keep: bool) {
         self.keep = keep;
@@ -320,7 +320,7 @@ impl Lab {
         let names = g.take().unwrap_or_default();
         let mut out = LabInterrupted::default();
         for ns in names.iter().rev() {
-            match netns::delete(ns) {
+            match netns::netns_del(ns) {
                 Ok(()) => out.removed.push(ns.clone()),
                 Err(e) if e.kind() == ErrorKind::NotFound => out.removed.push(ns.clone()),
                 Err(e) => out.failed.push((ns.clone(), e)),
@@ -345,7 +345,8 @@ impl Lab {
                     ),
                 ));
             };
-            netns::create(&name).map_err(|e| e.context(format!("building lab {}", self.prefix)))?;
+            netns::netns_add(&name)
+                .map_err(|e| e.context(format!("building lab {}", self.prefix)))?;
             if !self.keep {
                 set.push(name.clone());
             }
@@ -418,7 +419,7 @@ impl Lab {
         unregister(&names);
         let mut first = None;
         for ns in names.iter().rev() {
-            match netns::delete(ns) {
+            match netns::netns_del(ns) {
                 // Removed already by an interrupt (names hold the pid: never reused).
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
                 Err(e) => {
@@ -439,7 +440,7 @@ impl Drop for Lab {
         let names = std::mem::take(&mut self.namespaces);
         unregister(&names);
         for ns in names.iter().rev() {
-            let _ = netns::delete(ns);
+            let _ = netns::netns_del(ns);
         }
     }
 }

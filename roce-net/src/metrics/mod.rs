@@ -1,7 +1,7 @@
 //! Prometheus text exposition format (version 0.0.4, the format node_exporter's
 //! textfile collector reads) rendered from a snapshot and its doctor findings.
 //!
-//! Pure: [`render`] returns the text; the CLI (`roce-net metrics -o FILE`) writes
+//! Pure: [`render_metrics`] returns the text; the CLI (`roce-net metrics -o FILE`) writes
 //! it atomically. Every family has `# HELP` and `# TYPE` lines, names start with
 //! `roce_net_`, counters end in `_total`, and no two samples of a family share a
 //! label set (the textfile collector rejects a whole file that repeats one).
@@ -131,7 +131,7 @@ fn sev(s: Severity) -> &'static str {
 
 /// The metrics text for one host: `state` and the doctor findings over it
 /// (`roce_net::doctor(&state)`, or any findings, fleet ones included).
-pub fn render(state: &HostState, findings: &[Finding]) -> String {
+pub fn render_metrics(state: &HostState, findings: &[Finding]) -> String {
     let mut fams = Vec::new();
 
     let mut info = Family::new(

@@ -35,12 +35,14 @@ pub use interface::{Interface, LinkStats, OperState};
 pub use neighbor::{NeighState, Neighbor};
 pub use port::{port_is_active, LinkLayer, PhysState, PortState};
 pub use qos::{DcbApp, Qos, Trust};
-pub use rdma::{active_mtu_for_netdev_mtu, GidEntry, GidType, RdmaCmPort, RdmaDevice, RdmaPort};
+pub use rdma::{
+    active_mtu_for_netdev_mtu, GidEntry, GidType, PortRef, RdmaCmPort, RdmaDevice, RdmaPort,
+};
 pub use route::{
-    NextHop, Route, RouteDecision, RouteQuery, RouteReply, RouteType, RT_TABLE_DEFAULT,
+    NextHop, Route, RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType, RT_TABLE_DEFAULT,
     RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
-pub use rule::{Rule, RuleAction};
+pub use rule::{Rule, RuleAction, RuleKey};
 pub use scope::Scope;
 pub use shell::{ifname_word, in_netns, over_ssh, shell_word};
 pub use sysctl::{

@@ -216,3 +216,33 @@ mod tests {
         assert_eq!(port(None).rate_gbps(), None);
     }
 }
+
+/// One port of an RDMA device: its device name and port number. Shown as
+/// NCCL's `NCCL_IB_HCA` names a port (`mlx5_0:1`); serialized as
+/// `{"device": "mlx5_0", "port": 1}`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub struct PortRef {
+    /// RDMA device name (`mlx5_0`).
+    pub device: String,
+    /// Port number.
+    pub port: u32,
+}
+
+impl PortRef {
+    /// The port `port` of `device`.
+    pub fn of(device: &RdmaDevice, port: &RdmaPort) -> PortRef {
+        PortRef {
+            device: device.name.clone(),
+            port: port.port,
+        }
+    }
+}
+
+impl std::fmt::Display for PortRef {
+    /// `mlx5_0:1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.device, self.port)
+    }
+}

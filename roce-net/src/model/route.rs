@@ -367,7 +367,54 @@ impl fmt::Display for RouteType {
     }
 }
 
+/// What makes two routes compete for one place in the kernel: family, table,
+/// destination, TOS and metric (none and 0 are the same metric). An exclusive
+/// add of one fails while the other is there; `ip route replace` replaces the
+/// route with this key. Routes equal by [`Route::same`] have equal keys.
+///
+/// The one definition of a route's identity: the planner matches routes by it,
+/// and apply's undo checks with it what holds a route's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RouteKey {
+    /// Address family.
+    pub family: Family,
+    /// Routing table id.
+    pub table: u32,
+    /// Destination prefix.
+    pub dst: ipnet::IpNet,
+    /// TOS / DSCP selector.
+    pub tos: u8,
+    /// Metric, 0 when none was reported.
+    pub metric: u32,
+}
+
 impl Route {
+    /// Its identity in the kernel: see [`RouteKey`].
+    pub fn key(&self) -> RouteKey {
+        RouteKey {
+            family: self.family,
+            table: self.table,
+            dst: self.dst,
+            tos: self.tos,
+            metric: self.metric.unwrap_or(0),
+        }
+    }
+
+    /// The route as compared: a metric of 0 is no metric (the kernel reports
+    /// either for the same route).
+    pub fn normalized(&self) -> Route {
+        let mut r = self.clone();
+        if r.metric == Some(0) {
+            r.metric = None;
+        }
+        r
+    }
+
+    /// Equal to `other` however a metric of 0 was reported: the same route.
+    pub fn same(&self, other: &Route) -> bool {
+        self.normalized() == other.normalized()
+    }
+
     /// The route with registered table names shown (`table roce_r1(1001)`).
     pub fn with_table_names<'a>(
         &'a self,
@@ -534,5 +581,71 @@ mod reply_tests {
             t.starts_with("prohibit 198.18.96.1: a prohibit route or rule matched"),
             "{t}"
         );
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    fn route(dst: &str, metric: Option<u32>) -> Route {
+        Route {
+            family: Family::Inet,
+            table: 1001,
+            dst: dst.parse().unwrap(),
+            kind: RouteType::Unicast,
+            dev: Some("r1".into()),
+            prefsrc: None,
+            gateway: None,
+            scope: Scope::Link,
+            protocol: 201,
+            metric,
+            tos: 0,
+            multipath: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_metric_of_zero_is_no_metric() {
+        let (a, b) = (
+            route("198.18.0.0/24", None),
+            route("198.18.0.0/24", Some(0)),
+        );
+        assert!(a.same(&b));
+        assert_eq!(a.key(), b.key());
+        assert_eq!(b.normalized().metric, None);
+    }
+
+    #[test]
+    fn the_key_leaves_out_what_replace_changes() {
+        let a = route("198.18.0.0/24", Some(5));
+        let mut b = a.clone();
+        b.dev = Some("r2".into());
+        b.prefsrc = Some("198.18.0.11".parse().unwrap());
+        b.protocol = 4;
+        b.scope = Scope::Universe;
+        assert_eq!(a.key(), b.key());
+        assert!(!a.same(&b));
+        for other in [
+            Route {
+                table: 1002,
+                ..a.clone()
+            },
+            Route {
+                tos: 4,
+                ..a.clone()
+            },
+            Route {
+                metric: Some(6),
+                ..a.clone()
+            },
+            route("198.18.1.0/24", Some(5)),
+            Route {
+                family: Family::Inet6,
+                ..a.clone()
+            },
+        ] {
+            assert_ne!(a.key(), other.key(), "{other}");
+        }
     }
 }

@@ -121,7 +121,59 @@ impl fmt::Display for Net<'_> {
     }
 }
 
+/// Where a rule is looked for: family, priority and table. Rules equal by
+/// [`Rule::same`] have equal keys (several different rules may share one: the
+/// kernel keeps rules by their whole content).
+///
+/// With [`Rule::normalized`], the one definition of a rule's identity: the
+/// planner matches rules by them, and apply's undo checks with them that the
+/// rule it restores is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleKey {
+    /// Address family.
+    pub family: Family,
+    /// Priority (`pref`).
+    pub priority: u32,
+    /// Table looked up (0 when none).
+    pub table: u32,
+}
+
 impl Rule {
+    /// Where it is looked for: see [`RuleKey`].
+    pub fn key(&self) -> RuleKey {
+        RuleKey {
+            family: self.family,
+            priority: self.priority,
+            table: self.table,
+        }
+    }
+
+    /// The rule as compared: an absent mark, a full mask, a suppressor of
+    /// `u32::MAX` and a `goto` target on a rule that does not jump all read
+    /// as none (the kernel reports either for the same rule).
+    pub fn normalized(&self) -> Rule {
+        let mut r = self.clone();
+        if r.fwmark == Some(0) {
+            r.fwmark = None;
+        }
+        if r.fwmark.is_none() || r.fwmask == Some(u32::MAX) {
+            r.fwmask = None;
+        }
+        if r.suppress_prefixlen == Some(u32::MAX) {
+            r.suppress_prefixlen = None;
+        }
+        if r.action != RuleAction::Goto {
+            r.goto = None;
+        }
+        r
+    }
+
+    /// Equal to `other` however absent marks, masks and suppressors were
+    /// reported: the same rule.
+    pub fn same(&self, other: &Rule) -> bool {
+        self.normalized() == other.normalized()
+    }
+
     /// `from all lookup <table>` at `priority`: an IPv4 rule with no selectors and
     /// protocol 0; add selectors with the builder methods below.
     ///
@@ -302,5 +354,29 @@ impl fmt::Display for Rule {
 impl fmt::Display for WithTableNames<'_, Rule> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.item.write(f, Some(self.names))
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    #[test]
+    fn absent_marks_masks_and_suppressors_read_alike() {
+        let a = Rule::lookup(1001, 1001).protocol(201);
+        let mut b = a.clone();
+        b.fwmark = Some(0);
+        b.fwmask = Some(0xff);
+        b.suppress_prefixlen = Some(u32::MAX);
+        b.goto = Some(7);
+        assert!(a.same(&b), "{a} / {b}");
+        assert_eq!(a.key(), b.key());
+        let marked = a.clone().fwmark(3, Some(u32::MAX));
+        assert!(marked.same(&a.clone().fwmark(3, None)));
+        assert!(!marked.same(&a.clone().fwmark(3, Some(0xf))));
+        assert!(!a.same(&a.clone().protocol(4)));
+        assert_eq!(a.key(), a.clone().oif("r0").key());
+        assert_ne!(a.key(), Rule::lookup(1002, 1001).key());
+        assert_ne!(a.key(), Rule::lookup(1001, 1002).key());
     }
 }

@@ -5,31 +5,112 @@
 
 use super::env::{parse_list, NameList, MAX_IB_DEVS, MAX_IFS};
 use super::model::{
-    addr_family, addr_range, link_local_gid, select_gid, strtoll, AddrFamily, AddrRange, NcclEnv,
-    NcclVersion, Selection,
+    addr_family, addr_range, link_local_gid, nccl_select_gid, strtoll, AddrFamily, AddrRange,
+    NcclEnv, NcclVersion, Selection,
 };
 use super::{choice, target_gid, NcclOptions};
 use crate::doctor::{sort_findings, Finding, Severity, Subject};
 use crate::model::ifname_word;
-use crate::model::{GidType, HostState, LinkLayer, OperState, RdmaDevice, RdmaPort};
+use crate::model::{GidType, HostState, LinkLayer, OperState, PortRef, RdmaDevice, RdmaPort};
 use crate::scope::port_netdev;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-/// Every id [`check`] can report.
+// One module per check, as the doctor's (`doctor/arp_ignore.rs` has its
+// `ID`): the id a finding carries is named where it is reported, listed in
+// `NCCL_CHECK_IDS` and documented in docs/nccl.md (`roce-net/tests/it/nccl_model.rs`
+// fails when one is missing there or two are the same).
+
+/// `nccl-hca-matches-nothing`.
+mod hca_matches_nothing {
+    /// An `NCCL_IB_HCA` entry matches no active port (or is past the 32-entry
+    /// limit); an error when no port is selected at all.
+    pub const ID: &str = "nccl-hca-matches-nothing";
+}
+
+/// `nccl-hca-overmatch`.
+mod hca_overmatch {
+    /// An entry that names a device exactly also selects, as a prefix, other
+    /// devices (`mlx5_1` selects `mlx5_10`).
+    pub const ID: &str = "nccl-hca-overmatch";
+}
+
+/// `nccl-hca-mixed-link-layers`.
+mod hca_mixed_link_layers {
+    /// The selection holds InfiniBand and RoCE ports, which NCCL refuses to connect.
+    pub const ID: &str = "nccl-hca-mixed-link-layers";
+}
+
+/// `nccl-gid-index-bad`.
+mod gid_index_bad {
+    /// `NCCL_IB_GID_INDEX` (or index 0 before 2.21) is a GID a RoCE v2 QP of
+    /// the NIC's address cannot use.
+    pub const ID: &str = "nccl-gid-index-bad";
+}
+
+/// `nccl-gid-pick-wrong`.
+mod gid_pick_wrong {
+    /// Without `NCCL_IB_GID_INDEX`, the GID NCCL picks with this environment is
+    /// not the target, or NCCL fails on the device.
+    pub const ID: &str = "nccl-gid-pick-wrong";
+}
+
+/// `nccl-addr-range-invalid`.
+mod addr_range_invalid {
+    /// `NCCL_IB_ADDR_RANGE` is a range NCCL cannot use.
+    pub const ID: &str = "nccl-addr-range-invalid";
+}
+
+/// `nccl-socket-ifname-matches-nothing`.
+mod socket_ifname_matches_nothing {
+    /// No running interface with an address matches `NCCL_SOCKET_IFNAME`.
+    pub const ID: &str = "nccl-socket-ifname-matches-nothing";
+}
+
+/// `nccl-socket-ifname-overmatch`.
+mod socket_ifname_overmatch {
+    /// A prefix `NCCL_SOCKET_IFNAME` selects several interfaces.
+    pub const ID: &str = "nccl-socket-ifname-overmatch";
+}
+
+/// `nccl-tc-no-pfc`.
+mod tc_no_pfc {
+    /// `NCCL_IB_TC` lands on a priority without PFC while PFC is on another.
+    pub const ID: &str = "nccl-tc-no-pfc";
+}
+
+/// `nccl-tc-trust-pcp`.
+mod tc_trust_pcp {
+    /// `NCCL_IB_TC` sets a DSCP but the NIC trusts PCP.
+    pub const ID: &str = "nccl-tc-trust-pcp";
+}
+
+/// `nccl-value-misparsed`.
+mod value_misparsed {
+    /// A value NCCL parses differently than it reads (`010` is 8, quotes kept).
+    pub const ID: &str = "nccl-value-misparsed";
+}
+
+/// `nccl-variable-unrecognized`.
+mod variable_unrecognized {
+    /// A variable name NCCL never reads, close to one it does.
+    pub const ID: &str = "nccl-variable-unrecognized";
+}
+
+/// Every id [`nccl_check`] can report, in documentation order.
 pub const NCCL_CHECK_IDS: &[&str] = &[
-    "nccl-hca-matches-nothing",
-    "nccl-hca-overmatch",
-    "nccl-hca-mixed-link-layers",
-    "nccl-gid-index-bad",
-    "nccl-gid-pick-wrong",
-    "nccl-addr-range-invalid",
-    "nccl-socket-ifname-matches-nothing",
-    "nccl-socket-ifname-overmatch",
-    "nccl-tc-no-pfc",
-    "nccl-tc-trust-pcp",
-    "nccl-value-misparsed",
-    "nccl-variable-unrecognized",
+    hca_matches_nothing::ID,
+    hca_overmatch::ID,
+    hca_mixed_link_layers::ID,
+    gid_index_bad::ID,
+    gid_pick_wrong::ID,
+    addr_range_invalid::ID,
+    socket_ifname_matches_nothing::ID,
+    socket_ifname_overmatch::ID,
+    tc_no_pfc::ID,
+    tc_trust_pcp::ID,
+    value_misparsed::ID,
+    variable_unrecognized::ID,
 ];
 
 fn host() -> Subject {
@@ -60,7 +141,7 @@ fn nccl_ports(state: &HostState) -> Vec<(&RdmaDevice, &RdmaPort)> {
 }
 
 /// Check an NCCL environment against a snapshot.
-pub fn check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Finding> {
+pub fn nccl_check(state: &HostState, env: &NcclEnv, opts: &NcclOptions) -> Vec<Finding> {
     let version = opts.version.unwrap_or(NcclVersion::MODEL);
     let mut out = Vec::new();
     misparsed(env, &mut out);
@@ -142,7 +223,7 @@ fn unrecognized(env: &NcclEnv, out: &mut Vec<Finding>) {
             if spaced && name.to_ascii_uppercase().starts_with("NCCL_") {
                 out.push(
                     Finding::new(
-                        "nccl-variable-unrecognized",
+                        variable_unrecognized::ID,
                         Severity::Warning,
                         host(),
                         format!(
@@ -176,7 +257,7 @@ fn unrecognized(env: &NcclEnv, out: &mut Vec<Finding>) {
         };
         out.push(
             Finding::new(
-                "nccl-variable-unrecognized",
+                variable_unrecognized::ID,
                 Severity::Warning,
                 host(),
                 format!("{why}{trimmed_value}"),
@@ -199,7 +280,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         {
             out.push(
                 Finding::new(
-                    "nccl-value-misparsed",
+                    value_misparsed::ID,
                     Severity::Error,
                     host(),
                     format!(
@@ -234,7 +315,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         let read = strtoll(v);
         out.push(
             Finding::new(
-                "nccl-value-misparsed",
+                value_misparsed::ID,
                 Severity::Warning,
                 host(),
                 match read {
@@ -255,7 +336,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         if v != "AF_INET" && v != "AF_INET6" {
             out.push(
                 Finding::new(
-                    "nccl-value-misparsed",
+                    value_misparsed::ID,
                     Severity::Warning,
                     host(),
                     format!(
@@ -276,7 +357,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         if v.len() == 1 {
             out.push(
                 Finding::new(
-                    "nccl-value-misparsed",
+                    value_misparsed::ID,
                     Severity::Warning,
                     host(),
                     format!(
@@ -292,11 +373,11 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
     }
 }
 
-/// The (device, port) pairs of `state` that a prefix list's entries were meant to
+/// The ports of `state` that a prefix list's entries were meant to
 /// name: an entry naming a device exactly means that device (the one NCCL's
 /// prefix match also widens), any other entry every device it prefixes (a family
 /// on purpose). Ports as the entry gives them.
-fn intended(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
+fn intended(list: &NameList, state: &HostState) -> BTreeSet<PortRef> {
     let mut out = BTreeSet::new();
     for e in &list.entries {
         let exact = state.rdma.iter().any(|d| d.name == e.name);
@@ -311,7 +392,7 @@ fn intended(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
             }
             for p in &d.ports {
                 if e.port == -1 || e.port == i64::from(p.port) {
-                    out.insert((d.name.clone(), p.port));
+                    out.insert(PortRef::of(d, p));
                 }
             }
         }
@@ -319,15 +400,15 @@ fn intended(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
     out
 }
 
-/// The pairs the entries of `list` match (before `^` is applied), by NCCL's own
+/// The ports the entries of `list` match (before `^` is applied), by NCCL's own
 /// matcher ([`NameList::matching_entry`]).
-fn matched(list: &NameList, state: &HostState) -> BTreeSet<(String, u32)> {
+fn matched(list: &NameList, state: &HostState) -> BTreeSet<PortRef> {
     state
         .rdma
         .iter()
         .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
         .filter(|(d, p)| list.matching_entry(&d.name, i64::from(p.port)).is_some())
-        .map(|(d, p)| (d.name.clone(), p.port))
+        .map(|(d, p)| PortRef::of(d, p))
         .collect()
 }
 
@@ -405,7 +486,7 @@ fn hca<'a>(
                 };
                 one.selects(&d.name, i64::from(p.port))
             })
-            .map(|(d, p)| format!("{}:{}", d.name, p.port))
+            .map(|(d, p)| PortRef::of(d, p).to_string())
             .collect();
         if hits.is_empty() {
             let down: Vec<String> = state
@@ -424,9 +505,8 @@ fn hca<'a>(
                         .filter(|p| e.port == -1 || i64::from(p.port) == e.port)
                         .map(move |p| {
                             format!(
-                                "{}:{} is {}",
-                                d.name,
-                                p.port,
+                                "{} is {}",
+                                PortRef::of(d, p),
                                 p.state.as_deref().unwrap_or("?")
                             )
                         })
@@ -434,7 +514,7 @@ fn hca<'a>(
                 .collect();
             out.push(
                 Finding::new(
-                    "nccl-hca-matches-nothing",
+                    hca_matches_nothing::ID,
                     Severity::Warning,
                     host(),
                     format!(
@@ -473,7 +553,7 @@ fn hca<'a>(
             };
             out.push(
                 Finding::new(
-                    "nccl-hca-overmatch",
+                    hca_overmatch::ID,
                     Severity::Warning,
                     host(),
                     format!(
@@ -494,7 +574,7 @@ fn hca<'a>(
     for d in &list.dropped {
         out.push(
             Finding::new(
-                "nccl-hca-matches-nothing",
+                hca_matches_nothing::ID,
                 Severity::Warning,
                 host(),
                 format!("NCCL_IB_HCA entry {d:?} is past NCCL's limit of {MAX_IB_DEVS} entries: ignored"),
@@ -506,7 +586,7 @@ fn hca<'a>(
     if selected.is_empty() && !ports.is_empty() {
         out.push(
             Finding::new(
-                "nccl-hca-matches-nothing",
+                hca_matches_nothing::ID,
                 Severity::Error,
                 host(),
                 format!(
@@ -514,7 +594,7 @@ fn hca<'a>(
                      IB device and falls back to TCP sockets",
                     ports
                         .iter()
-                        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+                        .map(|(d, p)| PortRef::of(d, p).to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -531,17 +611,17 @@ fn mixed(selected: &[(&RdmaDevice, &RdmaPort)], what: &str, out: &mut Vec<Findin
     let ib: Vec<String> = selected
         .iter()
         .filter(|(_, p)| !p.is_roce())
-        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+        .map(|(d, p)| PortRef::of(d, p).to_string())
         .collect();
     let roce: Vec<String> = selected
         .iter()
         .filter(|(_, p)| p.is_roce())
-        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+        .map(|(d, p)| PortRef::of(d, p).to_string())
         .collect();
     if !ib.is_empty() && !roce.is_empty() {
         out.push(
             Finding::new(
-                "nccl-hca-mixed-link-layers",
+                hca_mixed_link_layers::ID,
                 Severity::Error,
                 host(),
                 format!(
@@ -582,7 +662,7 @@ fn gids(
         true
     };
     for (d, p) in selected.iter().filter(|(_, p)| p.is_roce()) {
-        let sel = select_gid(p, env, version);
+        let sel = nccl_select_gid(p, env, version);
         let target = target_gid(state, d, p);
         let subject = port_subject(d, p);
         let Selection::Index(i) = sel else {
@@ -590,13 +670,13 @@ fn gids(
             out.push(
                 Finding::new(
                     if fixed {
-                        "nccl-gid-index-bad"
+                        gid_index_bad::ID
                     } else {
-                        "nccl-gid-pick-wrong"
+                        gid_pick_wrong::ID
                     },
                     Severity::Error,
                     subject,
-                    format!("{}:{}: {why}", d.name, p.port),
+                    format!("{}: {why}", PortRef::of(d, p)),
                 )
                 .evidence("nccl_version", version.to_string())
                 .fix(vec!["roce-net nccl-env".into()], None),
@@ -640,21 +720,20 @@ fn gids(
         };
         let (id, how) = if fixed {
             (
-                "nccl-gid-index-bad",
+                gid_index_bad::ID,
                 format!(
-                    "NCCL_IB_GID_INDEX={} makes NCCL use GID {i} on {}:{}: {problem}",
+                    "NCCL_IB_GID_INDEX={} makes NCCL use GID {i} on {}: {problem}",
                     env.get("NCCL_IB_GID_INDEX")
                         .unwrap_or("0 (the default before 2.21)"),
-                    d.name,
-                    p.port
+                    PortRef::of(d, p)
                 ),
             )
         } else {
             (
-                "nccl-gid-pick-wrong",
+                gid_pick_wrong::ID,
                 format!(
-                    "with this environment NCCL {version} selects GID {i} on {}:{}: {problem}",
-                    d.name, p.port
+                    "with this environment NCCL {version} selects GID {i} on {}: {problem}",
+                    PortRef::of(d, p)
                 ),
             )
         };
@@ -700,7 +779,7 @@ fn addr_range_check(env: &NcclEnv, version: NcclVersion, out: &mut Vec<Finding>)
         AddrRange::Prefix { .. } => return,
     };
     out.push(
-        Finding::new("nccl-addr-range-invalid", sev, host(), msg)
+        Finding::new(addr_range_invalid::ID, sev, host(), msg)
             .evidence("value", v)
             .fix(
                 vec!["NCCL_IB_ADDR_RANGE=<address>/<prefix length>".into()],
@@ -749,7 +828,7 @@ fn socket_ifname(state: &HostState, env: &NcclEnv, out: &mut Vec<Finding>) {
             .collect();
         out.push(
             Finding::new(
-                "nccl-socket-ifname-matches-nothing",
+                socket_ifname_matches_nothing::ID,
                 Severity::Error,
                 host(),
                 format!(
@@ -784,7 +863,7 @@ fn socket_ifname(state: &HostState, env: &NcclEnv, out: &mut Vec<Finding>) {
             };
             out.push(
                 Finding::new(
-                    "nccl-socket-ifname-overmatch",
+                    socket_ifname_overmatch::ID,
                     sev,
                     host(),
                     format!(
@@ -836,7 +915,7 @@ fn traffic_class(
         if q.trust == Some(crate::model::Trust::Pcp) && tc >= 0 && (tc8 >> 2) != 0 {
             out.push(
                 Finding::new(
-                    "nccl-tc-trust-pcp",
+                    tc_trust_pcp::ID,
                     Severity::Warning,
                     subject.clone(),
                     format!(
@@ -868,7 +947,7 @@ fn traffic_class(
             .collect();
         out.push(
             Finding::new(
-                "nccl-tc-no-pfc",
+                tc_no_pfc::ID,
                 Severity::Warning,
                 subject,
                 format!(
@@ -900,6 +979,18 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    /// Each id is spelled once, in its check's `ID` (a finding reported under
+    /// a literal could drift from `NCCL_CHECK_IDS` and the docs).
+    #[test]
+    fn ids_are_spelled_only_in_their_id_constants() {
+        let src = include_str!("check.rs");
+        let code = &src[..src.find("#[cfg(test)]").unwrap_or(src.len())];
+        assert_eq!(code.matches("\"nccl-").count(), NCCL_CHECK_IDS.len());
+        for id in NCCL_CHECK_IDS {
+            assert_eq!(code.matches(&format!("\"{id}\"")).count(), 1, "{id}");
+        }
+    }
+
     /// A host with the RDMA devices of a sysfs fixture tree (connectx16:
     /// mlx5_0..mlx5_15, one port each; connectx8: mlx5_0..mlx5_7).
     fn fixture(case: &str) -> HostState {
@@ -907,13 +998,18 @@ mod tests {
             .join("tests/fixtures/sysfs")
             .join(case);
         let mut s = HostState::empty(case);
-        s.rdma = crate::kernel::sysfs::read_rdma(&root, &[], &mut Vec::new());
+        s.rdma = crate::kernel::sysfs::read_rdma_sysfs(&root, &[], &mut Vec::new());
         assert!(!s.rdma.is_empty(), "{case}: no devices read");
         s
     }
 
-    fn pairs(v: &[(&str, u32)]) -> BTreeSet<(String, u32)> {
-        v.iter().map(|(d, p)| (d.to_string(), *p)).collect()
+    fn pairs(v: &[(&str, u32)]) -> BTreeSet<PortRef> {
+        v.iter()
+            .map(|(d, p)| PortRef {
+                device: d.to_string(),
+                port: *p,
+            })
+            .collect()
     }
 
     /// The ports NCCL considers are the active ports by the snapshot's one
@@ -940,16 +1036,16 @@ mod tests {
             d.ports[0].state = st;
             d.ports[0].phys_state = ph;
         }
-        let nccl: BTreeSet<(String, u32)> = nccl_ports(&s)
+        let nccl: BTreeSet<PortRef> = nccl_ports(&s)
             .iter()
-            .map(|(d, p)| (d.name.clone(), p.port))
+            .map(|(d, p)| PortRef::of(d, p))
             .collect();
-        let active: BTreeSet<(String, u32)> = s
+        let active: BTreeSet<PortRef> = s
             .rdma
             .iter()
             .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
             .filter(|(_, p)| p.is_active())
-            .map(|(d, p)| (d.name.clone(), p.port))
+            .map(|(d, p)| PortRef::of(d, p))
             .collect();
         assert_eq!(nccl, active);
         assert_eq!(nccl, pairs(&[("mlx5_0", 1), ("mlx5_1", 1)]));
@@ -960,19 +1056,19 @@ mod tests {
     #[test]
     fn exact_hca_fix_selects_what_was_meant() {
         let s = fixture("connectx16");
-        let all: Vec<(String, u32)> = s
+        let all: Vec<PortRef> = s
             .rdma
             .iter()
-            .flat_map(|d| d.ports.iter().map(move |p| (d.name.clone(), p.port)))
+            .flat_map(|d| d.ports.iter().map(move |p| PortRef::of(d, p)))
             .collect();
-        let selected = |value: &str| -> BTreeSet<(String, u32)> {
+        let selected = |value: &str| -> BTreeSet<PortRef> {
             let l = parse_list(value, MAX_IB_DEVS);
             all.iter()
-                .filter(|(d, p)| l.selects(d, i64::from(*p)))
+                .filter(|r| l.selects(&r.device, i64::from(r.port)))
                 .cloned()
                 .collect()
         };
-        let not = |keep: &BTreeSet<(String, u32)>| -> BTreeSet<(String, u32)> {
+        let not = |keep: &BTreeSet<PortRef>| -> BTreeSet<PortRef> {
             all.iter().filter(|x| !keep.contains(x)).cloned().collect()
         };
         for (value, fix, want) in [
@@ -1080,7 +1176,7 @@ mod tests {
         for case in ["connectx8", "connectx16"] {
             let s = fixture(case);
             let env = NcclEnv::from_pairs([("NCCL_IB_HCA", "mlx5")]);
-            let f = check(&s, &env, &opts);
+            let f = nccl_check(&s, &env, &opts);
             assert!(
                 !f.iter().any(|f| f.id == "nccl-hca-overmatch"),
                 "{case}: {f:#?}"
@@ -1094,12 +1190,12 @@ mod tests {
         }
         let s = fixture("connectx16");
         let env = NcclEnv::from_pairs([("NCCL_IB_HCA", "mlx5_1")]);
-        let f = check(&s, &env, &opts);
+        let f = nccl_check(&s, &env, &opts);
         let over: Vec<_> = f.iter().filter(|f| f.id == "nccl-hca-overmatch").collect();
         assert_eq!(over.len(), 1, "{f:#?}");
         assert_eq!(over[0].remediation.commands, ["NCCL_IB_HCA==mlx5_1"]);
         // connectx8 has no mlx5_1x: mlx5_1 names one device and nothing else.
-        let f = check(&fixture("connectx8"), &env, &opts);
+        let f = nccl_check(&fixture("connectx8"), &env, &opts);
         assert!(!f.iter().any(|f| f.id == "nccl-hca-overmatch"), "{f:#?}");
     }
 }

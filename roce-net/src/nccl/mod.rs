@@ -14,9 +14,9 @@ pub mod env;
 pub mod model;
 pub mod names;
 
-use crate::model::{Family, GidType, HostState, RdmaPort, RT_TABLE_MAIN};
-use crate::scope::{find_port, nic_address, nic_scope, port_netdev, roce_v2_gid_index, PortRef};
-use model::{select_gid, AddrFamily, NcclEnv, NcclVersion, Selection};
+use crate::model::{Family, GidType, HostState, PortRef, RdmaPort, RT_TABLE_MAIN};
+use crate::scope::{find_port, nic_address, nic_scope, port_netdev, roce_v2_gid_index, NicScope};
+use model::{nccl_select_gid, AddrFamily, NcclEnv, NcclVersion, Selection};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,7 +59,7 @@ impl NcclAdvice {
     }
 }
 
-/// Options for [`recommend_with`].
+/// Options for [`nccl_env_with`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct NcclOptions {
@@ -196,8 +196,8 @@ pub fn target_gid(
 }
 
 /// Derive the NCCL settings for a host (advice that holds for every NCCL release).
-pub fn recommend(state: &HostState) -> NcclAdvice {
-    recommend_with(state, &NcclOptions::default())
+pub fn nccl_env(state: &HostState) -> NcclAdvice {
+    nccl_env_with(state, &NcclOptions::default())
 }
 
 struct Candidate<'a> {
@@ -241,213 +241,323 @@ fn describe(c: &Candidate, sel: &Selection) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The NCCL releases the advice is for: the first with the automatic GID
+/// selection (2.21+; the model's when none was asked for), the last before it,
+/// and whether the job uses only one of them.
+struct Versions {
+    auto: NcclVersion,
+    legacy: NcclVersion,
+    /// The job's release selects GIDs the old way (before 2.21).
+    legacy_only: bool,
+    /// The job's release selects GIDs automatically (2.21+).
+    auto_only: bool,
+}
+
+impl Versions {
+    fn of(opts: &NcclOptions) -> Self {
+        Versions {
+            auto: match opts.version {
+                Some(v) if v.auto_gid() => v,
+                _ => NcclVersion::MODEL,
+            },
+            legacy: NcclVersion {
+                major: 2,
+                minor: 20,
+            },
+            legacy_only: opts.version.is_some_and(|v| !v.auto_gid()),
+            auto_only: opts.version.is_some_and(|v| v.auto_gid()),
+        }
+    }
+}
+
+/// A variable the GID advice sets, with its value.
+type Setting = (&'static str, String);
+
+/// The GID question on the chosen ports: each port's target index, and what
+/// NCCL picks there with nothing set, with and without the automatic selection.
+struct GidModel<'a, 'p> {
+    chosen: &'a [Candidate<'p>],
+    v: &'a Versions,
+    /// The target, in words.
+    what: &'static str,
+    /// `PORT=INDEX` of each port's target (`-`: none), joined with ", ".
+    targets: String,
+    /// NCCL's picks with nothing set, automatic selection (2.21+).
+    auto_none: Vec<Selection>,
+    /// NCCL's picks with nothing set, before 2.21.
+    legacy_none: Vec<Selection>,
+    /// The automatic selection picks every target with nothing set (or is not asked about).
+    auto_ok: bool,
+    /// The selection before 2.21 does (or is not asked about).
+    legacy_ok: bool,
+}
+
+impl<'a, 'p> GidModel<'a, 'p> {
+    fn new(chosen: &'a [Candidate<'p>], v: &'a Versions, fam: AddrFamily) -> Self {
+        let mut m = GidModel {
+            chosen,
+            v,
+            what: if fam == AddrFamily::Inet6 {
+                "the RoCE v2 GID of the NIC's IPv6 address"
+            } else {
+                "the RoCE v2 GID of the NIC's address"
+            },
+            targets: chosen
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}={}",
+                        c.r,
+                        Self::target(c).map(|i| i.to_string()).unwrap_or("-".into())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            auto_none: Vec::new(),
+            legacy_none: Vec::new(),
+            auto_ok: false,
+            legacy_ok: false,
+        };
+        let none = NcclEnv::default();
+        m.auto_none = m.picks(&none, v.auto);
+        m.legacy_none = m.picks(&none, v.legacy);
+        m.auto_ok = v.legacy_only || m.all_right(&m.auto_none);
+        m.legacy_ok = v.auto_only || m.all_right(&m.legacy_none);
+        m
+    }
+
+    fn target(c: &Candidate) -> Option<u32> {
+        c.target.map(|(i, _)| i)
+    }
+
+    /// What NCCL `v` picks on each chosen port with `env`.
+    fn picks(&self, env: &NcclEnv, v: NcclVersion) -> Vec<Selection> {
+        self.chosen
+            .iter()
+            .map(|c| nccl_select_gid(c.port, env, v))
+            .collect()
+    }
+
+    /// Every port's pick is its target.
+    fn all_right(&self, sels: &[Selection]) -> bool {
+        self.chosen
+            .iter()
+            .zip(sels)
+            .all(|(c, s)| s.index().is_some() && s.index() == Self::target(c))
+    }
+
+    /// The picks that are not their port's target, described.
+    fn wrong(&self, sels: &[Selection]) -> String {
+        self.chosen
+            .iter()
+            .zip(sels)
+            .filter(|(c, s)| s.index().is_none() || s.index() != Self::target(c))
+            .map(|(c, s)| describe(c, s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The GID advice: what NCCL picks with nothing set, and the smallest setting
+/// that makes it pick the target everywhere (`NCCL_IB_GID_INDEX` when one index
+/// fits every port, else the automatic selection's variables); then, per port,
+/// the picks with nothing set and with the advice.
 fn gid_advice(
     adv: &mut NcclAdvice,
     chosen: &[Candidate],
     state_nets: &BTreeMap<IpAddr, ipnet::IpNet>,
     fam: AddrFamily,
-    auto_v: NcclVersion,
-    legacy_v: NcclVersion,
-    legacy_only: bool,
-    auto_only: bool,
+    v: &Versions,
 ) {
-    let target = |c: &Candidate| c.target.map(|(i, _)| i);
-    let picks = |env: &NcclEnv, v: NcclVersion| -> Vec<Selection> {
-        chosen.iter().map(|c| select_gid(c.port, env, v)).collect()
-    };
-    let all_right = |sels: &[Selection]| {
-        chosen
-            .iter()
-            .zip(sels)
-            .all(|(c, s)| s.index().is_some() && s.index() == target(c))
-    };
-    let wrong = |sels: &[Selection]| -> String {
-        chosen
-            .iter()
-            .zip(sels)
-            .filter(|(c, s)| s.index().is_none() || s.index() != target(c))
-            .map(|(c, s)| describe(c, s))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let none = NcclEnv::default();
-    let auto_none = picks(&none, auto_v);
-    let legacy_none = picks(&none, legacy_v);
-    let auto_ok = legacy_only || all_right(&auto_none);
-    let legacy_ok = auto_only || all_right(&legacy_none);
-    let targets: Vec<String> = chosen
-        .iter()
-        .map(|c| {
-            format!(
-                "{}={}",
-                c.r,
-                target(c).map(|i| i.to_string()).unwrap_or("-".into())
-            )
-        })
-        .collect();
-    let distinct: BTreeSet<u32> = chosen.iter().filter_map(target).collect();
-    let what = if fam == AddrFamily::Inet6 {
-        "the RoCE v2 GID of the NIC's IPv6 address"
+    let m = GidModel::new(chosen, v, fam);
+    let distinct: BTreeSet<u32> = chosen.iter().filter_map(GidModel::target).collect();
+    let advised = if distinct.len() == 1 && chosen.iter().all(|c| c.target.is_some()) {
+        let i = distinct.iter().next().copied().unwrap_or(0);
+        one_index_advice(adv, &m, i)
     } else {
-        "the RoCE v2 GID of the NIC's address"
+        let auto_fix = if m.auto_ok {
+            None
+        } else {
+            auto_selection_fix(&m, state_nets, fam)
+        };
+        per_device_advice(adv, &m, auto_fix)
     };
+    gid_picks(adv, &m, &advised);
+}
 
-    // Settings for the automatic selection (2.21+), smallest first.
-    let mut fam_var: Vec<(&str, String)> = Vec::new();
+/// Settings for the automatic selection (2.21+), smallest first, the first
+/// that makes it pick every target: the address family alone, the NICs' one
+/// subnet as `NCCL_IB_ADDR_RANGE`, the prefix covering their addresses.
+fn auto_selection_fix(
+    m: &GidModel,
+    state_nets: &BTreeMap<IpAddr, ipnet::IpNet>,
+    fam: AddrFamily,
+) -> Option<Vec<Setting>> {
+    let mut fam_var: Vec<Setting> = Vec::new();
     if fam == AddrFamily::Inet6 {
         fam_var.push(("NCCL_IB_ADDR_FAMILY", "AF_INET6".to_string()));
     }
-    let mut auto_fix: Option<Vec<(&str, String)>> = None;
-    if !auto_ok {
-        let addrs: Vec<IpAddr> = chosen
-            .iter()
-            .filter_map(|c| c.target.map(|(_, a)| a))
-            .collect();
-        let nets: BTreeSet<ipnet::IpNet> = addrs
-            .iter()
-            .filter_map(|a| state_nets.get(a).copied())
-            .collect();
-        let mut tries: Vec<Vec<(&str, String)>> = Vec::new();
-        if !fam_var.is_empty() {
-            tries.push(fam_var.clone());
-        }
-        if nets.len() == 1 {
-            let mut t = fam_var.clone();
-            t.push((
-                "NCCL_IB_ADDR_RANGE",
-                nets.iter()
-                    .next()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default(),
-            ));
-            tries.push(t);
-        }
-        if let Some(cover) = covering(&addrs) {
-            let mut t = fam_var.clone();
-            t.push(("NCCL_IB_ADDR_RANGE", cover.to_string()));
-            tries.push(t);
-        }
-        auto_fix = tries
-            .into_iter()
-            .find(|t| all_right(&picks(&env_of(t), auto_v)));
+    let addrs: Vec<IpAddr> = m
+        .chosen
+        .iter()
+        .filter_map(|c| c.target.map(|(_, a)| a))
+        .collect();
+    let nets: BTreeSet<ipnet::IpNet> = addrs
+        .iter()
+        .filter_map(|a| state_nets.get(a).copied())
+        .collect();
+    let mut tries: Vec<Vec<Setting>> = Vec::new();
+    if !fam_var.is_empty() {
+        tries.push(fam_var.clone());
     }
+    if nets.len() == 1 {
+        let mut t = fam_var.clone();
+        t.push((
+            "NCCL_IB_ADDR_RANGE",
+            nets.iter()
+                .next()
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+        ));
+        tries.push(t);
+    }
+    if let Some(cover) = covering(&addrs) {
+        let mut t = fam_var.clone();
+        t.push(("NCCL_IB_ADDR_RANGE", cover.to_string()));
+        tries.push(t);
+    }
+    tries
+        .into_iter()
+        .find(|t| m.all_right(&m.picks(&env_of(t), m.v.auto)))
+}
 
-    let mut advised: Vec<(&str, String)> = Vec::new();
-    if distinct.len() == 1 && chosen.iter().all(|c| c.target.is_some()) {
-        let i = distinct.iter().next().copied().unwrap_or(0);
-        let helps_legacy = !legacy_ok;
-        let helps_auto = !auto_ok;
-        if helps_legacy || helps_auto {
-            let mut reason = format!(
-                "index {i} holds {what} on every active port ({})",
-                targets.join(", ")
-            );
-            if helps_auto {
-                reason.push_str(&format!(
-                    "; NCCL {auto_v} alone would pick {}, so this fixes every release",
-                    wrong(&auto_none)
-                ));
-            } else if !auto_only && !legacy_only {
-                reason.push_str(&format!(
-                    "; needed for NCCL before 2.21, which uses index 0 (the link-local RoCE v1 \
-                     GID) by default; NCCL 2.21 and later pick index {i} by themselves, so for \
-                     them it changes nothing"
-                ));
-            }
-            adv.vars.push(NcclVar {
-                name: "NCCL_IB_GID_INDEX".into(),
-                value: Some(i.to_string()),
-                reason,
-            });
-            advised.push(("NCCL_IB_GID_INDEX", i.to_string()));
-        } else {
-            adv.vars.push(NcclVar {
-                name: "NCCL_IB_GID_INDEX".into(),
-                value: None,
-                reason: format!(
-                    "NCCL {auto_v} picks index {i}, {what}, on every port by itself ({}): no \
-                     variable needed",
-                    targets.join(", ")
-                ),
-            });
-        }
-    } else {
-        let mut reason = if chosen.iter().any(|c| c.target.is_none()) {
-            "some ports have no target GID".to_string()
-        } else {
-            format!(
-                "{what} sits at different indices ({}): one NCCL_IB_GID_INDEX cannot fit every NIC",
-                targets.join(", ")
-            )
-        };
-        if !legacy_ok && !auto_only {
-            reason.push_str(
-                "; NCCL before 2.21 cannot select per device (it would use index 0, the \
-                 link-local RoCE v1 GID, on every port): use 2.21 or later, or give every \
-                 NIC its addresses in the same order so the tables line up",
-            );
-        }
-        let mut extra = Vec::new();
-        if !legacy_only {
-            if auto_ok {
-                reason.push_str(&format!(
-                    "; NCCL {auto_v} picks the right GID on every port with nothing set"
-                ));
-            } else if let Some(fix) = &auto_fix {
-                reason.push_str(&format!(
-                    "; NCCL {auto_v} alone would pick {}; with the variable(s) below it picks \
-                     the right GID on every port",
-                    wrong(&auto_none)
-                ));
-                for (k, v) in fix {
-                    let why = match *k {
-                        "NCCL_IB_ADDR_FAMILY" => "the NICs' addresses are IPv6: without it NCCL \
-                             (AF_INET by default) finds no IPv4-mapped GID and keeps index 0, \
-                             the link-local RoCE v1 GID (NCCL 2.21 and later)"
-                            .to_string(),
-                        _ => format!(
-                            "NCCL 2.21 and later then consider only GIDs in {v}, the NICs' \
-                             subnet, so a VLAN's or a second address's GID listed earlier is \
-                             skipped; written with '/' (2.21/2.22 crash without it)"
-                        ),
-                    };
-                    extra.push(NcclVar {
-                        name: k.to_string(),
-                        value: Some(v.clone()),
-                        reason: why,
-                    });
-                    advised.push((k, v.clone()));
-                }
-            } else {
-                reason.push_str(&format!(
-                    "; no NCCL variable makes NCCL {auto_v} pick the right GID everywhere (it \
-                     would pick {}): fix the GID tables (address order, see \
-                     gid-index-inconsistent)",
-                    wrong(&auto_none)
-                ));
-            }
-        }
+/// Every port holds its target at index `i`: `NCCL_IB_GID_INDEX=i` where some
+/// release would pick otherwise, else no variable. Returns what it set.
+fn one_index_advice(adv: &mut NcclAdvice, m: &GidModel, i: u32) -> Vec<Setting> {
+    let (auto_v, what, targets) = (m.v.auto, m.what, &m.targets);
+    let helps_legacy = !m.legacy_ok;
+    let helps_auto = !m.auto_ok;
+    if !(helps_legacy || helps_auto) {
         adv.vars.push(NcclVar {
             name: "NCCL_IB_GID_INDEX".into(),
             value: None,
-            reason,
+            reason: format!(
+                "NCCL {auto_v} picks index {i}, {what}, on every port by itself ({targets}): no \
+                 variable needed"
+            ),
         });
-        adv.vars.extend(extra);
+        return Vec::new();
     }
+    let mut reason = format!("index {i} holds {what} on every active port ({targets})");
+    if helps_auto {
+        reason.push_str(&format!(
+            "; NCCL {auto_v} alone would pick {}, so this fixes every release",
+            m.wrong(&m.auto_none)
+        ));
+    } else if !m.v.auto_only && !m.v.legacy_only {
+        reason.push_str(&format!(
+            "; needed for NCCL before 2.21, which uses index 0 (the link-local RoCE v1 \
+             GID) by default; NCCL 2.21 and later pick index {i} by themselves, so for \
+             them it changes nothing"
+        ));
+    }
+    adv.vars.push(NcclVar {
+        name: "NCCL_IB_GID_INDEX".into(),
+        value: Some(i.to_string()),
+        reason,
+    });
+    vec![("NCCL_IB_GID_INDEX", i.to_string())]
+}
 
-    let env = env_of(&advised);
-    let auto_adv = picks(&env, auto_v);
-    let legacy_adv = picks(&env, legacy_v);
-    for (k, c) in chosen.iter().enumerate() {
-        let t = target(c);
+/// The targets sit at different indices (or some port has none): no
+/// `NCCL_IB_GID_INDEX`, and for the automatic selection the variables of
+/// `auto_fix` when there are any. Returns what it set.
+fn per_device_advice(
+    adv: &mut NcclAdvice,
+    m: &GidModel,
+    auto_fix: Option<Vec<Setting>>,
+) -> Vec<Setting> {
+    let auto_v = m.v.auto;
+    let mut advised: Vec<Setting> = Vec::new();
+    let mut reason = if m.chosen.iter().any(|c| c.target.is_none()) {
+        "some ports have no target GID".to_string()
+    } else {
+        format!(
+            "{} sits at different indices ({}): one NCCL_IB_GID_INDEX cannot fit every NIC",
+            m.what, m.targets
+        )
+    };
+    if !m.legacy_ok && !m.v.auto_only {
+        reason.push_str(
+            "; NCCL before 2.21 cannot select per device (it would use index 0, the \
+             link-local RoCE v1 GID, on every port): use 2.21 or later, or give every \
+             NIC its addresses in the same order so the tables line up",
+        );
+    }
+    let mut extra = Vec::new();
+    if !m.v.legacy_only {
+        if m.auto_ok {
+            reason.push_str(&format!(
+                "; NCCL {auto_v} picks the right GID on every port with nothing set"
+            ));
+        } else if let Some(fix) = auto_fix {
+            reason.push_str(&format!(
+                "; NCCL {auto_v} alone would pick {}; with the variable(s) below it picks \
+                 the right GID on every port",
+                m.wrong(&m.auto_none)
+            ));
+            for (k, v) in fix {
+                let why = match k {
+                    "NCCL_IB_ADDR_FAMILY" => "the NICs' addresses are IPv6: without it NCCL \
+                         (AF_INET by default) finds no IPv4-mapped GID and keeps index 0, \
+                         the link-local RoCE v1 GID (NCCL 2.21 and later)"
+                        .to_string(),
+                    _ => format!(
+                        "NCCL 2.21 and later then consider only GIDs in {v}, the NICs' \
+                         subnet, so a VLAN's or a second address's GID listed earlier is \
+                         skipped; written with '/' (2.21/2.22 crash without it)"
+                    ),
+                };
+                extra.push(NcclVar {
+                    name: k.to_string(),
+                    value: Some(v.clone()),
+                    reason: why,
+                });
+                advised.push((k, v));
+            }
+        } else {
+            reason.push_str(&format!(
+                "; no NCCL variable makes NCCL {auto_v} pick the right GID everywhere (it \
+                 would pick {}): fix the GID tables (address order, see \
+                 gid-index-inconsistent)",
+                m.wrong(&m.auto_none)
+            ));
+        }
+    }
+    adv.vars.push(NcclVar {
+        name: "NCCL_IB_GID_INDEX".into(),
+        value: None,
+        reason,
+    });
+    adv.vars.extend(extra);
+    advised
+}
+
+/// Per port: its target, and what NCCL picks with nothing set and with the
+/// `advised` settings, with the automatic selection and before it.
+fn gid_picks(adv: &mut NcclAdvice, m: &GidModel, advised: &[Setting]) {
+    let env = env_of(advised);
+    let auto_adv = m.picks(&env, m.v.auto);
+    let legacy_adv = m.picks(&env, m.v.legacy);
+    for (k, c) in m.chosen.iter().enumerate() {
+        let t = GidModel::target(c);
         adv.picks.push(GidPick {
             port: c.r.clone(),
             netdev: c.netdev.clone(),
             target: t.map(|i| choice(c.port, i)),
-            auto_unset: outcome(c.port, auto_none[k].clone(), t),
+            auto_unset: outcome(c.port, m.auto_none[k].clone(), t),
             auto_advised: outcome(c.port, auto_adv[k].clone(), t),
-            legacy_unset: outcome(c.port, legacy_none[k].clone(), t),
+            legacy_unset: outcome(c.port, m.legacy_none[k].clone(), t),
             legacy_advised: outcome(c.port, legacy_adv[k].clone(), t),
         });
     }
@@ -544,163 +654,43 @@ fn traffic_class(state: &HostState, netdevs: &[String], adv: &mut NcclAdvice) {
 }
 
 /// Derive the NCCL settings for a host.
-pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
+pub fn nccl_env_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
     let mut adv = NcclAdvice::default();
     let scope = nic_scope(state);
-    let auto_v = match opts.version {
-        Some(v) if v.auto_gid() => v,
-        _ => NcclVersion::MODEL,
-    };
-    let legacy_v = NcclVersion {
-        major: 2,
-        minor: 20,
-    };
-    let legacy_only = opts.version.is_some_and(|v| !v.auto_gid());
-    let auto_only = opts.version.is_some_and(|v| v.auto_gid());
+    let versions = Versions::of(opts);
 
     // Ports: the RDMA ports of the NICs in scope; when the RDMA netdevs are in
     // another namespace, say so instead of "no active port".
-    let mut active: Vec<Candidate> = Vec::new();
-    let mut inactive: Vec<PortRef> = Vec::new();
-    let mut ib: Vec<PortRef> = Vec::new();
-    for nic in &scope.nics {
-        for r in &nic.rdma_ports {
-            let Some(p) = find_port(state, r) else {
-                continue;
-            };
-            if !p.is_roce() {
-                ib.push(r.clone());
-            } else if p.is_active() {
-                let d = state.rdma.iter().find(|d| d.name == r.device);
-                active.push(Candidate {
-                    r: r.clone(),
-                    port: p,
-                    netdev: d.and_then(|d| port_netdev(d, p)),
-                    target: d.and_then(|d| target_gid(state, d, p)),
-                });
-            } else {
-                inactive.push(r.clone());
-            }
-        }
-    }
-    let elsewhere: Vec<(PortRef, String)> = state
-        .rdma
-        .iter()
-        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
-        .filter(|(_, p)| p.is_roce() && p.is_active())
-        .filter_map(|(d, p)| {
-            let nd = port_netdev(d, p)?;
-            state.interface(&nd).is_none().then(|| {
-                (
-                    PortRef {
-                        device: d.name.clone(),
-                        port: p.port,
-                    },
-                    nd,
-                )
-            })
-        })
-        .collect();
-    let list = |v: &[PortRef]| {
-        v.iter()
-            .map(|r| r.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let ports = scope_ports(state, &scope);
+    let elsewhere = ports_elsewhere(state);
 
     // Which family the job's GIDs are of: IPv4 unless every target is IPv6.
-    let fam = if !active.is_empty()
-        && active
-            .iter()
-            .all(|c| c.target.is_some_and(|(_, a)| a.is_ipv6()))
-    {
-        AddrFamily::Inet6
-    } else {
-        AddrFamily::Inet
-    };
+    let fam = job_family(&ports.active);
     let (chosen, left_out): (Vec<Candidate>, Vec<Candidate>) =
-        active.into_iter().partition(|c| match (fam, c.target) {
-            (AddrFamily::Inet, Some((_, a))) => a.is_ipv4(),
-            (AddrFamily::Inet6, Some((_, a))) => a.is_ipv6(),
-            _ => false,
-        });
+        ports
+            .active
+            .into_iter()
+            .partition(|c| match (fam, c.target) {
+                (AddrFamily::Inet, Some((_, a))) => a.is_ipv4(),
+                (AddrFamily::Inet6, Some((_, a))) => a.is_ipv6(),
+                _ => false,
+            });
     let chosen_nd: Vec<String> = chosen.iter().filter_map(|c| c.netdev.clone()).collect();
-    let none = NcclEnv::default();
-    let mut left_reasons = Vec::new();
-    for c in &left_out {
-        let pick = select_gid(c.port, &none, auto_v);
-        let what = match pick.index().map(|i| choice(c.port, i)) {
-            Some(g) => format!(
-                "NCCL would use GID {} ({} {})",
-                g.index,
-                g.gid,
-                g.gid_type
-                    .as_ref()
-                    .map(|t| t.short().to_string())
-                    .unwrap_or_default()
-            ),
-            None => "NCCL would fail on it".to_string(),
-        };
-        let why = match (&c.netdev, c.target) {
-            (Some(nd), Some((_, a))) if a.is_ipv6() => format!(
-                "{nd} has no IPv4 address, only {a}: with NCCL's default address family AF_INET {what}, not a GID of its address (NCCL_IB_ADDR_FAMILY=AF_INET6 would break the IPv4 NICs)"
-            ),
-            (Some(nd), _) => format!(
-                "its GID table holds no RoCE v2 GID of an address of {nd} (see gid-rocev2-missing); {what}"
-            ),
-            (None, _) => format!("its netdev is unknown; {what}"),
-        };
-        left_reasons.push(format!("{}: {why}", c.r));
-    }
+    let left_reasons: Vec<String> = left_out
+        .iter()
+        .map(|c| left_out_reason(c, versions.auto))
+        .collect();
 
     // NCCL_IB_HCA
-    if chosen.is_empty() {
-        let reason = if state.rdma.is_empty() {
-            "no RDMA devices on this host: NCCL will use sockets".to_string()
-        } else if !elsewhere.is_empty() && scope.nics.iter().all(|n| n.rdma_ports.is_empty()) {
-            format!(
-                "the active RoCE ports' netdevs are not in this network namespace ({}): they were moved to another one (a container's); NCCL run here can open the RDMA devices (shared RDMA netns mode) but not resolve their addresses: run `roce-net nccl-env` inside the namespace that holds the netdevs",
-                elsewhere
-                    .iter()
-                    .map(|(r, nd)| format!("{r} -> {nd}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        } else if !left_reasons.is_empty() {
-            format!("no port NCCL can use as it is: {}", left_reasons.join("; "))
-        } else {
-            "no active RoCE port: bring the ports up (see the port-down findings) first".into()
-        };
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_HCA".into(),
-            value: None,
-            reason,
-        });
+    adv.vars.push(if chosen.is_empty() {
+        no_hca(state, &scope, &elsewhere, &left_reasons)
     } else {
-        let refs: Vec<PortRef> = chosen.iter().map(|c| c.r.clone()).collect();
-        let mut reason = format!(
-            "the {} active RoCE port(s) backing the NICs in scope; the leading '=' makes NCCL match these names exactly (without it each entry is a prefix, so mlx5_1 would also select mlx5_10..mlx5_17)",
-            refs.len()
-        );
-        if !inactive.is_empty() {
-            reason.push_str(&format!(
-                "; left out because not active: {}",
-                list(&inactive)
-            ));
-        }
-        if !left_reasons.is_empty() {
-            reason.push_str(&format!("; left out: {}", left_reasons.join("; ")));
-        }
-        adv.vars.push(NcclVar {
-            name: "NCCL_IB_HCA".into(),
-            value: Some(format!("={}", list(&refs))),
-            reason,
-        });
-    }
-    if !ib.is_empty() {
+        hca(&chosen, &ports.inactive, &left_reasons)
+    });
+    if !ports.ib.is_empty() {
         adv.notes.push(format!(
             "InfiniBand ports {} are not RoCE: NCCL addresses them by LID (GID 0, or the routable-FLID GID from 2.22); the GID advice applies to RoCE ports",
-            list(&ib)
+            port_list(&ports.ib)
         ));
     }
 
@@ -712,19 +702,180 @@ pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
             .iter()
             .map(|a| (a.address, a.network()))
             .collect();
-        gid_advice(
-            &mut adv,
-            &chosen,
-            &nets,
-            fam,
-            auto_v,
-            legacy_v,
-            legacy_only,
-            auto_only,
-        );
+        gid_advice(&mut adv, &chosen, &nets, fam, &versions);
     }
 
     // NCCL_SOCKET_IFNAME
+    adv.vars.push(socket_ifname(state));
+
+    traffic_class(state, &chosen_nd, &mut adv);
+    if let Some(note) = retransmit_note(state) {
+        adv.notes.push(note);
+    }
+    adv
+}
+
+/// The RDMA ports of the NICs in scope, by what the advice does with them.
+struct ScopePorts<'s> {
+    /// Active RoCE ports: the candidates for `NCCL_IB_HCA`.
+    active: Vec<Candidate<'s>>,
+    /// RoCE ports that are not active.
+    inactive: Vec<PortRef>,
+    /// InfiniBand ports.
+    ib: Vec<PortRef>,
+}
+
+fn scope_ports<'s>(state: &'s HostState, scope: &NicScope) -> ScopePorts<'s> {
+    let mut ports = ScopePorts {
+        active: Vec::new(),
+        inactive: Vec::new(),
+        ib: Vec::new(),
+    };
+    for nic in &scope.nics {
+        for r in &nic.rdma_ports {
+            let Some(p) = find_port(state, r) else {
+                continue;
+            };
+            if !p.is_roce() {
+                ports.ib.push(r.clone());
+            } else if p.is_active() {
+                let d = state.rdma.iter().find(|d| d.name == r.device);
+                ports.active.push(Candidate {
+                    r: r.clone(),
+                    port: p,
+                    netdev: d.and_then(|d| port_netdev(d, p)),
+                    target: d.and_then(|d| target_gid(state, d, p)),
+                });
+            } else {
+                ports.inactive.push(r.clone());
+            }
+        }
+    }
+    ports
+}
+
+/// Active RoCE ports whose netdev is not in this namespace (moved to a
+/// container's), with that netdev's name.
+fn ports_elsewhere(state: &HostState) -> Vec<(PortRef, String)> {
+    state
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(_, p)| p.is_roce() && p.is_active())
+        .filter_map(|(d, p)| {
+            let nd = port_netdev(d, p)?;
+            state
+                .interface(&nd)
+                .is_none()
+                .then(|| (PortRef::of(d, p), nd))
+        })
+        .collect()
+}
+
+fn port_list(v: &[PortRef]) -> String {
+    v.iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// IPv6 when every active port's target is an IPv6 GID, else IPv4.
+fn job_family(active: &[Candidate]) -> AddrFamily {
+    if !active.is_empty()
+        && active
+            .iter()
+            .all(|c| c.target.is_some_and(|(_, a)| a.is_ipv6()))
+    {
+        AddrFamily::Inet6
+    } else {
+        AddrFamily::Inet
+    }
+}
+
+/// Why an active port is left out of `NCCL_IB_HCA` (it has no target GID of
+/// the job's family), and what NCCL `auto_v` would use on it.
+fn left_out_reason(c: &Candidate, auto_v: NcclVersion) -> String {
+    let pick = nccl_select_gid(c.port, &NcclEnv::default(), auto_v);
+    let what = match pick.index().map(|i| choice(c.port, i)) {
+        Some(g) => format!(
+            "NCCL would use GID {} ({} {})",
+            g.index,
+            g.gid,
+            g.gid_type
+                .as_ref()
+                .map(|t| t.short().to_string())
+                .unwrap_or_default()
+        ),
+        None => "NCCL would fail on it".to_string(),
+    };
+    let why = match (&c.netdev, c.target) {
+        (Some(nd), Some((_, a))) if a.is_ipv6() => format!(
+            "{nd} has no IPv4 address, only {a}: with NCCL's default address family AF_INET {what}, not a GID of its address (NCCL_IB_ADDR_FAMILY=AF_INET6 would break the IPv4 NICs)"
+        ),
+        (Some(nd), _) => format!(
+            "its GID table holds no RoCE v2 GID of an address of {nd} (see gid-rocev2-missing); {what}"
+        ),
+        (None, _) => format!("its netdev is unknown; {what}"),
+    };
+    format!("{}: {why}", c.r)
+}
+
+/// `NCCL_IB_HCA` when no port can be chosen: unset, and why.
+fn no_hca(
+    state: &HostState,
+    scope: &NicScope,
+    elsewhere: &[(PortRef, String)],
+    left_reasons: &[String],
+) -> NcclVar {
+    let reason = if state.rdma.is_empty() {
+        "no RDMA devices on this host: NCCL will use sockets".to_string()
+    } else if !elsewhere.is_empty() && scope.nics.iter().all(|n| n.rdma_ports.is_empty()) {
+        format!(
+            "the active RoCE ports' netdevs are not in this network namespace ({}): they were moved to another one (a container's); NCCL run here can open the RDMA devices (shared RDMA netns mode) but not resolve their addresses: run `roce-net nccl-env` inside the namespace that holds the netdevs",
+            elsewhere
+                .iter()
+                .map(|(r, nd)| format!("{r} -> {nd}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else if !left_reasons.is_empty() {
+        format!("no port NCCL can use as it is: {}", left_reasons.join("; "))
+    } else {
+        "no active RoCE port: bring the ports up (see the port-down findings) first".into()
+    };
+    NcclVar {
+        name: "NCCL_IB_HCA".into(),
+        value: None,
+        reason,
+    }
+}
+
+/// `NCCL_IB_HCA` naming the chosen ports exactly, and what was left out.
+fn hca(chosen: &[Candidate], inactive: &[PortRef], left_reasons: &[String]) -> NcclVar {
+    let refs: Vec<PortRef> = chosen.iter().map(|c| c.r.clone()).collect();
+    let mut reason = format!(
+        "the {} active RoCE port(s) backing the NICs in scope; the leading '=' makes NCCL match these names exactly (without it each entry is a prefix, so mlx5_1 would also select mlx5_10..mlx5_17)",
+        refs.len()
+    );
+    if !inactive.is_empty() {
+        reason.push_str(&format!(
+            "; left out because not active: {}",
+            port_list(inactive)
+        ));
+    }
+    if !left_reasons.is_empty() {
+        reason.push_str(&format!("; left out: {}", left_reasons.join("; ")));
+    }
+    NcclVar {
+        name: "NCCL_IB_HCA".into(),
+        value: Some(format!("={}", port_list(&refs))),
+        reason,
+    }
+}
+
+/// `NCCL_SOCKET_IFNAME`: the interface of the default route when it is not an
+/// RDMA NIC, else the first non-RDMA interface with an IPv4 address.
+fn socket_ifname(state: &HostState) -> NcclVar {
     let rdma_nd: BTreeSet<String> = crate::scope::rdma_netdevs(state).into_keys().collect();
     let default_dev = state
         .routes
@@ -770,7 +921,7 @@ pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
             )
         }),
     };
-    adv.vars.push(match sock {
+    match sock {
         Some((n, reason)) => NcclVar {
             name: "NCCL_SOCKET_IFNAME".into(),
             value: Some(format!("={n}")),
@@ -781,9 +932,12 @@ pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
             value: None,
             reason: "no non-RDMA interface with an IPv4 address: NCCL picks one itself".into(),
         },
-    });
+    }
+}
 
-    traffic_class(state, &chosen_nd, &mut adv);
+/// A note when RDMA ports counted ACK timeouts: the path is lossy, and raising
+/// `NCCL_IB_TIMEOUT` would only hide it.
+fn retransmit_note(state: &HostState) -> Option<String> {
     let retrans: Vec<String> = state
         .rdma
         .iter()
@@ -793,14 +947,13 @@ pub fn recommend_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
                 .iter()
                 .any(|c| p.hw_counters.get(*c).copied().unwrap_or(0) > 0)
         })
-        .map(|(d, p)| format!("{}:{}", d.name, p.port))
+        .map(|(d, p)| PortRef::of(d, p).to_string())
         .collect();
-    if !retrans.is_empty() {
-        adv.notes.push(format!(
+    (!retrans.is_empty()).then(|| {
+        format!(
             "{} counted ACK timeouts: fix neighbours, routing and PFC/ECN first; raising \
              NCCL_IB_TIMEOUT (e.g. 22) only hides a lossy path",
             retrans.join(", ")
-        ));
-    }
-    adv
+        )
+    })
 }

@@ -446,7 +446,7 @@ pub fn table_len(port: &RdmaPort) -> u32 {
 }
 
 /// The GID index NCCL `version` selects on `port` with environment `env`.
-pub fn select_gid(port: &RdmaPort, env: &NcclEnv, version: NcclVersion) -> Selection {
+pub fn nccl_select_gid(port: &RdmaPort, env: &NcclEnv, version: NcclVersion) -> Selection {
     let t = Table {
         port,
         len: table_len(port),

@@ -37,8 +37,8 @@ pub struct FileDiff {
 }
 
 /// Diff every rendered file against what is under `root` now. Reads only; fails
-/// like [`super::write_files`] would (symlinks, non-regular files, bad paths).
-pub fn diff_files(files: &[RenderedFile], root: &Path) -> Result<Vec<FileDiff>> {
+/// like [`super::write_persistence`] would (symlinks, non-regular files, bad paths).
+pub fn diff_persistence(files: &[RenderedFile], root: &Path) -> Result<Vec<FileDiff>> {
     files
         .iter()
         .map(|f| {

@@ -52,8 +52,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Largest configuration file read (bytes); bigger ones are reported and skipped.
-const MAX_CONFIG_FILE: u64 = 1 << 20;
 /// Most files read from one configuration directory.
 const MAX_DIR_ENTRIES: usize = 4096;
 /// Deepest `source` nesting followed in ifupdown's interfaces files.
@@ -227,7 +225,7 @@ impl NodeConfig {
 /// `nics` (looked up in `interfaces` for its MAC, kind and index), which stack
 /// configures it and under which name. Never fails: unreadable files become
 /// warnings.
-pub fn discover(root: &PersistRoot, interfaces: &[Interface], nics: &[&str]) -> NodeConfig {
+pub fn discover_config(root: &PersistRoot, interfaces: &[Interface], nics: &[&str]) -> NodeConfig {
     let mut out = NodeConfig::default();
     let netplan = netplan::read(root, &mut out.warnings);
     let nm = nm::read(root, &mut out.warnings);
@@ -301,28 +299,14 @@ fn parse_mac(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Read a configuration file, bounded; `None` (with a warning) if unreadable.
+/// Read a configuration file through `input.rs` (a regular file of at most
+/// [`InputKind::NodeConfig`](crate::input::InputKind::NodeConfig)'s limit, a
+/// FIFO refused without waiting); `None` (with a warning) if unreadable.
 fn read_bounded(path: &Path, warnings: &mut Vec<String>) -> Option<String> {
-    use std::io::Read;
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
+    match crate::input::read_input_text(path, crate::input::InputKind::NodeConfig) {
+        Ok(t) => Some(t),
         Err(e) => {
-            warnings.push(format!("could not read {}: {e}", path.display()));
-            return None;
-        }
-    };
-    let mut buf = String::new();
-    match f.take(MAX_CONFIG_FILE + 1).read_to_string(&mut buf) {
-        Ok(n) if n as u64 > MAX_CONFIG_FILE => {
-            warnings.push(format!(
-                "{} is larger than {MAX_CONFIG_FILE} bytes; not read",
-                path.display()
-            ));
-            None
-        }
-        Ok(_) => Some(buf),
-        Err(e) => {
-            warnings.push(format!("could not read {}: {e}", path.display()));
+            warnings.push(format!("{e}; not read"));
             None
         }
     }
@@ -1027,7 +1011,7 @@ mod ifupdown {
     }
 }
 
-/// Which backend to persist with, given what [`discover`] found.
+/// Which backend to persist with, given what [`discover_config`] found.
 ///
 /// Every NIC must be configured by exactly one stack, the same for all: then that
 /// stack's backend, with the reason. A NIC no stack configures, a NIC two stacks
@@ -1043,6 +1027,7 @@ pub fn choose_backend(cfg: &NodeConfig) -> crate::Result<(Backend, String)> {
         ));
     }
     let mut problems = Vec::new();
+    let mut unconfigured = Vec::new();
     let mut by_stack: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
     for n in &cfg.nics {
         let stacks = n.stacks();
@@ -1050,11 +1035,7 @@ pub fn choose_backend(cfg: &NodeConfig) -> crate::Result<(Backend, String)> {
             [] if !n.undetermined.is_empty() => {
                 problems.push(format!("{}: {}", n.ifname, n.undetermined.join("; ")))
             }
-            [] => problems.push(format!(
-                "{}: no netplan, NetworkManager, systemd-networkd or ifupdown configuration on \
-                 this node configures it",
-                n.ifname
-            )),
+            [] => unconfigured.push(n.ifname.as_str()),
             [one] => by_stack.entry(one.name()).or_default().push(&n.ifname),
             many => problems.push(format!(
                 "{} is configured by {} stacks, which fight over it at boot: {}",
@@ -1067,6 +1048,21 @@ pub fn choose_backend(cfg: &NodeConfig) -> crate::Result<(Backend, String)> {
                     .join("; ")
             )),
         }
+    }
+    if !unconfigured.is_empty() {
+        problems.insert(
+            0,
+            format!(
+                "{}: no netplan, NetworkManager, systemd-networkd or ifupdown configuration on \
+                 this node configures {}",
+                unconfigured.join(", "),
+                if unconfigured.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            ),
+        );
     }
     if by_stack.len() > 1 {
         problems.push(format!(
@@ -1084,7 +1080,9 @@ pub fn choose_backend(cfg: &NodeConfig) -> crate::Result<(Backend, String)> {
             ErrorKind::InvalidInput,
             format!(
                 "cannot tell which stack to persist into: {}. Fix the node's configuration, or \
-                 choose with --backend",
+                 choose with --backend: sysctl.d or rt_tables.d persist the sysctls or the table \
+                 names alone; networkd, netplan, networkmanager or ifupdown add the routes and \
+                 rules to that stack's own configuration of the NICs",
                 problems.join("; ")
             ),
         ));

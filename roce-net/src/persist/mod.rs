@@ -3,13 +3,13 @@
 //!
 //! The flow is pure until the last step:
 //!
-//! 1. [`discover`] reads each stack's configuration under a [`PersistRoot`] (the
+//! 1. [`discover_config`] reads each stack's configuration under a [`PersistRoot`] (the
 //!    node's `/` or a copy of its trees) and [`choose_backend`] picks the stack
 //!    that really configures the NICs;
-//! 2. [`render`] turns the desired state into [`RenderedFile`]s (absolute paths as on
+//! 2. [`render_persistence`] turns the desired state into [`RenderedFile`]s (absolute paths as on
 //!    the target host, content, mode, and a note for the operator);
-//! 3. [`diff_files`] shows what would change under a root directory;
-//! 4. [`write_files`] writes them atomically, keeps the previous content as
+//! 3. [`diff_persistence`] shows what would change under a root directory;
+//! 4. [`write_persistence`] writes them atomically, keeps the previous content as
 //!    `<file>.roce-net.bak`, never writes through a symlink, and leaves unchanged
 //!    files alone.
 //!
@@ -31,12 +31,14 @@ pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).
 pub use crate::policy::Backend;
-pub use diff::{diff_files, DiffStatus, FileDiff};
-pub use discover::{choose_backend, discover, Claim, NetplanRenderer, NicConfig, NodeConfig};
-pub use stale::remove_stale;
+pub use diff::{diff_persistence, DiffStatus, FileDiff};
+pub use discover::{
+    choose_backend, discover_config, Claim, NetplanRenderer, NicConfig, NodeConfig,
+};
+pub use stale::remove_stale_persistence;
 pub use write::{
-    remove_files, write_files, write_files_at, PersistRoot, RemoveReport, WriteReport,
-    BACKUP_SUFFIX, ORIGINAL_SUFFIX,
+    remove_persistence, write_persistence, write_persistence_at, PersistRoot, RemoveReport,
+    WriteReport, BACKUP_SUFFIX, ORIGINAL_SUFFIX,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -71,7 +73,7 @@ pub const IFUP_HOOK_PATH: &str = "/etc/network/if-up.d/roce-net";
 pub const IFDOWN_HOOK_PATH: &str = "/etc/network/if-down.d/roce-net";
 
 /// Every fixed path persistence may write (the networkd drop-ins are found by
-/// [`remove_files`] in `/etc/systemd/network/*.network.d/`).
+/// [`remove_persistence`] in `/etc/systemd/network/*.network.d/`).
 pub(crate) const OWNED_PATHS: &[&str] = &[
     SYSCTL_PATH,
     RT_TABLES_PATH,
@@ -125,9 +127,9 @@ pub struct NmProfile {
 }
 
 /// Host facts the renderers cannot guess: under which name each NIC's stack
-/// configures it. [`RenderOptions::from_config`] fills them from [`discover`]; a
+/// configures it. [`RenderOptions::from_config`] fills them from [`discover_config`]; a
 /// NIC with routes or rules missing from the backend's map is refused by
-/// [`render`] (roce-net never defines an interface the node does not).
+/// [`render_persistence`] (roce-net never defines an interface the node does not).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RenderOptions {
@@ -147,7 +149,7 @@ pub struct RenderOptions {
 }
 
 impl RenderOptions {
-    /// The names `backend` knows each NIC of `nics` by, from what [`discover`]
+    /// The names `backend` knows each NIC of `nics` by, from what [`discover_config`]
     /// found; with warnings for the operator (another stack also configures a
     /// NIC; an ifupdown NIC not brought up at boot).
     ///
@@ -287,7 +289,7 @@ impl RenderOptions {
     }
 }
 
-/// What [`prepare`] decided and rendered.
+/// What [`prepare_persistence`] decided and rendered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PersistPlan {
     /// The backend rendered for.
@@ -306,21 +308,21 @@ pub struct PersistPlan {
 /// (their MAC, kind and index from `state`), choose the backend (`backend`, or
 /// the one stack that configures them all), and render. Fails with a message
 /// naming the NICs and files when no backend fits.
-pub fn prepare(
+pub fn prepare_persistence(
     desired: &DesiredState,
     state: &HostState,
     target: &PersistRoot,
     backend: Option<(Backend, String)>,
 ) -> Result<PersistPlan> {
     let names: Vec<&str> = desired.nics.iter().map(|n| n.ifname.as_str()).collect();
-    let config = discover(target, &state.interfaces, &names);
+    let config = discover_config(target, &state.interfaces, &names);
     let (backend, reason) = match backend {
         Some(b) => b,
         None => choose_backend(&config)?,
     };
     let (opts, mut warnings) = RenderOptions::from_config(&config, backend)?;
     warnings.extend(config.warnings.iter().cloned());
-    let files = render(desired, backend, &opts)?;
+    let files = render_persistence(desired, backend, &opts)?;
     Ok(PersistPlan {
         backend,
         reason,
@@ -337,7 +339,7 @@ pub fn prepare(
 /// and rules. Output is deterministic (suitable for golden files). Fails with
 /// `InvalidInput` on names that are unsafe in a path or a shell script, and with
 /// `Unsupported` on routes or rules a backend cannot express.
-pub fn render(
+pub fn render_persistence(
     desired: &DesiredState,
     backend: Backend,
     opts: &RenderOptions,

@@ -187,9 +187,11 @@ fn route_value(r: &Route) -> String {
     if let Some(g) = r.gateway {
         let _ = write!(s, " {g}");
     }
-    if let Some(m) = r.metric {
-        let _ = write!(s, " {m}");
-    }
+    // Always a metric: without one NetworkManager gives the route its
+    // device's metric (100 and up for Ethernet), and the route at boot is not
+    // the one roce-net plans (metric 0), so `plan` would add a second one
+    // (seen on NetworkManager 1.52 running as a service, tests/vm/test_stacks.py).
+    let _ = write!(s, " {}", r.metric.unwrap_or(0));
     let _ = write!(s, " table={}", r.table);
     if let Some(p) = r.prefsrc {
         let _ = write!(s, " src={p}");

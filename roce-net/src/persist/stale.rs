@@ -41,7 +41,7 @@ fn routing_backend_of(host: &Path) -> Option<Backend> {
 /// the files of roce-net's earlier persistence that `plan` does not write (see
 /// the module docs). With `dry_run`, changes nothing and reports what it would
 /// do.
-pub fn remove_stale(
+pub fn remove_stale_persistence(
     target: &PersistRoot,
     plan: &PersistPlan,
     switch_backend: bool,
@@ -56,9 +56,13 @@ pub fn remove_stale(
         }
         match routing_backend_of(host) {
             _ if partial => Decide::Keep(format!(
-                "written by an earlier persist; the {} rendering covers only part of the fix, \
-                 so the rest stays (`roce-net persist --remove` removes all of roce-net's \
-                 persistence)",
+                "written by {}; the {} rendering covers only part of the fix, so the rest \
+                 stays (`roce-net persist --remove` removes all of roce-net's persistence)",
+                if host == Path::new(super::RT_TABLES_PATH) {
+                    "an earlier persist, or by apply, which names its tables there"
+                } else {
+                    "an earlier persist"
+                },
                 backend.name()
             )),
             Some(b) if b != backend && !switch_backend => Decide::Keep(format!(

@@ -418,7 +418,7 @@ pub(crate) fn recover(base: &Path, paths: &[PathBuf], dry_run: bool) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::STOP_AFTER;
-    use crate::persist::{write_files_at, PersistRoot, RenderedFile};
+    use crate::persist::{write_persistence_at, PersistRoot, RenderedFile};
     use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
 
@@ -462,13 +462,13 @@ mod tests {
     fn a_persist_killed_while_switching_is_put_back_by_the_next() {
         let root = tempfile::tempdir().unwrap();
         let target = PersistRoot::new(root.path());
-        write_files_at(&set("v1"), &target, false).unwrap();
-        write_files_at(&set("v2"), &target, false).unwrap();
+        write_persistence_at(&set("v1"), &target, false).unwrap();
+        write_persistence_at(&set("v2"), &target, false).unwrap();
         let v2 = files(root.path());
         // v2 -> v3 has 6 items to switch: 3 backups, 3 files.
         for stop in 1..6 {
             STOP_AFTER.with(|c| c.set(Some(stop)));
-            let e = write_files_at(&set("v3"), &target, false);
+            let e = write_persistence_at(&set("v3"), &target, false);
             STOP_AFTER.with(|c| c.set(None));
             assert!(e.is_err(), "stop after {stop}");
             assert_ne!(
@@ -476,7 +476,7 @@ mod tests {
                 v2,
                 "stop after {stop}: left half switched"
             );
-            let r = crate::persist::remove_files(&target, &set("v3"), true).unwrap();
+            let r = crate::persist::remove_persistence(&target, &set("v3"), true).unwrap();
             assert!(
                 !r.recovered.is_empty(),
                 "a dry run says what it would put back"
@@ -494,9 +494,9 @@ mod tests {
         }
         // And a persist after a kill recovers first, then writes the new set.
         STOP_AFTER.with(|c| c.set(Some(3)));
-        assert!(write_files_at(&set("v3"), &target, false).is_err());
+        assert!(write_persistence_at(&set("v3"), &target, false).is_err());
         STOP_AFTER.with(|c| c.set(None));
-        let r = write_files_at(&set("v3"), &target, false).unwrap();
+        let r = write_persistence_at(&set("v3"), &target, false).unwrap();
         assert!(!r.recovered.is_empty(), "{r:?}");
         let after = files(root.path());
         for f in set("v3") {

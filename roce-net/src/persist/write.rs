@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Suffix of the file that keeps a file's previous content.
 pub const BACKUP_SUFFIX: &str = ".roce-net.bak";
 /// Suffix of the file that keeps what was there before roce-net first wrote a
-/// path (restored by [`remove_files`]).
+/// path (restored by [`remove_persistence`]).
 pub const ORIGINAL_SUFFIX: &str = ".roce-net.orig";
 
 /// Where the node's trees are: the target host's `/`, with `/etc` and `/run`
@@ -81,7 +81,7 @@ impl PersistRoot {
     }
 }
 
-/// What [`write_files`] did (or, with `dry_run`, would do).
+/// What [`write_persistence`] did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WriteReport {
     /// True when nothing was changed on disk.
@@ -93,7 +93,7 @@ pub struct WriteReport {
     /// Backups of previous contents (`<file>.roce-net.bak`) made (would be made).
     pub backups: Vec<PathBuf>,
     /// Files roce-net did not write that it replaced, kept as
-    /// `<file>.roce-net.orig` for [`remove_files`] to restore.
+    /// `<file>.roce-net.orig` for [`remove_persistence`] to restore.
     pub originals: Vec<PathBuf>,
     /// One diff per input file, in input order.
     pub diffs: Vec<FileDiff>,
@@ -103,9 +103,13 @@ pub struct WriteReport {
 }
 
 /// Write `files` under `root` (`/` on a real host; their absolute paths are taken
-/// relative to it). Same as [`write_files_at`] with [`PersistRoot::new`].
-pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result<WriteReport> {
-    write_files_at(files, &PersistRoot::new(root), dry_run)
+/// relative to it). Same as [`write_persistence_at`] with [`PersistRoot::new`].
+pub fn write_persistence(
+    files: &[RenderedFile],
+    root: &Path,
+    dry_run: bool,
+) -> Result<WriteReport> {
+    write_persistence_at(files, &PersistRoot::new(root), dry_run)
 }
 
 /// Write `files` under `target` (`/etc/...` paths under `target.etc`).
@@ -120,7 +124,7 @@ pub fn write_files(files: &[RenderedFile], root: &Path, dry_run: bool) -> Result
 /// `<file>.roce-net.orig`. Missing parent directories are created (mode 0755).
 /// Files whose content and mode already match are not rewritten. With `dry_run`,
 /// nothing is written and the report lists what would be.
-pub fn write_files_at(
+pub fn write_persistence_at(
     files: &[RenderedFile],
     target: &PersistRoot,
     dry_run: bool,
@@ -232,7 +236,7 @@ pub(crate) fn is_ours(content: &[u8]) -> bool {
         .any(|l| l == super::common::HEADER || l == crate::rt_tables::NAMES_HEADER)
 }
 
-/// What [`remove_files`] did (or, with `dry_run`, would do).
+/// What [`remove_persistence`] did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RemoveReport {
     /// True when nothing was changed on disk.
@@ -292,7 +296,7 @@ fn owned_candidates(target: &PersistRoot) -> Vec<PathBuf> {
 /// roce-net's table-names file (`rt_tables.d/roce-net.conf`) is not removed
 /// while it names any table (listed in `left`): it is host-wide, and live
 /// applies in any namespace write it too and rely on its names.
-pub fn remove_files(
+pub fn remove_persistence(
     target: &PersistRoot,
     keep: &[RenderedFile],
     dry_run: bool,
@@ -317,7 +321,7 @@ pub(crate) enum Decide {
     Keep(String),
 }
 
-/// [`remove_files`] with a decision per path; `rendered` is what the new
+/// [`remove_persistence`] with a decision per path; `rendered` is what the new
 /// rendering writes (empty for a full removal).
 pub(crate) fn remove_where(
     target: &PersistRoot,

@@ -4,8 +4,8 @@ use super::neigh::{is_static, polluted_neighbors};
 use super::{fingerprint, Change, DesiredState, NicDesired, Plan};
 use crate::error::Result;
 use crate::model::{
-    ConfKey, ConfTarget, Family, HostState, Neighbor, Route, RouteType, Rule, RuleAction, Scope,
-    Sysctl, TuningKey,
+    ConfKey, ConfTarget, Family, HostState, Neighbor, Route, RouteKey, RouteType, Rule, RuleKey,
+    Scope, Sysctl, TuningKey,
 };
 use crate::policy::{ConfScope, FlushMode, ForeignObject, Layout, Obstacle, Policy};
 use std::collections::{BTreeMap, HashMap};
@@ -167,42 +167,6 @@ pub(crate) fn shared_sysctls(policy: &Policy) -> Vec<Sysctl> {
         .collect()
 }
 
-/// Routes compare equal regardless of how a metric of 0 was reported.
-fn norm_route(r: &Route) -> Route {
-    let mut r = r.clone();
-    if r.metric == Some(0) {
-        r.metric = None;
-    }
-    r
-}
-
-/// The kernel's identity of an IPv4/IPv6 route: family, table, destination, TOS
-/// and metric.
-type RouteKey = (Family, u32, ipnet::IpNet, u8, u32);
-
-/// The kernel's identity of an IPv4/IPv6 route within a table.
-fn route_key(r: &Route) -> RouteKey {
-    (r.family, r.table, r.dst, r.tos, r.metric.unwrap_or(0))
-}
-
-/// Rules compare equal regardless of how absent marks and masks were reported.
-fn norm_rule(r: &Rule) -> Rule {
-    let mut r = r.clone();
-    if r.fwmark == Some(0) {
-        r.fwmark = None;
-    }
-    if r.fwmark.is_none() || r.fwmask == Some(u32::MAX) {
-        r.fwmask = None;
-    }
-    if r.suppress_prefixlen == Some(u32::MAX) {
-        r.suppress_prefixlen = None;
-    }
-    if r.action != RuleAction::Goto {
-        r.goto = None;
-    }
-    r
-}
-
 fn same_text(a: &str, b: &str) -> bool {
     a.split_whitespace().eq(b.split_whitespace())
 }
@@ -282,16 +246,16 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
     // Host routes are bucketed by kernel key (equal normalised routes have equal
     // keys), each bucket in snapshot order, so every lookup below finds the same
     // first unused route a scan of the whole table would.
-    let host_routes: Vec<Route> = host.routes.iter().map(norm_route).collect();
+    let host_routes: Vec<Route> = host.routes.iter().map(Route::normalized).collect();
     let mut routes_by_key: HashMap<RouteKey, Vec<usize>> = HashMap::new();
     for (i, r) in host.routes.iter().enumerate() {
-        routes_by_key.entry(route_key(r)).or_default().push(i);
+        routes_by_key.entry(r.key()).or_default().push(i);
     }
     let mut route_used = vec![false; host.routes.len()];
     for want in &desired.routes {
-        let nw = norm_route(want);
+        let nw = want.normalized();
         let bucket = routes_by_key
-            .get(&route_key(want))
+            .get(&want.key())
             .map(Vec::as_slice)
             .unwrap_or_default();
         // Recreated from persisted configuration by another tool, which cannot set
@@ -335,19 +299,16 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
     }
 
     // 4. Rules (bucketed the same way; normalising keeps family, priority, table).
-    let host_rules: Vec<Rule> = host.rules.iter().map(norm_rule).collect();
-    let mut rules_by_key: HashMap<(Family, u32, u32), Vec<usize>> = HashMap::new();
+    let host_rules: Vec<Rule> = host.rules.iter().map(Rule::normalized).collect();
+    let mut rules_by_key: HashMap<RuleKey, Vec<usize>> = HashMap::new();
     for (i, r) in host.rules.iter().enumerate() {
-        rules_by_key
-            .entry((r.family, r.priority, r.table))
-            .or_default()
-            .push(i);
+        rules_by_key.entry(r.key()).or_default().push(i);
     }
     let mut rule_used = vec![false; host.rules.len()];
     for want in &desired.rules {
-        let nw = norm_rule(want);
+        let nw = want.normalized();
         let bucket = rules_by_key
-            .get(&(want.family, want.priority, want.table))
+            .get(&want.key())
             .map(Vec::as_slice)
             .unwrap_or_default();
         // As for routes: the same rule recreated by another tool with its protocol
@@ -377,7 +338,7 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
 
     // 5. Stale owned objects: rules first, then routes (gateway routes first).
     // Both in a canonical order, not the kernel's dump order: the same host gives
-    // the same plan (found by tests/prop_plan.rs).
+    // the same plan (found by tests/it/prop_plan.rs).
     let mut stale_rules: Vec<&Rule> = host
         .rules
         .iter()
@@ -431,7 +392,7 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
     }
     for (pos, mut entries) in by_if {
         // By address, not in the kernel's dump order: the same host gives the
-        // same plan (found by tests/prop_plan.rs).
+        // same plan (found by tests/it/prop_plan.rs).
         entries.sort_by_key(|n| n.ip);
         changes.push(Change::FlushNeighbors {
             ifname: nic_names[pos].clone(),

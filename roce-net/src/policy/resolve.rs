@@ -184,7 +184,57 @@ fn resolve_inner(
         .collect();
 
     // 1. Candidates, with whether each was named literally.
-    let mut cands: Vec<(String, Option<String>)> = Vec::new(); // (name, literal path)
+    let mut cands = candidates(policy, host, &all_ifs)?;
+
+    // 2. Exclusions.
+    let matched: Vec<String> = cands.iter().map(|(n, _)| n.clone()).collect();
+    cands.retain(|(n, _)| !policy.nics.exclude.iter().any(|p| glob_match(p, n)));
+
+    // 3. Addresses.
+    let nics = addressed(policy, host, &all_ifs, &cands, &matched)?;
+    let selected: Vec<&str> = nics.iter().map(|n| n.0.as_str()).collect();
+
+    // 4. Tables and priorities.
+    let (mut out, table_paths) = tables_and_priorities(policy, host, &nics, &selected)?;
+
+    // 5. Foreign objects in our tables and at our priorities.
+    if policy.routing.enabled {
+        let found = obstacles(policy, host, &out, &table_paths);
+        match obstacles_out {
+            Some(v) => *v = found,
+            None => {
+                if let Some(o) = found.into_iter().next() {
+                    return Err(o.error);
+                }
+            }
+        }
+    }
+
+    // 6. Table names.
+    if policy.register_table_names {
+        check_table_names(host, &out)?;
+    }
+
+    // 7. Gateways.
+    gateways(policy, host, &selected, &mut out)?;
+
+    // 8. Extra routes.
+    extra_routes(policy, host, &selected, &mut out)?;
+
+    Ok(Layout { nics: out })
+}
+
+/// A candidate NIC and, when the policy named it literally, the path of that
+/// name (`nics.include[i]`).
+type Candidate = (String, Option<String>);
+
+/// A selected NIC: its name, managed IPv4 address and prefix length.
+type AddressedNic = (String, Ipv4Addr, u8);
+
+/// Step 1: the NICs in scope, or those `nics.include` names (literally, or by
+/// a glob over `all_ifs`); a literal name that does not exist refuses the policy.
+fn candidates(policy: &Policy, host: &HostState, all_ifs: &[&str]) -> Result<Vec<Candidate>> {
+    let mut cands: Vec<Candidate> = Vec::new();
     match &policy.nics.include {
         None => {
             // The NICs in scope ([`crate::scope`]); those without an address
@@ -197,7 +247,7 @@ fn resolve_inner(
             for (i, pat) in list.iter().enumerate() {
                 let path = join_index("nics.include", i);
                 if is_glob(pat) {
-                    for n in &all_ifs {
+                    for n in all_ifs {
                         if glob_match(pat, n) && !cands.iter().any(|(c, _)| c == n) {
                             cands.push((n.to_string(), None));
                         }
@@ -208,7 +258,7 @@ fn resolve_inner(
                             &path,
                             format!(
                                 "interface {pat} does not exist on this host (interfaces: {})",
-                                list_names(&all_ifs)
+                                list_names(all_ifs)
                             ),
                         ));
                     }
@@ -221,14 +271,21 @@ fn resolve_inner(
             }
         }
     }
+    Ok(cands)
+}
 
-    // 2. Exclusions.
-    let matched: Vec<String> = cands.iter().map(|(n, _)| n.clone()).collect();
-    cands.retain(|(n, _)| !policy.nics.exclude.iter().any(|p| glob_match(p, n)));
-
-    // 3. Addresses.
-    let mut nics: Vec<(String, Ipv4Addr, u8)> = Vec::new();
-    for (name, literal) in &cands {
+/// Step 3: the candidates left after the exclusions (`cands`; `matched` before
+/// them) that have a managed IPv4 address, in natural name order. A literal
+/// name without one, no NIC left, or two NICs with one address refuse the policy.
+fn addressed(
+    policy: &Policy,
+    host: &HostState,
+    all_ifs: &[&str],
+    cands: &[Candidate],
+    matched: &[String],
+) -> Result<Vec<AddressedNic>> {
+    let mut nics: Vec<AddressedNic> = Vec::new();
+    for (name, literal) in cands {
         match nic_ipv4(host, name) {
             Some((a, l)) => nics.push((name.clone(), a, l)),
             None => {
@@ -244,37 +301,7 @@ fn resolve_inner(
         }
     }
     if nics.is_empty() {
-        let how = if policy.nics.is_auto() {
-            "automatic selection found none: no RDMA device has a netdev here and no two NICs \
-             share an IPv4 subnet; list them in nics.include"
-                .to_string()
-        } else if matched.is_empty() {
-            // Only globs can match nothing: a literal name that does not exist
-            // was refused above.
-            format!(
-                "nics.include ({}) matches no interface here (interfaces: {})",
-                policy
-                    .nics
-                    .include
-                    .as_deref()
-                    .unwrap_or_default()
-                    .join(", "),
-                list_names(&all_ifs)
-            )
-        } else if cands.is_empty() {
-            format!(
-                "nics.exclude ({}) leaves none of the included interfaces ({})",
-                policy.nics.exclude.join(", "),
-                matched.join(", ")
-            )
-        } else {
-            let left: Vec<&str> = cands.iter().map(|(n, _)| n.as_str()).collect();
-            format!(
-                "none of the selected interfaces ({}) has a global IPv4 address",
-                left.join(", ")
-            )
-        };
-        return Err(policy_err("nics", format!("no NIC to manage: {how}")));
+        return Err(no_nic_to_manage(policy, all_ifs, cands, matched));
     }
     nics.sort_by(|a, b| natural_cmp(&a.0, &b.0));
     for (i, (n, a, _)) in nics.iter().enumerate() {
@@ -285,27 +312,85 @@ fn resolve_inner(
             ));
         }
     }
-    let selected: Vec<&str> = nics.iter().map(|n| n.0.as_str()).collect();
+    Ok(nics)
+}
 
-    // 4. Tables and priorities.
+/// Why no NIC is left to manage: what automatic selection, `nics.include`,
+/// `nics.exclude` or the addresses left out.
+fn no_nic_to_manage(
+    policy: &Policy,
+    all_ifs: &[&str],
+    cands: &[Candidate],
+    matched: &[String],
+) -> crate::Error {
+    let how = if policy.nics.is_auto() {
+        "automatic selection found none: no RDMA device has a netdev here and no two NICs \
+         share an IPv4 subnet; list them in nics.include"
+            .to_string()
+    } else if matched.is_empty() {
+        // Only globs can match nothing: a literal name that does not exist
+        // was refused above.
+        format!(
+            "nics.include ({}) matches no interface here (interfaces: {})",
+            policy
+                .nics
+                .include
+                .as_deref()
+                .unwrap_or_default()
+                .join(", "),
+            list_names(all_ifs)
+        )
+    } else if cands.is_empty() {
+        format!(
+            "nics.exclude ({}) leaves none of the included interfaces ({})",
+            policy.nics.exclude.join(", "),
+            matched.join(", ")
+        )
+    } else {
+        let left: Vec<&str> = cands.iter().map(|(n, _)| n.as_str()).collect();
+        format!(
+            "none of the selected interfaces ({}) has a global IPv4 address",
+            left.join(", ")
+        )
+    };
+    policy_err("nics", format!("no NIC to manage: {how}"))
+}
+
+/// The refusal of a policy key at `path` that names `name`, an interface that
+/// is not one of the managed NICs (`selected`): it does not exist, or is not managed.
+fn not_managed(host: &HostState, path: &str, name: &str, selected: &[&str]) -> crate::Error {
+    let why = if host.interface(name).is_none() {
+        format!("interface {name} does not exist on this host")
+    } else {
+        format!("{name} is not a managed NIC")
+    };
+    policy_err(path, format!("{why} (managed: {})", list_names(selected)))
+}
+
+/// Step 4: each NIC's table (its `routing.tables` entry, else `table_base + n`)
+/// and rule priority (`rule_priority_base + n`), `n` its stable slot; with the
+/// policy path each table came from. Reserved or shared tables, and priorities
+/// at or after the main table's rule, refuse the policy.
+fn tables_and_priorities(
+    policy: &Policy,
+    host: &HostState,
+    nics: &[AddressedNic],
+    selected: &[&str],
+) -> Result<(Vec<NicLayout>, Vec<String>)> {
     let r = &policy.routing;
     for name in r.tables.keys() {
         if !selected.contains(&name.as_str()) {
-            let path = join_key("routing.tables", name);
-            let why = if host.interface(name).is_none() {
-                format!("interface {name} does not exist on this host")
-            } else {
-                format!("{name} is not a managed NIC")
-            };
-            return Err(policy_err(
-                &path,
-                format!("{why} (managed: {})", list_names(&selected)),
+            return Err(not_managed(
+                host,
+                &join_key("routing.tables", name),
+                name,
+                selected,
             ));
         }
     }
     let mut out: Vec<NicLayout> = Vec::new();
     let mut table_paths: Vec<String> = Vec::new();
-    let slots = stable_slots(policy, host, &nics);
+    let slots = stable_slots(policy, host, nics);
     for (i, (name, addr, len)) in nics.iter().enumerate() {
         let n = slots[i];
         let (table, tpath) = match r.tables.get(name) {
@@ -360,69 +445,59 @@ fn resolve_inner(
         });
         table_paths.push(tpath);
     }
+    Ok((out, table_paths))
+}
 
-    // 5. Foreign objects in our tables and at our priorities.
-    if r.enabled {
-        let found = obstacles(policy, host, &out, &table_paths);
-        match obstacles_out {
-            Some(v) => *v = found,
-            None => {
-                if let Some(o) = found.into_iter().next() {
-                    return Err(o.error);
-                }
-            }
-        }
-    }
-
-    // 6. Table names.
-    if policy.register_table_names {
-        for nic in &out {
-            if let Some(why) = crate::rt_tables::table_name_problem(&nic.table_name) {
-                return Err(policy_err(
-                    "routing.table_name_prefix",
-                    format!(
-                        "table name {} for {} (table {}) is not a valid iproute2 table name: \
-                         {why}; change the prefix or set register_table_names: false",
-                        crate::input::excerpt(&nic.table_name, 64),
-                        nic.ifname,
-                        nic.table
-                    ),
-                ));
-            }
-            if let Some((id, _)) = host
-                .table_names
-                .iter()
-                .find(|(id, n)| **n == nic.table_name && **id != nic.table)
-            {
-                return Err(policy_err(
-                    "routing.table_name_prefix",
-                    format!(
-                        "table name {:?} (for table {}) is already registered for table {id}; \
-                         remove that entry from rt_tables(.d), change the prefix, or set \
-                         register_table_names: false",
-                        nic.table_name, nic.table
-                    ),
-                ));
-            }
-        }
-    }
-
-    // 7. Gateways.
-    for key in r.default_gateway.keys() {
-        let path = join_key("routing.default_gateway", key);
-        if !is_glob(key) && !selected.contains(&key.as_str()) {
-            let why = if host.interface(key).is_none() {
-                format!("interface {key} does not exist on this host")
-            } else {
-                format!("{key} is not a managed NIC")
-            };
+/// Step 6: each table name iproute2 can hold, and not registered for another table.
+fn check_table_names(host: &HostState, nics: &[NicLayout]) -> Result<()> {
+    for nic in nics {
+        if let Some(why) = crate::rt_tables::table_name_problem(&nic.table_name) {
             return Err(policy_err(
-                &path,
-                format!("{why} (managed: {})", list_names(&selected)),
+                "routing.table_name_prefix",
+                format!(
+                    "table name {} for {} (table {}) is not a valid iproute2 table name: \
+                     {why}; change the prefix or set register_table_names: false",
+                    crate::input::excerpt(&nic.table_name, 64),
+                    nic.ifname,
+                    nic.table
+                ),
+            ));
+        }
+        if let Some((id, _)) = host
+            .table_names
+            .iter()
+            .find(|(id, n)| **n == nic.table_name && **id != nic.table)
+        {
+            return Err(policy_err(
+                "routing.table_name_prefix",
+                format!(
+                    "table name {:?} (for table {}) is already registered for table {id}; \
+                     remove that entry from rt_tables(.d), change the prefix, or set \
+                     register_table_names: false",
+                    nic.table_name, nic.table
+                ),
             ));
         }
     }
-    for nic in out.iter_mut() {
+    Ok(())
+}
+
+/// Step 7: each NIC's default gateway, from its exact `routing.default_gateway`
+/// key or the one glob that matches it, checked to be on its link.
+fn gateways(
+    policy: &Policy,
+    host: &HostState,
+    selected: &[&str],
+    nics: &mut [NicLayout],
+) -> Result<()> {
+    let r = &policy.routing;
+    for key in r.default_gateway.keys() {
+        let path = join_key("routing.default_gateway", key);
+        if !is_glob(key) && !selected.contains(&key.as_str()) {
+            return Err(not_managed(host, &path, key, selected));
+        }
+    }
+    for nic in nics.iter_mut() {
         let exact = r
             .default_gateway
             .get(&nic.ifname)
@@ -453,20 +528,22 @@ fn resolve_inner(
             nic.gateway = Some(gw4);
         }
     }
+    Ok(())
+}
 
-    // 8. Extra routes.
+/// Step 8: each extra route given to its managed NIC, its `via` on the link,
+/// and not a route the default gateway or the subnet route already adds.
+fn extra_routes(
+    policy: &Policy,
+    host: &HostState,
+    selected: &[&str],
+    nics: &mut [NicLayout],
+) -> Result<()> {
+    let r = &policy.routing;
     for (i, e) in r.extra_routes.iter().enumerate() {
         let path = join_index("routing.extra_routes", i);
-        let Some(nic) = out.iter_mut().find(|n| n.ifname == e.dev) else {
-            let why = if host.interface(&e.dev).is_none() {
-                format!("interface {} does not exist on this host", e.dev)
-            } else {
-                format!("{} is not a managed NIC", e.dev)
-            };
-            return Err(policy_err(
-                &format!("{path}.dev"),
-                format!("{why} (managed: {})", list_names(&selected)),
-            ));
+        let Some(nic) = nics.iter_mut().find(|n| n.ifname == e.dev) else {
+            return Err(not_managed(host, &format!("{path}.dev"), &e.dev, selected));
         };
         if let Some(via) = &e.via {
             check_on_link(&format!("{path}.via"), nic, via)?;
@@ -493,8 +570,7 @@ fn resolve_inner(
         }
         nic.extra_routes.push(e.clone());
     }
-
-    Ok(Layout { nics: out })
+    Ok(())
 }
 
 /// Each NIC's slot `n` (table `table_base + n`, priority
@@ -506,7 +582,7 @@ fn resolve_inner(
 /// state, unlike the host-wide table names (another namespace's NIC may have the
 /// same name), and tied to the NIC's address as it is now. The other NICs take
 /// the lowest free slots, in natural name order (a fresh host: 1, 2, 3, ...).
-fn stable_slots(policy: &Policy, host: &HostState, nics: &[(String, Ipv4Addr, u8)]) -> Vec<u32> {
+fn stable_slots(policy: &Policy, host: &HostState, nics: &[AddressedNic]) -> Vec<u32> {
     let r = &policy.routing;
     // No more slots than NICs on the host can be in use; bound what is believed.
     let max = u32::try_from(host.interfaces.len())

@@ -94,7 +94,7 @@ const PACKET_OUTGOING: u8 = 4;
 /// Works in the calling thread's network namespace and needs `CAP_NET_RAW`.
 /// Replies count when their sender IP is `target` and their target IP is our
 /// source address. The device must be an Ethernet-like device that is up.
-pub fn arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProbeResult> {
+pub fn probe_arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProbeResult> {
     if opts.count == 0 {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -512,14 +512,19 @@ mod tests {
     fn bad_arguments() {
         let t = Ipv4Addr::new(198, 18, 0, 1);
         let o = ArpProbeOptions::default();
-        assert_eq!(arp("", t, o).unwrap_err().kind(), ErrorKind::InvalidInput);
         assert_eq!(
-            arp("a-very-long-interface-name", t, o).unwrap_err().kind(),
+            probe_arp("", t, o).unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            probe_arp("a-very-long-interface-name", t, o)
+                .unwrap_err()
+                .kind(),
             ErrorKind::InvalidInput
         );
         let zero = ArpProbeOptions { count: 0, ..o };
         assert_eq!(
-            arp("lo", t, zero).unwrap_err().kind(),
+            probe_arp("lo", t, zero).unwrap_err().kind(),
             ErrorKind::InvalidInput
         );
         // Values that would overflow the deadline or flood the link are refused
@@ -530,7 +535,7 @@ mod tests {
             ArpProbeOptions::new(MAX_COUNT + 1, Duration::from_secs(2)),
             ArpProbeOptions::new(u32::MAX, Duration::from_secs(2)),
         ] {
-            let e = arp("rnt-absent0", t, bad).unwrap_err();
+            let e = probe_arp("rnt-absent0", t, bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}: {e}");
             assert!(e.to_string().contains("ARP probe"), "{e}");
         }

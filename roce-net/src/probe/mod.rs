@@ -1,6 +1,6 @@
 //! Active probes that show what the wire sees.
 //!
-//! [`arp`] sends ARP requests like `arping -I <dev> <target>` and reports every
+//! [`probe_arp`] sends ARP requests like `arping -I <dev> <target>` and reports every
 //! distinct MAC address that answers: more than one MAC for one address is ARP flux,
 //! the classic multi-NIC RoCE failure. Probes run in the calling thread's network
 //! namespace; [`Host::probe_arp`](crate::host::Host::probe_arp) runs one inside a
@@ -14,14 +14,14 @@ mod arp;
 #[cfg(feature = "verbs")]
 pub(crate) mod rdma;
 
-pub use arp::{announce, arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+pub use arp::{announce, probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 
 use crate::error::Result;
 use crate::host::Host;
 
 impl Host {
     /// Send ARP requests for `target` out of `dev` inside this host's namespace and
-    /// report every distinct MAC that answers (see [`arp`]). More than one MAC for
+    /// report every distinct MAC that answers (see [`probe_arp`]). More than one MAC for
     /// one address is ARP flux as the wire sees it.
     pub fn probe_arp(
         &self,
@@ -29,7 +29,7 @@ impl Host {
         target: std::net::Ipv4Addr,
         opts: ArpProbeOptions,
     ) -> Result<ArpProbeResult> {
-        self.target().run(|| arp(dev, target, opts))
+        self.target().run(|| probe_arp(dev, target, opts))
     }
 
     /// Probe RDMA to a `roce-net probe rdma --server` at `peer` (its TCP

@@ -25,11 +25,11 @@ pub(crate) use write::{
 
 /// The file roce-net registers its table names in, under an `/etc` root. roce-net
 /// writes no other iproute2 file. This module owns it: its header
-/// ([`NAMES_HEADER`]), the rule for names ([`check_table_name`]), its text
-/// ([`render_names_file`]) and its host-wide lock. Apply edits it only through
-/// [`update_table_names`] (see `write.rs`: the lock, unique temporary files,
+/// (`NAMES_HEADER`), the rule for names (`check_table_name`), its text
+/// (`render_names_file`) and its host-wide lock. Apply edits it only through
+/// `update_table_names` (see `write.rs`: the lock, unique temporary files,
 /// exact updates); `persist` writes the text this module renders while holding
-/// the same lock ([`lock_names_dir`]).
+/// the same lock (`lock_names_dir`).
 pub const TABLE_NAMES_FILE: &str = "iproute2/rt_tables.d/roce-net.conf";
 
 /// Where distributions install iproute2's default databases, in lookup order.
@@ -318,7 +318,7 @@ pub(crate) fn check_table_name(id: u32, name: &str) -> Result<()> {
 
 /// The whole text of roce-net's names file holding `names` (what `persist`
 /// writes for boot; apply edits the same file line by line). Every name is
-/// checked with [`check_table_name`].
+/// checked with `check_table_name`.
 pub(crate) fn render_names_file(names: &BTreeMap<u32, String>) -> Result<String> {
     use std::fmt::Write;
     let mut t = String::new();
@@ -335,7 +335,7 @@ pub(crate) fn render_names_file(names: &BTreeMap<u32, String>) -> Result<String>
     Ok(t)
 }
 
-/// `rendered` (a names file from [`render_names_file`], what `persist` writes)
+/// `rendered` (a names file from `render_names_file`, what `persist` writes)
 /// with the lines of `existing` (the file on disk now, if any) for the tables
 /// `rendered` does not name: the whole file again, every table by id. The names
 /// file is host-wide: another namespace's apply (same numbers, other NICs), or a

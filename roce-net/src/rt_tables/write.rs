@@ -18,6 +18,7 @@
 
 use super::{check_table_name, parse_line, TABLE_NAMES_FILE};
 use crate::error::{Error, ErrorKind, Result};
+use crate::input::{read_input_if_exists, InputKind};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
@@ -51,7 +52,7 @@ pub(crate) const LOCK_FILE: &str = ".roce-net.lock";
 
 /// The host-wide lock of the names file, held while it lives.
 pub(crate) struct NamesHeld {
-    _file: File,
+    _held: crate::apply::lock::Held,
 }
 
 /// The names file's directory, open, with the host-wide lock held.
@@ -118,7 +119,7 @@ fn lock_names_dir_within(dir: &OwnedFd, file: &Path, wait: Duration) -> Result<N
         .map_err(|e| Error::io(e, format!("opening {}", dir_path.display())))?;
     let dir = crate::apply::statedir::StateDir::from_open(dup, dir_path);
     match take(&dir, LOCK_FILE, Some(wait), Duration::from_millis(5))? {
-        Ok(file) => Ok(NamesHeld { _file: file }),
+        Ok(held) => Ok(NamesHeld { _held: held }),
         Err(busy) => {
             let who = who_holds(
                 &busy,
@@ -239,16 +240,9 @@ impl NamesLock {
 /// other files give), later lines winning as in iproute2.
 pub(crate) fn own_table_names(etc_root: &Path) -> Result<BTreeMap<u32, String>> {
     let path = etc_root.join(TABLE_NAMES_FILE);
-    let text = match std::fs::File::open(&path) {
-        Ok(f) => {
-            let mut b = Vec::new();
-            f.take(MAX_FILE)
-                .read_to_end(&mut b)
-                .map_err(|e| Error::io(e, format!("reading {}", path.display())))?;
-            String::from_utf8_lossy(&b).into_owned()
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(Error::io(e, format!("reading {}", path.display()))),
+    let text = match read_input_if_exists(&path, InputKind::TableNames)? {
+        Some(b) => String::from_utf8_lossy(&b).into_owned(),
+        None => String::new(),
     };
     Ok(parse(&text))
 }
@@ -380,6 +374,27 @@ mod tests {
 
     fn set<'a>(id: u32, expect: Option<&'a str>, set: Option<&'a str>) -> NameUpdate<'a> {
         NameUpdate { id, expect, set }
+    }
+
+    /// A FIFO planted as the names file is refused at once: the read waited
+    /// for a writer forever before it went through `input.rs` (checked: this
+    /// test timed out on the old `File::open`).
+    #[test]
+    fn own_names_from_a_fifo_are_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(TABLE_NAMES_FILE);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let c = CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let etc = d.path().to_path_buf();
+        std::thread::spawn(move || tx.send(own_table_names(&etc).map_err(|e| e.to_string())));
+        let got = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("reading roce-net's names file blocked on a FIFO");
+        let e = got.unwrap_err();
+        assert!(e.contains("FIFO") && e.contains("roce-net.conf"), "{e}");
     }
 
     #[test]

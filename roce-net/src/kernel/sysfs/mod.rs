@@ -38,7 +38,7 @@ const NOT_COUNTERS: [&str; 1] = ["lifespan"];
 /// `ifaces` supplies netdev MTUs, from which the active IB MTU of RoCE ports is
 /// derived. A missing `class/infiniband` (no RDMA devices, or no RDMA support in the
 /// kernel) gives an empty list and no warning.
-pub fn read_rdma(
+pub fn read_rdma_sysfs(
     root: &Path,
     ifaces: &[Interface],
     warnings: &mut Vec<Warning>,
@@ -46,10 +46,10 @@ pub fn read_rdma(
     read_rdma_with(root, ifaces, true, warnings)
 }
 
-/// [`read_rdma`] of only what decides which netdev backs each port (what the
+/// [`read_rdma_sysfs`] of only what decides which netdev backs each port (what the
 /// planner's NIC scope reads): devices, their netdevs, ports and their state,
 /// and each port's GIDs up to the first that names a netdev (the one
-/// `read_rdma` takes the port's netdev from). No counters, no VPD, no rdma_cm
+/// `read_rdma_sysfs` takes the port's netdev from). No counters, no VPD, no rdma_cm
 /// mode, no further GIDs: on a node with eight RoCE ports that is a few dozen
 /// files instead of thousands (a GID table has 255 slots of three files, a
 /// port a hundred counters).

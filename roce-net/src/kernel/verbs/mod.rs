@@ -1,7 +1,7 @@
 //! RDMA through libibverbs: the verbs view of devices, ports and GID tables, and
 //! (for `probe rdma`) queue pairs. The libibverbs code is compiled only with the
 //! `verbs` cargo feature and loads the library at run time (see `lib.rs`); without
-//! the feature, [`read_view`] answers [`NoRdmaReason::NotBuilt`].
+//! the feature, [`verbs_view`] answers [`NoRdmaReason::NotBuilt`].
 
 #[cfg(feature = "verbs")]
 pub(crate) mod ffi;
@@ -74,7 +74,7 @@ pub(crate) fn not_built() -> NoRdma {
 
 /// Read the verbs view: every device libibverbs lists, its ports and GID tables.
 /// Never fails: when RDMA is unusable the view says why (`unavailable`).
-pub fn read_view(opts: &VerbsOptions) -> VerbsView {
+pub fn verbs_view(opts: &VerbsOptions) -> VerbsView {
     #[cfg(feature = "verbs")]
     {
         view::read(opts)
@@ -233,7 +233,7 @@ mod tests {
     #[cfg(not(feature = "verbs"))]
     #[test]
     fn without_the_feature_the_view_says_not_built() {
-        let v = read_view(&VerbsOptions::default());
+        let v = verbs_view(&VerbsOptions::default());
         assert_eq!(v.unavailable.unwrap().reason, NoRdmaReason::NotBuilt);
         assert!(v.devices.is_empty());
     }

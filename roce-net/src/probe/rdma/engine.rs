@@ -1,16 +1,16 @@
 //! The two ends of a probe session over a [`Backend`]: exchange, connect, move
 //! data, report; every wait bounded by the session deadline.
 
-use super::explain::{explain, ExplainInput};
-use super::select::{select, Selection};
+use super::explain::{explain_rdma_failure, ExplainInput};
+use super::select::{select_rdma_port, RdmaSelection};
 use super::status::{errno_name, wc_status_name};
 use super::wire::{pattern, Channel, Endpoint, Msg, Params, WireError, PROTO, VERSION};
 use super::{
-    Backend, Bandwidth, ConnectParams, EndpointSummary, FailureValue, Latency, Queue,
-    RdmaProbeOptions, RdmaProbeReport, RdmaServerReport, Role, Stage, VerbsFailure,
+    Backend, Bandwidth, ConnectParams, EndpointSummary, FailureValue, Latency, ProbeRole, Queue,
+    RdmaProbeOptions, RdmaProbeReport, RdmaServerReport, Stage, VerbsFailure,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::fib::{resolve as fib_resolve, Flow};
+use crate::fib::{fib_lookup, Flow};
 use crate::model::HostState;
 use std::collections::{BTreeMap, HashSet};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -66,14 +66,14 @@ impl Fail {
 /// What a session learnt, kept for the report and the explanation.
 struct Session<'a> {
     state: &'a HostState,
-    sel: Selection,
+    sel: RdmaSelection,
     rep: RdmaProbeReport,
     peer_nic_macs: BTreeMap<String, String>,
     t0: Instant,
 }
 
 impl<'a> Session<'a> {
-    fn new(role: Role, state: &'a HostState, sel: Selection) -> Session<'a> {
+    fn new(role: ProbeRole, state: &'a HostState, sel: RdmaSelection) -> Session<'a> {
         let notes = sel.notes.clone();
         Session {
             state,
@@ -116,7 +116,7 @@ impl<'a> Session<'a> {
                     peer_message: f.peer_message.as_deref(),
                     initial: fresh.as_ref().map(|_| self.state),
                 };
-                self.rep.failure = Some(explain(&input));
+                self.rep.failure = Some(explain_rdma_failure(&input));
             }
         }
         self.rep
@@ -138,7 +138,7 @@ fn summary(e: &Endpoint) -> EndpointSummary {
     }
 }
 
-fn endpoint(state: &HostState, sel: &Selection, q: &dyn Queue) -> Endpoint {
+fn endpoint(state: &HostState, sel: &RdmaSelection, q: &dyn Queue) -> Endpoint {
     let info = q.info();
     Endpoint {
         host: state.hostname.clone(),
@@ -440,7 +440,7 @@ fn mtu_note(chosen: Option<u32>, me: &Endpoint, theirs: &Endpoint, path: u32) ->
 
 fn connect_qp(
     q: &mut dyn Queue,
-    sel: &Selection,
+    sel: &RdmaSelection,
     peer: &Endpoint,
     mtu: u32,
 ) -> std::result::Result<(), Fail> {
@@ -501,10 +501,10 @@ fn write_phase(
 }
 
 /// The two ends of a session, named for messages: (us, the peer).
-fn ends(role: Role) -> (&'static str, &'static str) {
+fn ends(role: ProbeRole) -> (&'static str, &'static str) {
     match role {
-        Role::Client => ("the client", "the server"),
-        Role::Server => ("the server", "the client"),
+        ProbeRole::Client => ("the client", "the server"),
+        ProbeRole::Server => ("the server", "the client"),
     }
 }
 
@@ -643,7 +643,7 @@ fn source_for(state: &HostState, peer: IpAddr, given: Option<IpAddr>) -> Result<
     if let Some(s) = given {
         return Ok(s);
     }
-    match fib_resolve(state, &Flow::to(peer)) {
+    match fib_lookup(state, &Flow::to(peer)) {
         Ok(d) => d.prefsrc.ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidInput,
@@ -669,14 +669,14 @@ pub(crate) fn client(
 ) -> Result<RdmaProbeReport> {
     b.available()?;
     let source = source_for(state, peer, opts.source)?;
-    let sel = select(
+    let sel = select_rdma_port(
         state,
         source,
         opts.device.as_deref(),
         opts.port,
         opts.gid_index,
     )?;
-    let mut s = Session::new(Role::Client, state, sel);
+    let mut s = Session::new(ProbeRole::Client, state, sel);
     let deadline = s.t0 + opts.timeout;
     let r = client_run(b, &mut s, peer, opts, deadline);
     Ok(s.finish(r, refresh))
@@ -922,7 +922,7 @@ pub(crate) fn server(
             "a probe server needs --source: the local RDMA address clients should reach over RDMA",
         )
     })?;
-    let sel = select(
+    let sel = select_rdma_port(
         state,
         source,
         opts.device.as_deref(),
@@ -986,12 +986,12 @@ pub(crate) fn server(
 fn serve_one(
     b: &dyn Backend,
     state: &HostState,
-    sel: Selection,
+    sel: RdmaSelection,
     stream: TcpStream,
     opts: &RdmaProbeOptions,
     refresh: Refresh<'_>,
 ) -> RdmaProbeReport {
-    let mut s = Session::new(Role::Server, state, sel);
+    let mut s = Session::new(ProbeRole::Server, state, sel);
     s.rep.peer_tcp = stream.peer_addr().ok().map(|a| a.to_string());
     let r = (|| {
         let _ = stream.set_nonblocking(false);
@@ -1193,7 +1193,7 @@ mod tests {
         }
     }
 
-    fn selection() -> Selection {
+    fn selection() -> RdmaSelection {
         serde_json::from_value(serde_json::json!({
             "device": "mem0", "port": 1, "gid_index": 3, "gid": "::ffff:198.18.0.1",
             "gid_type": null, "address": "198.18.0.1", "netdev": "eth0", "mac": null,
@@ -1209,7 +1209,7 @@ mod tests {
     /// answers and concludes.
     fn client_checks(buf: Vec<u8>, len: usize) -> (Msg, std::result::Result<(), Fail>, Bandwidth) {
         let st = HostState::empty("h");
-        let mut s = Session::new(Role::Client, &st, selection());
+        let mut s = Session::new(ProbeRole::Client, &st, selection());
         let mut mem = Memory(buf);
         let me = endpoint(&st, &s.sel, &mem);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

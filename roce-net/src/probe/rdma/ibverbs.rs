@@ -7,7 +7,7 @@
 //! was written on have no RDMA devices and no RDMA support in the kernel, so
 //! these calls were only run up to `ibv_get_device_list` (which answers ENOSYS).
 
-use super::select::Selection;
+use super::select::RdmaSelection;
 use super::{Backend, Completion, ConnectParams, Queue, QueueInfo, Stage, VerbsFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::verbs::ffi::*;
@@ -63,7 +63,7 @@ impl Backend for VerbsBackend {
 
     fn open(
         &self,
-        sel: &Selection,
+        sel: &RdmaSelection,
         buf_len: usize,
         depth: u32,
     ) -> std::result::Result<Box<dyn Queue>, VerbsFailure> {

@@ -23,13 +23,14 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use explain::{explain, Cause, ExplainInput};
-pub use select::{select, Selection};
+pub use explain::{explain_rdma_failure, Cause, ExplainInput};
+pub use select::{select_rdma_port, RdmaSelection};
 pub use status::wc_status_name;
 
 use crate::error::Result;
 use crate::kernel::verbs::VerbsOptions;
 use crate::model::{HostState, PortState};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -172,9 +173,9 @@ impl RdmaProbeOptions {
 }
 
 /// Which end of the probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum ProbeRole {
     /// Connected to a server.
     Client,
     /// Accepted a client.
@@ -182,7 +183,7 @@ pub enum Role {
 }
 
 /// One end's RDMA identity as used in the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EndpointSummary {
     /// Host name.
     pub host: String,
@@ -208,7 +209,7 @@ pub struct EndpointSummary {
 
 /// Latency of the send/recv ping-pong: half the round trip, as `ib_send_lat`
 /// reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Latency {
     /// Message size, bytes.
     pub size: usize,
@@ -225,7 +226,7 @@ pub struct Latency {
 }
 
 /// One direction of RDMA writes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Bandwidth {
     /// Bytes per write.
     pub size: usize,
@@ -242,7 +243,7 @@ pub struct Bandwidth {
 }
 
 /// The stage a probe failed at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// Checks before anything is opened (port state, GID).
@@ -292,7 +293,7 @@ impl std::fmt::Display for Stage {
 }
 
 /// The raw failure, as the verbs call, the completion or the wait reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum FailureValue {
     /// A verbs or socket call returned this errno.
@@ -350,7 +351,7 @@ impl std::fmt::Display for FailureValue {
 }
 
 /// A failed probe: where, the raw value, and its likely cause with evidence.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeFailure {
     /// The stage.
     pub stage: Stage,
@@ -369,10 +370,10 @@ pub struct ProbeFailure {
 }
 
 /// The outcome of one probe session (one client against one server).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RdmaProbeReport {
     /// This end's role.
-    pub role: Role,
+    pub role: ProbeRole,
     /// Did every test pass?
     pub ok: bool,
     /// This end.
@@ -398,7 +399,7 @@ pub struct RdmaProbeReport {
 }
 
 /// What a server run did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RdmaServerReport {
     /// The TCP address it listened on.
     pub listen: String,
@@ -505,7 +506,7 @@ pub(crate) trait Backend: Sync {
     /// work requests each way.
     fn open(
         &self,
-        sel: &Selection,
+        sel: &RdmaSelection,
         buf_len: usize,
         depth: u32,
     ) -> std::result::Result<Box<dyn Queue>, VerbsFailure>;

@@ -7,16 +7,17 @@
 //! should use, and the one whose path the fix changed.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::model::PortRef;
 use crate::model::{
     port_is_active, GidEntry, GidType, HostState, LinkLayer, PhysState, PortState, RdmaPort,
 };
-use crate::scope::{nic_scope, rdma_netdevs, PortRef};
+use crate::scope::{nic_scope, rdma_netdevs};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv6Addr};
 
 /// The chosen device, port and GID, with what the snapshot says about them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Selection {
+pub struct RdmaSelection {
     /// RDMA device.
     pub device: String,
     /// Port.
@@ -49,7 +50,7 @@ pub struct Selection {
     pub notes: Vec<String>,
 }
 
-impl Selection {
+impl RdmaSelection {
     /// True for an InfiniBand port (LID addressing, no IP).
     pub fn is_infiniband(&self) -> bool {
         self.link_layer == Some(LinkLayer::InfiniBand)
@@ -92,13 +93,13 @@ fn list(v: impl IntoIterator<Item = String>) -> String {
 /// the snapshot). Errors: `InvalidInput` when `source` is not an address of the
 /// host or an override does not fit it; `NotFound` when no RDMA port backs the
 /// address's netdev or the port has no RoCE v2 GID for the address.
-pub fn select(
+pub fn select_rdma_port(
     state: &HostState,
     source: IpAddr,
     device: Option<&str>,
     port: Option<u32>,
     gid_index: Option<u32>,
-) -> Result<Selection> {
+) -> Result<RdmaSelection> {
     let addr =
         state
             .addresses
@@ -266,7 +267,7 @@ pub fn select(
             ));
         }
     }
-    Ok(Selection {
+    Ok(RdmaSelection {
         device: r.device.clone(),
         port: r.port,
         gid_index: gid.index,

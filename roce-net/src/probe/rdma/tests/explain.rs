@@ -3,8 +3,8 @@
 
 use super::{doctor_fixture, ip, neigh};
 use crate::model::{HostState, NeighState};
-use crate::probe::rdma::explain::{explain, Cause, ExplainInput};
-use crate::probe::rdma::select::{select, Selection};
+use crate::probe::rdma::explain::{explain_rdma_failure, Cause, ExplainInput};
+use crate::probe::rdma::select::{select_rdma_port, RdmaSelection};
 use crate::probe::rdma::status::{errno_name, wc_status_name};
 use crate::probe::rdma::{EndpointSummary, FailureValue, ProbeFailure, Stage};
 use std::collections::BTreeMap;
@@ -55,14 +55,14 @@ fn errno(e: i32) -> FailureValue {
 
 fn run(
     st: &HostState,
-    sel: &Selection,
+    sel: &RdmaSelection,
     stage: Stage,
     value: &FailureValue,
     peer: Option<&EndpointSummary>,
     mtu: Option<u32>,
 ) -> ProbeFailure {
     let macs = peer_macs();
-    explain(&ExplainInput {
+    explain_rdma_failure(&ExplainInput {
         stage,
         value,
         state: st,
@@ -76,9 +76,9 @@ fn run(
     })
 }
 
-fn healthy() -> (HostState, Selection) {
+fn healthy() -> (HostState, RdmaSelection) {
     let st = doctor_fixture("healthy.json");
-    let sel = select(&st, ip("198.18.0.11"), None, None, None).unwrap();
+    let sel = select_rdma_port(&st, ip("198.18.0.11"), None, None, None).unwrap();
     (st, sel)
 }
 
@@ -116,7 +116,7 @@ fn status_12_with_an_entry_that_flipped_during_the_probe_is_arp_flux() {
         peer_message: None,
         initial: Some(&first),
     };
-    let f = explain(&input);
+    let f = explain_rdma_failure(&input);
     assert_eq!(f.cause, Cause::ArpFlux, "{}", f.message);
     assert_eq!(f.evidence["mac_owner_on_peer"], "ens2");
     assert!(f.evidence["neighbor_at_start"]
@@ -125,7 +125,7 @@ fn status_12_with_an_entry_that_flipped_during_the_probe_is_arp_flux() {
         .contains("lladdr 02:00:00:00:0c:11"));
     assert!(f.message.contains("flips"), "{}", f.message);
     // Without the first snapshot the same fresh state reads as a lossy path.
-    let f = explain(&ExplainInput {
+    let f = explain_rdma_failure(&ExplainInput {
         initial: None,
         ..input
     });
@@ -293,7 +293,7 @@ fn a_path_mtu_above_the_active_mtu_is_named() {
 #[test]
 fn a_link_local_gid_index_is_named() {
     let st = doctor_fixture("healthy.json");
-    let sel = select(&st, ip("198.18.0.11"), None, None, Some(1)).unwrap();
+    let sel = select_rdma_port(&st, ip("198.18.0.11"), None, None, Some(1)).unwrap();
     let f = run(
         &st,
         &sel,
@@ -310,7 +310,7 @@ fn a_link_local_gid_index_is_named() {
 #[test]
 fn a_roce_v1_gid_index_is_named() {
     let st = doctor_fixture("healthy.json");
-    let sel = select(&st, ip("198.18.0.11"), None, None, Some(2)).unwrap();
+    let sel = select_rdma_port(&st, ip("198.18.0.11"), None, None, Some(2)).unwrap();
     let f = run(
         &st,
         &sel,
@@ -347,7 +347,7 @@ fn gids_of_different_families_are_named() {
 #[test]
 fn a_port_that_is_not_active_comes_first() {
     let st = doctor_fixture("port-down.bad.json");
-    let sel = select(&st, ip("198.18.0.14"), None, None, None).unwrap();
+    let sel = select_rdma_port(&st, ip("198.18.0.14"), None, None, None).unwrap();
     let f = run(
         &st,
         &sel,

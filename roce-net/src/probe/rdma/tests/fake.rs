@@ -12,7 +12,7 @@
 //! sequence number, so a retransmitted one that already arrived is acknowledged
 //! again but not delivered twice (as an RC responder does with duplicate PSNs).
 
-use super::super::select::Selection;
+use super::super::select::RdmaSelection;
 use super::super::status::{WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR};
 use super::super::{Backend, Completion, ConnectParams, Queue, QueueInfo, Stage, VerbsFailure};
 use crate::error::{Error, ErrorKind, Result};
@@ -72,7 +72,7 @@ impl Backend for FakeBackend {
 
     fn open(
         &self,
-        sel: &Selection,
+        sel: &RdmaSelection,
         buf_len: usize,
         _depth: u32,
     ) -> std::result::Result<Box<dyn Queue>, VerbsFailure> {

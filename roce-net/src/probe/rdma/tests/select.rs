@@ -4,7 +4,7 @@
 use super::{doctor_fixture, ip};
 use crate::error::ErrorKind;
 use crate::model::GidType;
-use crate::probe::rdma::select::select;
+use crate::probe::rdma::select::select_rdma_port;
 use crate::HostState;
 use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ fn connectx8() -> HostState {
     st.interfaces.extend(ifaces);
     st.addresses.extend(addrs);
     let mut w = Vec::new();
-    st.rdma = crate::kernel::sysfs::read_rdma(&root, &st.interfaces, &mut w);
+    st.rdma = crate::kernel::sysfs::read_rdma_sysfs(&root, &st.interfaces, &mut w);
     assert!(w.is_empty(), "{w:?}");
     st
 }
@@ -59,7 +59,7 @@ fn the_source_address_picks_its_nics_port_and_roce_v2_gid() {
         .filter(|g| g.ipv4 == Some("198.18.0.13".parse().unwrap()))
         .collect();
     assert!(mapped.len() >= 2, "{mapped:?}");
-    let s = select(&st, ip("198.18.0.13"), None, None, None).unwrap();
+    let s = select_rdma_port(&st, ip("198.18.0.13"), None, None, None).unwrap();
     assert_eq!(
         (s.device.as_str(), s.port, s.netdev.as_str()),
         ("mlx5_2", 1, "ens3f0np0")
@@ -86,8 +86,9 @@ fn every_nic_of_the_fixture_agrees_with_the_nccl_advice() {
     let st = connectx8();
     let nccl = crate::scope::roce_v2_gid_indices(&st);
     for n in 0..8u32 {
-        let s = select(&st, ip(&format!("198.18.0.{}", 11 + n)), None, None, None).unwrap();
-        let r = crate::scope::PortRef {
+        let s =
+            select_rdma_port(&st, ip(&format!("198.18.0.{}", 11 + n)), None, None, None).unwrap();
+        let r = crate::model::PortRef {
             device: s.device.clone(),
             port: s.port,
         };
@@ -98,7 +99,7 @@ fn every_nic_of_the_fixture_agrees_with_the_nccl_advice() {
 #[test]
 fn a_forced_gid_index_is_used_and_noted() {
     let st = connectx8();
-    let s = select(&st, ip("198.18.0.11"), None, None, Some(0)).unwrap();
+    let s = select_rdma_port(&st, ip("198.18.0.11"), None, None, Some(0)).unwrap();
     assert_eq!(s.gid_index, 0);
     assert_eq!(s.gid_type, Some(GidType::RoceV1));
     let notes = s.notes.join("\n");
@@ -110,19 +111,19 @@ fn a_forced_gid_index_is_used_and_noted() {
 #[test]
 fn bad_choices_are_refused_with_what_exists() {
     let st = connectx8();
-    let e = select(&st, ip("198.18.9.9"), None, None, None).unwrap_err();
+    let e = select_rdma_port(&st, ip("198.18.9.9"), None, None, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.message().contains("198.18.0.11 (ens1f0np0)"), "{e}");
-    let e = select(&st, ip("198.18.0.11"), Some("mlx5_3"), None, None).unwrap_err();
+    let e = select_rdma_port(&st, ip("198.18.0.11"), Some("mlx5_3"), None, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.message().contains("mlx5_0:1"), "{e}");
-    let e = select(&st, ip("198.18.0.11"), None, Some(2), None).unwrap_err();
+    let e = select_rdma_port(&st, ip("198.18.0.11"), None, Some(2), None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    let e = select(&st, ip("198.18.0.11"), None, None, Some(200)).unwrap_err();
+    let e = select_rdma_port(&st, ip("198.18.0.11"), None, None, Some(200)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.message().contains("empty"), "{e}");
     // The management NIC has no RDMA port.
-    let e = select(&st, ip("198.19.0.11"), None, None, None).unwrap_err();
+    let e = select_rdma_port(&st, ip("198.19.0.11"), None, None, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(e.message().contains("no RDMA port backs eno1"), "{e}");
 }
@@ -135,7 +136,7 @@ fn a_port_without_a_roce_v2_gid_for_the_address_is_not_found() {
             g.gid_type = Some(GidType::RoceV1);
         }
     }
-    let e = select(&st, ip("198.18.0.11"), None, None, None).unwrap_err();
+    let e = select_rdma_port(&st, ip("198.18.0.11"), None, None, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(
         e.message().contains("no RoCE v2 GID for 198.18.0.11"),
@@ -147,7 +148,7 @@ fn a_port_without_a_roce_v2_gid_for_the_address_is_not_found() {
 #[test]
 fn the_port_down_fixture_selects_but_is_not_active() {
     let st = doctor_fixture("port-down.bad.json");
-    let s = select(&st, ip("198.18.0.14"), None, None, None).unwrap();
+    let s = select_rdma_port(&st, ip("198.18.0.14"), None, None, None).unwrap();
     assert_eq!(s.device, "mlx5_3");
     assert!(!s.port_active());
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 // Also loaded through fib's tests (doctor_support uses it): one file, two
 // test-only module paths.
 #[allow(clippy::duplicate_mod)]
-#[path = "../../../../tests/golden_support/mod.rs"]
+#[path = "../../../../tests/it/golden_support.rs"]
 mod golden_support;
 
 const CHILD_ENV: &str = "ROCE_NET_TEST_RDMA_CHILD";
@@ -61,7 +61,7 @@ fn loopback_state(n: u8) -> HostState {
         secondary: false,
     });
     let mut w = Vec::new();
-    st.rdma = crate::kernel::sysfs::read_rdma(t.path(), &st.interfaces, &mut w);
+    st.rdma = crate::kernel::sysfs::read_rdma_sysfs(t.path(), &st.interfaces, &mut w);
     assert!(w.is_empty(), "{w:?}");
     st
 }
