@@ -33,6 +33,14 @@ fn opts(cli: &Cli) -> ApplyOptions {
     }
 }
 
+/// The Unix time in seconds, rounded up.
+fn now_rounded_up() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0))
+        .unwrap_or(0)
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -199,7 +207,9 @@ pub(crate) fn apply(
                 s,
                 "run `{} confirm` within {}s to keep it; otherwise it is rolled back",
                 command_prefix(cli),
-                d.saturating_sub(now())
+                // Whole seconds surely left: the deadline is rounded up to
+                // the second, so the time now is too (never more than asked).
+                d.saturating_sub(now_rounded_up())
             );
         }
         out(&s);

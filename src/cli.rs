@@ -1,49 +1,36 @@
-//! Argument parsing and dispatch.
+//! Argument parsing and dispatch: the command line (`Cli`, `Cmd`), its value
+//! parsers, what the global options point at (the host, a snapshot, a policy,
+//! the command prefix hints name), and `run`, which hands each verb to its own
+//! module under `src/cli/` (the apply family is `src/apply_cmd.rs`, `probe
+//! rdma` and `verbs` are `src/rdma.rs`, the lab's demo is `src/demo.rs`).
+//! Exit codes and their one mapping from outcomes are [`exit`]; what is
+//! printed, and how, is `output`.
 
-use crate::render;
+mod doctor;
+mod fleet;
+mod gids;
+mod ibdev2netdev;
+mod lab;
+mod metrics;
+mod nccl_env;
+mod output;
+mod persist;
+mod plan;
+mod probe;
+mod route_get;
+mod show;
+mod snapshot;
+
+pub use output::out;
+pub(crate) use output::{localize_hints, print_json, usage_error};
+
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use roce_net::{Error, ErrorKind, Host, HostState};
-use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Exit codes (documented in docs/cli.md).
-pub mod exit {
-    /// Success; `doctor`: no findings above info.
-    pub const OK: u8 = 0;
-    /// `doctor`: warnings found.
-    pub const WARNINGS: u8 = 1;
-    /// `doctor`: errors found.
-    pub const ERRORS: u8 = 2;
-    /// Bad command line.
-    pub const USAGE: u8 = 64;
-    /// Bad input data (snapshot, policy, address).
-    pub const DATA: u8 = 65;
-    /// A named object does not exist (namespace, file, interface).
-    pub const NOT_FOUND: u8 = 66;
-    /// Not permitted: run as root.
-    pub const PERMISSION: u8 = 77;
-    /// Another apply holds the lock.
-    pub const LOCKED: u8 = 75;
-    /// The host drifted since the plan was made.
-    pub const DRIFT: u8 = 73;
-    /// Apply failed and was rolled back; nothing changed.
-    pub const ROLLED_BACK: u8 = 3;
-    /// Rollback failed: the host may be in a mixed state.
-    pub const ROLLBACK_FAILED: u8 = 4;
-    /// Anything else (kernel refused, I/O).
-    pub const FAILURE: u8 = 70;
-    /// The user declined at the prompt.
-    pub const DECLINED: u8 = 5;
-    /// A probe ran and what it found is wrong: `probe rdma`, RDMA failed (the
-    /// report says the likely cause); `probe arp`, no MAC or more than one (ARP
-    /// flux) answered.
-    pub const PROBE_FAILED: u8 = 6;
-    /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
-    /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
-    pub const NO_RDMA: u8 = 69;
-}
+pub mod exit;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -416,20 +403,28 @@ pub fn main() -> u8 {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            report_error(&e, json, &prefix);
-            exit_code(&e)
+            output::report_error(&e, json, &prefix);
+            exit::for_error(&e)
         }
     }
 }
 
 /// `roce-net` with the global options that pick what a command acts on, as the
 /// user gave them (`--netns`, `--etc-root`, a `--state-dir` other than the
-/// default), shell-quoted: the command a hint must name so that, run as
-/// printed, it acts on the same namespace, state directory and `/etc`.
+/// default, `--sysfs-root`), shell-quoted: the command a hint must name so
+/// that, run as printed, it acts on the same namespace, state directory, `/etc`
+/// and sysfs tree.
 pub(crate) fn command_prefix(cli: &Cli) -> String {
     let state = (cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR))
         .then_some(cli.state_dir.as_path());
-    roce_net_with(cli.netns.as_deref(), cli.etc_root.as_deref(), state)
+    let mut s = roce_net_with(cli.netns.as_deref(), cli.etc_root.as_deref(), state);
+    // The same host as this command saw: a printed follow-up observes the same
+    // sysfs tree too.
+    if let Some(r) = &cli.sysfs_root {
+        s.push_str(" --sysfs-root ");
+        s.push_str(&roce_net::shell_word(&r.to_string_lossy()));
+    }
+    s
 }
 
 /// `roce-net --netns NS --etc-root DIR --state-dir DIR`, each option only when
@@ -454,89 +449,6 @@ pub(crate) fn roce_net_with(
         s.push_str(&roce_net::shell_word(&d.to_string_lossy()));
     }
     s
-}
-
-/// The library's messages name the next command in backquotes (`` `roce-net
-/// rollback` ``, `` `roce-net archive` ``): it knows which step comes next, not
-/// which global options this command line had. Every such command is
-/// completed here with `prefix` (see [`command_prefix`]), so a hint copied as
-/// printed acts on the same namespace and state directory.
-pub(crate) fn localize_hints(msg: &str, prefix: &str) -> String {
-    if prefix == "roce-net" {
-        return msg.to_string();
-    }
-    msg.replace("`roce-net ", &format!("`{prefix} "))
-        .replace("`roce-net`", &format!("`{prefix}`"))
-}
-
-/// The exit code for an error kind.
-pub fn exit_code(e: &Error) -> u8 {
-    match e.kind() {
-        ErrorKind::Permission => exit::PERMISSION,
-        ErrorKind::NotFound => exit::NOT_FOUND,
-        ErrorKind::InvalidInput | ErrorKind::Policy | ErrorKind::Parse => exit::DATA,
-        ErrorKind::Locked => exit::LOCKED,
-        ErrorKind::Drift => exit::DRIFT,
-        ErrorKind::RolledBack | ErrorKind::Verify => exit::ROLLED_BACK,
-        ErrorKind::RollbackFailed => exit::ROLLBACK_FAILED,
-        ErrorKind::NoRdma => exit::NO_RDMA,
-        _ => exit::FAILURE,
-    }
-}
-
-/// A command-line error (exit 64), under `--json` as the documented JSON error
-/// (kind `usage`; `message` is the parser's text, its `error: ` label dropped).
-fn usage_error(text: &str, json: bool) {
-    let text = text.trim_end();
-    if json {
-        let message = text.strip_prefix("error: ").unwrap_or(text);
-        let v = serde_json::json!({
-            "error": {
-                "kind": "usage",
-                "message": message,
-                "errno": null,
-                "extack": null,
-                "causes": [],
-            }
-        });
-        eprintln!("{v}");
-    } else {
-        eprintln!("roce-net: error: {text}");
-    }
-}
-
-fn report_error(e: &Error, json: bool, prefix: &str) {
-    if json {
-        // The chain of causes, outermost first (each with its own kind, errno,
-        // kernel text and context).
-        let mut causes = Vec::new();
-        let mut c = e.cause();
-        while let Some(x) = c {
-            causes.push(serde_json::json!({
-                "kind": x.kind().name(),
-                "message": localize_hints(x.message(), prefix),
-                "context": x.context_chain(),
-                "errno": x.errno_value(),
-                "extack": x.extack(),
-            }));
-            c = x.cause();
-        }
-        let v = serde_json::json!({
-            "error": {
-                "kind": e.kind().name(),
-                "message": localize_hints(&e.to_string(), prefix),
-                "errno": e.errno_value(),
-                "extack": e.extack(),
-                "causes": causes,
-            }
-        });
-        eprintln!("{v}");
-    } else {
-        eprintln!(
-            "roce-net: error: {}",
-            roce_net::terminal_safe(&localize_hints(&e.to_string(), prefix))
-        );
-    }
 }
 
 pub(crate) fn host(cli: &Cli) -> Result<Host, Error> {
@@ -570,155 +482,20 @@ fn state(cli: &Cli, from: &Option<PathBuf>) -> Result<HostState, Error> {
     }
 }
 
-/// Write `data` to `path` so a reader sees the old file or the whole new one,
-/// never a part: a temporary file in the same directory (named so node_exporter's
-/// textfile collector, which reads only `*.prom`, skips it), then rename(2) over
-/// `path`. The temporary file is removed when anything fails.
-fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<(), Error> {
-    let name = path.file_name().ok_or_else(|| {
-        Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "{}: give a file name to write the metrics to",
-                path.display()
-            ),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(
-            e,
-            format!("writing {} (via {})", path.display(), tmp.display()),
-        )
-    })
-}
-
-/// Print text to stdout, every control character in it escaped visibly
-/// ([`roce_net::terminal_safe`]: names from the host or a snapshot never reach
-/// the terminal raw); a closed pipe (`| head`) is not an error.
-pub fn out(s: &str) {
-    out_raw(&roce_net::terminal_safe(s));
-}
-
-fn out_raw(s: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(s.as_bytes());
-    if !s.ends_with('\n') {
-        let _ = o.write_all(b"\n");
-    }
-}
-
-/// Print JSON. serde escapes C0 controls in strings; DEL and the C1 codes it
-/// leaves raw are written as `\u00XX` escapes too (they only occur in strings).
-pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), Error> {
-    let s = serde_json::to_string_pretty(v)
-        .map_err(|e| Error::new(ErrorKind::Io, format!("serialising output: {e}")))?;
-    let s = if s.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
-        s.chars()
-            .map(|c| match c {
-                '\u{7f}'..='\u{9f}' => format!("\\u{:04x}", c as u32),
-                c => c.to_string(),
-            })
-            .collect()
-    } else {
-        s
-    };
-    out_raw(&s);
-    Ok(())
-}
-
+/// Hand the command to its verb's module: each verb's options, the library
+/// calls and the rendering of the outcome live there; its exit code comes back.
 fn run(cli: Cli) -> Result<u8, Error> {
+    let cli = &cli;
     match &cli.cmd {
-        Cmd::Show { from } => {
-            let st = state(&cli, from)?;
-            if cli.json {
-                print_json(&st)?;
-            } else {
-                let source = match (from, &cli.sysfs_root) {
-                    (Some(f), _) => format!("the snapshot {}", f.display()),
-                    (None, Some(r)) => format!("{}/class/infiniband", r.display()),
-                    (None, None) => "/sys/class/infiniband".to_string(),
-                };
-                out(&render::show(&st, &source));
-            }
-        }
-        Cmd::Gids { device, port, from } => {
-            let st = state(&cli, from)?;
-            let filter = roce_net::GidFilter {
-                device: device.clone(),
-                port: *port,
-            };
-            let rows = roce_net::show_gids(&st, &filter)?;
-            if cli.json {
-                print_json(&rows)?;
-            } else {
-                out(&roce_net::render_show_gids(&rows));
-            }
-        }
-        Cmd::Ibdev2netdev { verbose, from } => {
-            let st = state(&cli, from)?;
-            let rows = roce_net::ibdev2netdev(&st);
-            if cli.json {
-                print_json(&rows)?;
-            } else {
-                let text = roce_net::render_ibdev2netdev(&rows, *verbose);
-                if !text.is_empty() {
-                    out(&text);
-                }
-            }
-        }
+        Cmd::Show { from } => show::run(cli, from),
+        Cmd::Gids { device, port, from } => gids::run(cli, device, *port, from),
+        Cmd::Ibdev2netdev { verbose, from } => ibdev2netdev::run(cli, *verbose, from),
         Cmd::Snapshot {
             output,
             pretty,
             compress,
             verbs,
-        } => {
-            if output.is_none() && *compress && std::io::stdout().is_terminal() {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    "refusing to write a compressed snapshot to a terminal; \
-                     use -o FILE.json.gz or redirect standard output",
-                ));
-            }
-            let h = host(&cli)?;
-            let mut st = h.snapshot()?;
-            if *verbs {
-                st.verbs = Some(h.verbs_view(&roce_net::VerbsOptions::default()));
-            }
-            match output {
-                Some(p) => {
-                    let mut format = roce_net::SnapshotFormat::for_path(p, *pretty);
-                    format.gzip |= *compress;
-                    st.save(p, format)?;
-                }
-                None => {
-                    let format = roce_net::SnapshotFormat {
-                        pretty: *pretty,
-                        gzip: *compress,
-                    };
-                    match st.write_to(std::io::stdout().lock(), format) {
-                        // A closed pipe (`| head`) is not an error.
-                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                        r => r.map_err(|e| Error::io(e, "writing snapshot to standard output"))?,
-                    }
-                }
-            }
-        }
+        } => snapshot::run(cli, output, *pretty, *compress, *verbs),
         Cmd::RouteGet {
             dst,
             src,
@@ -740,17 +517,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 sport: *sport,
                 dport: *dport,
             };
-            let r = host(&cli)?.route_query(&q)?;
-            if cli.json {
-                print_json(&r)?;
-            } else {
-                out(&r.render(*details));
-            }
+            route_get::run(cli, &q, *details)
         }
-        Cmd::Verbs { libibverbs } => return crate::rdma::verbs(&host(&cli)?, libibverbs, cli.json),
+        Cmd::Verbs { libibverbs } => crate::rdma::verbs(&host(cli)?, libibverbs, cli.json),
         Cmd::Probe {
             what: ProbeCmd::Rdma(a),
-        } => return crate::rdma::probe(&host(&cli)?, a, cli.json),
+        } => crate::rdma::probe(&host(cli)?, a, cli.json),
         Cmd::Probe {
             what:
                 ProbeCmd::Arp {
@@ -759,56 +531,18 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     count,
                     timeout,
                 },
-        } => {
-            if !timeout.is_finite() || *timeout <= 0.0 || *timeout > 3600.0 {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!(
-                        "--timeout must be more than 0 and at most 3600 seconds, not {timeout}"
-                    ),
-                ));
-            }
-            let opts = roce_net::ArpProbeOptions::new(*count, Duration::from_secs_f64(*timeout));
-            let r = host(&cli)?.probe_arp(dev, *target, opts)?;
-            if cli.json {
-                print_json(&r)?;
-            } else {
-                out(&render::arp_probe(dev, *target, &r));
-            }
-            // One MAC answering is the only healthy outcome: none means the
-            // address is unreachable, several mean ARP flux.
-            if r.replies.len() != 1 {
-                return Ok(exit::PROBE_FAILED);
-            }
-        }
-        Cmd::Plan { policy, output } => {
-            let policy = load_policy(policy)?;
-            let st = host(&cli)?.snapshot()?;
-            let p = roce_net::plan(&st, &policy)?;
-            if let Some(o) = output {
-                std::fs::write(o, p.to_json() + "\n")
-                    .map_err(|e| Error::io(e, format!("writing plan to {}", o.display())))?;
-            }
-            if cli.json {
-                print_json(&p)?;
-            } else {
-                let mut text = render::plan(&p);
-                if !p.is_empty() {
-                    text.push_str("review, then apply with `roce-net apply` (same policy) or `roce-net apply --plan FILE`\n");
-                }
-                out(&localize_hints(&text, &command_prefix(&cli)));
-            }
-        }
+        } => probe::arp(cli, dev, *target, *count, *timeout),
+        Cmd::Plan { policy, output } => plan::run(cli, policy, output),
         Cmd::Apply {
             policy,
             plan,
             yes,
             confirm_timeout,
-        } => return crate::apply_cmd::apply(&cli, policy, plan, *yes, *confirm_timeout),
-        Cmd::Confirm => return crate::apply_cmd::confirm(&cli),
-        Cmd::Status => return crate::apply_cmd::status(&cli),
-        Cmd::Rollback => return crate::apply_cmd::rollback(&cli),
-        Cmd::Archive => return crate::apply_cmd::archive(&cli),
+        } => crate::apply_cmd::apply(cli, policy, plan, *yes, *confirm_timeout),
+        Cmd::Confirm => crate::apply_cmd::confirm(cli),
+        Cmd::Status => crate::apply_cmd::status(cli),
+        Cmd::Rollback => crate::apply_cmd::rollback(cli),
+        Cmd::Archive => crate::apply_cmd::archive(cli),
         Cmd::Persist {
             policy,
             backend,
@@ -816,202 +550,32 @@ fn run(cli: Cli) -> Result<u8, Error> {
             remove,
             switch_backend,
             root,
-        } => {
-            let mut target = roce_net::PersistRoot::new(root);
-            if let Some(e) = &cli.etc_root {
-                target = target.with_etc(e);
-            }
-            if *remove {
-                let report = roce_net::remove_persistence(&target, &[], *dry_run)?;
-                if cli.json {
-                    print_json(&serde_json::json!({"remove": report}))?;
-                } else {
-                    out(&render::persist_remove(&report));
-                }
-                return Ok(exit::OK);
-            }
-            let policy = load_policy(policy)?;
-            let h = host(&cli)?;
-            let st = h.snapshot()?;
-            let desired = roce_net::desired_state(&st, &policy)?;
-            let chosen = match backend {
-                Some(b) => Some((*b, "given on the command line".to_string())),
-                None => policy
-                    .persistence
-                    .backend
-                    .backend()
-                    .map(|b| (b, "set in the policy".to_string())),
-            };
-            let plan = roce_net::prepare_persistence(&desired, &st, &target, chosen)?;
-            let report = roce_net::write_persistence_at(&plan.files, &target, *dry_run)?;
-            let stale =
-                roce_net::remove_stale_persistence(&target, &plan, *switch_backend, *dry_run)?;
-            if cli.json {
-                print_json(&serde_json::json!({
-                    "backend": plan.backend.name(),
-                    "reason": plan.reason,
-                    "warnings": plan.warnings,
-                    "config": plan.config,
-                    "files": plan.files,
-                    "report": report,
-                    "stale": stale,
-                }))?;
-            } else {
-                out(&render::persist(&plan, &report, &stale));
-            }
-        }
+        } => persist::run(
+            cli,
+            policy,
+            *backend,
+            *dry_run,
+            *remove,
+            *switch_backend,
+            root,
+        ),
         Cmd::Doctor {
             from,
             policy,
             verbs,
-        } => {
-            let mut st = state(&cli, from)?;
-            if *verbs {
-                st.verbs = Some(host(&cli)?.verbs_view(&roce_net::VerbsOptions::default()));
-            }
-            let mut opts = roce_net::DoctorOptions::default();
-            if policy.is_some() {
-                opts.policy = Some(load_policy(policy)?);
-            }
-            let findings = roce_net::doctor_with(&st, &opts);
-            if cli.json {
-                print_json(&serde_json::json!({
-                    "host": st.hostname,
-                    "netns": st.netns,
-                    "summary": roce_net::summarize(&findings),
-                    "findings": findings,
-                }))?;
-            } else {
-                out(&render::doctor(&st, &findings));
-            }
-            return Ok(match roce_net::max_severity(&findings) {
-                Some(roce_net::Severity::Error) => exit::ERRORS,
-                Some(roce_net::Severity::Warning) => exit::WARNINGS,
-                _ => exit::OK,
-            });
-        }
+        } => doctor::run(cli, from, policy, *verbs),
         Cmd::NcclEnv {
             from,
             export,
             nccl_version,
             check,
             env_file,
-        } => {
-            let st = state(&cli, from)?;
-            let opts = roce_net::NcclOptions::for_version(*nccl_version);
-            if *check {
-                let env = match env_file {
-                    Some(p) => roce_net::NcclEnv::parse_conf(&roce_net::read_input_text(
-                        p,
-                        roce_net::InputKind::NcclConf,
-                    )?),
-                    None => roce_net::NcclEnv::from_process(),
-                };
-                let findings = roce_net::nccl_check(&st, &env, &opts);
-                if cli.json {
-                    print_json(&findings)?;
-                } else {
-                    out(&render::nccl_check(&env, &findings));
-                }
-                return Ok(match roce_net::max_severity(&findings) {
-                    Some(roce_net::Severity::Error) => exit::ERRORS,
-                    Some(roce_net::Severity::Warning) => exit::WARNINGS,
-                    _ => exit::OK,
-                });
-            }
-            let advice = roce_net::nccl_env_with(&st, &opts);
-            if cli.json {
-                print_json(&advice)?;
-            } else if *export {
-                let lines: Vec<String> = advice
-                    .env_lines()
-                    .iter()
-                    .map(|l| match l.split_once('=') {
-                        Some((k, v)) => format!("export {k}='{}'", v.replace('\'', "'\\''")),
-                        None => l.clone(),
-                    })
-                    .collect();
-                out(&lines.join("\n"));
-            } else {
-                out(&render::nccl(&advice));
-            }
-        }
-        Cmd::Metrics { from, output } => {
-            if cli.json {
-                // Its one format is the Prometheus text format; a JSON
-                // reader given it would fail on the first line.
-                usage_error(
-                    "metrics has no --json: it writes the Prometheus text format \
-                     (the findings as JSON: `roce-net --json doctor`)",
-                    true,
-                );
-                return Ok(exit::USAGE);
-            }
-            let st = state(&cli, from)?;
-            let text = roce_net::render_metrics(&st, &roce_net::doctor(&st));
-            match output {
-                Some(p) => write_atomic(p, text.as_bytes())?,
-                None => out(&text),
-            }
-        }
-        Cmd::Fleet { snapshots } => {
-            // Each snapshot is summarised as it is loaded, one per core at a time.
-            let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-            fleet.add_files(snapshots, threads)?;
-            let report = fleet.finish();
-            if cli.json {
-                print_json(&report)?;
-            } else {
-                out(&render::fleet(&report));
-            }
-            // The worst of the cross-host findings and of every host's own: a
-            // fleet whose table shows a host with errors does not exit 0.
-            let worst = roce_net::max_severity(&report.findings)
-                .max(report.hosts.iter().filter_map(|h| h.max_severity).max());
-            return Ok(match worst {
-                Some(roce_net::Severity::Error) => exit::ERRORS,
-                Some(roce_net::Severity::Warning) => exit::WARNINGS,
-                _ => exit::OK,
-            });
-        }
-        Cmd::Lab { nics, keep } => {
-            // The lab builds its own namespaces, and its NICs are veths with no
-            // RDMA devices: a --netns or --sysfs-root would be ignored, and the
-            // user would think the lab ran (or left its host) there.
-            let refused = if cli.netns.is_some() {
-                Some(
-                    "`lab` builds its own namespaces (rnt-demo-*) and does not take --netns; \
-                     drop it (with --keep the lab prints the namespace to use)",
-                )
-            } else if cli.sysfs_root.is_some() {
-                Some(
-                    "`lab` does not take --sysfs-root: its NICs are veths, which no RDMA \
-                     device of a sysfs tree backs; drop it (use --sysfs-root with `doctor` or \
-                     `snapshot` to read such a tree)",
-                )
-            } else {
-                None
-            };
-            if let Some(why) = refused {
-                if cli.json {
-                    usage_error(why, true);
-                } else {
-                    let _ = Cli::command()
-                        .error(clap::error::ErrorKind::ArgumentConflict, why)
-                        .print();
-                }
-                return Ok(exit::USAGE);
-            }
-            let dirs = crate::demo::LabDirs {
-                etc_root: cli.etc_root.as_deref(),
-                state_dir: cli.state_dir_given.then_some(cli.state_dir.as_path()),
-            };
-            return crate::demo::run(*nics, *keep, cli.json, &dirs);
-        }
-        Cmd::Watchdog(args) => return crate::apply_cmd::watchdog(&cli, args),
+        } => nccl_env::run(cli, from, *export, *nccl_version, *check, env_file),
+        Cmd::Metrics { from, output } => metrics::run(cli, from, output),
+        Cmd::Fleet { snapshots } => fleet::run(cli, snapshots),
+        Cmd::Lab { nics, keep } => lab::run(cli, *nics, *keep),
+        Cmd::Watchdog(args) => crate::apply_cmd::watchdog(cli, args),
     }
-    Ok(exit::OK)
 }
 
 pub(crate) fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Error> {

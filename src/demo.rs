@@ -96,7 +96,13 @@ fn describe(title: &str, lab: &Lab, o: &Observation) -> String {
     for r in &o.probe.replies {
         s.push_str(&format!("  {}\n", r.mac));
     }
-    s.push_str("egress: route get <peer> from each NIC's address\n");
+    match lab.peer_nic() {
+        Some(p) => s.push_str(&format!(
+            "egress: route get {} (the peer's {}) from each NIC's address\n",
+            p.address, p.name
+        )),
+        None => s.push_str("egress: route get the peer from each NIC's address\n"),
+    }
     for (name, addr, dev) in &o.egress {
         let dev = dev.clone().unwrap_or_else(|| "-".into());
         let ok = if &dev == name { "ok" } else { "WRONG NIC" };
@@ -265,12 +271,11 @@ impl LabDir {
                     .map_err(|e| Error::io(e, format!("creating {}", p.display())))?;
                 p.to_path_buf()
             }
-            None => private_temp_dir(&format!("roce-net-lab-{}-{what}-", std::process::id()))?,
+            None => crate::lab_signals::make_dir_removed_on_signal(|| {
+                private_temp_dir(&format!("roce-net-lab-{}-{what}-", std::process::id()))
+            })?,
         };
         let created = given.is_none();
-        if created {
-            crate::lab_signals::remove_dir_on_signal(&path);
-        }
         Ok(LabDir {
             path,
             created,

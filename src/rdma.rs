@@ -153,7 +153,7 @@ fn run(
             }
             crate::cli::out(&s);
         }
-        return Ok(if r.ok { exit::OK } else { exit::PROBE_FAILED });
+        return Ok(exit::for_probe(r.ok));
     }
     let peer = a
         .peer
@@ -164,7 +164,7 @@ fn run(
     } else {
         crate::cli::out(&report(&r));
     }
-    Ok(if r.ok { exit::OK } else { exit::PROBE_FAILED })
+    Ok(exit::for_probe(r.ok))
 }
 
 #[cfg(feature = "verbs")]

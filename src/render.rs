@@ -3,6 +3,7 @@
 use roce_net::HostState;
 use roce_net::{protocol, ConfKey, RuleAction, RT_TABLE_LOCAL, RT_TABLE_MAIN};
 use std::fmt::Write;
+use std::path::Path;
 
 /// A plain aligned text table.
 pub struct Table {
@@ -324,18 +325,21 @@ pub fn notes(lines: &[String]) -> String {
     s
 }
 
-/// `roce-net persist`.
+/// `roce-net persist`. `hint` completes the commands a note names (given the
+/// rendered file the note is about, if any) so they act where persist wrote;
+/// the files' contents are shown as written.
 pub fn persist(
     plan: &roce_net::PersistPlan,
     report: &roce_net::WriteReport,
     stale: &roce_net::RemoveReport,
+    hint: &dyn Fn(&str, Option<&Path>) -> String,
 ) -> String {
     let mut s = format!("backend {} ({})\n", plan.backend.name(), plan.reason);
     for r in report.recovered.iter().chain(&stale.recovered) {
-        let _ = writeln!(s, "note: {r}");
+        let _ = writeln!(s, "note: {}", hint(r, None));
     }
     for w in &plan.warnings {
-        let _ = writeln!(s, "warning: {w}");
+        let _ = writeln!(s, "warning: {}", hint(w, None));
     }
     for d in &report.diffs {
         let _ = writeln!(s, "{:?} {}", d.status, d.path.display());
@@ -348,7 +352,7 @@ pub fn persist(
     }
     for f in &plan.files {
         if let Some(n) = &f.note {
-            let _ = writeln!(s, "note: {}: {n}", f.path.display());
+            let _ = writeln!(s, "note: {}: {}", f.path.display(), hint(n, Some(&f.path)));
         }
     }
     let verb = if report.dry_run {
@@ -371,7 +375,12 @@ pub fn persist(
         );
     }
     for (p, why) in &stale.left {
-        let _ = writeln!(s, "kept roce-net's earlier {}: {why}", p.display());
+        let _ = writeln!(
+            s,
+            "kept roce-net's earlier {}: {}",
+            p.display(),
+            hint(why, None)
+        );
     }
     for p in &stale.restored {
         let _ = writeln!(
@@ -395,8 +404,9 @@ pub fn persist(
         for b in &report.originals {
             let _ = writeln!(
                 s,
-                "the file roce-net replaced is kept in {} (`persist --remove` restores it)",
-                b.display()
+                "the file roce-net replaced is kept in {} ({})",
+                b.display(),
+                hint("`roce-net persist --remove` restores it", None)
             );
         }
     }

@@ -1,0 +1,109 @@
+//! `roce-net persist`: the fix rendered as boot-persistent configuration for
+//! the stack that manages each NIC, written (or shown, or removed).
+
+use super::{command_prefix, exit, host, load_policy, localize_hints, out, print_json, Cli};
+use crate::render;
+use roce_net::{Backend, Error, PersistRoot};
+use std::path::{Path, PathBuf};
+
+/// `persist [-f POLICY] [--backend B] [--dry-run] [--remove] [--switch-backend] [--root DIR]`.
+pub(super) fn run(
+    cli: &Cli,
+    policy: &Option<PathBuf>,
+    backend: Option<Backend>,
+    dry_run: bool,
+    remove: bool,
+    switch_backend: bool,
+    root: &Path,
+) -> Result<u8, Error> {
+    let mut target = PersistRoot::new(root);
+    if let Some(e) = &cli.etc_root {
+        target = target.with_etc(e);
+    }
+    if remove {
+        return remove_all(cli, &target, dry_run);
+    }
+    let policy = load_policy(policy)?;
+    let h = host(cli)?;
+    let st = h.snapshot()?;
+    let desired = roce_net::desired_state(&st, &policy)?;
+    let chosen = chosen_backend(backend, &policy);
+    let plan = roce_net::prepare_persistence(&desired, &st, &target, chosen)?;
+    let report = roce_net::write_persistence_at(&plan.files, &target, dry_run)?;
+    let stale = roce_net::remove_stale_persistence(&target, &plan, switch_backend, dry_run)?;
+    if cli.json {
+        print_json(&serde_json::json!({
+            "backend": plan.backend.name(),
+            "reason": plan.reason,
+            "warnings": plan.warnings,
+            "config": plan.config,
+            "files": plan.files,
+            "report": report,
+            "stale": stale,
+        }))?;
+    } else {
+        let hint = persist_hints(cli, root, &target);
+        out(&render::persist(&plan, &report, &stale, &hint));
+    }
+    Ok(exit::OK)
+}
+
+/// `persist --remove`: every file persist wrote removed, what it replaced put back.
+fn remove_all(cli: &Cli, target: &PersistRoot, dry_run: bool) -> Result<u8, Error> {
+    let report = roce_net::remove_persistence(target, &[], dry_run)?;
+    if cli.json {
+        print_json(&serde_json::json!({"remove": report}))?;
+    } else {
+        out(&render::persist_remove(&report));
+    }
+    Ok(exit::OK)
+}
+
+/// The backend asked for and why: `--backend`, else the policy's when it names
+/// one; `None` leaves the choice to the host's own configuration.
+fn chosen_backend(given: Option<Backend>, policy: &roce_net::Policy) -> Option<(Backend, String)> {
+    match given {
+        Some(b) => Some((b, "given on the command line".to_string())),
+        None => policy
+            .persistence
+            .backend
+            .backend()
+            .map(|b| (b, "set in the policy".to_string())),
+    }
+}
+
+/// The commands `persist`'s notes name, completed to act where it wrote: a
+/// `roce-net persist ...` with the global options and `--root`, and the
+/// sysctl file's "load it now" as `sysctl -p` of the file written, inside the
+/// `--netns` namespace (a bare `sysctl --system` loads the machine's own
+/// `/etc/sysctl.d` into the machine's own namespace).
+fn persist_hints<'a>(
+    cli: &'a Cli,
+    root: &'a std::path::Path,
+    target: &'a roce_net::PersistRoot,
+) -> impl Fn(&str, Option<&std::path::Path>) -> String + 'a {
+    move |text: &str, file: Option<&std::path::Path>| {
+        let mut t = text.to_string();
+        if root != std::path::Path::new("/") {
+            let opt = format!(
+                "`roce-net persist --root {}",
+                roce_net::shell_word(&root.to_string_lossy())
+            );
+            t = t.replace("`roce-net persist", &opt);
+        }
+        t = localize_hints(&t, &command_prefix(cli));
+        let local = file.and_then(|f| target.on_disk(f).ok().map(|d| (f, d)));
+        match local {
+            Some((f, disk)) if cli.netns.is_some() || disk != f => {
+                let mut cmd = String::new();
+                if let Some(ns) = &cli.netns {
+                    cmd = format!("ip netns exec {} ", roce_net::shell_word(ns));
+                }
+                cmd.push_str("sysctl -p ");
+                cmd.push_str(&roce_net::shell_word(&disk.to_string_lossy()));
+                t.replace("`sysctl --system`", &format!("`{cmd}`"))
+            }
+            _ => t,
+        }
+    }
+}
