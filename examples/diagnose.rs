@@ -2,12 +2,15 @@
 //! diagnose it, and show what the default policy would change. Changes nothing.
 //!
 //! ```sh
-//! cargo run --example diagnose                 # this host
-//! cargo run --example diagnose -- NAMESPACE    # a named namespace (needs root)
+//! cargo run --example diagnose                            # this host
+//! cargo run --example diagnose -- NAMESPACE               # a named namespace (needs root)
+//! cargo run --example diagnose -- NAMESPACE ETC_ROOT      # ... with table names under ETC_ROOT
 //! ```
 //!
 //! For a namespace to look at, keep the demo's host: `roce-net lab --keep` prints
-//! its namespaces, the host being `rnt-demo-<pid>-0-host` (`ip netns list`).
+//! its namespace (`--netns rnt-demo-<pid>-0-host`) and its `--etc-root`; pass
+//! both. Without the etc root the plan reads the machine's `/etc/iproute2`,
+//! where the lab named no tables, and proposes naming them again.
 //! An error is printed as the library words it (`roce-net: error: ...`), exit 1.
 
 use roce_net::{Host, Policy};
@@ -23,9 +26,14 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> Result<(), roce_net::Error> {
-    let host = match std::env::args().nth(1) {
+    let mut args = std::env::args().skip(1);
+    let host = match args.next() {
         Some(ns) => Host::netns(&ns)?,
         None => Host::current(),
+    };
+    let host = match args.next() {
+        Some(etc) => host.with_etc_root(etc),
+        None => host,
     };
     let state = host.snapshot()?;
     println!(

@@ -1,8 +1,10 @@
 """The seed scenario from Python: a broken 4-NIC host in throwaway namespaces,
 diagnosed, planned, fixed as a transaction and checked from the wire.
 
-Run as root after installing the wheel (see docs/python.md):
+Run as root, with the wheel installed (docs/python.md), e.g. into a venv:
 
+    scripts/build-artifacts.sh wheel
+    python3 -m venv .venv && .venv/bin/pip install dist/roce_net-*.whl
     sudo .venv/bin/python examples/python/fix_lab.py
 
 Everything happens in namespaces named rnt-py-* that the Lab removes on exit;

@@ -29,6 +29,13 @@ def cannot_run(why: str) -> None:
     pytest.skip(f"the VM tier cannot run here: {why}")
 
 
+def dist(pattern: str) -> Optional[Path]:
+    """The newest shipped artifact matching PATTERN in dist/ (ROCE_NET_VM_DIST)."""
+    d = Path(os.environ.get("ROCE_NET_VM_DIST", vmbed.REPO / "dist"))
+    found = sorted(d.glob(pattern))
+    return found[-1] if found else None
+
+
 def share_files() -> dict[str, Path]:
     mt = REPO / "tests/fixtures/mlnx-tools"
     return {

@@ -19,17 +19,11 @@ import pytest
 
 import seed
 import vmbed
-from conftest import IN_CI, cannot_run
+from conftest import IN_CI, cannot_run, dist
 
 IPS = ["198.18.1.11", "198.18.1.12"]
 MACS = ["52:54:00:12:01:11", "52:54:00:12:01:12"]
 RN = seed.RN
-
-
-def dist(pattern: str) -> Path | None:
-    d = Path(os.environ.get("ROCE_NET_VM_DIST", vmbed.REPO / "dist"))
-    found = sorted(d.glob(pattern))
-    return found[-1] if found else None
 
 
 @pytest.fixture(scope="module")
