@@ -27,13 +27,22 @@ cache=${ROCE_NET_VM_CACHE:-${HOME:-/root}/.cache/roce-net/vm}
 # What every guest carries: systemd as init, the guest agent that drives it
 # (no management network needed), Debian's kernel and initramfs, the
 # RDMA user space (rdma-core with the rxe provider, perftest, rdmacm-utils) and
-# the release's own Python with pip, which installs the roce_net wheel.
+# the release's own Python with pip and venv (pip installs the roce_net wheel;
+# the Ansible install role puts it into a venv, as on a managed node), and an
+# SSH server (the management path of the dead man's switch and of Ansible).
 packages=(
   systemd-sysv udev kmod dbus qemu-guest-agent linux-image-amd64 initramfs-tools
   iproute2 iputils-ping iputils-arping procps ethtool
   rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils
-  python3 python3-pip
+  python3 python3-pip python3-venv openssh-server
 )
+# The newest generation also carries every network stack a node's admin may
+# use (docs/persistence.md), for the reboot scenarios: netplan, NetworkManager
+# and ifupdown (systemd-networkd is part of systemd). None of them is active
+# until a test enables it, as an admin would.
+if [ "$release" = trixie ]; then
+  packages+=(netplan.io network-manager ifupdown)
+fi
 
 recipe=$(
   printf 'release=%s\npackages=%s\n' "$release" "${packages[*]}"
@@ -41,6 +50,11 @@ recipe=$(
 )
 key=$(printf '%s' "$recipe" | sha256sum | cut -c1-16)
 dir=$cache/$release-$key
+# One build of a release at a time: a second caller (scripts/test.sh starts
+# the builds early, in the background) waits for the first and reuses it.
+mkdir -p "$cache"
+exec 9>"$cache/.lock-$release"
+flock 9
 if [ -s "$dir/base.qcow2" ] && [ -s "$dir/vmlinuz" ] && [ -s "$dir/initrd.img" ]; then
   echo "$dir"
   exit 0
@@ -105,6 +119,15 @@ chroot "$r" update-initramfs -u -k all >"$work/initramfs.log" 2>&1 || {
   exit 1
 }
 ln -sf /lib/systemd/system/multi-user.target "$r/etc/systemd/system/default.target"
+# Installed stacks stay off until a test enables one (NetworkManager's package
+# enables it, and with no profile it would take every NIC for DHCP).
+for unit in NetworkManager.service NetworkManager-wait-online.service \
+  NetworkManager-dispatcher.service systemd-networkd.service \
+  systemd-networkd-wait-online.service networking.service; do
+  if [ -e "$r/lib/systemd/system/$unit" ] || [ -e "$r/usr/lib/systemd/system/$unit" ]; then
+    chroot "$r" systemctl disable "$unit" >/dev/null 2>&1 || true
+  fi
+done
 # The kernel keeps its own names (eth0, eth1, ...) in the order of the PCI
 # slots the harness gives the NICs.
 kver=$(basename "$(ls -d "$r"/lib/modules/* | sort -V | tail -1)")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the VM tier and demo need on this (Debian) machine, as root:
-# qemu-system-x86, debootstrap, e2fsprogs (mkfs.ext4 -d), qemu-utils. Nothing is
+# qemu-system-x86, debootstrap, e2fsprogs (mkfs.ext4 -d), qemu-utils, and the
+# SSH client the harness reaches guests with (openssh-client). Nothing is
 # started, no service enabled, and the machine's /etc/apt is not changed: where
 # the machine's qemu-utils comes from bookworm-backports (it then breaks
 # bookworm's own qemu-system-x86 7.2), qemu-system-x86 comes from there too,
@@ -11,6 +12,7 @@ command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v qemu-img >/dev/null || need+=(qemu-utils)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+{ command -v ssh && command -v ssh-keygen; } >/dev/null || need+=(openssh-client)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "scripts/vm/install-deps.sh: ${need[*]} missing; as root run: scripts/vm/install-deps.sh" >&2

@@ -3,7 +3,7 @@
 Used by the VM test tier (tests/vm/, run by scripts/test-vm.sh) and by the demo
 (scripts/vm-lab.sh). See docs/vm.md.
 
-What it does to the machine: one network namespace `rnt-vm-<pid>` holding a
+What it does to the machine: one network namespace `rnt-vm-<pid>-<n>` per bed holding a
 bridge and the guests' tap devices (the machine's own namespace is never
 touched), one temporary directory for the guests' overlays, sockets and console
 logs, and the qemu processes it starts (ended by pid). All of it is removed when
@@ -175,10 +175,12 @@ class Agent:
 
 @dataclass
 class Nic:
-    """One virtio NIC of a guest: its MAC and the tap it is plugged into."""
+    """One virtio NIC of a guest: its MAC, the tap it is plugged into and that
+    tap's bridge in the bed's namespace."""
 
     mac: str
     tap: str
+    bridge: str = "br0"
 
 
 @dataclass
@@ -193,6 +195,15 @@ class Guest:
     agent: Optional[Agent] = None
     booted_in: float = 0.0
     boots: int = 0
+    t_start: float = 0.0
+    qmp_path: Path = Path()
+    ssh_ip: str = ""
+    # The image this guest boots (its release); the bed's own when not set.
+    image: Optional[Path] = None
+
+    @property
+    def disk_image(self) -> Path:
+        return self.image or self.bed.image
 
     @property
     def dir(self) -> Path:
@@ -208,17 +219,18 @@ class Guest:
         overlay = d / "disk.qcow2"
         if not overlay.exists():
             subprocess.run(
-                ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(self.bed.image / "base.qcow2"), str(overlay)],
+                ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(self.disk_image / "base.qcow2"), str(overlay)],
                 check=True,
             )
         qga = d / "qga.sock"
+        self.qmp_path = d / "qmp.sock"
         accel_args = ["-accel", "kvm", "-cpu", "host"] if self.bed.accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
         cmd = [
             "qemu-system-x86_64", *accel_args,
             "-machine", "q35", "-m", str(self.memory_mb), "-smp", "1",
             "-nodefaults", "-display", "none", "-no-user-config",
-            "-kernel", str(self.bed.image / "vmlinuz"),
-            "-initrd", str(self.bed.image / "initrd.img"),
+            "-kernel", str(self.disk_image / "vmlinuz"),
+            "-initrd", str(self.disk_image / "initrd.img"),
             "-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet loglevel=4 systemd.show_status=0",
             "-drive", f"file={overlay},if=virtio,format=qcow2,cache=unsafe",
             "-serial", f"file:{self.console}",
@@ -226,29 +238,32 @@ class Guest:
             "-device", "virtio-serial",
             "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0",
             "-virtfs", f"local,path={self.bed.share},mount_tag=rnshare,security_model=none,readonly=on",
+            # The monitor: the harness pulls a NIC's cable (`set_link`) there.
+            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
         ]
         for i, nic in enumerate(self.nics):
             cmd += [
                 "-netdev", f"tap,id=n{i},ifname={nic.tap},script=no,downscript=no",
                 "-device", f"virtio-net-pci,netdev=n{i},mac={nic.mac}",
             ]
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.bed.ns, *cmd],
-            stdin=subprocess.DEVNULL,
-            stdout=open(d / "qemu.log", "ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with open(d / "qemu.log", "ab") as qlog:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.bed.ns, *cmd],
+                stdin=subprocess.DEVNULL,
+                stdout=qlog,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.bed.pids.append(self.proc.pid)
         self.agent = Agent(qga, self.name)
         self.t_start = time.monotonic()
 
     def wait_ready(self, timeout: float) -> None:
         """Wait until the guest agent answers and systemd has finished booting."""
-        assert self.agent is not None and self.proc is not None
+        assert self.agent is not None
         deadline = time.monotonic() + timeout
         while True:
-            if self.proc.poll() is not None:
+            if self.proc is not None and self.proc.poll() is not None:
                 raise VmError(f"{self.name}: qemu exited with {self.proc.returncode}: {self.tail()}")
             try:
                 self.agent.call("guest-ping", timeout=5)
@@ -270,6 +285,85 @@ class Guest:
             time.sleep(2)
         self.booted_in = time.monotonic() - self.t_start
         self.boots += 1
+
+    def boot_id(self, timeout: float = 10) -> str:
+        """This boot's id (a new one after every reboot)."""
+        return self.ok("cat /proc/sys/kernel/random/boot_id", timeout).strip()
+
+    def reboot(self, timeout: float = 420) -> float:
+        """Reboot the guest as its admin would (`systemctl reboot`) and wait
+        until the new boot is ready; the seconds it took. qemu resets the
+        machine and boots the same kernel from the same disk overlay."""
+        assert self.agent is not None
+        t0 = time.monotonic()
+        old = self.boot_id()
+        try:
+            self.spawn("sleep 1; systemctl reboot")
+        except (OSError, TimeoutError, ConnectionError, VmError):
+            pass
+        self.agent.close()
+        deadline = t0 + timeout
+        while True:
+            try:
+                if self.boot_id(timeout=5) != old:
+                    break
+            except (OSError, TimeoutError, ConnectionError, VmError):
+                self.agent.close()
+            if time.monotonic() > deadline:
+                raise VmError(f"{self.name}: no new boot {timeout:.0f} s after `systemctl reboot`: {self.tail()}")
+            time.sleep(2)
+        self.t_start = t0
+        self.wait_ready(max(30.0, deadline - time.monotonic()))
+        log(f"{self.name}: rebooted in {self.booted_in:.0f} s")
+        return self.booted_in
+
+    def qmp(self, execute: str, arguments: Optional[dict] = None, timeout: float = 10) -> object:
+        """One command on qemu's monitor (QMP)."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(str(self.qmp_path))
+            f = s.makefile("rwb")
+
+            def reply() -> dict:
+                while True:
+                    line = f.readline(1 << 20)
+                    if not line:
+                        raise VmError(f"{self.name}: qemu's monitor closed the connection")
+                    msg = json.loads(line)
+                    if "event" in msg or "QMP" in msg:
+                        continue
+                    return msg
+
+            f.readline(1 << 20)  # the greeting
+            for req in ({"execute": "qmp_capabilities"}, {"execute": execute, **({"arguments": arguments} if arguments else {})}):
+                f.write(json.dumps(req).encode() + b"\n")
+                f.flush()
+                msg = reply()
+                if "error" in msg:
+                    raise VmError(f"{self.name}: qemu monitor {req['execute']}: {msg['error'].get('desc', msg['error'])}")
+            return msg.get("return")
+        finally:
+            s.close()
+
+    def set_link(self, nic: int, up: bool) -> None:
+        """Plug (up) or pull (down) the cable of NIC number NIC (ethNIC in the guest)."""
+        self.qmp("set_link", {"name": f"n{nic}", "up": up})
+
+    def ssh_setup(self, ip: str) -> None:
+        """Let the harness in over SSH at IP (root, the bed's key), pinning
+        the guest's host key: what `Bed.ssh` and Ansible use."""
+        key = self.bed.ssh_key()
+        pub = key.with_name(key.name + ".pub").read_text().strip()
+        self.ok(
+            "install -d -m 700 /root/.ssh && "
+            f"printf '%s\\n' '{pub}' >/root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys && "
+            "systemctl is-active --quiet ssh"
+        )
+        host = self.ok("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[:2]
+        with open(key.parent / "known_hosts", "a") as kh:
+            kh.write(f"{ip} {host[0]} {host[1]}\n")
+        self.ssh_ip = ip
 
     def tail(self, n: int = 15) -> str:
         parts = []
@@ -387,21 +481,74 @@ class Bed:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
         self.share.chmod(0o755)
-        self.ns = f"rnt-vm-{os.getpid()}"
+        # One process may hold several beds at once (the test session's
+        # seed guests while a module boots its own): each its own namespace.
+        Bed._opened += 1
+        self.ns = f"rnt-vm-{os.getpid()}-{Bed._opened}"
         subprocess.run(["ip", "netns", "add", self.ns], check=True)
         ns_run(self.ns, "ip", "link", "add", "br0", "type", "bridge", "forward_delay", "0")
         ns_run(self.ns, "ip", "link", "set", "br0", "up")
         ns_run(self.ns, "ip", "link", "set", "lo", "up")
 
-    def guest(self, name: str, macs: Sequence[str], memory_mb: int = 512) -> Guest:
+    def ssh_key(self) -> Path:
+        """The harness's SSH key (made once per bed, in its directory)."""
+        key = self.tmp / "ssh" / "id_ed25519"
+        if not key.exists():
+            key.parent.mkdir(mode=0o700, exist_ok=True)
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rnt-vm", "-f", str(key)], check=True)
+        return key
+
+    def ssh_argv(self, ip: str, alive: int = 2) -> list[str]:
+        """`ssh` to root@IP from the bed's namespace, with nothing of the
+        machine's own SSH configuration; a dead session is noticed after
+        3 × ALIVE seconds."""
+        key = self.ssh_key()
+        return [
+            "ip", "netns", "exec", self.ns, "ssh", "-F", "/dev/null", "-i", str(key),
+            "-o", f"UserKnownHostsFile={key.parent / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+            "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+            "-o", f"ServerAliveInterval={alive}", "-o", "ServerAliveCountMax=3",
+            f"root@{ip}",
+        ]
+
+    def ssh(self, ip: str, cmd: str, timeout: float = 120) -> Result:
+        """Run CMD on root@IP over SSH (the remote shell runs it)."""
+        try:
+            r = subprocess.run([*self.ssh_argv(ip), cmd], text=True, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as e:
+            return Result(cmd, 124, str(e.stdout or ""), str(e.stderr or "") + f"\n(ssh still running after {timeout:.0f} s)")
+        return Result(cmd, r.returncode, r.stdout, r.stderr)
+
+    def bridge(self, name: str, address: Optional[str] = None) -> None:
+        """Another bridge in the bed's namespace (e.g. a management network),
+        with ADDRESS (CIDR) for the harness's own end of it (ssh, Ansible)."""
+        ns_run(self.ns, "ip", "link", "add", name, "type", "bridge", "forward_delay", "0")
+        if address:
+            ns_run(self.ns, "ip", "addr", "add", address, "dev", name)
+        ns_run(self.ns, "ip", "link", "set", name, "up")
+
+    def guest(
+        self,
+        name: str,
+        macs: Sequence[str],
+        memory_mb: int = 512,
+        bridges: Optional[Sequence[str]] = None,
+        release: Optional[str] = None,
+    ) -> Guest:
+        """A guest with one NIC per MAC (eth0, eth1, ... in this order), each
+        on br0 or on the bridge BRIDGES names for it; booting RELEASE's image
+        (built when missing) instead of the bed's, for a fleet of generations."""
         nics = []
-        for mac in macs:
+        for i, mac in enumerate(macs):
             tap = f"t{self.taps}"
             self.taps += 1
+            bridge = bridges[i] if bridges else "br0"
             ns_run(self.ns, "ip", "tuntap", "add", "dev", tap, "mode", "tap")
-            ns_run(self.ns, "ip", "link", "set", tap, "master", "br0", "up")
-            nics.append(Nic(mac, tap))
+            ns_run(self.ns, "ip", "link", "set", tap, "master", bridge, "up")
+            nics.append(Nic(mac, tap, bridge))
         g = Guest(name, self, nics, memory_mb)
+        if release is not None and release != self.release:
+            g.image = image(release)
         self.guests.append(g)
         return g
 
@@ -419,6 +566,7 @@ class Bed:
         )
 
     keep: bool = False
+    _opened = 0
 
     def save(self) -> Path:
         """Write what `attach` needs to drive these guests from another process."""
@@ -431,7 +579,12 @@ class Bed:
                     "image": str(self.image),
                     "accel": self.accel,
                     "guests": [
-                        {"name": g.name, "pid": g.proc.pid if g.proc else None, "macs": [n.mac for n in g.nics]}
+                        {
+                            "name": g.name,
+                            "pid": g.proc.pid if g.proc else None,
+                            "macs": [n.mac for n in g.nics],
+                            "image": str(g.disk_image),
+                        }
                         for g in self.guests
                     ],
                 }
@@ -490,9 +643,19 @@ def attach(tmp: Path) -> dict[str, Guest]:
     out = {}
     for g in st["guests"]:
         guest = Guest(g["name"], bed, [Nic(m, "") for m in g["macs"]])
+        guest.image = Path(g["image"]) if g.get("image") else None
         guest.agent = Agent(bed.tmp / g["name"] / "qga.sock", g["name"])
+        guest.qmp_path = bed.tmp / g["name"] / "qmp.sock"
         out[g["name"]] = guest
     return out
+
+
+def _is_our_qemu(pid: int, tmp: str) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes()[: 1 << 16].split(b"\0")
+    except OSError:
+        return False
+    return any(b"qemu-system" in a for a in argv) and any(tmp.encode() in a for a in argv)
 
 
 def remove(tmp: Path) -> None:
@@ -500,7 +663,9 @@ def remove(tmp: Path) -> None:
     st = json.loads((tmp / "bed.json").read_text())
     for g in st["guests"]:
         pid = g.get("pid")
-        if pid:
+        # Only a process that is still this bed's qemu (a recorded pid may
+        # have been reused since): its command line names the bed's directory.
+        if pid and _is_our_qemu(int(pid), str(tmp)):
             try:
                 os.killpg(int(pid), signal.SIGTERM)
             except ProcessLookupError:

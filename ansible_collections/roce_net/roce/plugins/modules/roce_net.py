@@ -77,7 +77,7 @@ options:
     type: path
     default: /
 requirements:
-  - roce_net (the roce-net Python package, Python 3.10 or later)
+  - roce_net (the roce-net Python package, Python 3.8 or later)
 attributes:
   check_mode:
     support: full

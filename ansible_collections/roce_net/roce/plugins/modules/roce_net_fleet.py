@@ -38,7 +38,7 @@ options:
     choices: [never, warning, error]
     default: never
 requirements:
-  - roce_net (the roce-net Python package, Python 3.10 or later) on the controller
+  - roce_net (the roce-net Python package, Python 3.8 or later) on the controller
 attributes:
   check_mode:
     support: full

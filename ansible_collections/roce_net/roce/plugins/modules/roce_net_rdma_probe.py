@@ -134,7 +134,7 @@ options:
     description: Load libibverbs from this path instead of C(libibverbs.so.1).
     type: path
 requirements:
-  - roce_net (the roce-net Python package, Python 3.10 or later, with the verbs feature - every wheel has it)
+  - roce_net (the roce-net Python package, Python 3.8 or later, with the verbs feature - every wheel has it)
   - libibverbs (rdma-core) on the node, loaded at run time; without it the result is RV(no_rdma) with reason C(no_library)
 attributes:
   check_mode:
