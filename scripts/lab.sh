@@ -16,10 +16,8 @@ cd "$(dirname "$0")/.."
 
 build_as_user cargo build --release --locked --bin roce-net
 bin="$(target_dir)/release/roce-net"
-# As root, the script becomes the lab (exec), so Ctrl-C, a CI timeout's SIGTERM
-# or a dropped session's SIGHUP reach it directly; it then removes what it built
-# and says what. (Through sudo, sudo relays them to it.)
-if [ "$(id -u)" = 0 ]; then
-  exec "$bin" lab "$@"
-fi
-run_as_root "$bin" lab "$@"
+# The script becomes the lab (exec; through sudo, it becomes sudo, which relays
+# signals to the lab), so Ctrl-C, a CI timeout's SIGTERM or a dropped session's
+# SIGHUP sent to the script reach the lab; it then removes what it built and
+# says what.
+exec_as_root "$bin" lab "$@"

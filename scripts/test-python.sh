@@ -5,7 +5,8 @@
 # --strict); ansible-test sanity and units on the roce_net.roce collection; then
 # pytest on the installed wheel (API, errors, frozen types, GIL release, asyncio,
 # stubs, namespace labs) and the Ansible collection against lab namespaces (one
-# host and a fleet).
+# host and a fleet). Before the stubs: that roce_net/_types.py is what
+# scripts/gen_python_types.py generates from the built module's schema.
 #
 # Usage: scripts/test-python.sh [--build-part | --root-part]   (default: both)
 #        --build-part: venv, tools, wheel, stub checks, ansible-test; needs no root
@@ -41,6 +42,9 @@ if [ "$part" = all ] || [ "$part" = --build-part ]; then
   # (WHEEL_BUILT=1: scripts/test.sh built it already).
   [ "${WHEEL_BUILT:-0}" = 1 ] || scripts/build-artifacts.sh wheel
   "$PY" -m pip install -q --force-reinstall --no-deps --no-index dist/roce_net-*.whl
+
+  log "checking that _types.py is what the schema generates (scripts/gen_python_types.py --check)"
+  (cd /tmp && "$OLDPWD/$PY" "$OLDPWD/scripts/gen_python_types.py" --check)
 
   log "checking the hand-written stubs against the built module (stubtest)"
   # Run from /tmp so the installed wheel, not the source tree, is imported.

@@ -42,7 +42,7 @@ all)
   command -v gzip >/dev/null || need+=(gzip)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
   # The real tools the persistence boot simulations feed roce-net's rendering to
-  # (tests/persist_boot.rs: systemd-networkd, netplan generate, ifup/ifdown,
+  # (tests/it/persist_boot.rs: systemd-networkd, netplan generate, ifup/ifdown,
   # nmcli --offline and libnm through python3-gi). They only ever run inside lab
   # namespaces. Installed without recommends (network-manager's pull in modem,
   # wifi and VPN stacks the tests do not use); a policy-rc.d that refuses every
@@ -106,6 +106,18 @@ all)
       echo "    bash -c '$script'" >&2
       exit 77
     fi
+  fi
+  # The VM tier's guest images (docs/vm.md) are built from Debian's packages
+  # while cargo builds: mostly downloading and unpacking, they overlap the
+  # compile instead of following it. scripts/test-vm.sh waits for them (the
+  # image script holds a lock per release) and reports a failed build.
+  if [ "${SKIP_VM:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+    mkdir -p "$(target_dir)"
+    vm_log=$(target_dir)/vm-images.log
+    log "building the VM guest images in the background (log: $vm_log)"
+    (scripts/vm/install-deps.sh && for r in bookworm bullseye trixie; do
+      scripts/vm/image.sh "$r" || true
+    done) >"$vm_log" 2>&1 &
   fi
   build_as_user "$self" --build-part
   ROOT_ENV=$ROOT_ENV run_as_root "$self" --root-part

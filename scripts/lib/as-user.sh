@@ -80,6 +80,21 @@ run_as_root() {
   exit 77
 }
 
+# exec_as_root CMD...: as run_as_root, but the script becomes CMD (exec), or
+# sudo running it: a signal sent to the script's pid (a CI timeout's SIGTERM,
+# a dropped session's SIGHUP) then reaches CMD (sudo relays it), instead of
+# ending the script and leaving CMD running without it.
+exec_as_root() {
+  if [ "$(id -u)" = 0 ]; then
+    exec "$@"
+  fi
+  if command -v sudo >/dev/null && [ -z "${ROOT_ENV:-}" ]; then
+    echo "==> as root (sudo): $(printf '%q ' "$@")" >&2
+    exec sudo "$@"
+  fi
+  run_as_root "$@"
+}
+
 # The absolute target directory cargo builds into.
 target_dir() {
   local t=${CARGO_TARGET_DIR:-target}
