@@ -24,7 +24,14 @@ self=$PWD/scripts/test.sh
 part=${1:-all}
 bins=$(target_dir)/test-binaries.tsv
 # What the root part needs from the environment, passed through sudo.
-ROOT_ENV="CI SKIP_PYTHON SKIP_INSTALL SKIP_VM"
+ROOT_ENV="CI SKIP_PYTHON SKIP_INSTALL SKIP_VM ROCE_NET_TEST_TOOLS"
+# Tools unpacked from Debian's packages rather than installed (nmcli,
+# promtool; scripts/lib/unpack-tools.sh): root's cache, beside the VM images.
+tools_dir() {
+  echo "${ROCE_NET_TEST_TOOLS:-$(getent passwd root | cut -d: -f6)/.cache/roce-net/test-tools}"
+}
+export ROCE_NET_TEST_TOOLS
+ROCE_NET_TEST_TOOLS=$(tools_dir)
 
 case "$part" in
 all)
@@ -44,32 +51,38 @@ all)
   # The real tools the persistence boot simulations feed roce-net's rendering to
   # (tests/it/persist_boot.rs: systemd-networkd, netplan generate, ifup/ifdown,
   # nmcli --offline and libnm through python3-gi). They only ever run inside lab
-  # namespaces. Installed without recommends (network-manager's pull in modem,
-  # wifi and VPN stacks the tests do not use); a policy-rc.d that refuses every
+  # namespaces. Installed without recommends; a policy-rc.d that refuses every
   # start is put in place for the install when the machine has none, and the
-  # units these packages enable for the next boot are disabled again, so the
-  # machine's own network is never handed to them.
+  # unit ifupdown enables for the next boot is disabled again, so the
+  # machine's own network is never handed to them. NetworkManager itself is
+  # not installed (its daemon runs only in the VM guests, tests/vm): nmcli is
+  # unpacked from its package (below), with libnm from gir1.2-nm-1.0.
   boot=()
   [ -x /lib/systemd/systemd-networkd ] || boot+=(systemd)
   command -v netplan >/dev/null || boot+=(netplan.io)
   command -v ifup >/dev/null || boot+=(ifupdown)
-  command -v nmcli >/dev/null || boot+=(network-manager)
   /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
     2>/dev/null || boot+=(python3-gi gir1.2-nm-1.0)
+  # Tools unpacked, not installed: nmcli (network-manager's package would
+  # bring the daemon and its units, and upgrade systemd and udev) and promtool
+  # (Prometheus' own text-format parser and linter, which judges `roce-net
+  # metrics`; the prometheus package would add a user and a server unit).
+  unpack=()
+  command -v nmcli >/dev/null || [ -x "$ROCE_NET_TEST_TOOLS/bin/nmcli" ] ||
+    unpack+=(network-manager:nmcli)
+  command -v promtool >/dev/null || [ -x "$ROCE_NET_TEST_TOOLS/bin/promtool" ] ||
+    unpack+=(prometheus:promtool)
+  # The unpacked nmcli's one library that nothing above brings.
+  ldconfig -p 2>/dev/null | grep -q 'libreadline\.so\.8 ' || need+=(libreadline8)
   # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
   # -dev) answers ENOSYS here, and verbs.h checks the hand-written layouts (cc).
   [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
   command -v cc >/dev/null || need+=(gcc)
   # libfuzzer-sys compiles libFuzzer (C++) for the fuzz smoke run.
   command -v c++ >/dev/null || need+=(g++)
-  # promtool (Prometheus' own text-format parser and linter) judges `roce-net
-  # metrics`. Only the binary is wanted: policy-rc.d keeps apt from starting
-  # the server, and the unit the package enables for boot is disabled again.
-  promtool=0
-  command -v promtool >/dev/null || promtool=1
   if [ "${SKIP_INSTALL:-0}" != 1 ] &&
-    { [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ] || [ $promtool = 1 ]; }; then
-    log "installing system packages: ${need[*]} ${boot[*]} $([ $promtool = 1 ] && echo prometheus)"
+    { [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ] || [ ${#unpack[@]} -gt 0 ]; }; then
+    log "installing system packages: ${need[*]} ${boot[*]}${unpack[*]:+; unpacking ${unpack[*]} into $ROCE_NET_TEST_TOOLS}"
     script='export DEBIAN_FRONTEND=noninteractive
       if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf "%s\n" "#!/bin/sh" "exit 101" >/usr/sbin/policy-rc.d
@@ -80,23 +93,17 @@ all)
     if [ ${#boot[@]} -gt 0 ]; then
       script+="; apt-get install -y -qq --no-install-recommends ${boot[*]}"
       units=()
-      [[ " ${boot[*]} " == *" network-manager "* ]] &&
-        units+=(NetworkManager.service NetworkManager-wait-online.service
-          NetworkManager-dispatcher.service)
       [[ " ${boot[*]} " == *" ifupdown "* ]] && units+=(networking.service)
       [[ " ${boot[*]} " == *" systemd "* ]] &&
         units+=(systemd-networkd.service systemd-networkd.socket)
       # systemctl disable works without a running systemd; where it cannot, the
       # links the packages made go by hand.
       links=("${units[@]/#//etc/systemd/system/*.wants/}")
-      [[ " ${units[*]} " == *" NetworkManager-dispatcher.service "* ]] &&
-        links+=(/etc/systemd/system/dbus-org.freedesktop.nm-dispatcher.service)
       [ ${#units[@]} -gt 0 ] &&
         script+="; systemctl disable ${units[*]} >/dev/null 2>&1 || rm -f ${links[*]}"
     fi
-    [ $promtool = 1 ] && script+='; apt-get install -y -qq --no-install-recommends prometheus;
-      systemctl disable prometheus.service >/dev/null 2>&1 ||
-      rm -f /etc/systemd/system/multi-user.target.wants/prometheus.service'
+    [ ${#unpack[@]} -gt 0 ] &&
+      script+="; $PWD/scripts/lib/unpack-tools.sh $ROCE_NET_TEST_TOOLS ${unpack[*]}"
     if [ "$(id -u)" = 0 ]; then
       bash -c "set -e; $script"
     elif command -v sudo >/dev/null; then
@@ -306,6 +313,11 @@ run_state_existed=0
 if [ -e "$run_state" ]; then
   run_state_existed=1
   mount -t tmpfs -o ro,mode=0755 rnt-test-run-roce-net "$run_state"
+fi
+
+# The tools unpacked rather than installed (nmcli, promtool) come first on PATH.
+if [ -d "$ROCE_NET_TEST_TOOLS/bin" ]; then
+  export PATH="$ROCE_NET_TEST_TOOLS/bin:$PATH"
 fi
 
 log "Rust tests (unit, fixture, golden and namespace lab tests; the verbs feature's)"

@@ -62,18 +62,25 @@ fn require(test: &str, tools: &[&str]) {
         assert!(
             Path::new(t).exists() || which(t),
             "{test}: needs {t}; scripts/test.sh installs it (apt-get install netplan.io \
-             ifupdown network-manager gir1.2-nm-1.0 python3-gi systemd)"
+             ifupdown gir1.2-nm-1.0 python3-gi systemd; nmcli is unpacked from \
+             network-manager's package by scripts/lib/unpack-tools.sh)"
         );
     }
 }
 
 fn which(t: &str) -> bool {
-    Command::new("sh")
+    which_path(t).is_some()
+}
+
+/// Where `t` is on PATH (scripts/test.sh puts the tools it unpacked first).
+fn which_path(t: &str) -> Option<PathBuf> {
+    let o = Command::new("sh")
         .args(["-c", &format!("command -v {t}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    (o.status.success() && p.starts_with('/')).then(|| PathBuf::from(p))
 }
 
 fn fixture(stack: &str) -> PathBuf {
@@ -1057,9 +1064,10 @@ fn networkmanager_profiles_found_by_uuid_round_trip_through_libnm() {
 
 /// Run one of roce-net's NetworkManager scripts with `nmcli` on PATH being the
 /// test's stand-in for NetworkManager's profile storage (`nm-shim.py`): the real
-/// `nmcli --offline` edits the keyfile of the addressed profile. Returns the
-/// shim's log of calls.
+/// `nmcli --offline` (the one on PATH, `NM_SHIM_REAL`) edits the keyfile of the
+/// addressed profile. Returns the shim's log of calls.
 fn run_nm_script(node: &Node, script: &Path) -> String {
+    let real = which_path("nmcli").expect("nmcli on PATH (require() checked it)");
     let bin = tempfile::tempdir().unwrap();
     let shim = bin.path().join("nmcli");
     std::os::unix::fs::symlink(fixture("nm-shim.py"), &shim).unwrap();
@@ -1072,6 +1080,7 @@ fn run_nm_script(node: &Node, script: &Path) -> String {
             node.root().join("etc/NetworkManager/system-connections"),
         )
         .env("NM_SHIM_LOG", &log)
+        .env("NM_SHIM_REAL", &real)
         .output()
         .unwrap();
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
