@@ -141,6 +141,9 @@ impl WireError {
 pub(crate) struct Channel {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
+    /// When the exchange began: a timeout reports the time since then, so a
+    /// wait that found the probe's bound already spent does not read as "no
+    /// answer within 0 ms".
     started: Instant,
 }
 
@@ -209,18 +212,17 @@ impl Channel {
     /// The next message; a timeout, a closed connection, an oversized or
     /// malformed line are errors.
     pub(crate) fn recv(&mut self, deadline: Instant) -> Result<Msg, WireError> {
-        let t0 = Instant::now();
         let mut buf = Vec::new();
         loop {
             let left = remaining(deadline).ok_or(WireError {
                 value: FailureValue::Timeout {
-                    waited_ms: t0.elapsed().as_millis() as u64,
+                    waited_ms: self.started.elapsed().as_millis() as u64,
                 },
             })?;
             self.reader
                 .get_ref()
                 .set_read_timeout(Some(left))
-                .map_err(|e| WireError::io(&e, t0.elapsed()))?;
+                .map_err(|e| WireError::io(&e, self.started.elapsed()))?;
             let room = (MAX_LINE + 1).saturating_sub(buf.len()) as u64;
             match (&mut self.reader).take(room).read_until(b'\n', &mut buf) {
                 Ok(0) => {
@@ -236,7 +238,7 @@ impl Channel {
                 }
                 Ok(_) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(WireError::io(&e, t0.elapsed())),
+                Err(e) => return Err(WireError::io(&e, self.started.elapsed())),
             }
         }
         serde_json::from_slice(&buf).map_err(|e| {
@@ -306,6 +308,20 @@ mod tests {
             took >= Duration::from_millis(150) && took < Duration::from_secs(3),
             "{took:?}"
         );
+    }
+
+    #[test]
+    fn a_timeout_counts_from_the_start_of_the_exchange() {
+        // The bound ran out before this wait began: the failure says how long
+        // the exchange waited in all, not the ~0 ms of this last call.
+        let (_a, mut b) = pair();
+        let deadline = soon(100);
+        std::thread::sleep(Duration::from_millis(150));
+        let e = b.recv(deadline).unwrap_err();
+        match e.value {
+            FailureValue::Timeout { waited_ms } => assert!(waited_ms >= 150, "{waited_ms}"),
+            v => panic!("{v:?}"),
+        }
     }
 
     #[test]
