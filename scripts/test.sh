@@ -82,7 +82,10 @@ all)
   command -v c++ >/dev/null || need+=(g++)
   if [ "${SKIP_INSTALL:-0}" != 1 ] &&
     { [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ] || [ ${#unpack[@]} -gt 0 ]; }; then
-    log "installing system packages: ${need[*]} ${boot[*]}${unpack[*]:+; unpacking ${unpack[*]} into $ROCE_NET_TEST_TOOLS}"
+    what=()
+    [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ] && what+=("installing system packages: ${need[*]} ${boot[*]}")
+    [ ${#unpack[@]} -gt 0 ] && what+=("unpacking ${unpack[*]} into $ROCE_NET_TEST_TOOLS")
+    log "$(IFS=';'; echo "${what[*]}" | sed 's/;/; /g')"
     script='export DEBIAN_FRONTEND=noninteractive
       if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf "%s\n" "#!/bin/sh" "exit 101" >/usr/sbin/policy-rc.d
