@@ -19,99 +19,55 @@ use std::net::IpAddr;
 // One module per check, as the doctor's (`doctor/arp_ignore.rs` has its
 // `ID`): the id a finding carries is named where it is reported, listed in
 // `NCCL_CHECK_IDS` and documented in docs/nccl.md (`roce-net/tests/it/nccl_model.rs`
-// fails when one is missing there or two are the same).
+// fails when one is missing there or two are the same). The macro writes each
+// module and the list from one table, so a check cannot be left out of the list.
 
-/// `nccl-hca-matches-nothing`.
-mod hca_matches_nothing {
+/// Writes `mod $check { pub const ID }` for each row, and [`NCCL_CHECK_IDS`]
+/// in the rows' order.
+macro_rules! check_ids {
+    ($($(#[doc = $doc:literal])* $check:ident = $id:literal;)*) => {
+        $(
+            #[doc = concat!("`", $id, "`.")]
+            mod $check {
+                $(#[doc = $doc])*
+                pub const ID: &str = $id;
+            }
+        )*
+        /// Every id [`nccl_check`] can report, in documentation order.
+        pub const NCCL_CHECK_IDS: &[&str] = &[$($check::ID),*];
+    };
+}
+
+check_ids! {
     /// An `NCCL_IB_HCA` entry matches no active port (or is past the 32-entry
     /// limit); an error when no port is selected at all.
-    pub const ID: &str = "nccl-hca-matches-nothing";
-}
-
-/// `nccl-hca-overmatch`.
-mod hca_overmatch {
+    hca_matches_nothing = "nccl-hca-matches-nothing";
     /// An entry that names a device exactly also selects, as a prefix, other
     /// devices (`mlx5_1` selects `mlx5_10`).
-    pub const ID: &str = "nccl-hca-overmatch";
-}
-
-/// `nccl-hca-mixed-link-layers`.
-mod hca_mixed_link_layers {
+    hca_overmatch = "nccl-hca-overmatch";
     /// The selection holds InfiniBand and RoCE ports, which NCCL refuses to connect.
-    pub const ID: &str = "nccl-hca-mixed-link-layers";
-}
-
-/// `nccl-gid-index-bad`.
-mod gid_index_bad {
+    hca_mixed_link_layers = "nccl-hca-mixed-link-layers";
     /// `NCCL_IB_GID_INDEX` (or index 0 before 2.21) is a GID a RoCE v2 QP of
     /// the NIC's address cannot use.
-    pub const ID: &str = "nccl-gid-index-bad";
-}
-
-/// `nccl-gid-pick-wrong`.
-mod gid_pick_wrong {
+    gid_index_bad = "nccl-gid-index-bad";
     /// Without `NCCL_IB_GID_INDEX`, the GID NCCL picks with this environment is
     /// not the target, or NCCL fails on the device.
-    pub const ID: &str = "nccl-gid-pick-wrong";
-}
-
-/// `nccl-addr-range-invalid`.
-mod addr_range_invalid {
+    gid_pick_wrong = "nccl-gid-pick-wrong";
     /// `NCCL_IB_ADDR_RANGE` is a range NCCL cannot use.
-    pub const ID: &str = "nccl-addr-range-invalid";
-}
-
-/// `nccl-socket-ifname-matches-nothing`.
-mod socket_ifname_matches_nothing {
+    addr_range_invalid = "nccl-addr-range-invalid";
     /// No running interface with an address matches `NCCL_SOCKET_IFNAME`.
-    pub const ID: &str = "nccl-socket-ifname-matches-nothing";
-}
-
-/// `nccl-socket-ifname-overmatch`.
-mod socket_ifname_overmatch {
+    socket_ifname_matches_nothing = "nccl-socket-ifname-matches-nothing";
     /// A prefix `NCCL_SOCKET_IFNAME` selects several interfaces.
-    pub const ID: &str = "nccl-socket-ifname-overmatch";
-}
-
-/// `nccl-tc-no-pfc`.
-mod tc_no_pfc {
+    socket_ifname_overmatch = "nccl-socket-ifname-overmatch";
     /// `NCCL_IB_TC` lands on a priority without PFC while PFC is on another.
-    pub const ID: &str = "nccl-tc-no-pfc";
-}
-
-/// `nccl-tc-trust-pcp`.
-mod tc_trust_pcp {
+    tc_no_pfc = "nccl-tc-no-pfc";
     /// `NCCL_IB_TC` sets a DSCP but the NIC trusts PCP.
-    pub const ID: &str = "nccl-tc-trust-pcp";
-}
-
-/// `nccl-value-misparsed`.
-mod value_misparsed {
+    tc_trust_pcp = "nccl-tc-trust-pcp";
     /// A value NCCL parses differently than it reads (`010` is 8, quotes kept).
-    pub const ID: &str = "nccl-value-misparsed";
-}
-
-/// `nccl-variable-unrecognized`.
-mod variable_unrecognized {
+    value_misparsed = "nccl-value-misparsed";
     /// A variable name NCCL never reads, close to one it does.
-    pub const ID: &str = "nccl-variable-unrecognized";
+    variable_unrecognized = "nccl-variable-unrecognized";
 }
-
-/// Every id [`nccl_check`] can report, in documentation order.
-pub const NCCL_CHECK_IDS: &[&str] = &[
-    hca_matches_nothing::ID,
-    hca_overmatch::ID,
-    hca_mixed_link_layers::ID,
-    gid_index_bad::ID,
-    gid_pick_wrong::ID,
-    addr_range_invalid::ID,
-    socket_ifname_matches_nothing::ID,
-    socket_ifname_overmatch::ID,
-    tc_no_pfc::ID,
-    tc_trust_pcp::ID,
-    value_misparsed::ID,
-    variable_unrecognized::ID,
-];
 
 fn host() -> Subject {
     Subject::default()
