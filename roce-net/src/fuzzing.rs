@@ -170,7 +170,7 @@ pub fn journal(data: &[u8]) {
         None => (data, &b""[..]),
     };
     let key = "net-fuzz";
-    let Ok(state) = crate::apply::statedir::StateDir::create(dir) else {
+    let Ok(state) = crate::files::statedir::StateDir::create(dir) else {
         return;
     };
     let jpath = state.file(&crate::Journal::file_name(key));

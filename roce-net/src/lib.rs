@@ -31,6 +31,7 @@ mod apply;
 mod doctor;
 mod error;
 mod fib;
+mod files;
 mod fleet;
 mod host;
 mod input;
@@ -46,6 +47,7 @@ mod policy;
 mod probe;
 mod rt_tables;
 mod scope;
+mod sys;
 #[cfg(test)]
 mod test_support;
 // Fuzz harnesses: only for `cargo fuzz` (cfg(fuzzing)) and this crate's tests,

@@ -14,7 +14,7 @@
 // child another test thread was spawning held a copy of the lock's descriptor
 // until it exec'd, so among the other lab tests the rollback now and then
 // found the lock held (`Locked`, 1 run in 6). The library now lets its locks
-// go explicitly (`LOCK_UN`, apply/lock.rs `Held`, with a test that forks);
+// go explicitly (`LOCK_UN`, files/lock.rs `Held`, with a test that forks);
 // the file stays on its own until a run of the merged binary has shown that.
 // The helpers are the same files as tests/it's.
 #[path = "it/fib_support.rs"]

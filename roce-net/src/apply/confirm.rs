@@ -11,10 +11,10 @@
 
 use super::identity::{namespace_id, NamespaceId};
 use super::journal::{Journal, JournalState};
-use super::statedir::StateDir;
 use super::transaction::now;
 use super::{record, ApplyOptions, NsLock};
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::statedir::StateDir;
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -66,7 +66,7 @@ pub fn arm_confirm(host: &Host, timeout: Duration) -> Result<ConfirmGuard> {
     super::privilege::require_net_admin("apply")?;
     let (deadline, boot_deadline_ms) = deadline_after(timeout)?;
     Ok(ConfirmGuard {
-        apply_id: super::statedir::random_id(),
+        apply_id: crate::files::statedir::random_id(),
         deadline,
         boot_deadline_ms,
         namespace: namespace_id(host)?,

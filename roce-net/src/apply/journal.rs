@@ -24,8 +24,8 @@
 //! Syncing each step cost milliseconds per change on a disk-backed directory.
 
 use super::identity::NamespaceId;
-use super::statedir::StateDir;
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::statedir::StateDir;
 use crate::plan::Change;
 use serde::{Deserialize, Serialize};
 use std::fs::File;

@@ -39,7 +39,6 @@ mod journal;
 pub(crate) mod lock;
 mod privilege;
 pub use privilege::require_net_admin;
-pub(crate) mod statedir;
 mod status;
 mod transaction;
 mod validate;
@@ -169,7 +168,7 @@ where
 
 /// Open the state directory and take the namespace's lock.
 fn session(host: &Host, opts: &ApplyOptions, id: NamespaceId) -> Result<(Session, NsLock)> {
-    let dir = statedir::StateDir::create(&opts.state_dir)?;
+    let dir = crate::files::statedir::StateDir::create(&opts.state_dir)?;
     let lock = NsLock::acquire_in(&dir, &id.key(), None)?;
     Ok((
         Session {
@@ -228,7 +227,7 @@ pub fn rollback(host: &Host, opts: &ApplyOptions) -> Result<RollbackReport> {
         let key = id.key();
         let journal = journal::Journal::file_name(&key);
         let log = journal::Journal::log_name(&key);
-        match statedir::StateDir::open(&opts.state_dir)? {
+        match crate::files::statedir::StateDir::open(&opts.state_dir)? {
             Some(d) if d.exists(&journal) || d.exists(&log) => {}
             _ => {
                 return Err(Error::new(

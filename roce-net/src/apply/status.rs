@@ -4,10 +4,10 @@
 
 use super::identity::{describe_target, namespace_id};
 use super::journal::Journal;
-use super::statedir::StateDir;
 use super::transaction::now;
 use super::{ApplyOptions, NsLock};
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::statedir::StateDir;
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

@@ -11,9 +11,9 @@ use super::journal::{
     Journal, JournalState, NamespaceRecord, Phase, Step, StepLog, StepStatus, WatchdogRecord,
     JOURNAL_VERSION,
 };
-use super::statedir::StateDir;
 use super::{validate, ApplyOptions, ApplyReport, RollbackReport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::statedir::StateDir;
 use crate::model::{HostState, Sysctl};
 use crate::plan::{self, Change, Plan};
 use crate::policy::Policy;
@@ -283,11 +283,11 @@ pub(crate) fn apply(
             )
         }
         (None, Some(t)) => (
-            super::statedir::random_id(),
+            crate::files::statedir::random_id(),
             Some(super::confirm::deadline_after(t)?),
             None,
         ),
-        (None, None) => (super::statedir::random_id(), None, None),
+        (None, None) => (crate::files::statedir::random_id(), None, None),
     };
     let (deadline, boot_deadline) = match deadline {
         Some((d, b)) => (Some(d), b),

@@ -24,10 +24,10 @@
 use super::clock;
 use super::identity::{describe_target, namespace_id, NamespaceId};
 use super::journal::{Journal, JournalState, WatchdogRecord};
-use super::statedir::StateDir;
 use super::transaction::{self, now, Session};
 use super::{in_namespace, privilege, record, ApplyOptions, ConfirmGuard, NsLock, RollbackReport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::statedir::StateDir;
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicI32, Ordering};

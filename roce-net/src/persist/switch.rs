@@ -22,8 +22,8 @@
 //! looks at anything, puts the previous set back from them, and says so
 //! ([`recover`]). Markers of a process that is still running are left alone.
 
-use super::write::{lstat_at, walk_parent};
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::walk::{lstat_at, walk_parent};
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;

@@ -52,7 +52,7 @@ pub(crate) const LOCK_FILE: &str = ".roce-net.lock";
 
 /// The host-wide lock of the names file, held while it lives.
 pub(crate) struct NamesHeld {
-    _held: crate::apply::lock::Held,
+    _held: crate::files::lock::Held,
 }
 
 /// The names file's directory, open, with the host-wide lock held.
@@ -87,7 +87,7 @@ fn c_name(s: &str) -> CString {
 fn lock(etc_root: &Path) -> Result<NamesLock> {
     let file = etc_root.join(TABLE_NAMES_FILE);
     let host = Path::new("/").join(TABLE_NAMES_FILE);
-    let Some((fd, _)) = crate::persist::write::walk_parent(etc_root, &host, true)? else {
+    let Some((fd, _)) = crate::files::walk::walk_parent(etc_root, &host, true)? else {
         return Err(Error::new(
             ErrorKind::Io,
             format!("could not create the directories of {}", file.display()),
@@ -112,12 +112,12 @@ pub(crate) fn lock_names_dir(dir: &OwnedFd, file: &Path) -> Result<NamesHeld> {
 }
 
 fn lock_names_dir_within(dir: &OwnedFd, file: &Path, wait: Duration) -> Result<NamesHeld> {
-    use crate::apply::lock::{take, who_holds};
+    use crate::files::lock::{take, who_holds};
     let dir_path = file.parent().unwrap_or(file);
     let dup = dir
         .try_clone()
         .map_err(|e| Error::io(e, format!("opening {}", dir_path.display())))?;
-    let dir = crate::apply::statedir::StateDir::from_open(dup, dir_path);
+    let dir = crate::files::statedir::StateDir::from_open(dup, dir_path);
     match take(&dir, LOCK_FILE, Some(wait), Duration::from_millis(5))? {
         Ok(held) => Ok(NamesHeld { _held: held }),
         Err(busy) => {
@@ -632,7 +632,7 @@ mod tests {
         let held = File::open(&lock).unwrap();
         assert!(flock(&held));
         let file = d.path().join(TABLE_NAMES_FILE);
-        let (fd, _) = crate::persist::write::walk_parent(
+        let (fd, _) = crate::files::walk::walk_parent(
             d.path(),
             &Path::new("/").join(TABLE_NAMES_FILE),
             false,

@@ -199,7 +199,7 @@ impl IbvQueue {
         }
         // A random 24-bit PSN, as rc_pingpong does.
         let mut r = [0u8; 4];
-        self.psn = if crate::kernel::getrandom(&mut r) {
+        self.psn = if crate::sys::getrandom(&mut r) {
             u32::from_le_bytes(r) & 0x00ff_ffff
         } else {
             0x1234

@@ -158,7 +158,7 @@ fn is_symlink_error(e: &std::io::Error) -> bool {
 
 fn random_suffix() -> String {
     let mut b = [0u8; 8];
-    if !crate::kernel::getrandom(&mut b) {
+    if !crate::sys::getrandom(&mut b) {
         // Unique enough with O_EXCL retrying: pid and time.
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -485,7 +485,7 @@ impl StateDir {
                     None => {
                         let (from, to) = (cstr(&tmp_name), cstr(name));
                         match (from, to) {
-                            (Ok(from), Ok(to)) => crate::kernel::renameat2(
+                            (Ok(from), Ok(to)) => crate::sys::renameat2(
                                 self.fd.as_raw_fd(),
                                 &from,
                                 self.fd.as_raw_fd(),
@@ -588,7 +588,7 @@ impl StateDir {
             };
             let to = cstr(&target)?;
             // Between two directory fds we own, never replacing.
-            let e = match crate::kernel::renameat2(
+            let e = match crate::sys::renameat2(
                 self.fd.as_raw_fd(),
                 &from,
                 sub.fd.as_raw_fd(),
