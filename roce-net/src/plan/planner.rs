@@ -243,120 +243,40 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
     }
 
     // 3. Routes: keep what matches, replace owned routes with the same key, add.
-    // Host routes are bucketed by kernel key (equal normalised routes have equal
-    // keys), each bucket in snapshot order, so every lookup below finds the same
-    // first unused route a scan of the whole table would.
-    let host_routes: Vec<Route> = host.routes.iter().map(Route::normalized).collect();
-    let mut routes_by_key: HashMap<RouteKey, Vec<usize>> = HashMap::new();
-    for (i, r) in host.routes.iter().enumerate() {
-        routes_by_key.entry(r.key()).or_default().push(i);
-    }
-    let mut route_used = vec![false; host.routes.len()];
+    let mut routes = Claims::new(&host.routes, p);
     for want in &desired.routes {
-        let nw = want.normalized();
-        let bucket = routes_by_key
-            .get(&want.key())
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        // Recreated from persisted configuration by another tool, which cannot set
-        // our protocol: it satisfies the policy, and a foreign object stays as is.
-        // It is preferred over our own copy, which then goes as a duplicate: the
-        // boot configuration's object is the one that comes back on every boot.
-        // (The key has no protocol, so such a route is in the same bucket.)
-        if let Some(&i) = bucket.iter().find(|i| {
-            !route_used[**i] && host.routes[**i].protocol != p && {
-                let mut h = host_routes[**i].clone();
-                h.protocol = nw.protocol;
-                h == nw
-            }
-        }) {
-            route_used[i] = true;
+        if routes.satisfy(want) {
             continue;
         }
-        if let Some(&i) = bucket
-            .iter()
-            .find(|i| !route_used[**i] && host_routes[**i] == nw)
-        {
-            route_used[i] = true;
-            continue;
-        }
-        let owned_same_key = bucket
-            .iter()
-            .copied()
-            .find(|i| !route_used[*i] && host.routes[*i].protocol == p);
-        match owned_same_key {
-            Some(i) => {
-                route_used[i] = true;
-                changes.push(Change::ReplaceRoute {
-                    before: host.routes[i].clone(),
-                    after: want.clone(),
-                });
-            }
+        match routes.claim_owned_same_key(want) {
+            Some(before) => changes.push(Change::ReplaceRoute {
+                before: before.clone(),
+                after: want.clone(),
+            }),
             None => changes.push(Change::AddRoute {
                 route: want.clone(),
             }),
         }
     }
 
-    // 4. Rules (bucketed the same way; normalising keeps family, priority, table).
-    let host_rules: Vec<Rule> = host.rules.iter().map(Rule::normalized).collect();
-    let mut rules_by_key: HashMap<RuleKey, Vec<usize>> = HashMap::new();
-    for (i, r) in host.rules.iter().enumerate() {
-        rules_by_key.entry(r.key()).or_default().push(i);
-    }
-    let mut rule_used = vec![false; host.rules.len()];
+    // 4. Rules: keep what matches, add (a rule is never replaced: its key holds
+    // everything a rule says but the protocol).
+    let mut rules = Claims::new(&host.rules, p);
     for want in &desired.rules {
-        let nw = want.normalized();
-        let bucket = rules_by_key
-            .get(&want.key())
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        // As for routes: the same rule recreated by another tool with its protocol
-        // (systemd-networkd 252 has no protocol setting for rules: `proto static`)
-        // satisfies the policy and wins over our own copy, which is then deleted
-        // as a duplicate. Never the other way round: the foreign rule comes back
-        // on every boot, so replacing it would be a fight on every boot.
-        if let Some(&i) = bucket.iter().find(|i| {
-            !rule_used[**i] && host.rules[**i].protocol != p && {
-                let mut h = host_rules[**i].clone();
-                h.protocol = nw.protocol;
-                h == nw
-            }
-        }) {
-            rule_used[i] = true;
-            continue;
+        if !rules.satisfy(want) {
+            changes.push(Change::AddRule { rule: want.clone() });
         }
-        if let Some(&i) = bucket
-            .iter()
-            .find(|i| !rule_used[**i] && host_rules[**i] == nw)
-        {
-            rule_used[i] = true;
-            continue;
-        }
-        changes.push(Change::AddRule { rule: want.clone() });
     }
 
     // 5. Stale owned objects: rules first, then routes (gateway routes first).
     // Both in a canonical order, not the kernel's dump order: the same host gives
     // the same plan (found by tests/it/prop_plan.rs).
-    let mut stale_rules: Vec<&Rule> = host
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| !rule_used[*i] && r.protocol == p)
-        .map(|(_, r)| r)
-        .collect();
+    let mut stale_rules = rules.unclaimed_owned();
     stale_rules.sort_by_cached_key(|r| (r.family, r.priority, r.table, r.to_string()));
     for r in stale_rules {
         changes.push(Change::DeleteRule { rule: r.clone() });
     }
-    let mut stale: Vec<&Route> = host
-        .routes
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| !route_used[*i] && r.protocol == p)
-        .map(|(_, r)| r)
-        .collect();
+    let mut stale = routes.unclaimed_owned();
     stale.sort_by_cached_key(|r| (r.family, r.table, r.dst, r.metric, r.tos, r.to_string()));
     let via = |r: &&Route| r.gateway.is_some() || !r.multipath.is_empty();
     for r in stale
@@ -411,6 +331,133 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
         changes,
         desired,
         policy: policy.clone(),
+    }
+}
+
+/// A route or a rule, as the planner matches wanted objects against the
+/// host's: identity ([`Route::key`], [`Rule::key`]) and normalisation are the
+/// model's, the one definition rollback's check uses too.
+trait Owned: Clone + PartialEq {
+    type Key: Eq + std::hash::Hash;
+    fn key(&self) -> Self::Key;
+    fn normalized(&self) -> Self;
+    fn protocol(&self) -> u8;
+    fn set_protocol(&mut self, protocol: u8);
+}
+
+impl Owned for Route {
+    type Key = RouteKey;
+    fn key(&self) -> RouteKey {
+        Route::key(self)
+    }
+    fn normalized(&self) -> Route {
+        Route::normalized(self)
+    }
+    fn protocol(&self) -> u8 {
+        self.protocol
+    }
+    fn set_protocol(&mut self, protocol: u8) {
+        self.protocol = protocol;
+    }
+}
+
+impl Owned for Rule {
+    type Key = RuleKey;
+    fn key(&self) -> RuleKey {
+        Rule::key(self)
+    }
+    fn normalized(&self) -> Rule {
+        Rule::normalized(self)
+    }
+    fn protocol(&self) -> u8 {
+        self.protocol
+    }
+    fn set_protocol(&mut self, protocol: u8) {
+        self.protocol = protocol;
+    }
+}
+
+/// The host's routes or rules, which of them a wanted object has claimed, and
+/// roce-net's protocol (`ours`). They are bucketed by kernel key (equal
+/// normalised objects have equal keys), each bucket in snapshot order, so
+/// every lookup finds the same first unclaimed object a scan of the whole
+/// table would.
+struct Claims<'h, T: Owned> {
+    host: &'h [T],
+    normalized: Vec<T>,
+    by_key: HashMap<T::Key, Vec<usize>>,
+    claimed: Vec<bool>,
+    ours: u8,
+}
+
+impl<'h, T: Owned> Claims<'h, T> {
+    fn new(host: &'h [T], ours: u8) -> Self {
+        let mut by_key: HashMap<T::Key, Vec<usize>> = HashMap::new();
+        for (i, o) in host.iter().enumerate() {
+            by_key.entry(o.key()).or_default().push(i);
+        }
+        Claims {
+            host,
+            normalized: host.iter().map(T::normalized).collect(),
+            by_key,
+            claimed: vec![false; host.len()],
+            ours,
+        }
+    }
+
+    /// The unclaimed objects with `want`'s key, in snapshot order.
+    fn bucket<'a>(&'a self, want: &T) -> impl Iterator<Item = usize> + 'a {
+        let bucket = self.by_key.get(&want.key()).map(Vec::as_slice);
+        bucket
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(|i| !self.claimed[*i])
+    }
+
+    /// Claim a host object that already is `want`; `false` when there is none.
+    ///
+    /// One recreated from persisted configuration by another tool, which
+    /// cannot set our protocol, satisfies the policy, and a foreign object
+    /// stays as it is; it is preferred over our own copy, which then goes as
+    /// a duplicate: the boot configuration's object is the one that comes
+    /// back on every boot, so replacing it would be a fight on every boot
+    /// (systemd-networkd 252 has no protocol setting for rules: `proto
+    /// static`). The key has no protocol, so such an object is in the same
+    /// bucket.
+    fn satisfy(&mut self, want: &T) -> bool {
+        let nw = want.normalized();
+        let foreign = self.bucket(want).find(|&i| {
+            self.host[i].protocol() != self.ours && {
+                let mut h = self.normalized[i].clone();
+                h.set_protocol(nw.protocol());
+                h == nw
+            }
+        });
+        let found = foreign.or_else(|| self.bucket(want).find(|&i| self.normalized[i] == nw));
+        if let Some(i) = found {
+            self.claimed[i] = true;
+        }
+        found.is_some()
+    }
+
+    /// Claim an object of ours with `want`'s key (to be replaced by `want`).
+    fn claim_owned_same_key(&mut self, want: &T) -> Option<&'h T> {
+        let i = self
+            .bucket(want)
+            .find(|&i| self.host[i].protocol() == self.ours)?;
+        self.claimed[i] = true;
+        Some(&self.host[i])
+    }
+
+    /// The objects of ours no wanted object claimed: stale, to be deleted.
+    fn unclaimed_owned(&self) -> Vec<&'h T> {
+        self.host
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| !self.claimed[*i] && o.protocol() == self.ours)
+            .map(|(_, o)| o)
+            .collect()
     }
 }
 
