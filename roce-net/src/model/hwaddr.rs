@@ -1,4 +1,4 @@
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -55,24 +55,10 @@ impl FromStr for HwAddr {
     }
 }
 
-impl Serialize for HwAddr {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-/// A string (colon-separated hex bytes, as `ip` prints them).
-impl schemars::JsonSchema for HwAddr {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "HwAddr".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string" })
-    }
-}
+serialize_as_display!(
+    HwAddr,
+    "A string (colon-separated hex bytes, as `ip` prints them)."
+);
 
 impl<'de> Deserialize<'de> for HwAddr {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -9,6 +9,32 @@
 
 use schemars::JsonSchema;
 
+/// `Serialize` through `Display` and a JSON schema of a plain string (`$what`
+/// says which), for a value written in JSON as `ip` prints it; its
+/// `Deserialize` parses it back with the type's own error.
+macro_rules! serialize_as_display {
+    ($ty:ident, $what:literal) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        #[doc = $what]
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string" })
+            }
+        }
+    };
+}
+
 mod address;
 mod host_state;
 mod hwaddr;

@@ -1,4 +1,4 @@
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer};
 use std::fmt;
 
 /// Route or address scope (`RT_SCOPE_*`), serialised with iproute2's names.
@@ -68,24 +68,10 @@ impl fmt::Display for Scope {
     }
 }
 
-impl Serialize for Scope {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-/// A string (iproute2's name, or the number of a scope without one).
-impl schemars::JsonSchema for Scope {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Scope".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string" })
-    }
-}
+serialize_as_display!(
+    Scope,
+    "A string (iproute2's name, or the number of a scope without one)."
+);
 
 impl<'de> Deserialize<'de> for Scope {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
