@@ -252,6 +252,17 @@ impl<'py> StructSer<'py> {
     }
 }
 
+/// `fn serialize_x(self, v: T) -> R { self.obj(v) }` for each `serialize_x: T`.
+macro_rules! to_object {
+    ($($method:ident: $ty:ty,)*) => {
+        $(
+            fn $method(self, v: $ty) -> R<'py> {
+                self.obj(v)
+            }
+        )*
+    };
+}
+
 impl<'py> ser::Serializer for Ser<'py> {
     type Ok = Bound<'py, PyAny>;
     type Error = SerError;
@@ -263,47 +274,22 @@ impl<'py> ser::Serializer for Ser<'py> {
     type SerializeStruct = StructSer<'py>;
     type SerializeStructVariant = StructSer<'py>;
 
-    fn serialize_bool(self, v: bool) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_i8(self, v: i8) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_i16(self, v: i16) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_i32(self, v: i32) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_i64(self, v: i64) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_i128(self, v: i128) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_u8(self, v: u8) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_u16(self, v: u16) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_u32(self, v: u32) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_u64(self, v: u64) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_u128(self, v: u128) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_f32(self, v: f32) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_f64(self, v: f64) -> R<'py> {
-        self.obj(v)
-    }
-    fn serialize_char(self, v: char) -> R<'py> {
-        self.obj(v)
+    // Numbers, booleans and characters become the Python object pyo3 makes of them.
+    to_object! {
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+        serialize_f32: f32,
+        serialize_f64: f64,
+        serialize_char: char,
     }
     fn serialize_str(self, v: &str) -> R<'py> {
         if self.share && v.len() <= 32 {
@@ -421,37 +407,30 @@ impl<'py> ser::SerializeSeq for SeqSer<'py> {
     }
 }
 
-impl<'py> ser::SerializeTuple for SeqSer<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> R<'py> {
-        self.finish()
-    }
+/// Tuples, tuple structs and tuple variants are sequences: each of serde's
+/// traits for them (`trait: method`) forwards its element to
+/// [`ser::SerializeSeq`].
+macro_rules! as_sequence {
+    ($($trait:ident: $method:ident,)*) => {
+        $(
+            impl<'py> ser::$trait for SeqSer<'py> {
+                type Ok = Bound<'py, PyAny>;
+                type Error = SerError;
+                fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+                    ser::SerializeSeq::serialize_element(self, value)
+                }
+                fn end(self) -> R<'py> {
+                    self.finish()
+                }
+            }
+        )*
+    };
 }
 
-impl<'py> ser::SerializeTupleStruct for SeqSer<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> R<'py> {
-        self.finish()
-    }
-}
-
-impl<'py> ser::SerializeTupleVariant for SeqSer<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> R<'py> {
-        self.finish()
-    }
+as_sequence! {
+    SerializeTuple: serialize_element,
+    SerializeTupleStruct: serialize_field,
+    SerializeTupleVariant: serialize_field,
 }
 
 impl<'py> ser::SerializeMap for MapSer<'py> {
