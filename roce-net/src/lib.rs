@@ -49,7 +49,7 @@ mod rt_tables;
 mod scope;
 mod sys;
 #[cfg(test)]
-mod test_support;
+use roce_net_testkit as test_support;
 // Fuzz harnesses: only for `cargo fuzz` (cfg(fuzzing)) and this crate's tests,
 // never in the product (docs/fuzzing.md).
 #[cfg(any(fuzzing, test))]

@@ -21,8 +21,7 @@
 mod fib_support;
 #[path = "it/lab_support.rs"]
 mod lab_support;
-#[path = "../src/test_support.rs"]
-mod test_support;
+use roce_net_testkit as test_support;
 
 use fib_support::{compare, queries};
 use lab_support::{ip_batch, require_root};

@@ -14,11 +14,10 @@
 //! no test sets the environment, the umask or signal dispositions of this
 //! process. A test that needs any of that belongs in a binary of its own.
 
-// Shared helpers; `require_root` is the library's `roce-net/src/test_support.rs`
+// Shared helpers; `require_root` is the dev-only crate `roce-net-testkit`'s
 // (one definition for the unit tests and both crates' integration tests).
 mod support;
-#[path = "../../roce-net/src/test_support.rs"]
-mod test_support;
+use roce_net_testkit as test_support;
 
 mod cli;
 mod cli_input;

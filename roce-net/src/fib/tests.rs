@@ -4,8 +4,7 @@
 // The integration tests' builders (and the golden helper they use).
 #[path = "../../tests/it/doctor_support.rs"]
 mod doctor_support;
-#[path = "../../tests/it/golden_support.rs"]
-mod golden_support;
+use roce_net_testkit::golden as golden_support;
 
 use super::{fib_lookup, has_only_default_rules, ipv6_select_addr};
 use doctor_support::{ip, B};

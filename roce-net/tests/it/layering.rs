@@ -221,8 +221,8 @@ fn modules_only_use_the_layers_below_them() {
             .as_os_str()
             .to_string_lossy();
         let module = first.trim_end_matches(".rs").to_string();
-        // test_support and the fuzz harnesses (cfg(test) / cfg(fuzzing)) never ship.
-        if module == "lib" || module == "test_support" || module == "fuzzing" {
+        // The fuzz harnesses (cfg(test) / cfg(fuzzing)) never ship.
+        if module == "lib" || module == "fuzzing" {
             continue;
         }
         let Some(ok) = allowed.get(module.as_str()) else {
@@ -341,7 +341,6 @@ fn product_files() -> Vec<(PathBuf, String)> {
         let rel = f.strip_prefix(&src).unwrap();
         let first = rel.components().next().unwrap().as_os_str();
         if rel.components().any(|c| c.as_os_str() == "tests")
-            || first == "test_support.rs"
             || first == "fuzzing.rs"
         {
             continue;

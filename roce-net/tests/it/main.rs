@@ -12,14 +12,14 @@
 //! A test that needs any of that belongs in a binary of its own, as
 //! `tests/lab_prop.rs` does (why: there).
 
-// Shared helpers: the namespace guard and `require_root` are the crate's own
-// `src/test_support.rs` (its unit tests use the same file).
+// Shared helpers: the namespace guard, `require_root` and the golden files
+// come from the dev-only crate `roce-net-testkit` (testkit/), as for the unit
+// tests; the builders of the library's own types are modules here.
 mod doctor_support;
 mod fib_support;
-mod golden_support;
 mod lab_support;
-#[path = "../../src/test_support.rs"]
-mod test_support;
+use roce_net_testkit as test_support;
+use roce_net_testkit::golden as golden_support;
 
 mod doctor_checks;
 mod doctor_fleet;

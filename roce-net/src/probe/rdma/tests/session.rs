@@ -16,11 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-// Also loaded through fib's tests (doctor_support uses it): one file, two
-// test-only module paths.
-#[allow(clippy::duplicate_mod)]
-#[path = "../../../../tests/it/golden_support.rs"]
-mod golden_support;
+use roce_net_testkit::golden as golden_support;
 
 const CHILD_ENV: &str = "ROCE_NET_TEST_RDMA_CHILD";
 

@@ -1,8 +1,5 @@
-//! Namespace helpers and `require_root` for the crate's own tests: its unit
-//! tests, and through `#[path]` both integration-test binaries
-//! (`roce-net/tests/it/main.rs`, `tests/it/main.rs`): every namespace is named
+//! Namespace helpers and `require_root`: every namespace is named
 //! `rnt-sf-<tag>-<pid>` and deleted by a guard, even when the test fails.
-#![allow(dead_code)]
 
 use std::process::Command;
 

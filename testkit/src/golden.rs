@@ -2,10 +2,6 @@
 //! (doctor fixtures, planner cases, persistence renderings, recorded RDMA
 //! reports): a missing or different file fails the test, and only
 //! `UPDATE_GOLDEN=1` writes them. A test run never creates its own expectation.
-//!
-//! Included with `#[path]` by the crate's unit tests and by the integration
-//! tests that need it.
-#![allow(dead_code)]
 
 use std::path::Path;
 

@@ -1,0 +1,19 @@
+//! The helpers roce-net's tests share, as one dev-only crate (a
+//! dev-dependency of `roce-net` and `roce-net-cli`; never a dependency of
+//! anything shipped):
+//!
+//! - lab namespaces and the rule that a lab test needs root and fails, never
+//!   skips, without it: [`require_root`], [`require_namespaces`], [`Netns`]
+//!   (named `rnt-sf-<tag>-<pid>`, deleted on drop), [`run`], [`output`];
+//! - [`golden`]: the one golden-file helper (`UPDATE_GOLDEN=1` rewrites, a
+//!   missing file fails).
+//!
+//! Helpers that build the library's own types (`HostState` fixtures, FIB
+//! queries) stay modules of the test binaries: a crate that depended on
+//! `roce-net` would hand the library's unit tests a second copy of its types
+//! (docs/architecture.md, "Tests").
+
+pub mod golden;
+mod ns;
+
+pub use ns::{output, require_namespaces, require_root, run, Netns};
