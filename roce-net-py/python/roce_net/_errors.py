@@ -17,26 +17,6 @@ from typing import Dict, Optional, Sequence, Tuple, Type
 
 _FIELD_PATH = re.compile(r'[A-Za-z_][\w-]*(?:\.[\w*?-]+|\."[^"]*"|\[\d+\])*')
 
-__all__ = [
-    "RoceNetError",
-    "RoceNetPermissionError",
-    "NotFoundError",
-    "InvalidInputError",
-    "PolicyError",
-    "ParseError",
-    "NetlinkError",
-    "RoceNetIOError",
-    "DriftError",
-    "LockedError",
-    "VerifyError",
-    "RolledBackError",
-    "RollbackFailedError",
-    "UnsupportedError",
-    "RoceNetTimeoutError",
-    "NoRdmaError",
-    "ERROR_CLASSES",
-]
-
 
 class RoceNetError(Exception):
     """Base class of every roce_net error.

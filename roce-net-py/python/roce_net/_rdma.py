@@ -27,17 +27,7 @@ from ._types import (
     VerbsView,
 )
 
-__all__ = [
-    "RdmaBandwidth",
-    "RdmaEndpoint",
-    "RdmaFailure",
-    "RdmaLatency",
-    "RdmaProbeResult",
-    "RdmaServerResult",
-    "probe_rdma",
-    "probe_rdma_server",
-    "verbs_view",
-]
+__all__ = ["probe_rdma", "probe_rdma_server", "verbs_view"]
 
 _Ip = Union[str, ipaddress.IPv4Address, ipaddress.IPv6Address]
 
