@@ -14,6 +14,9 @@ use crate::plan::DesiredState;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// The read side: what this stack's configuration on the node claims.
+pub(super) mod read;
+
 fn fam(f: Family) -> &'static str {
     match f {
         Family::Inet => "-4",

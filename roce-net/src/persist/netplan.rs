@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// The read side: what this stack's configuration on the node claims.
+pub(super) mod read;
+
 pub(crate) fn render(
     _d: &DesiredState,
     layout: &Layout<'_>,

@@ -15,6 +15,9 @@ use crate::plan::DesiredState;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// The read side: what this stack's configuration on the node claims.
+pub(super) mod read;
+
 pub(crate) fn render(
     _d: &DesiredState,
     layout: &Layout<'_>,
