@@ -32,70 +32,42 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The likely cause of a failed probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Cause {
-    /// A neighbour entry maps the peer's address to a MAC that is not the peer
-    /// NIC's: RoCE frames go to the wrong NIC and are dropped.
-    ArpFlux,
-    /// No route to the peer's address, or its MAC could not be resolved.
-    NoRouteOrArp,
-    /// The queue pair's path MTU is above a port's active MTU.
-    PathMtuAboveActive,
-    /// The GID is link-local (`fe80::`): RoCE v2 from it is not routable.
-    GidLinkLocal,
-    /// The GID is RoCE v1: not routable.
-    GidRoceV1,
-    /// The two ends' GIDs are of different address families.
-    GidWrongFamily,
-    /// The port is not `ACTIVE`.
-    PortNotActive,
-    /// Retries exhausted with a resolved neighbour: the path drops RoCE traffic.
-    RetryExceeded,
-    /// The peer had no receive posted (a peer out of step).
-    RnrRetryExceeded,
-    /// The peer refused an RDMA write (wrong key or address).
-    RemoteAccess,
-    /// The TCP connection to the probe server failed.
-    PeerUnreachable,
-    /// The peer reported its own failure.
-    PeerFailed,
-    /// The device could not be opened or set up.
-    DeviceError,
-    /// A step did not finish in time.
-    Timeout,
-    /// None of the above.
-    Unknown,
-}
-
-impl Cause {
-    /// The stable id (`arp-flux`, ...).
-    pub fn id(self) -> &'static str {
-        match self {
-            Cause::ArpFlux => "arp-flux",
-            Cause::NoRouteOrArp => "no-route-or-arp",
-            Cause::PathMtuAboveActive => "path-mtu-above-active",
-            Cause::GidLinkLocal => "gid-link-local",
-            Cause::GidRoceV1 => "gid-roce-v1",
-            Cause::GidWrongFamily => "gid-wrong-family",
-            Cause::PortNotActive => "port-not-active",
-            Cause::RetryExceeded => "retry-exceeded",
-            Cause::RnrRetryExceeded => "rnr-retry-exceeded",
-            Cause::RemoteAccess => "remote-access",
-            Cause::PeerUnreachable => "peer-unreachable",
-            Cause::PeerFailed => "peer-failed",
-            Cause::DeviceError => "device-error",
-            Cause::Timeout => "timeout",
-            Cause::Unknown => "unknown",
-        }
-    }
-}
-
-impl std::fmt::Display for Cause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.id())
+named_enum! {
+    /// The likely cause of a failed probe.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    #[non_exhaustive]
+    pub enum Cause (fn id) {
+        /// A neighbour entry maps the peer's address to a MAC that is not the peer
+        /// NIC's: RoCE frames go to the wrong NIC and are dropped.
+        ArpFlux = "arp-flux",
+        /// No route to the peer's address, or its MAC could not be resolved.
+        NoRouteOrArp = "no-route-or-arp",
+        /// The queue pair's path MTU is above a port's active MTU.
+        PathMtuAboveActive = "path-mtu-above-active",
+        /// The GID is link-local (`fe80::`): RoCE v2 from it is not routable.
+        GidLinkLocal = "gid-link-local",
+        /// The GID is RoCE v1: not routable.
+        GidRoceV1 = "gid-roce-v1",
+        /// The two ends' GIDs are of different address families.
+        GidWrongFamily = "gid-wrong-family",
+        /// The port is not `ACTIVE`.
+        PortNotActive = "port-not-active",
+        /// Retries exhausted with a resolved neighbour: the path drops RoCE traffic.
+        RetryExceeded = "retry-exceeded",
+        /// The peer had no receive posted (a peer out of step).
+        RnrRetryExceeded = "rnr-retry-exceeded",
+        /// The peer refused an RDMA write (wrong key or address).
+        RemoteAccess = "remote-access",
+        /// The TCP connection to the probe server failed.
+        PeerUnreachable = "peer-unreachable",
+        /// The peer reported its own failure.
+        PeerFailed = "peer-failed",
+        /// The device could not be opened or set up.
+        DeviceError = "device-error",
+        /// A step did not finish in time.
+        Timeout = "timeout",
+        /// None of the above.
+        Unknown = "unknown",
     }
 }
 

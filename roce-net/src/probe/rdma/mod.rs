@@ -13,6 +13,39 @@
 //! a software model in the tests), so the exchange, the timeouts and the
 //! reporting run for real without RDMA hardware.
 
+/// An enum whose variants each have one stable name, written once: the JSON
+/// value (serde's `rename`, which the schema follows), the name method
+/// (`fn id` or `fn name`) and `Display` all come from the one table, so they
+/// cannot disagree.
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $enum:ident (fn $method:ident) {
+            $($(#[doc = $doc:literal])* $variant:ident = $text:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $enum {
+            $($(#[doc = $doc])* #[serde(rename = $text)] $variant,)*
+        }
+
+        impl $enum {
+            #[doc = concat!("The stable name of the ", stringify!($enum), " (as in JSON).")]
+            pub fn $method(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $text,)*
+                }
+            }
+        }
+
+        impl std::fmt::Display for $enum {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.$method())
+            }
+        }
+    };
+}
+
 mod engine;
 mod explain;
 mod ibverbs;
@@ -242,53 +275,30 @@ pub struct Bandwidth {
     pub verified: bool,
 }
 
-/// The stage a probe failed at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    /// Checks before anything is opened (port state, GID).
-    Preflight,
-    /// The TCP connection to the peer.
-    Connect,
-    /// The exchange of queue-pair details.
-    Exchange,
-    /// Opening the device, PD, CQ, MR, QP (to INIT).
-    Open,
-    /// `ibv_modify_qp` to RTR: the kernel resolves the peer's MAC here.
-    ReadyToReceive,
-    /// `ibv_modify_qp` to RTS.
-    ReadyToSend,
-    /// The send/recv ping-pong.
-    SendRecv,
-    /// RDMA writes to the peer.
-    WriteToPeer,
-    /// RDMA writes from the peer.
-    WriteFromPeer,
-    /// The peer reported a failure of its own.
-    Peer,
-}
-
-impl Stage {
-    /// The snake_case name (as in JSON).
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::Preflight => "preflight",
-            Stage::Connect => "connect",
-            Stage::Exchange => "exchange",
-            Stage::Open => "open",
-            Stage::ReadyToReceive => "ready_to_receive",
-            Stage::ReadyToSend => "ready_to_send",
-            Stage::SendRecv => "send_recv",
-            Stage::WriteToPeer => "write_to_peer",
-            Stage::WriteFromPeer => "write_from_peer",
-            Stage::Peer => "peer",
-        }
-    }
-}
-
-impl std::fmt::Display for Stage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+named_enum! {
+    /// The stage a probe failed at.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum Stage (fn name) {
+        /// Checks before anything is opened (port state, GID).
+        Preflight = "preflight",
+        /// The TCP connection to the peer.
+        Connect = "connect",
+        /// The exchange of queue-pair details.
+        Exchange = "exchange",
+        /// Opening the device, PD, CQ, MR, QP (to INIT).
+        Open = "open",
+        /// `ibv_modify_qp` to RTR: the kernel resolves the peer's MAC here.
+        ReadyToReceive = "ready_to_receive",
+        /// `ibv_modify_qp` to RTS.
+        ReadyToSend = "ready_to_send",
+        /// The send/recv ping-pong.
+        SendRecv = "send_recv",
+        /// RDMA writes to the peer.
+        WriteToPeer = "write_to_peer",
+        /// RDMA writes from the peer.
+        WriteFromPeer = "write_from_peer",
+        /// The peer reported a failure of its own.
+        Peer = "peer",
     }
 }
 
