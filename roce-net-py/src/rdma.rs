@@ -1,6 +1,7 @@
-//! `probe rdma` and the verbs view for Python: the native halves of
-//! `roce_net.probe_rdma`, `roce_net.probe_rdma_server` and `roce_net.verbs_view`.
-//! The probe reports come back as the frozen result classes of
+//! `probe rdma` and the verbs view for Python: `roce_net.probe_rdma`,
+//! `roce_net.probe_rdma_server` and `roce_net.verbs_view` themselves (no Python
+//! wrapper restates their signatures; `_roce_net.pyi` types them). The probe
+//! reports come back as the frozen result classes of
 //! `roce_net._types` (`RdmaProbeResult`, `RdmaServerResult`, built from the
 //! library's structs like every other result); the verbs view is a `VerbsView`
 //! (it is also part of a snapshot).
@@ -62,10 +63,17 @@ fn options(
     Ok(o)
 }
 
-/// `_probe_rdma(host, peer, **options)`: one client session against the
-/// `probe rdma` server at `peer`: an `RdmaProbeResult` (see `roce_net.probe_rdma`).
+/// Probe RDMA to the server at ``peer`` from ``host`` (GIL released): one
+/// client session against a ``probe_rdma_server`` (or ``roce-net probe rdma
+/// --server``). The device, port and GID index come from ``source`` (default:
+/// the route's source for ``peer``); an RC queue pair moves data both ways.
+///
+/// Raises NoRdmaError when RDMA is unavailable here (no libibverbs, no kernel
+/// support, no devices, no /dev/infiniband), InvalidInputError / NotFoundError
+/// for options that do not fit the host. An RDMA failure is a result with
+/// ``ok=False`` and ``failure`` set (its likely cause, with evidence).
 #[pyfunction]
-#[pyo3(name = "_probe_rdma", signature = (
+#[pyo3(signature = (
     host, peer, *, source=None, device=None, port=None, gid_index=None, tcp_port=18520,
     size=65536, iterations=1000, latency_size=64, latency_iterations=1000, mtu=None,
     timeout=10.0, libibverbs=None
@@ -108,10 +116,10 @@ pub fn probe_rdma<'py>(
     to_py(py, &r)
 }
 
-/// `_probe_rdma_server(host, *, source, **options)`: serve clients until
-/// `clients` sessions ran or `duration` seconds passed: an `RdmaServerResult`.
+/// Serve ``probe_rdma`` clients from ``source`` until ``clients`` sessions
+/// ran or ``duration`` seconds passed (GIL released): an ``RdmaServerResult``.
 #[pyfunction]
-#[pyo3(name = "_probe_rdma_server", signature = (
+#[pyo3(signature = (
     host, *, source, device=None, port=None, gid_index=None, tcp_port=18520, clients=1,
     duration=60.0, timeout=10.0, libibverbs=None
 ))]
@@ -151,10 +159,11 @@ pub fn probe_rdma_server<'py>(
     to_py(py, &r)
 }
 
-/// `_verbs_view(host, *, libibverbs=None)`: devices, ports and GIDs through
-/// libibverbs, or why RDMA is unavailable (a `VerbsView`).
+/// Devices, ports and GID tables through libibverbs (GIL released); without
+/// RDMA, ``unavailable`` holds ``reason`` (``no_library``,
+/// ``no_kernel_support``, ``no_devices``, ``no_device_files``) and ``detail``.
 #[pyfunction]
-#[pyo3(name = "_verbs_view", signature = (host, *, libibverbs=None))]
+#[pyo3(signature = (host, *, libibverbs=None))]
 pub fn verbs_view<'py>(
     py: Python<'py>,
     host: &Host,

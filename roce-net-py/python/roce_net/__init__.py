@@ -42,6 +42,9 @@ from ._roce_net import (
     ibdev2netdev,
     render_show_gids,
     render_ibdev2netdev,
+    probe_rdma,
+    probe_rdma_server,
+    verbs_view,
     Host,
     Lab,
     Policy,
@@ -53,8 +56,6 @@ from ._roce_net import (
     save_snapshot,
     write_persistence,
 )
-
-from ._rdma import probe_rdma, probe_rdma_server, verbs_view
 
 __version__: str = _roce_net.__version__
 SCHEMA_VERSION: int = _roce_net.SCHEMA_VERSION

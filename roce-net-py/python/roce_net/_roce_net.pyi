@@ -71,9 +71,9 @@ __all__ = [
     "fleet_report",
     "render_metrics",
     "route_lookup",
-    "_probe_rdma",
-    "_probe_rdma_server",
-    "_verbs_view",
+    "probe_rdma",
+    "probe_rdma_server",
+    "verbs_view",
     "show_gids",
     "ibdev2netdev",
     "render_show_gids",
@@ -318,8 +318,8 @@ def route_lookup(
     """Where the kernel would send the flow, computed offline from the snapshot
     (like ``ip route get`` on that host). NotFoundError when it would fail."""
 
-# probe rdma and the verbs view (wrapped by roce_net._rdma; GIL released).
-def _probe_rdma(
+# probe rdma and the verbs view (GIL released).
+def probe_rdma(
     host: Host,
     peer: _IP,
     *,
@@ -335,8 +335,11 @@ def _probe_rdma(
     mtu: Optional[int] = None,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
-) -> RdmaProbeResult: ...
-def _probe_rdma_server(
+) -> RdmaProbeResult:
+    """Probe RDMA to the server at ``peer`` from ``host``: an RC queue pair
+    moves data both ways. NoRdmaError when RDMA is unavailable here; an RDMA
+    failure is a result with ``ok=False`` and ``failure`` set."""
+def probe_rdma_server(
     host: Host,
     *,
     source: _IP,
@@ -348,8 +351,12 @@ def _probe_rdma_server(
     duration: float = 60.0,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
-) -> RdmaServerResult: ...
-def _verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView: ...
+) -> RdmaServerResult:
+    """Serve ``probe_rdma`` clients from ``source`` until ``clients`` sessions
+    ran or ``duration`` seconds passed."""
+def verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView:
+    """Devices, ports and GID tables through libibverbs; without RDMA,
+    ``unavailable`` holds ``reason`` and ``detail``."""
 
 # The CLI's read-only RDMA views (`roce-net gids`, `roce-net ibdev2netdev`).
 def show_gids(
