@@ -340,9 +340,7 @@ fn product_files() -> Vec<(PathBuf, String)> {
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap();
         let first = rel.components().next().unwrap().as_os_str();
-        if rel.components().any(|c| c.as_os_str() == "tests")
-            || first == "fuzzing.rs"
-        {
+        if rel.components().any(|c| c.as_os_str() == "tests") || first == "fuzzing.rs" {
             continue;
         }
         let code = product_code(&std::fs::read_to_string(f).unwrap());
