@@ -5,8 +5,9 @@
 # --strict); ansible-test sanity and units on the roce_net.roce collection; then
 # pytest on the installed wheel (API, errors, frozen types, GIL release, asyncio,
 # stubs, namespace labs) and the Ansible collection against lab namespaces (one
-# host and a fleet). Before the stubs: that roce_net/_types.py is what
-# scripts/gen_python_types.py generates from the built module's schema.
+# host and a fleet). Before the stubs: that roce_net/_types.py and the
+# result-type block of roce_net/__init__.py are what scripts/gen_python_types.py
+# generates from the built module's schema.
 #
 # Usage: scripts/test-python.sh [--build-part | --root-part]   (default: both)
 #        --build-part: venv, tools, wheel, stub checks, ansible-test; needs no root
@@ -43,7 +44,7 @@ if [ "$part" = all ] || [ "$part" = --build-part ]; then
   [ "${WHEEL_BUILT:-0}" = 1 ] || scripts/build-artifacts.sh wheel
   "$PY" -m pip install -q --force-reinstall --no-deps --no-index dist/roce_net-*.whl
 
-  log "checking that _types.py is what the schema generates (scripts/gen_python_types.py --check)"
+  log "checking that _types.py and __init__.py's result-type block are what the schema generates (scripts/gen_python_types.py --check)"
   (cd /tmp && "$OLDPWD/$PY" "$OLDPWD/scripts/gen_python_types.py" --check)
 
   log "checking the hand-written stubs against the built module (stubtest)"

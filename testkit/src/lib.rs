@@ -11,7 +11,7 @@
 //! Helpers that build the library's own types (`HostState` fixtures, FIB
 //! queries) stay modules of the test binaries: a crate that depended on
 //! `roce-net` would hand the library's unit tests a second copy of its types
-//! (docs/architecture.md, "Tests").
+//! (docs/architecture.md, "Testing").
 
 pub mod golden;
 mod ns;

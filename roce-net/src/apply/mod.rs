@@ -36,7 +36,7 @@ mod confirm;
 mod execute;
 mod identity;
 mod journal;
-pub(crate) mod lock;
+mod lock;
 mod privilege;
 pub use privilege::require_net_admin;
 mod status;

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub(crate) struct Held(File);
 
+#[cfg(test)]
 impl AsRawFd for Held {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
         self.0.as_raw_fd()

@@ -9,7 +9,7 @@
 //! - [`walk`]: the link-safe walk to a file's directory under an injectable root.
 //!
 //! Below `apply`, `persist` and `rt_tables`, which all build on it
-//! (docs/architecture.md, "Layers").
+//! (docs/architecture.md, "One owner per concept").
 
 pub(crate) mod lock;
 pub(crate) mod statedir;

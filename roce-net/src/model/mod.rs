@@ -10,8 +10,8 @@
 use schemars::JsonSchema;
 
 /// `Serialize` through `Display` and a JSON schema of a plain string (`$what`
-/// says which), for a value written in JSON as `ip` prints it; its
-/// `Deserialize` parses it back with the type's own error.
+/// says which), for a value written in JSON as `ip` prints it. Each type
+/// writes its own `Deserialize`, which parses the text back with its own error.
 macro_rules! serialize_as_display {
     ($ty:ident, $what:literal) => {
         impl serde::Serialize for $ty {

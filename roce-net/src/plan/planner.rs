@@ -259,8 +259,9 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
         }
     }
 
-    // 4. Rules: keep what matches, add (a rule is never replaced: its key holds
-    // everything a rule says but the protocol).
+    // 4. Rules: keep what matches, add. A rule is never replaced: the kernel
+    // keeps rules by their whole content, so a different rule with the same key
+    // (family, priority, table) stands beside ours, and ours goes as stale.
     let mut rules = Claims::new(&host.rules, p);
     for want in &desired.rules {
         if !rules.satisfy(want) {

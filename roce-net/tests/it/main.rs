@@ -3,7 +3,7 @@
 //! that module (`cargo test -p roce-net --test it lab_guard::`) and a
 //! `cargo test NAME` filter still finds it. One binary links the library and its
 //! dependencies once instead of once per file; docs/architecture.md
-//! ("Tests") has the layout and what it saves.
+//! ("Testing") has the layout and what it saves.
 //!
 //! The tests run as threads of one process. None relies on being alone in it:
 //! namespaces are named by pid plus a per-lab counter or a per-module prefix,

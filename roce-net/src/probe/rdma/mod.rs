@@ -30,7 +30,7 @@ macro_rules! named_enum {
         }
 
         impl $enum {
-            #[doc = concat!("The stable name of the ", stringify!($enum), " (as in JSON).")]
+            #[doc = concat!("The stable name, as in JSON: one of" $(, " `", $text, "`")*, ".")]
             pub fn $method(self) -> &'static str {
                 match self {
                     $($enum::$variant => $text,)*
