@@ -15,11 +15,12 @@
 //! and output sizes and the number of findings. Not a test: nothing is asserted.
 
 use roce_net::{HostState, SnapshotFormat};
+use roce_net_testkit::run_measured;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 struct Opts {
@@ -64,30 +65,6 @@ fn parse_opts() -> Opts {
         i += 2;
     }
     o
-}
-
-/// Run a command; returns (wall time, maxrss KiB, stdout).
-fn run_child(cmd: &mut Command) -> (Duration, u64, Vec<u8>) {
-    let start = Instant::now();
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawning child");
-    let mut out = Vec::new();
-    if let Some(mut so) = child.stdout.take() {
-        std::io::Read::read_to_end(&mut so, &mut out).expect("reading child output");
-    }
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child with valid out-pointers.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    let took = start.elapsed();
-    assert!(rc == pid, "wait4 on {cmd:?}");
-    std::mem::forget(child); // already reaped by wait4
-    (took, ru.ru_maxrss as u64, out)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -187,7 +164,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     // Measure mode: run the rest of the command line, print its maxrss (KiB).
     if args.get(1).map(String::as_str) == Some("--measure") {
-        let (_, rss, _) = run_child(Command::new(&args[2]).args(&args[3..]));
+        let rss = run_measured(Command::new(&args[2]).args(&args[3..])).maxrss_kib;
         println!("{rss}");
         return;
     }
@@ -244,9 +221,9 @@ fn main() {
     let mut outs: Vec<Vec<u8>> = vec![Vec::new(); bins.len()];
     for _ in 0..o.runs {
         for (k, (_, bin)) in bins.iter().enumerate() {
-            let (d, _, so) = run_child(Command::new(bin).args(["--json", "fleet"]).args(&files));
-            times[k].push(d);
-            outs[k] = so;
+            let m = run_measured(Command::new(bin).args(["--json", "fleet"]).args(&files));
+            times[k].push(m.took);
+            outs[k] = m.stdout;
         }
     }
     for (k, (name, bin)) in bins.iter().enumerate() {

@@ -20,6 +20,7 @@
 
 use roce_net::Host;
 use roce_net::Lab;
+use roce_net_testkit::run_measured;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -84,28 +85,10 @@ fn vm_hwm_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// Run a command to completion; returns (wall time, maxrss in KiB, stdout bytes).
-fn run_child(cmd: &mut Command) -> (Duration, u64, usize) {
-    let start = Instant::now();
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawning child");
-    let mut out = Vec::new();
-    if let Some(mut so) = child.stdout.take() {
-        std::io::Read::read_to_end(&mut so, &mut out).expect("reading child output");
-    }
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child with valid out-pointers.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    let took = start.elapsed();
-    assert!(rc == pid && status == 0, "child {cmd:?} failed");
-    std::mem::forget(child); // already reaped by wait4
-    (took, ru.ru_maxrss as u64, out.len())
+/// Run a command that must succeed: its wall time and how many bytes it printed.
+fn took(cmd: &mut Command) -> (Duration, usize) {
+    let m = run_measured(cmd).succeeded();
+    (m.took, m.stdout.len())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -166,7 +149,9 @@ fn main() {
     // Measure mode (a small process, so its pre-exec image does not inflate the
     // target's maxrss): run the rest of the command line, print its maxrss (KiB).
     if args.get(1).map(String::as_str) == Some("--measure") {
-        let (_, rss, _) = run_child(Command::new(&args[2]).args(&args[3..]));
+        let rss = run_measured(Command::new(&args[2]).args(&args[3..]))
+            .succeeded()
+            .maxrss_kib;
         println!("{rss}");
         return;
     }
@@ -219,11 +204,10 @@ fn main() {
         counts = netlink_snapshot(&ns).expect("snapshot");
         lib_in.push(t.elapsed());
 
-        let (d, _, _) = run_child(Command::new(&exe).args(["--child", &ns]));
-        lib_child.push(d);
-        let (d1, _, _) =
-            run_child(Command::new("ip").args(["-n", &ns, "-j", "route", "show", "table", "all"]));
-        let (d2, _, _) = run_child(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
+        lib_child.push(took(Command::new(&exe).args(["--child", &ns])).0);
+        let (d1, _) =
+            took(Command::new("ip").args(["-n", &ns, "-j", "route", "show", "table", "all"]));
+        let (d2, _) = took(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
         ip_child.push(d1 + d2);
     }
     // End to end: the CLI's `snapshot` against `ip -j route show table all` + `ip
@@ -260,7 +244,7 @@ fn main() {
     let mut ip_bytes = 0;
     for _ in 0..o.runs {
         for (k, (_, bin, extra)) in variants.iter().enumerate() {
-            let (d, _, n) = run_child(
+            let (d, n) = took(
                 Command::new(bin)
                     .args(["--netns", &ns, "--etc-root", &etc_s, "snapshot"])
                     .args(extra),
@@ -268,9 +252,9 @@ fn main() {
             e2e[k].push(d);
             e2e_bytes[k] = n;
         }
-        let (d1, _, n1) =
-            run_child(Command::new("ip").args(["-n", &ns, "-j", "route", "show", "table", "all"]));
-        let (d2, _, n2) = run_child(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
+        let (d1, n1) =
+            took(Command::new("ip").args(["-n", &ns, "-j", "route", "show", "table", "all"]));
+        let (d2, n2) = took(Command::new("ip").args(["-n", &ns, "-j", "neigh", "show"]));
         ip_e2e.push(d1 + d2);
         ip_bytes = n1 + n2;
     }

@@ -6,7 +6,10 @@
 //!   skips, without it: [`require_root`], [`require_namespaces`], [`Netns`]
 //!   (named `rnt-sf-<tag>-<pid>`, deleted on drop), [`run`], [`output`];
 //! - [`golden`]: the one golden-file helper (`UPDATE_GOLDEN=1` rewrites, a
-//!   missing file fails).
+//!   missing file fails);
+//! - [`copy_tree`]: a fixture tree copied under a test's root;
+//! - [`run_measured`]: a child run to completion with its time, peak memory
+//!   and output (the benchmarks).
 //!
 //! Helpers that build the library's own types (`HostState` fixtures, FIB
 //! queries) stay modules of the test binaries: a crate that depended on
@@ -14,6 +17,10 @@
 //! (docs/architecture.md, "Testing").
 
 pub mod golden;
+mod measure;
 mod ns;
+mod tree;
 
+pub use measure::{run_measured, Measured};
 pub use ns::{output, require_namespaces, require_root, run, Netns};
+pub use tree::copy_tree;

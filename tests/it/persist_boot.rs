@@ -15,6 +15,7 @@
 //! `scripts/test.sh` installs the tools (netplan.io, systemd, ifupdown,
 //! network-manager, gir1.2-nm-1.0, python3-gi).
 
+use roce_net_testkit::copy_tree;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -89,26 +90,16 @@ fn fixture(stack: &str) -> PathBuf {
         .join(stack)
 }
 
-/// Copy a fixture tree (symlinks as symlinks) into `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        let ft = e.file_type().unwrap();
-        if ft.is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dst).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-            // netplan and NetworkManager refuse group/world-readable files;
-            // networkd reads its files after dropping to systemd-network.
-            let secret = dst.to_string_lossy().contains("/netplan/")
-                || dst.to_string_lossy().contains("/NetworkManager/");
-            let mode = if secret { 0o600 } else { 0o644 };
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
+/// The mode of a copied fixture file: netplan and NetworkManager refuse
+/// group/world-readable files; networkd reads its files after dropping to
+/// systemd-network.
+fn fixture_mode(dst: &Path) -> u32 {
+    let secret = dst.to_string_lossy().contains("/netplan/")
+        || dst.to_string_lossy().contains("/NetworkManager/");
+    if secret {
+        0o600
+    } else {
+        0o644
     }
 }
 
@@ -258,7 +249,7 @@ impl Node {
         lab.connect(&peer, "p0", "198.18.0.100".parse().unwrap(), 24)
             .unwrap();
         let root = tempfile::tempdir().unwrap();
-        copy_tree(&fixture(stack), root.path());
+        copy_tree(&fixture(stack), root.path(), &fixture_mode);
         Node {
             _lab: lab,
             ns,

@@ -5,6 +5,7 @@
 use roce_net::{
     Backend, Claim, HwAddr, Interface, LinkStats, NetplanRenderer, OperState, PersistRoot,
 };
+use roce_net_testkit::copy_tree;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -12,23 +13,6 @@ fn fixture(stack: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/boot")
         .join(stack)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        let ft = e.file_type().unwrap();
-        if ft.is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dst).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-    }
 }
 
 fn iface(index: u32, name: &str, mac: &str) -> Interface {
@@ -50,7 +34,7 @@ fn iface(index: u32, name: &str, mac: &str) -> Interface {
 
 fn node(stack: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    copy_tree(&fixture(stack), d.path());
+    copy_tree(&fixture(stack), d.path(), &|_| 0o600);
     d
 }
 
