@@ -1,11 +1,13 @@
 //! Argument parsing and dispatch: the command line (`Cli`, `Cmd`), its value
 //! parsers, what the global options point at (the host, a snapshot, a policy,
 //! the command prefix hints name), and `run`, which hands each verb to its own
-//! module under `src/cli/` (the apply family is `src/apply_cmd.rs`, `probe
-//! rdma` and `verbs` are `src/rdma.rs`, the lab's demo is `src/demo.rs`).
+//! module under `src/cli/` (the apply family is `apply.rs`, `probe rdma` and
+//! `verbs` are `rdma.rs`, the lab's demo is `demo.rs`).
 //! Exit codes and their one mapping from outcomes are [`exit`]; what is
 //! printed, and how, is `output`.
 
+mod apply;
+mod demo;
 mod doctor;
 mod fleet;
 mod gids;
@@ -17,6 +19,7 @@ mod output;
 mod persist;
 mod plan;
 mod probe;
+mod rdma;
 mod route_get;
 mod show;
 mod snapshot;
@@ -289,7 +292,7 @@ enum Cmd {
     /// Internal: the confirm-timeout watchdog, started detached by `apply`
     /// before the first change.
     #[command(name = "__watchdog", hide = true)]
-    Watchdog(crate::apply_cmd::WatchdogArgs),
+    Watchdog(apply::WatchdogArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -312,7 +315,7 @@ enum ProbeCmd {
     },
     /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
     /// bandwidth both ways, or the failure's likely cause.
-    Rdma(Box<crate::rdma::RdmaArgs>),
+    Rdma(Box<rdma::RdmaArgs>),
 }
 
 /// `persist --backend`: a usage error (exit 64) when it names no backend.
@@ -519,10 +522,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
             };
             route_get::run(cli, &q, *details)
         }
-        Cmd::Verbs { libibverbs } => crate::rdma::verbs(&host(cli)?, libibverbs, cli.json),
+        Cmd::Verbs { libibverbs } => rdma::verbs(&host(cli)?, libibverbs, cli.json),
         Cmd::Probe {
             what: ProbeCmd::Rdma(a),
-        } => crate::rdma::probe(&host(cli)?, a, cli.json),
+        } => rdma::probe(&host(cli)?, a, cli.json),
         Cmd::Probe {
             what:
                 ProbeCmd::Arp {
@@ -538,11 +541,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             plan,
             yes,
             confirm_timeout,
-        } => crate::apply_cmd::apply(cli, policy, plan, *yes, *confirm_timeout),
-        Cmd::Confirm => crate::apply_cmd::confirm(cli),
-        Cmd::Status => crate::apply_cmd::status(cli),
-        Cmd::Rollback => crate::apply_cmd::rollback(cli),
-        Cmd::Archive => crate::apply_cmd::archive(cli),
+        } => apply::apply(cli, policy, plan, *yes, *confirm_timeout),
+        Cmd::Confirm => apply::confirm(cli),
+        Cmd::Status => apply::status(cli),
+        Cmd::Rollback => apply::rollback(cli),
+        Cmd::Archive => apply::archive(cli),
         Cmd::Persist {
             policy,
             backend,
@@ -574,7 +577,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Cmd::Metrics { from, output } => metrics::run(cli, from, output),
         Cmd::Fleet { snapshots } => fleet::run(cli, snapshots),
         Cmd::Lab { nics, keep } => lab::run(cli, *nics, *keep),
-        Cmd::Watchdog(args) => crate::apply_cmd::watchdog(cli, args),
+        Cmd::Watchdog(args) => apply::watchdog(cli, args),
     }
 }
 

@@ -16,12 +16,9 @@
 
 #![cfg_attr(not(test), no_main)]
 
-mod apply_cmd;
 mod cli;
-mod demo;
 mod lab_signals;
 mod logger;
-mod rdma;
 mod render;
 
 /// The process entry (see the module documentation). `argc`/`argv` are unused:

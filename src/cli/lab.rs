@@ -1,4 +1,4 @@
-//! `roce-net lab`: the global options it refuses, then the demo (`src/demo.rs`).
+//! `roce-net lab`: the global options it refuses, then the demo (`demo.rs`).
 
 use super::{exit, usage_error, Cli};
 use clap::CommandFactory;
@@ -16,11 +16,11 @@ pub(super) fn run(cli: &Cli, nics: usize, keep: bool) -> Result<u8, Error> {
         }
         return Ok(exit::USAGE);
     }
-    let dirs = crate::demo::LabDirs {
+    let dirs = super::demo::LabDirs {
         etc_root: cli.etc_root.as_deref(),
         state_dir: cli.state_dir_given.then_some(cli.state_dir.as_path()),
     };
-    crate::demo::run(nics, keep, cli.json, &dirs)
+    super::demo::run(nics, keep, cli.json, &dirs)
 }
 
 /// Why a global option given cannot apply to the lab. The lab builds its own

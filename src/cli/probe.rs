@@ -1,5 +1,5 @@
 //! `roce-net probe arp`: ARP requests from one NIC, every distinct MAC that
-//! answers. (`probe rdma` is `src/rdma.rs`.)
+//! answers. (`probe rdma` is `rdma.rs`.)
 
 use super::{exit, host, out, print_json, Cli};
 use crate::render;
