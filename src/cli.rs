@@ -1,12 +1,14 @@
 //! Argument parsing and dispatch: the command line (`Cli`, `Cmd`), its value
-//! parsers, what the global options point at (the host, a snapshot, a policy,
-//! the command prefix hints name), and `run`, which hands each verb to its own
+//! parsers, and `run`, which hands each verb to its own
 //! module under `src/cli/` (the apply family is `apply.rs`, `probe rdma` and
-//! `verbs` are `rdma.rs`, the lab's demo is `demo.rs`).
+//! `verbs` are `rdma.rs`, the lab's demo is `demo.rs`). What every verb
+//! starts from (the global options and what they point at) is [`context`],
+//! below the verbs: this file uses the verbs, and no verb uses this file.
 //! Exit codes and their one mapping from outcomes are [`exit`]; what is
 //! printed, and how, is `output`.
 
 mod apply;
+mod context;
 mod demo;
 mod doctor;
 mod fleet;
@@ -24,11 +26,11 @@ mod route_get;
 mod show;
 mod snapshot;
 
-pub use output::out;
-pub(crate) use output::{localize_hints, print_json, usage_error};
+use output::usage_error;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use roce_net::{Error, ErrorKind, Host, HostState};
+use context::Context;
+use roce_net::Error;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
@@ -43,25 +45,9 @@ pub mod exit;
     long_about = None
 )]
 pub(crate) struct Cli {
-    /// Work inside this named network namespace (as `ip -n NAME`).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub(crate) netns: Option<String>,
-    /// Read RDMA devices from DIR/class/infiniband instead of /sys.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub(crate) sysfs_root: Option<PathBuf>,
-    /// Use DIR instead of /etc: iproute2's table names (DIR/iproute2), and for
-    /// `persist` every configuration file it reads or writes under /etc.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub(crate) etc_root: Option<PathBuf>,
-    /// Where apply keeps its locks and journals.
-    #[arg(long, global = true, value_name = "DIR", default_value = roce_net::DEFAULT_STATE_DIR)]
-    pub(crate) state_dir: PathBuf,
-    /// Whether `--state-dir` was given (not its default).
-    #[arg(skip)]
-    pub(crate) state_dir_given: bool,
-    /// Machine-readable JSON output.
-    #[arg(long, global = true)]
-    pub(crate) json: bool,
+    /// The global options.
+    #[command(flatten)]
+    pub(crate) cx: Context,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -372,7 +358,7 @@ pub fn main() -> u8 {
     let parsed = Cli::command().try_get_matches().and_then(|m| {
         let given = m.value_source("state_dir") == Some(clap::parser::ValueSource::CommandLine);
         Cli::from_arg_matches(&m).map(|mut c| {
-            c.state_dir_given = given;
+            c.cx.state_dir_given = given;
             c
         })
     });
@@ -401,8 +387,8 @@ pub fn main() -> u8 {
             return exit::USAGE;
         }
     };
-    let json = cli.json;
-    let prefix = command_prefix(&cli);
+    let json = cli.cx.json;
+    let prefix = context::command_prefix(&cli.cx);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -412,84 +398,11 @@ pub fn main() -> u8 {
     }
 }
 
-/// `roce-net` with the global options that pick what a command acts on, as the
-/// user gave them (`--netns`, `--etc-root`, a `--state-dir` other than the
-/// default, `--sysfs-root`), shell-quoted: the command a hint must name so
-/// that, run as printed, it acts on the same namespace, state directory, `/etc`
-/// and sysfs tree.
-pub(crate) fn command_prefix(cli: &Cli) -> String {
-    let state = (cli.state_dir != std::path::Path::new(roce_net::DEFAULT_STATE_DIR))
-        .then_some(cli.state_dir.as_path());
-    let mut s = roce_net_with(cli.netns.as_deref(), cli.etc_root.as_deref(), state);
-    // The same host as this command saw: a printed follow-up observes the same
-    // sysfs tree too.
-    if let Some(r) = &cli.sysfs_root {
-        s.push_str(" --sysfs-root ");
-        s.push_str(&roce_net::shell_word(&r.to_string_lossy()));
-    }
-    s
-}
-
-/// `roce-net --netns NS --etc-root DIR --state-dir DIR`, each option only when
-/// given, shell-quoted: the one spelling of a command line that acts on one
-/// namespace, `/etc` and state directory (hints, the kept lab's commands).
-pub(crate) fn roce_net_with(
-    netns: Option<&str>,
-    etc_root: Option<&std::path::Path>,
-    state_dir: Option<&std::path::Path>,
-) -> String {
-    let mut s = String::from("roce-net");
-    if let Some(n) = netns {
-        s.push_str(" --netns ");
-        s.push_str(&roce_net::shell_word(n));
-    }
-    if let Some(r) = etc_root {
-        s.push_str(" --etc-root ");
-        s.push_str(&roce_net::shell_word(&r.to_string_lossy()));
-    }
-    if let Some(d) = state_dir {
-        s.push_str(" --state-dir ");
-        s.push_str(&roce_net::shell_word(&d.to_string_lossy()));
-    }
-    s
-}
-
-pub(crate) fn host(cli: &Cli) -> Result<Host, Error> {
-    let mut h = match &cli.netns {
-        Some(n) => Host::netns(n)?,
-        None => Host::current(),
-    };
-    if let Some(r) = &cli.sysfs_root {
-        // A mistyped root would read as a host without RDMA devices.
-        if !r.is_dir() {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "--sysfs-root {}: no such directory (give the directory holding class/infiniband)",
-                    r.display()
-                ),
-            ));
-        }
-        h = h.with_sysfs_root(r.clone());
-    }
-    if let Some(r) = &cli.etc_root {
-        h = h.with_etc_root(r.clone());
-    }
-    Ok(h)
-}
-
-fn state(cli: &Cli, from: &Option<PathBuf>) -> Result<HostState, Error> {
-    match from {
-        Some(p) => HostState::load(p),
-        None => host(cli)?.snapshot(),
-    }
-}
-
 /// Hand the command to its verb's module: each verb's options, the library
 /// calls and the rendering of the outcome live there; its exit code comes back.
 fn run(cli: Cli) -> Result<u8, Error> {
-    let cli = &cli;
-    match &cli.cmd {
+    let (cmd, cli) = (&cli.cmd, &cli.cx);
+    match cmd {
         Cmd::Show { from } => show::run(cli, from),
         Cmd::Gids { device, port, from } => gids::run(cli, device, *port, from),
         Cmd::Ibdev2netdev { verbose, from } => ibdev2netdev::run(cli, *verbose, from),
@@ -522,10 +435,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
             };
             route_get::run(cli, &q, *details)
         }
-        Cmd::Verbs { libibverbs } => rdma::verbs(&host(cli)?, libibverbs, cli.json),
+        Cmd::Verbs { libibverbs } => rdma::verbs(&context::host(cli)?, libibverbs, cli.json),
         Cmd::Probe {
             what: ProbeCmd::Rdma(a),
-        } => rdma::probe(&host(cli)?, a, cli.json),
+        } => rdma::probe(&context::host(cli)?, a, cli.json),
         Cmd::Probe {
             what:
                 ProbeCmd::Arp {
@@ -576,16 +489,25 @@ fn run(cli: Cli) -> Result<u8, Error> {
         } => nccl_env::run(cli, from, *export, *nccl_version, *check, env_file),
         Cmd::Metrics { from, output } => metrics::run(cli, from, output),
         Cmd::Fleet { snapshots } => fleet::run(cli, snapshots),
-        Cmd::Lab { nics, keep } => lab::run(cli, *nics, *keep),
+        Cmd::Lab { nics, keep } => match lab::refused_option(cli) {
+            Some(why) => Ok(refused(why, cli.json)),
+            None => lab::run(cli, *nics, *keep),
+        },
         Cmd::Watchdog(args) => apply::watchdog(cli, args),
     }
 }
 
-pub(crate) fn load_policy(path: &Option<PathBuf>) -> Result<roce_net::Policy, Error> {
-    match path {
-        Some(p) => roce_net::Policy::load(p),
-        None => Ok(roce_net::Policy::default()),
+/// A global option the verb cannot take: a usage error (exit 64), in clap's
+/// words and with its usage line, or as the documented JSON error.
+fn refused(why: &str, json: bool) -> u8 {
+    if json {
+        usage_error(why, true);
+    } else {
+        let _ = Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .print();
     }
+    exit::USAGE
 }
 
 #[cfg(test)]
@@ -631,9 +553,9 @@ mod tests {
             "30",
         ])
         .expect("parses");
-        assert_eq!(cli.netns.as_deref(), Some("a"));
-        assert!(cli.json);
-        assert_eq!(cli.state_dir, PathBuf::from("/x"));
+        assert_eq!(cli.cx.netns.as_deref(), Some("a"));
+        assert!(cli.cx.json);
+        assert_eq!(cli.cx.state_dir, PathBuf::from("/x"));
         match cli.cmd {
             Cmd::Apply {
                 yes,

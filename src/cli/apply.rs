@@ -1,7 +1,9 @@
 //! The verbs that change a host or its journal: `apply`, `confirm`, `rollback`,
 //! `status`, `archive` and the internal `__watchdog`.
 
-use crate::cli::{command_prefix, exit, host, load_policy, localize_hints, out, print_json, Cli};
+use super::context::{command_prefix, host, load_policy, Context};
+use super::exit;
+use super::output::{localize_hints, out, print_json};
 use crate::render;
 use roce_net::{ApplyOptions, ConfirmGuard, Error, ErrorKind, Journal, NamespaceId};
 use std::fmt::Write as _;
@@ -26,7 +28,7 @@ pub(crate) struct WatchdogArgs {
     boot_id: Option<String>,
 }
 
-fn opts(cli: &Cli) -> ApplyOptions {
+fn opts(cli: &Context) -> ApplyOptions {
     ApplyOptions {
         state_dir: cli.state_dir.clone(),
         ..Default::default()
@@ -82,7 +84,7 @@ impl Drop for HeldSignals {
 
 /// `roce-net apply`.
 pub(crate) fn apply(
-    cli: &Cli,
+    cli: &Context,
     policy: &Option<PathBuf>,
     plan_file: &Option<PathBuf>,
     yes: bool,
@@ -220,7 +222,7 @@ pub(crate) fn apply(
 
 /// Nothing to apply: the host already matches the policy, or (`saved`) the
 /// reviewed plan is already in effect; exit 0, nothing done, no journal.
-fn nothing_to_do(cli: &Cli, notes: &[String], saved: bool) -> Result<u8, Error> {
+fn nothing_to_do(cli: &Context, notes: &[String], saved: bool) -> Result<u8, Error> {
     if cli.json {
         // The keys of every `apply --json` document (ApplyReport's), null
         // where there is nothing: no journal is written when nothing changes.
@@ -258,7 +260,7 @@ fn stop_idle_watchdog(h: &roce_net::Host, o: &ApplyOptions, pid: u32, apply_id: 
 
 /// Start the confirm-timeout watchdog as a detached process (its own session, so
 /// it survives the SSH session that ran `apply`), guarding `g`.
-fn spawn_watchdog(cli: &Cli, g: &ConfirmGuard) -> Result<u32, Error> {
+fn spawn_watchdog(cli: &Context, g: &ConfirmGuard) -> Result<u32, Error> {
     use std::os::unix::process::CommandExt;
     let exe =
         std::env::current_exe().map_err(|e| Error::io(e, "finding the roce-net executable"))?;
@@ -299,7 +301,7 @@ fn spawn_watchdog(cli: &Cli, g: &ConfirmGuard) -> Result<u32, Error> {
 }
 
 /// `roce-net __watchdog`.
-pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
+pub(crate) fn watchdog(cli: &Context, a: &WatchdogArgs) -> Result<u8, Error> {
     // Before any thread starts: every thread inherits the mask.
     let stop = roce_net::stop_on_signals();
     let mut o = opts(cli);
@@ -325,7 +327,7 @@ pub(crate) fn watchdog(cli: &Cli, a: &WatchdogArgs) -> Result<u8, Error> {
 }
 
 /// `roce-net confirm`.
-pub(crate) fn confirm(cli: &Cli) -> Result<u8, Error> {
+pub(crate) fn confirm(cli: &Context) -> Result<u8, Error> {
     roce_net::confirm(&host(cli)?, &opts(cli))?;
     if cli.json {
         print_json(&serde_json::json!({"confirmed": true}))?;
@@ -336,7 +338,7 @@ pub(crate) fn confirm(cli: &Cli) -> Result<u8, Error> {
 }
 
 /// `roce-net rollback`.
-pub(crate) fn rollback(cli: &Cli) -> Result<u8, Error> {
+pub(crate) fn rollback(cli: &Context) -> Result<u8, Error> {
     let held = HeldSignals::hold();
     let r = match roce_net::rollback(&host(cli)?, &opts(cli)) {
         Ok(r) => r,
@@ -359,7 +361,7 @@ pub(crate) fn rollback(cli: &Cli) -> Result<u8, Error> {
 }
 
 /// `roce-net archive`.
-pub(crate) fn archive(cli: &Cli) -> Result<u8, Error> {
+pub(crate) fn archive(cli: &Context) -> Result<u8, Error> {
     let r = roce_net::archive_journal(&host(cli)?, &opts(cli))?;
     if cli.json {
         print_json(&r)?;
@@ -380,7 +382,7 @@ pub(crate) fn archive(cli: &Cli) -> Result<u8, Error> {
 }
 
 /// `roce-net status`.
-pub(crate) fn status(cli: &Cli) -> Result<u8, Error> {
+pub(crate) fn status(cli: &Context) -> Result<u8, Error> {
     let j = roce_net::apply_status(&host(cli)?, &opts(cli))?;
     if cli.json {
         print_json(&j)?;

@@ -1,7 +1,8 @@
 //! `roce-net lab`: the seed scenario as a guided demo, entirely inside network
 //! namespaces it creates and removes (names `rnt-demo-*`, addresses 198.18.0.0/15).
 
-use crate::cli::{exit, out};
+use super::exit;
+use super::output::out;
 use crate::render;
 use roce_net::ApplyOptions;
 
@@ -192,7 +193,7 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             "second_plan_empty": second.is_empty(),
             "fixed": fixed,
         });
-        crate::cli::print_json(&v)?;
+        super::output::print_json(&v)?;
     } else {
         let mut s = format!(
             "roce-net lab: a host with {nics} NICs in 198.18.0.0/24 and a peer on one switch (namespaces {})\n",
@@ -221,8 +222,11 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
         });
         if keep {
             let host_ns = lab.host_ns().unwrap_or_default();
-            let rn =
-                crate::cli::roce_net_with(Some(host_ns), Some(&etc.path), Some(&state_dir.path));
+            let rn = super::context::roce_net_with(
+                Some(host_ns),
+                Some(&etc.path),
+                Some(&state_dir.path),
+            );
             let created: Vec<String> = [&etc, &state_dir]
                 .iter()
                 .filter(|d| d.created)

@@ -1,14 +1,16 @@
 //! `roce-net doctor`: the host's (or a snapshot's) findings, with evidence and
 //! the fix; the exit code is the worst severity.
 
-use super::{exit, host, load_policy, out, print_json, state, Cli};
+use super::context::{host, load_policy, state, Context};
+use super::exit;
+use super::output::{out, print_json};
 use crate::render;
 use roce_net::Error;
 use std::path::PathBuf;
 
 /// `doctor [--from FILE | --verbs] [-f POLICY]`.
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     from: &Option<PathBuf>,
     policy: &Option<PathBuf>,
     verbs: bool,

@@ -1,14 +1,16 @@
 //! `roce-net fleet`: findings that only show across hosts, from their saved
 //! snapshots, and a summary per host.
 
-use super::{exit, out, print_json, Cli};
+use super::context::Context;
+use super::exit;
+use super::output::{out, print_json};
 use crate::render;
 use roce_net::Error;
 use std::path::PathBuf;
 
 /// `fleet SNAPSHOT...`: the exit code is the worst of the cross-host findings
 /// and of every host's own.
-pub(super) fn run(cli: &Cli, snapshots: &[PathBuf]) -> Result<u8, Error> {
+pub(super) fn run(cli: &Context, snapshots: &[PathBuf]) -> Result<u8, Error> {
     // Each snapshot is summarised as it is loaded, one per core at a time.
     let mut fleet = roce_net::FleetBuilder::new(&roce_net::DoctorOptions::default());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

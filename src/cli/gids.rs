@@ -1,12 +1,14 @@
 //! `roce-net gids`: the GID tables as mlnx-tools' `show_gids` prints them.
 
-use super::{exit, out, print_json, state, Cli};
+use super::context::{state, Context};
+use super::exit;
+use super::output::{out, print_json};
 use roce_net::Error;
 use std::path::PathBuf;
 
 /// `gids [DEV [PORT]] [--from FILE]`.
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     device: &Option<String>,
     port: Option<u32>,
     from: &Option<PathBuf>,

@@ -1,21 +1,11 @@
 //! `roce-net lab`: the global options it refuses, then the demo (`demo.rs`).
 
-use super::{exit, usage_error, Cli};
-use clap::CommandFactory;
+use super::context::Context;
 use roce_net::Error;
 
-/// `lab [--nics N] [--keep]`.
-pub(super) fn run(cli: &Cli, nics: usize, keep: bool) -> Result<u8, Error> {
-    if let Some(why) = refused_option(cli) {
-        if cli.json {
-            usage_error(why, true);
-        } else {
-            let _ = Cli::command()
-                .error(clap::error::ErrorKind::ArgumentConflict, why)
-                .print();
-        }
-        return Ok(exit::USAGE);
-    }
+/// `lab [--nics N] [--keep]`, once [`refused_option`] found nothing to refuse
+/// (the dispatch reports a refusal as a usage error, in clap's words).
+pub(super) fn run(cli: &Context, nics: usize, keep: bool) -> Result<u8, Error> {
     let dirs = super::demo::LabDirs {
         etc_root: cli.etc_root.as_deref(),
         state_dir: cli.state_dir_given.then_some(cli.state_dir.as_path()),
@@ -27,7 +17,7 @@ pub(super) fn run(cli: &Cli, nics: usize, keep: bool) -> Result<u8, Error> {
 /// namespaces, and its NICs are veths with no RDMA devices: a --netns or
 /// --sysfs-root would be ignored, and the user would think the lab ran (or
 /// left its host) there.
-fn refused_option(cli: &Cli) -> Option<&'static str> {
+pub(super) fn refused_option(cli: &Context) -> Option<&'static str> {
     if cli.netns.is_some() {
         Some(
             "`lab` builds its own namespaces (rnt-demo-*) and does not take --netns; \

@@ -1,14 +1,16 @@
 //! `roce-net metrics`: the Prometheus text format for node_exporter's textfile
 //! collector, to standard output or written atomically to a file.
 
-use super::{exit, out, state, usage_error, Cli};
+use super::context::{state, Context};
+use super::exit;
+use super::output::{out, usage_error};
 use roce_net::{Error, ErrorKind};
 use std::io::Write;
 use std::path::PathBuf;
 
 /// `metrics [--from FILE] [-o FILE]`; `--json` is a usage error (exit 64).
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     from: &Option<PathBuf>,
     output: &Option<PathBuf>,
 ) -> Result<u8, Error> {

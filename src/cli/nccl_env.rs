@@ -1,14 +1,16 @@
 //! `roce-net nccl-env`: the NCCL environment for this host's RDMA devices and
 //! GID tables, or (`--check`) the findings on the environment a job has.
 
-use super::{exit, out, print_json, state, Cli};
+use super::context::{state, Context};
+use super::exit;
+use super::output::{out, print_json};
 use crate::render;
 use roce_net::{Error, HostState, NcclOptions};
 use std::path::PathBuf;
 
 /// `nccl-env [--from FILE] [--export | --check [--env-file FILE]] [--nccl-version V]`.
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     from: &Option<PathBuf>,
     export: bool,
     nccl_version: Option<roce_net::NcclVersion>,
@@ -34,7 +36,7 @@ pub(super) fn run(
 /// `--check`: the variables of this process (or `--env-file`, parsed as NCCL
 /// parses `nccl.conf`) checked against the host; exit code as for `doctor`.
 fn check_env(
-    cli: &Cli,
+    cli: &Context,
     st: &HostState,
     opts: &NcclOptions,
     env_file: &Option<PathBuf>,

@@ -8,7 +8,7 @@ use std::io::Write;
 /// The library's messages name the next command in backquotes (`` `roce-net
 /// rollback` ``, `` `roce-net archive` ``): it knows which step comes next, not
 /// which global options this command line had. Every such command is
-/// completed here with `prefix` (see [`super::command_prefix`]), so a hint copied as
+/// completed here with `prefix` (see [`super::context::command_prefix`]), so a hint copied as
 /// printed acts on the same namespace and state directory.
 pub(crate) fn localize_hints(msg: &str, prefix: &str) -> String {
     if prefix == "roce-net" {

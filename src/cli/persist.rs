@@ -1,14 +1,16 @@
 //! `roce-net persist`: the fix rendered as boot-persistent configuration for
 //! the stack that manages each NIC, written (or shown, or removed).
 
-use super::{command_prefix, exit, host, load_policy, localize_hints, out, print_json, Cli};
+use super::context::{command_prefix, host, load_policy, Context};
+use super::exit;
+use super::output::{localize_hints, out, print_json};
 use crate::render;
 use roce_net::{Backend, Error, PersistRoot};
 use std::path::{Path, PathBuf};
 
 /// `persist [-f POLICY] [--backend B] [--dry-run] [--remove] [--switch-backend] [--root DIR]`.
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     policy: &Option<PathBuf>,
     backend: Option<Backend>,
     dry_run: bool,
@@ -49,7 +51,7 @@ pub(super) fn run(
 }
 
 /// `persist --remove`: every file persist wrote removed, what it replaced put back.
-fn remove_all(cli: &Cli, target: &PersistRoot, dry_run: bool) -> Result<u8, Error> {
+fn remove_all(cli: &Context, target: &PersistRoot, dry_run: bool) -> Result<u8, Error> {
     let report = roce_net::remove_persistence(target, &[], dry_run)?;
     if cli.json {
         print_json(&serde_json::json!({"remove": report}))?;
@@ -78,7 +80,7 @@ fn chosen_backend(given: Option<Backend>, policy: &roce_net::Policy) -> Option<(
 /// `--netns` namespace (a bare `sysctl --system` loads the machine's own
 /// `/etc/sysctl.d` into the machine's own namespace).
 fn persist_hints<'a>(
-    cli: &'a Cli,
+    cli: &'a Context,
     root: &'a std::path::Path,
     target: &'a roce_net::PersistRoot,
 ) -> impl Fn(&str, Option<&std::path::Path>) -> String + 'a {

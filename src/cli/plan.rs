@@ -1,14 +1,16 @@
 //! `roce-net plan`: the changes a policy needs on this host, as a reviewable
 //! diff, optionally saved for `apply --plan`.
 
-use super::{command_prefix, exit, host, load_policy, localize_hints, out, print_json, Cli};
+use super::context::{command_prefix, host, load_policy, Context};
+use super::exit;
+use super::output::{localize_hints, out, print_json};
 use crate::render;
 use roce_net::Error;
 use std::path::PathBuf;
 
 /// `plan [-f POLICY] [-o FILE]`.
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     policy: &Option<PathBuf>,
     output: &Option<PathBuf>,
 ) -> Result<u8, Error> {

@@ -1,7 +1,9 @@
 //! `roce-net probe arp`: ARP requests from one NIC, every distinct MAC that
 //! answers. (`probe rdma` is `rdma.rs`.)
 
-use super::{exit, host, out, print_json, Cli};
+use super::context::{host, Context};
+use super::exit;
+use super::output::{out, print_json};
 use crate::render;
 use roce_net::{Error, ErrorKind};
 use std::net::Ipv4Addr;
@@ -10,7 +12,7 @@ use std::time::Duration;
 /// `probe arp --dev IF --target IP [--count N] [--timeout S]`: exit 0 when
 /// exactly one MAC answered, 6 when none or several did.
 pub(super) fn arp(
-    cli: &Cli,
+    cli: &Context,
     dev: &str,
     target: Ipv4Addr,
     count: u32,

@@ -2,7 +2,7 @@
 //! their rendering. Built with or without the `verbs` feature; without it both
 //! answer "built without verbs" (exit 69).
 
-use crate::cli::exit;
+use super::exit;
 use clap::Args;
 use roce_net::{Error, ErrorKind, Host, VerbsView};
 use std::fmt::Write;
@@ -140,7 +140,7 @@ fn run(
     if a.server {
         let r = host.probe_rdma_server(&o)?;
         if json {
-            crate::cli::print_json(&r)?;
+            super::output::print_json(&r)?;
         } else {
             let mut s = format!(
                 "probe rdma server on {}: {} session(s), stopped on {}\n",
@@ -151,7 +151,7 @@ fn run(
             for x in &r.sessions {
                 s.push_str(&report(x));
             }
-            crate::cli::out(&s);
+            super::output::out(&s);
         }
         return Ok(exit::for_probe(r.ok));
     }
@@ -160,9 +160,9 @@ fn run(
         .ok_or_else(|| Error::new(ErrorKind::InvalidInput, "give PEER or --server"))?;
     let r = host.probe_rdma(peer, &o)?;
     if json {
-        crate::cli::print_json(&r)?;
+        super::output::print_json(&r)?;
     } else {
-        crate::cli::out(&report(&r));
+        super::output::out(&report(&r));
     }
     Ok(exit::for_probe(r.ok))
 }
@@ -248,9 +248,9 @@ pub fn report(r: &roce_net::RdmaProbeReport) -> String {
 pub fn verbs(host: &Host, lib: &Option<PathBuf>, json: bool) -> Result<u8, Error> {
     let v = host.verbs_view(&verbs_opts(lib));
     if json {
-        crate::cli::print_json(&v)?;
+        super::output::print_json(&v)?;
     } else {
-        crate::cli::out(&render_view(&v));
+        super::output::out(&render_view(&v));
     }
     Ok(if v.unavailable.is_some() {
         exit::NO_RDMA

@@ -1,13 +1,15 @@
 //! `roce-net show`: NICs, GIDs, rules, non-main tables and neighbours, of the
 //! host or a saved snapshot.
 
-use super::{exit, out, print_json, state, Cli};
+use super::context::{state, Context};
+use super::exit;
+use super::output::{out, print_json};
 use crate::render;
 use roce_net::Error;
 use std::path::PathBuf;
 
 /// `show [--from FILE]`.
-pub(super) fn run(cli: &Cli, from: &Option<PathBuf>) -> Result<u8, Error> {
+pub(super) fn run(cli: &Context, from: &Option<PathBuf>) -> Result<u8, Error> {
     let st = state(cli, from)?;
     if cli.json {
         print_json(&st)?;

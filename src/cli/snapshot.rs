@@ -1,14 +1,15 @@
 //! `roce-net snapshot`: the whole host state as JSON, to a file or standard
 //! output, plain or gzip-compressed.
 
-use super::{exit, host, Cli};
+use super::context::{host, Context};
+use super::exit;
 use roce_net::{Error, ErrorKind};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// `snapshot [-o FILE] [--pretty] [--compress] [--verbs]`.
 pub(super) fn run(
-    cli: &Cli,
+    cli: &Context,
     output: &Option<PathBuf>,
     pretty: bool,
     compress: bool,
