@@ -1,6 +1,6 @@
 //! What writing the rendered files would change: a unified diff per file.
 
-use super::write::{inspect, Existing};
+use super::existing::{inspect, merged_names, Existing};
 use super::RenderedFile;
 use crate::error::Result;
 use schemars::JsonSchema;
@@ -43,10 +43,7 @@ pub fn diff_persistence(files: &[RenderedFile], root: &Path) -> Result<Vec<FileD
         .iter()
         .map(|f| {
             let existing = inspect(root, &f.path)?;
-            Ok(diff_one(
-                &super::write::merged_names(f, &existing),
-                &existing,
-            ))
+            Ok(diff_one(&merged_names(f, &existing), &existing))
         })
         .collect()
 }

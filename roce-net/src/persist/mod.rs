@@ -18,8 +18,10 @@
 //! `docs/persistence.md` says exactly what each backend writes and why.
 
 mod common;
+mod config;
 mod diff;
 mod discover;
+mod existing;
 mod ifupdown;
 mod ini;
 mod netplan;
@@ -31,10 +33,9 @@ pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).
 pub use crate::policy::Backend;
+pub use config::{Claim, NetplanRenderer, NicConfig, NodeConfig};
 pub use diff::{diff_persistence, DiffStatus, FileDiff};
-pub use discover::{
-    choose_backend, discover_config, Claim, NetplanRenderer, NicConfig, NodeConfig,
-};
+pub use discover::{choose_backend, discover_config};
 pub use stale::remove_stale_persistence;
 pub use write::{
     remove_persistence, write_persistence, write_persistence_at, PersistRoot, RemoveReport,

@@ -2,12 +2,13 @@
 //! what it sources (rules in `persist/discover.rs`'s module documentation). The
 //! writer is `super` (`persist/ifupdown.rs`).
 
-use crate::persist::discover::{
-    dir_names, read_bounded, Claim, Facts, NicConfig, MAX_SOURCE_DEPTH,
-};
+use crate::persist::config::{dir_names, read_bounded, Claim, Facts, NicConfig};
 use crate::persist::write::PersistRoot;
 use crate::policy::glob::fnmatch;
 use std::path::{Path, PathBuf};
+
+/// Deepest `source` nesting followed in ifupdown's interfaces files.
+const MAX_SOURCE_DEPTH: usize = 8;
 
 pub(in crate::persist) struct Stanza {
     pub file: PathBuf,

@@ -2,7 +2,7 @@
 //! NIC, and with which renderer (the rules are in `persist/discover.rs`'s module
 //! documentation). The writer is `super` (`persist/netplan.rs`).
 
-use crate::persist::discover::{dir_names, read_bounded, Claim, Facts, NetplanRenderer, NicConfig};
+use crate::persist::config::{dir_names, read_bounded, Claim, Facts, NetplanRenderer, NicConfig};
 use crate::persist::write::PersistRoot;
 use crate::policy::glob::fnmatch;
 use serde_json::Value;

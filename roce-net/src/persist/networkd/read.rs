@@ -2,7 +2,7 @@
 //! (rules in `persist/discover.rs`'s module documentation). The writer is
 //! `super` (`persist/networkd.rs`).
 
-use crate::persist::discover::{dir_names, read_bounded, Claim, Facts, NicConfig};
+use crate::persist::config::{dir_names, read_bounded, Claim, Facts, NicConfig};
 use crate::persist::ini::{self, Dialect};
 use crate::persist::write::PersistRoot;
 use crate::policy::glob::fnmatch;
