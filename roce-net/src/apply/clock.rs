@@ -7,7 +7,11 @@
 //! one boot, and so are the journals that hold them (a journal's identity
 //! holds the boot id).
 
+use crate::error::{Error, ErrorKind, Result};
 use std::time::Duration;
+
+/// The longest confirm timeout accepted (one day).
+pub const MAX_CONFIRM_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 #[cfg(test)]
 thread_local! {
@@ -30,6 +34,33 @@ pub(crate) fn wall() -> Duration {
         }
     };
     t
+}
+
+/// The wall clock in Unix seconds (for people; deadlines are timed on the
+/// boot clock, below).
+pub(crate) fn now() -> u64 {
+    wall().as_secs()
+}
+
+/// The first whole Unix second at least `t` from now, for a confirm timeout
+/// between 1 s and [`MAX_CONFIRM_TIMEOUT`], and the boot-clock millisecond
+/// `t` from now. Rounded up from the exact time: a deadline of "this second
+/// plus one" could be a millisecond away, and pass before the apply it guards
+/// had started.
+pub(crate) fn deadline_after(t: Duration) -> Result<(u64, Option<u64>)> {
+    if t < Duration::from_secs(1) || t > MAX_CONFIRM_TIMEOUT {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "confirm timeout {} s is not between 1 and {} seconds",
+                t.as_secs_f64(),
+                MAX_CONFIRM_TIMEOUT.as_secs()
+            ),
+        ));
+    }
+    let boot = boot_ms().map(|b| b.saturating_add(t.as_millis() as u64));
+    let end = wall().saturating_add(t);
+    Ok((end.as_secs() + u64::from(end.subsec_nanos() > 0), boot))
 }
 
 /// Milliseconds on `CLOCK_BOOTTIME` (`None` where the kernel has no such clock).
@@ -73,6 +104,27 @@ pub(crate) fn process_start(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_is_never_nearer_than_its_timeout() {
+        for t in [Duration::from_secs(1), Duration::from_millis(1500)] {
+            for _ in 0..50 {
+                let before = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
+                let (d, b) = deadline_after(t).unwrap();
+                assert!(b.is_some());
+                assert!(
+                    Duration::from_secs(d) >= before + t,
+                    "deadline {d} for {t:?} from {before:?}"
+                );
+                assert!(Duration::from_secs(d) < before + t + Duration::from_secs(2));
+                std::thread::sleep(Duration::from_millis(7));
+            }
+        }
+        assert!(deadline_after(Duration::from_millis(999)).is_err());
+        assert!(deadline_after(MAX_CONFIRM_TIMEOUT + Duration::from_secs(1)).is_err());
+    }
 
     #[test]
     fn this_process_is_alive_and_a_step_moves_only_the_wall_clock() {

@@ -9,18 +9,15 @@
 //! watchdog rolls back the unfinished (`applying`) journal at the deadline; if it
 //! finishes, the watchdog rolls back unless [`confirm`] came first.
 
+use super::clock::{deadline_after, now};
 use super::identity::{namespace_id, NamespaceId};
 use super::journal::{Journal, JournalState};
-use super::transaction::now;
 use super::{record, ApplyOptions, NsLock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::statedir::StateDir;
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-
-/// The longest confirm timeout accepted (one day).
-pub const MAX_CONFIRM_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// A confirm deadline armed for one namespace before the apply it guards.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,27 +34,6 @@ pub struct ConfirmGuard {
     pub namespace: NamespaceId,
     /// The watchdog's process id, once started (recorded in the journal).
     pub watchdog_pid: Option<u32>,
-}
-
-/// The first whole Unix second at least `t` from now, for a confirm timeout
-/// between 1 s and [`MAX_CONFIRM_TIMEOUT`], and the boot-clock millisecond
-/// `t` from now. Rounded up from the exact time: a deadline of "this second
-/// plus one" could be a millisecond away, and pass before the apply it guards
-/// had started.
-pub(crate) fn deadline_after(t: Duration) -> Result<(u64, Option<u64>)> {
-    if t < Duration::from_secs(1) || t > MAX_CONFIRM_TIMEOUT {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "confirm timeout {} s is not between 1 and {} seconds",
-                t.as_secs_f64(),
-                MAX_CONFIRM_TIMEOUT.as_secs()
-            ),
-        ));
-    }
-    let boot = super::clock::boot_ms().map(|b| b.saturating_add(t.as_millis() as u64));
-    let end = super::clock::wall().saturating_add(t);
-    Ok((end.as_secs() + u64::from(end.subsec_nanos() > 0), boot))
 }
 
 /// Arm a confirm deadline `timeout` from now for the host's namespace. Start the
@@ -138,31 +114,5 @@ fn who_rolls_back(j: &Journal) -> String {
         _ => "the watchdog rolls this apply back (see `roce-net status`), or run `roce-net \
               rollback` now"
             .to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_deadline_is_never_nearer_than_its_timeout() {
-        for t in [Duration::from_secs(1), Duration::from_millis(1500)] {
-            for _ in 0..50 {
-                let before = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap();
-                let (d, b) = deadline_after(t).unwrap();
-                assert!(b.is_some());
-                assert!(
-                    Duration::from_secs(d) >= before + t,
-                    "deadline {d} for {t:?} from {before:?}"
-                );
-                assert!(Duration::from_secs(d) < before + t + Duration::from_secs(2));
-                std::thread::sleep(Duration::from_millis(7));
-            }
-        }
-        assert!(deadline_after(Duration::from_millis(999)).is_err());
-        assert!(deadline_after(MAX_CONFIRM_TIMEOUT + Duration::from_secs(1)).is_err());
     }
 }

@@ -49,7 +49,8 @@ mod tests;
 #[cfg(test)]
 mod tests_issue26;
 
-pub use confirm::{arm_confirm, confirm, ConfirmGuard, MAX_CONFIRM_TIMEOUT};
+pub use clock::MAX_CONFIRM_TIMEOUT;
+pub use confirm::{arm_confirm, confirm, ConfirmGuard};
 pub use identity::{namespace_id, namespace_key, NamespaceId};
 pub use journal::{
     Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord, JOURNAL_VERSION,

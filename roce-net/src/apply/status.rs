@@ -2,9 +2,9 @@
 //! (`roce-net archive`). Neither changes the network; `status` needs no
 //! privilege beyond reading the state directory.
 
+use super::clock::now;
 use super::identity::{describe_target, namespace_id};
 use super::journal::Journal;
-use super::transaction::now;
 use super::{ApplyOptions, NsLock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::statedir::StateDir;

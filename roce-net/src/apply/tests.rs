@@ -457,7 +457,7 @@ fn an_apply_past_its_confirm_deadline_changes_nothing() {
     let e = env("an_apply_past_its_confirm_deadline_changes_nothing", 2);
     let before = comparable(&e.host.snapshot().unwrap());
     let mut guard = super::arm_confirm(&e.host, std::time::Duration::from_secs(1)).unwrap();
-    guard.deadline = transaction::now() - 1;
+    guard.deadline = super::clock::now() - 1;
     // The boot clock decides (a wall-clock step moves no deadline).
     guard.boot_deadline_ms = super::clock::boot_ms().map(|b| b - 1000);
     let opts = ApplyOptions {
@@ -480,7 +480,7 @@ fn an_apply_past_its_confirm_deadline_changes_nothing() {
         "no journal"
     );
 
-    guard.deadline = transaction::now() + 60;
+    guard.deadline = super::clock::now() + 60;
     guard.boot_deadline_ms = super::clock::boot_ms().map(|b| b + 60_000);
     let opts = ApplyOptions {
         guard: Some(guard.clone()),

@@ -6,6 +6,7 @@
 //! or undoes what was started, in reverse, and says what failed and what was
 //! restored, with the original error kept as the source.
 
+use super::clock::now;
 use super::identity::NamespaceId;
 use super::journal::{
     Journal, JournalState, NamespaceRecord, Phase, Step, StepLog, StepStatus, WatchdogRecord,
@@ -80,12 +81,6 @@ pub(crate) enum Source<'a> {
     Saved(&'a Plan),
     /// A policy: planned under the lock.
     Policy(&'a Policy),
-}
-
-/// The wall clock in Unix seconds (for people; deadlines are timed on the
-/// boot clock, see `clock.rs`).
-pub(crate) fn now() -> u64 {
-    super::clock::wall().as_secs()
 }
 
 /// The name a table-name change leaves for its table (`None`: no name).
@@ -284,7 +279,7 @@ pub(crate) fn apply(
         }
         (None, Some(t)) => (
             crate::files::statedir::random_id(),
-            Some(super::confirm::deadline_after(t)?),
+            Some(super::clock::deadline_after(t)?),
             None,
         ),
         (None, None) => (crate::files::statedir::random_id(), None, None),

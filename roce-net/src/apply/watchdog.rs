@@ -22,9 +22,10 @@
 //! who holds it.
 
 use super::clock;
+use super::clock::now;
 use super::identity::{describe_target, namespace_id, NamespaceId};
 use super::journal::{Journal, JournalState, WatchdogRecord};
-use super::transaction::{self, now, Session};
+use super::transaction::{self, Session};
 use super::{in_namespace, privilege, record, ApplyOptions, ConfirmGuard, NsLock, RollbackReport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::statedir::StateDir;
