@@ -8,34 +8,18 @@
 //! skips the frozen `__setattr__` and the Python-level `__init__`: that keeps a
 //! 100k-route snapshot fast. Lists become tuples (immutable, hashable).
 //!
-//! The registry ties Rust struct names to Python classes. Which names must have a
-//! class is decided by `exported_types!` (crate::schema), checked when the package
+//! The registry (`crate::registry`) ties Rust struct names to Python classes;
+//! [`register`] fills it at import. Which names must have a class is decided by `exported_types!` (crate::schema), checked when the package
 //! registers; binding a new part of the library is: list its result type there,
 //! regenerate `_types.py` (`scripts/gen_python_types.py` writes its dataclass),
 //! and call [`to_py`] on it.
 
+use crate::registry::{ClassInfo, Registry};
 use crate::schema::Exported;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use std::collections::HashMap;
-use std::sync::OnceLock;
-
-/// A registered dataclass: the class and the defaults of fields that have one.
-struct ClassInfo {
-    cls: Py<PyAny>,
-    defaults: Vec<(Py<PyString>, Py<PyAny>)>,
-}
-
-/// Classes by serde struct name, error classes by `ErrorKind::name()`.
-pub struct Registry {
-    classes: HashMap<String, ClassInfo>,
-    pub(crate) errors: HashMap<String, Py<PyAny>>,
-    pub(crate) base_error: Py<PyAny>,
-    object_new: Py<PyAny>,
-}
-
-static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
 /// The JSON text of a roce_net record passed from Python (`what`: its class,
 /// for the message): anything without a `to_json` method is a `TypeError`
@@ -48,15 +32,6 @@ pub fn record_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
             obj.get_type().name()?
         ))),
     }
-}
-
-/// The registry, or an error saying the package was imported the wrong way.
-pub fn registry() -> PyResult<&'static Registry> {
-    REGISTRY.get().ok_or_else(|| {
-        PyRuntimeError::new_err(
-            "roce_net._roce_net was used before roce_net registered its types; import roce_net, not roce_net._roce_net",
-        )
-    })
 }
 
 /// `_register(classes, errors, base_error)`: called once by `roce_net._types`.
@@ -105,59 +80,7 @@ pub fn register(
         reg.classes.keys().map(String::as_str),
         reg.errors.keys().map(String::as_str),
     )?;
-    // A second import (e.g. importlib.reload) keeps the first registry: the classes
-    // handed out already must stay the ones the registry builds.
-    let _ = REGISTRY.set(reg);
-    Ok(())
-}
-
-/// A fresh instance of the class registered for `struct_name` (its defaulted
-/// fields already set), or `None` when the name is not registered.
-pub fn new_instance<'py>(
-    py: Python<'py>,
-    struct_name: &str,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let reg = registry()?;
-    let Some(info) = reg.classes.get(struct_name) else {
-        return Ok(None);
-    };
-    let obj = reg.object_new.bind(py).call1((info.cls.bind(py),))?;
-    for (f, d) in &info.defaults {
-        set_slot(&obj, f.bind(py), d.bind(py))?;
-    }
-    Ok(Some(obj))
-}
-
-/// The class registered for `struct_name`, if any.
-pub fn registered_class<'py>(
-    py: Python<'py>,
-    struct_name: &str,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    Ok(registry()?
-        .classes
-        .get(struct_name)
-        .map(|info| info.cls.bind(py).clone()))
-}
-
-/// Set one slot of a frozen dataclass instance, bypassing its `__setattr__`.
-pub fn set_slot(
-    obj: &Bound<'_, PyAny>,
-    name: &Bound<'_, PyString>,
-    value: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    // SAFETY: all three are valid, owned references for the duration of the call;
-    // PyObject_GenericSetAttr only stores `value` (taking its own reference).
-    let rc =
-        unsafe { pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
-    if rc != 0 {
-        let err = PyErr::take(obj.py())
-            .unwrap_or_else(|| PyRuntimeError::new_err("setting a dataclass slot failed"));
-        return Err(PyTypeError::new_err(format!(
-            "roce_net: {}.{} cannot be set ({err}); the Python types are out of step with the library",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default(),
-            name
-        )));
-    }
+    crate::registry::install(reg);
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! registered at import; this maps `ErrorKind::name()` to the class and fills
 //! `kind`, `message`, `errno`, `extack` and `context`.
 
-use crate::convert::registry;
+use crate::registry::registry;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};

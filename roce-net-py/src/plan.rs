@@ -2,7 +2,7 @@
 
 use crate::convert::to_py;
 use crate::errors::IntoPyResult;
-use crate::state::attach_native;
+use crate::native::attach_native;
 use pyo3::prelude::*;
 use roce_net::Plan;
 use std::sync::Arc;

@@ -9,7 +9,8 @@
 //! `Route` values) and comparing two sequences over the same snapshot never
 //! build Python objects at all.
 
-use crate::convert::{registered_class, to_py};
+use crate::convert::to_py;
+use crate::registry::registered_class;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;

@@ -165,7 +165,7 @@ where
             format!("not a valid {name}: {e}"),
         ))
     })?;
-    crate::convert::to_py(py, &v)
+    crate::ser::to_python(py, &v)
 }
 
 /// `T`'s serde struct name and fields, read from its derived `Deserialize`

@@ -5,7 +5,7 @@
 //! per thread and reused for every object (no allocation, hash computed once);
 //! registered structs become frozen dataclass instances (see `convert`).
 
-use crate::convert::{new_instance, set_slot};
+use crate::registry::{new_instance, set_slot};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use pyo3::BoundObject;

@@ -5,8 +5,10 @@
 //! costs nothing. One built in Python (`HostState.from_dict`) has none and is
 //! converted through its JSON form once.
 
-use crate::convert::{set_slot, to_py};
+use crate::convert::to_py;
 use crate::errors::IntoPyResult;
+use crate::native::attach_native;
+use crate::registry::set_slot;
 use crate::routes::RouteSeq;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -55,17 +57,6 @@ pub fn state_to_py(py: Python<'_>, mut state: HostState) -> PyResult<Bound<'_, P
     let native = Bound::new(py, NativeState { inner })?;
     attach_native(&obj, native.into_any())?;
     Ok(obj)
-}
-
-/// Set the hidden `_native` slot of a frozen dataclass instance.
-pub fn attach_native(obj: &Bound<'_, PyAny>, native: Bound<'_, PyAny>) -> PyResult<()> {
-    let py = obj.py();
-    // The dataclass is frozen; object.__setattr__ is how its own __init__ sets fields.
-    py.import("builtins")?
-        .getattr("object")?
-        .getattr("__setattr__")?
-        .call1((obj, PyString::new(py, "_native"), native))?;
-    Ok(())
 }
 
 /// The Rust snapshot for a Python `HostState` (or a `NativeState`).
