@@ -23,7 +23,7 @@ use super::{FailureValue, Stage};
 use crate::model::PortState;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv6Addr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -163,6 +163,17 @@ impl Channel {
         })
     }
 
+    /// The probe's bound ran out: the time since the exchange began.
+    fn timed_out(&self) -> WireError {
+        WireError {
+            value: FailureValue::Timeout {
+                waited_ms: self.started.elapsed().as_millis() as u64,
+            },
+        }
+    }
+
+    /// Send `m` by `deadline`. The deadline bounds the whole send, not each
+    /// write: a peer that reads a few bytes at a time cannot stretch it.
     pub(crate) fn send(&mut self, m: &Msg, deadline: Instant) -> Result<(), WireError> {
         let mut line = serde_json::to_vec(m).map_err(|e| WireError::other(e.to_string()))?;
         if line.len() > MAX_LINE {
@@ -172,17 +183,24 @@ impl Channel {
             )));
         }
         line.push(b'\n');
-        let left = remaining(deadline).ok_or(WireError {
-            value: FailureValue::Timeout {
-                waited_ms: self.started.elapsed().as_millis() as u64,
-            },
-        })?;
-        self.writer
-            .set_write_timeout(Some(left))
-            .map_err(|e| WireError::io(&e, self.started.elapsed()))?;
-        self.writer
-            .write_all(&line)
-            .map_err(|e| WireError::io(&e, self.started.elapsed()))
+        let mut sent = 0;
+        while sent < line.len() {
+            let left = remaining(deadline).ok_or_else(|| self.timed_out())?;
+            self.writer
+                .set_write_timeout(Some(left))
+                .map_err(|e| WireError::io(&e, self.started.elapsed()))?;
+            match self.writer.write(&line[sent..]) {
+                Ok(0) => {
+                    return Err(WireError::other(
+                        "the peer closed the connection while this end was sending",
+                    ))
+                }
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(WireError::io(&e, self.started.elapsed())),
+            }
+        }
+        Ok(())
     }
 
     /// A message if the peer sent one (an Abort while we wait on the device):
@@ -210,35 +228,43 @@ impl Channel {
     }
 
     /// The next message; a timeout, a closed connection, an oversized or
-    /// malformed line are errors.
+    /// malformed line are errors. The deadline bounds the whole receive, not
+    /// each read: a peer that trickles a line a byte at a time, each just
+    /// inside any per-read timeout, still ends it at `deadline`.
     pub(crate) fn recv(&mut self, deadline: Instant) -> Result<Msg, WireError> {
         let mut buf = Vec::new();
         loop {
-            let left = remaining(deadline).ok_or(WireError {
-                value: FailureValue::Timeout {
-                    waited_ms: self.started.elapsed().as_millis() as u64,
-                },
-            })?;
+            let left = remaining(deadline).ok_or_else(|| self.timed_out())?;
             self.reader
                 .get_ref()
                 .set_read_timeout(Some(left))
                 .map_err(|e| WireError::io(&e, self.started.elapsed()))?;
-            let room = (MAX_LINE + 1).saturating_sub(buf.len()) as u64;
-            match (&mut self.reader).take(room).read_until(b'\n', &mut buf) {
-                Ok(0) => {
-                    return Err(WireError::other(
-                        "the peer closed the connection before answering",
-                    ))
-                }
-                Ok(_) if buf.ends_with(b"\n") => break,
-                Ok(_) if buf.len() > MAX_LINE => {
-                    return Err(WireError::other(format!(
-                        "the peer sent a line longer than {MAX_LINE} bytes: not a roce-net probe"
-                    )))
-                }
-                Ok(_) => continue,
+            // One read at most (fill_buf reads only when its buffer is empty),
+            // then the deadline again.
+            let got = match self.reader.fill_buf() {
+                Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(WireError::io(&e, self.started.elapsed())),
+            };
+            if got.is_empty() {
+                return Err(WireError::other(
+                    "the peer closed the connection before answering",
+                ));
+            }
+            let room = MAX_LINE + 1 - buf.len();
+            let (take, done) = match got.iter().position(|b| *b == b'\n') {
+                Some(i) if i < room => (i + 1, true),
+                _ => (got.len().min(room), false),
+            };
+            buf.extend_from_slice(&got[..take]);
+            self.reader.consume(take);
+            if done {
+                break;
+            }
+            if buf.len() > MAX_LINE {
+                return Err(WireError::other(format!(
+                    "the peer sent a line longer than {MAX_LINE} bytes: not a roce-net probe"
+                )));
             }
         }
         serde_json::from_slice(&buf).map_err(|e| {
@@ -269,7 +295,10 @@ pub(crate) fn pattern(seed: u64, len: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::net::TcpListener;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     fn pair() -> (Channel, Channel) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -338,6 +367,132 @@ mod tests {
         w.write_all(&big).unwrap();
         let e = b.recv(soon(2000)).unwrap_err();
         assert!(format!("{:?}", e.value).contains("longer than"), "{e:?}");
+    }
+
+    /// A peer that sends a line one byte at a time, each byte well within any
+    /// per-read timeout, never its newline: the deadline bounds the whole
+    /// receive, not each read.
+    #[test]
+    fn a_peer_that_trickles_a_line_is_a_timeout_at_the_deadline() {
+        let (a, mut b) = pair();
+        let mut w = a.writer.try_clone().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let trickler = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                // At most 10 s, so a receive that does not stop cannot hold the
+                // test binary for ever.
+                for _ in 0..200 {
+                    if stop.load(Ordering::Relaxed) || w.write_all(b"x").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        };
+        let t = Instant::now();
+        let e = b.recv(soon(300)).unwrap_err();
+        let took = t.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        trickler.join().unwrap();
+        assert!(matches!(e.value, FailureValue::Timeout { .. }), "{e:?}");
+        assert!(took < Duration::from_secs(2), "the receive took {took:?}");
+    }
+
+    /// A peer that reads a long message a few bytes at a time, so each write
+    /// makes a little progress within any per-write timeout: the deadline
+    /// bounds the whole send.
+    #[test]
+    fn a_peer_that_reads_slowly_is_a_timeout_at_the_deadline() {
+        let (mut a, mut r) = small_buffer_pair();
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 256];
+                for _ in 0..500 {
+                    if stop.load(Ordering::Relaxed) || matches!(r.read(&mut chunk), Ok(0) | Err(_))
+                    {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
+        let long = Msg::Verified {
+            ok: false,
+            detail: "x".repeat(60_000),
+        };
+        let t = Instant::now();
+        let e = a.send(&long, soon(300));
+        let took = t.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        drop(a);
+        reader.join().unwrap();
+        let e = e.unwrap_err();
+        assert!(matches!(e.value, FailureValue::Timeout { .. }), "{e:?}");
+        assert!(took < Duration::from_secs(2), "the send took {took:?}");
+    }
+
+    /// A channel and the raw stream of its peer, over loopback with the
+    /// kernel's smallest buffers and segments (set before the connection, so
+    /// the receive window stays small): a message of a few kilobytes does not
+    /// fit in the buffers on the way.
+    fn small_buffer_pair() -> (Channel, TcpStream) {
+        use std::os::fd::FromRawFd;
+        let small = |fd: libc::c_int, level: libc::c_int, opt: libc::c_int, v: libc::c_int| {
+            // SAFETY: a valid socket and option value; the kernel raises it to its minimum.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd,
+                    level,
+                    opt,
+                    (&v as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        };
+        let sock = || {
+            // SAFETY: plain socket(2); the fd is owned by the std type below.
+            let fd =
+                unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+            assert!(fd >= 0);
+            small(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 1);
+            small(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 1);
+            small(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, 536);
+            fd
+        };
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let lfd = sock();
+        // SAFETY: a valid socket and address.
+        assert_eq!(
+            unsafe { libc::bind(lfd, (&addr as *const libc::sockaddr_in).cast(), len) },
+            0
+        );
+        // SAFETY: a bound socket.
+        assert_eq!(unsafe { libc::listen(lfd, 1) }, 0);
+        // SAFETY: lfd is a listening socket nobody else owns.
+        let l = unsafe { TcpListener::from_raw_fd(lfd) };
+        let mut to = addr;
+        to.sin_port = l.local_addr().unwrap().port().to_be();
+        let cfd = sock();
+        // SAFETY: a valid socket and address.
+        assert_eq!(
+            unsafe { libc::connect(cfd, (&to as *const libc::sockaddr_in).cast(), len) },
+            0
+        );
+        // SAFETY: cfd is a connected socket nobody else owns.
+        let c = unsafe { TcpStream::from_raw_fd(cfd) };
+        (Channel::new(c).unwrap(), l.accept().unwrap().0)
     }
 
     #[test]

@@ -365,6 +365,121 @@ fn a_server_told_its_data_arrived_corrupted_reports_the_clients_detail() {
     );
 }
 
+// ---- Hostile peers: nothing they do holds an end past its bound ----
+
+/// Run `f` on its own thread and return what it gave and how long it took;
+/// fail when it has not returned after `limit` (the thread is left behind, so
+/// a regression fails the test instead of hanging it).
+fn within<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (T, Duration) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = Instant::now();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => (v, t.elapsed()),
+        Err(_) => panic!("still running after {limit:?}"),
+    }
+}
+
+/// Write `bytes` to `s` one byte every 50 ms (each well inside any per-read
+/// timeout), then keep the connection open, until `stop` or 12 s.
+fn trickle(mut s: std::net::TcpStream, bytes: &'static [u8], stop: &std::sync::atomic::AtomicBool) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    let t = Instant::now();
+    let mut it = bytes.iter().cycle();
+    while !stop.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(12) {
+        let b = it.next().copied().unwrap_or(b'x');
+        if s.write_all(&[b]).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A JSON line that never ends: a trickling peer's bytes.
+const NEVER_ENDS: &[u8] =
+    b"{\"msg\":\"hello\",\"proto\":\"roce-net-rdma-probe\",\"pad\":\"xxxxxxxxxxxxxxxx";
+
+#[test]
+fn a_client_that_trickles_cannot_hold_the_server_past_duration_and_timeout() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let st = loopback_state(20);
+    let o = RdmaProbeOptions {
+        timeout: Duration::from_secs(1),
+        duration: Duration::from_secs(1),
+        ..quick(ip("127.0.0.20"), 28530)
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let peer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let s = std::net::TcpStream::connect("127.0.0.20:28530").unwrap();
+            trickle(s, NEVER_ENDS, &stop);
+        })
+    };
+    // The bound: --duration + --timeout, and a little for the report.
+    let (r, took) = within(Duration::from_secs(10), move || {
+        server(&FakeBackend::new(Mode::Normal), &st, &o, &no_refresh).unwrap()
+    });
+    stop.store(true, Ordering::Relaxed);
+    peer.join().unwrap();
+    assert!(
+        took < Duration::from_millis(3500),
+        "the server ran {took:?}"
+    );
+    assert!(!r.ok);
+    let f = r.sessions[0].failure.as_ref().unwrap();
+    assert!(matches!(f.value, FailureValue::Timeout { .. }), "{f:?}");
+}
+
+#[test]
+fn a_server_that_trickles_cannot_hold_the_client_past_its_timeout() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let l = std::net::TcpListener::bind("127.0.0.21:28531").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let peer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            trickle(s, NEVER_ENDS, &stop);
+        })
+    };
+    let st = loopback_state(22);
+    let o = RdmaProbeOptions {
+        source: Some(ip("127.0.0.22")),
+        timeout: Duration::from_secs(1),
+        ..quick(ip("127.0.0.22"), 28531)
+    };
+    let (r, took) = within(Duration::from_secs(10), move || {
+        client(
+            &FakeBackend::new(Mode::Normal),
+            &st,
+            ip("127.0.0.21"),
+            &o,
+            &no_refresh,
+        )
+        .unwrap()
+    });
+    stop.store(true, Ordering::Relaxed);
+    peer.join().unwrap();
+    assert!(
+        took < Duration::from_millis(2500),
+        "the client ran {took:?}"
+    );
+    let f = r.failure.unwrap();
+    assert_eq!(f.stage, Stage::Exchange);
+    assert!(matches!(f.value, FailureValue::Timeout { .. }), "{f:?}");
+    assert_eq!(f.cause, Cause::Timeout);
+}
+
 // ---- Two processes in lab namespaces ----
 
 #[derive(Serialize, Deserialize)]
