@@ -30,5 +30,5 @@ mod lab_interrupt;
 mod persist_boot;
 mod printed_commands;
 mod reliability;
-mod reliability_26;
+mod reliability_faults;
 mod watchdog_superseded;

@@ -47,7 +47,7 @@ mod watchdog;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_issue26;
+mod tests_faults;
 
 pub use clock::MAX_CONFIRM_TIMEOUT;
 pub use confirm::{arm_confirm, confirm, ConfirmGuard};

@@ -1,7 +1,7 @@
 //! Issue 26's watchdog and lock defects, each as a test of the real CLI
 //! against lab namespaces (each failed on main before the fix; see the commit
 //! messages). The in-process ones (a full state directory, a wall-clock step)
-//! are in roce-net/src/apply/tests_issue26.rs.
+//! are in roce-net/src/apply/tests_faults.rs.
 
 use crate::support;
 
