@@ -323,11 +323,18 @@ pub(crate) fn apply(
     let result = forward(fx, &mut j, &mut log)
         .and_then(|()| verify(fx, &plan))
         .and_then(|()| {
-            j.state = match deadline {
+            let done = match deadline {
                 Some(d) => JournalState::PendingConfirm { deadline: d },
                 None => JournalState::Committed,
             };
-            j.save(&s.dir)
+            // The journal in memory says what the one on disk says: a save
+            // that fails (a full disk) leaves it `applying`, and its step log
+            // is the record the undo works from.
+            let was = std::mem::replace(&mut j.state, done);
+            j.save(&s.dir).map_err(|e| {
+                j.state = was;
+                e.context("recording the apply as finished")
+            })
         });
     if let Err(cause) = result {
         return Err(undo_after_failure(s, fx, &mut j, cause));
@@ -393,10 +400,18 @@ fn forward(fx: &mut dyn Effects, j: &mut Journal, log: &mut StepLog) -> Result<(
                     }
                 }
                 Err(e) => {
-                    // The write is atomic: none of them took effect.
-                    for k in i + 1..end {
-                        j.steps[k].status = StepStatus::Pending;
+                    // The write is atomic (one rename, the last thing it does):
+                    // none of them took effect, so none is undone. A names file
+                    // that cannot be written (a read-only /etc, a directory
+                    // link refused) could not be written by the undo either:
+                    // recorded `started`, they would wedge the journal in
+                    // `rollback_failed` although nothing changed.
+                    for k in i..end {
+                        log.set(j, k, StepStatus::Pending);
                     }
+                    // Best effort: the rollback saves the whole journal,
+                    // these statuses with it, before it undoes anything.
+                    let _ = log.flush();
                     return Err(e.context(what(j, i)));
                 }
             }
@@ -491,7 +506,7 @@ fn undo_after_failure(s: &Session, fx: &mut dyn Effects, j: &mut Journal, cause:
             }
         );
         if let Some(e) = save_err {
-            msg.push_str(&format!(" (but the journal could not be updated: {e})"));
+            msg.push_str(&format!(" ({})", unrecorded(s, &e)));
         }
         Error::new(kind_if_ok, msg).with_source(cause)
     } else {
@@ -513,8 +528,36 @@ fn undo_after_failure(s: &Session, fx: &mut dyn Effects, j: &mut Journal, cause:
     }
 }
 
+/// What to say when undoing finished but its outcome could not be saved: the
+/// journal on disk (`on_disk`) still says an apply or rollback did not finish.
+fn unrecorded(s: &Session, e: &UnsavedOutcome) -> String {
+    format!(
+        "but the journal could not be updated ({}): {} still says `{}`, so `roce-net status` \
+         shows an unfinished {} and the next apply is refused until `roce-net rollback` records \
+         the rollback (it finds everything undone already); free space in (or make writable) {} \
+         first",
+        e.error,
+        s.dir.file(&Journal::file_name(&s.key())).display(),
+        e.on_disk,
+        if e.on_disk == "applying" {
+            "apply"
+        } else {
+            "rollback"
+        },
+        s.dir.path().display()
+    )
+}
+
+/// The final save of a rollback that failed, and the state the journal on
+/// disk was left in.
+struct UnsavedOutcome {
+    error: Error,
+    on_disk: &'static str,
+}
+
 /// Mark the journal rolling back, undo, and save the outcome. Returns what was
-/// undone and the error of the final save, if any.
+/// undone and, when the final save failed, why and what the journal on disk
+/// says instead.
 ///
 /// Undoing never starts without a record of it that outlives this process:
 /// the journal saved `rolling_back` with a fresh rollback step log, or, for an
@@ -527,10 +570,12 @@ fn undo_journal(
     s: &Session,
     fx: &mut dyn Effects,
     j: &mut Journal,
-) -> Result<(Vec<String>, Option<Error>)> {
+) -> Result<(Vec<String>, Option<UnsavedOutcome>)> {
     let before = j.state.clone();
     j.state = JournalState::RollingBack;
+    let mut on_disk = before.name();
     let log = j.save(&s.dir).and_then(|()| {
+        on_disk = JournalState::RollingBack.name();
         let mut l = StepLog::create(&s.dir, j, Phase::Rollback)?;
         // The header goes out now: a log that cannot be written is found
         // before the first step is undone, not after.
@@ -539,6 +584,9 @@ fn undo_journal(
     });
     let mut log = match log {
         Ok(l) => Some(l),
+        // The `applying` journal and its step log (or, when only the new step
+        // log failed, the `rolling_back` journal, complete without one) are
+        // the record.
         Err(_) if before == JournalState::Applying => None,
         Err(e) => {
             j.state = before;
@@ -565,7 +613,11 @@ fn undo_journal(
     } else {
         JournalState::RollbackFailed
     };
-    Ok((undone, j.save(&s.dir).err()))
+    let unsaved = j
+        .save(&s.dir)
+        .err()
+        .map(|error| UnsavedOutcome { error, on_disk });
+    Ok((undone, unsaved))
 }
 
 /// Undo started/done steps in reverse order, each checked to restore what was
@@ -677,15 +729,12 @@ pub(crate) fn rollback(s: &Session, fx: &mut dyn Effects) -> Result<(RollbackRep
     let (undone, save_err) = undo_journal(s, fx, &mut j)?;
     if j.errors.is_empty() {
         if let Some(e) = save_err {
+            let said = unrecorded(s, &e);
             return Err(Error::new(
                 ErrorKind::Io,
-                format!(
-                    "rolled back ({}), but the journal could not be updated; run `roce-net \
-                     rollback` again to record it",
-                    undone.join("; ")
-                ),
+                format!("rolled back ({}), {said}", undone.join("; ")),
             )
-            .with_source(e));
+            .with_source(e.error));
         }
         Ok((RollbackReport { undone, was }, j))
     } else {
