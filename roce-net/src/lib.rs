@@ -82,6 +82,8 @@ pub use model::{relative_time, utc_time};
 pub use input::{
     excerpt, open_input, read_input, read_input_text, read_stream, terminal_safe, InputKind,
 };
+// A whole file written under a name the user gives, never through a planted link.
+pub use files::atomic::write_file_atomically;
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};

@@ -27,6 +27,7 @@ mod cli_views;
 mod crash;
 mod first_hour;
 mod lab_interrupt;
+mod output_files;
 mod persist_boot;
 mod printed_commands;
 mod reliability;

@@ -156,7 +156,7 @@ fn is_symlink_error(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 
-fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     let mut b = [0u8; 8];
     if !crate::sys::getrandom(&mut b) {
         // Unique enough with O_EXCL retrying: pid and time.

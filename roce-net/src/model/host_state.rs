@@ -342,31 +342,14 @@ impl HostState {
     }
 
     /// Write the snapshot to a file in `format` (see [`HostState::write_to`]). The
-    /// file is written under a temporary name in the same directory and renamed
-    /// into place, so a reader never sees half a snapshot and a failed write
-    /// leaves any previous file untouched.
+    /// file is written under a random temporary name in the same directory
+    /// (never through a link planted there) and renamed into place, so a reader
+    /// never sees half a snapshot and a failed write leaves any previous file
+    /// untouched.
     pub fn save(&self, path: &Path, format: SnapshotFormat) -> Result<()> {
-        let doing = || format!("writing snapshot {}", path.display());
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "snapshot".into());
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let written = std::fs::File::create(&tmp)
-            .and_then(|f| {
-                self.write_to(&f, format)?;
-                f.sync_data()
-            })
-            .and_then(|()| std::fs::rename(&tmp, path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Error::io(e, doing()));
-        }
-        Ok(())
+        // A random temporary name, never a link (files/atomic.rs): the
+        // directory may be another account's.
+        crate::files::atomic::replace_with(path, &mut |f| self.write_to(&*f, format))
     }
 
     /// Read a snapshot from a stream holding JSON (compact or pretty) or gzip-
