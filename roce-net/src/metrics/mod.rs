@@ -116,6 +116,19 @@ fn escape_label(v: &str) -> String {
     s
 }
 
+/// An interface name as a label value: the kernel's name itself, so that it
+/// joins with node_exporter's `device` label for the same interface (which
+/// carries the name as the kernel has it). The model keeps names escaped
+/// (`a\\b` for the kernel's `a\b`, `model/ifname.rs`); escaping that form again
+/// for the text format wrote `a\\\\b`, which a parser reads back as `a\\b`.
+/// A name that is not UTF-8 (a label value must be) keeps the model's form.
+fn ifname_label(name: &str) -> String {
+    match crate::model::ifname_to_kernel(name).map(String::from_utf8) {
+        Ok(Ok(kernel)) => kernel,
+        _ => name.to_string(),
+    }
+}
+
 /// HELP text: backslash and line feed are escaped.
 fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
@@ -188,7 +201,10 @@ pub fn render_metrics(state: &HostState, findings: &[Finding]) -> String {
                 ("check", f.id.clone()),
                 ("severity", sev(f.severity).to_string()),
                 ("host", s.host.clone().unwrap_or_default()),
-                ("interface", s.interface.clone().unwrap_or_default()),
+                (
+                    "interface",
+                    s.interface.as_deref().map(ifname_label).unwrap_or_default(),
+                ),
                 ("device", s.device.clone().unwrap_or_default()),
                 ("port", s.port.map(|p| p.to_string()).unwrap_or_default()),
                 ("address", s.address.clone().unwrap_or_default()),
@@ -225,7 +241,7 @@ pub fn render_metrics(state: &HostState, findings: &[Finding]) -> String {
         let Some(i) = state.interface(&n.ifname) else {
             continue;
         };
-        let l = || vec![("interface", i.name.clone())];
+        let l = || vec![("interface", ifname_label(&i.name))];
         let is_up = i.admin_up && i.oper_state == OperState::Up;
         up.set(l(), u64::from(is_up));
         mtu.set(l(), u64::from(i.mtu));
@@ -277,7 +293,10 @@ pub fn render_metrics(state: &HostState, findings: &[Finding]) -> String {
                 vec![
                     ("device", d.name.clone()),
                     ("port", p.port.to_string()),
-                    ("netdev", p.netdev.clone().unwrap_or_default()),
+                    (
+                        "netdev",
+                        p.netdev.as_deref().map(ifname_label).unwrap_or_default(),
+                    ),
                 ]
             };
             active.set(base(), u64::from(p.is_active()));

@@ -153,3 +153,30 @@ fn promtool_parses_and_lints_every_fixture_clean() {
     let (ok, msg) = promtool("# HELP x a\n# TYPE x counter\nx 1\n");
     assert!(!ok && msg.contains("_total"), "{msg}");
 }
+
+/// An interface whose kernel name holds a backslash (`a\b`, which the model
+/// keeps as `a\\b`) is labelled with the kernel's name, escaped once as the
+/// text format asks (`interface="a\\b"`), exactly as node_exporter labels the
+/// same interface (`device="a\\b"`), so the two join. It used to be escaped
+/// twice (`interface="a\\\\b"`, read back as `a\\b`).
+#[test]
+fn a_backslash_in_an_interface_name_is_escaped_once() {
+    let st = load("arp-ignore.bad.json");
+    // Rename ens4 (in scope, behind mlx5_3, its arp_ignore wrong) to the kernel name `a\b` everywhere.
+    let model_name = roce_net::ifname_from_kernel(b"a\\b");
+    assert_eq!(model_name, "a\\\\b");
+    let json = st
+        .to_json()
+        .replace("\"ens4\"", &serde_json::to_string(&model_name).unwrap());
+    let st = HostState::from_json_slice(json.as_bytes()).unwrap();
+    assert!(st.interface(&model_name).is_some());
+    let text = render(&st);
+    for line in [
+        r#"roce_net_nic_up{interface="a\\b"} 1"#,
+        r#"roce_net_rdma_port_active{device="mlx5_3",port="1",netdev="a\\b"} 1"#,
+        r#"roce_net_finding{check="arp-ignore",severity="error",interface="a\\b"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    assert!(!text.contains(r"a\\\\b"), "escaped twice:\n{text}");
+}
