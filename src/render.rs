@@ -63,11 +63,31 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// The global addresses of an interface, IPv6 ones with the flags that decide
+/// whether the kernel uses them (`fd00:198:18::11/64(tentative)`).
 fn addrs_of(st: &HostState, ifname: &str) -> String {
+    use roce_net::AddressFlag as F;
     let v: Vec<String> = st
         .addresses_of(ifname)
-        .filter(|a| a.scope == roce_net::Scope::Universe)
-        .map(|a| format!("{}/{}", a.address, a.prefix_len))
+        .filter(|a| a.is_global())
+        .map(|a| {
+            let flags: Vec<&str> = a
+                .flags
+                .iter()
+                .filter(|f| {
+                    matches!(
+                        f,
+                        F::Tentative | F::Dadfailed | F::Deprecated | F::Temporary | F::Optimistic
+                    )
+                })
+                .map(|f| f.name())
+                .collect();
+            if flags.is_empty() {
+                format!("{}/{}", a.address, a.prefix_len)
+            } else {
+                format!("{}/{}({})", a.address, a.prefix_len, flags.join(","))
+            }
+        })
         .collect();
     if v.is_empty() {
         "-".into()
@@ -176,6 +196,37 @@ pub fn show(st: &HostState, rdma_source: &str) -> String {
     }
     s.push_str(&t.render());
     s.push_str("  (sysctl columns are effective values: the kernel's combination of conf/all and conf/<iface>)\n");
+
+    // IPv6 settings of the interfaces that have any (an interface without
+    // IPv6, or a kernel without it, has none).
+    let v6: Vec<ConfKey> = ConfKey::of(roce_net::Family::Inet6).collect();
+    let with_v6: Vec<_> = st
+        .interfaces
+        .iter()
+        .filter(|i| {
+            st.sysctls
+                .interfaces
+                .get(&i.name)
+                .is_some_and(|c| c.configured.disable_ipv6.is_some())
+        })
+        .collect();
+    if !with_v6.is_empty() {
+        s.push_str("\nIPv6 settings\n");
+        let heads: Vec<String> = std::iter::once("IFACE".to_string())
+            .chain(v6.iter().map(|k| k.file_name().to_uppercase()))
+            .collect();
+        let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
+        let mut t = Table::new(&heads);
+        for i in with_v6 {
+            let mut row = vec![i.name.clone()];
+            row.extend(v6.iter().map(|k| opt(&st.sysctls.effective(&i.name, *k))));
+            t.row(row);
+        }
+        s.push_str(&t.render());
+        s.push_str(
+            "  (effective values, as net/ipv6 combines conf/all with conf/<iface> for each)\n",
+        );
+    }
 
     s.push_str("\nPolicy rules\n");
     let mut t = Table::new(&[

@@ -172,8 +172,7 @@ impl Host {
         }
         for (i, c) in st.interfaces.iter().zip(inet) {
             let Some(c) = c else { continue };
-            let configured =
-                procfs::interface_conf(proc_sys, &i.name, |k| c.get(k), &mut st.warnings);
+            let configured = procfs::interface_conf(|k| c.get(k));
             st.sysctls.interfaces.insert(
                 i.name.clone(),
                 crate::model::InterfaceConf {

@@ -253,6 +253,7 @@ class Address(_Record):
     """An IP address assigned to an interface."""
 
     _RUST: ClassVar[str] = "Address"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"flags"})
     #: Interface name.
     ifname: str
     #: Interface index.
@@ -265,8 +266,14 @@ class Address(_Record):
     scope: str
     #: Address label (IPv4), if set.
     label: Optional[str]
-    #: A secondary address (``IFA_F_SECONDARY``).
+    #: A secondary IPv4 address (``IFA_F_SECONDARY``; the same bit on an IPv6
+    #: address means ``temporary``, which ``flags`` holds instead).
     secondary: bool = False
+    #: The kernel's other address flags (``IFA_F_*``, as ``ip addr`` names them):
+    #: ``tentative`` while duplicate address detection runs, ``dadfailed`` when it
+    #: found another host with the address, ``deprecated``, ``temporary``, ...
+    #: Empty in snapshots of older roce-net (and then left out of the JSON).
+    flags: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
@@ -377,11 +384,11 @@ class SysctlView(_Record):
 
     _RUST: ClassVar[str] = "SysctlView"
     _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"initial_netns", "tuning_access"})
-    #: ``net.ipv4.conf.all.*``.
+    #: ``net.ipv4.conf.all.*`` and ``net.ipv6.conf.all.*``.
     all: ConfValues
-    #: ``net.ipv4.conf.default.*``.
+    #: ``net.ipv4.conf.default.*`` and ``net.ipv6.conf.default.*``.
     default: ConfValues
-    #: ``net.ipv4.conf.<iface>.*``, by interface name.
+    #: ``net.ipv4.conf.<iface>.*`` and ``net.ipv6.conf.<iface>.*``, by interface name.
     interfaces: Dict[str, InterfaceConf]
     #: Host tuning.
     tuning: Tuning
@@ -409,6 +416,9 @@ class ConfValues(_Record):
     """Values of the ``net.ipv4.conf.*`` keys roce-net cares about (None: unreadable)."""
 
     _RUST: ClassVar[str] = "ConfValues"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset(
+        {"disable_ipv6", "accept_ra", "accept_ra_defrtr", "autoconf", "accept_dad", "ndisc_notify", "keep_addr_on_down"}
+    )
     #: ``arp_ignore``.
     arp_ignore: Optional[int]
     #: ``arp_announce``.
@@ -421,6 +431,20 @@ class ConfValues(_Record):
     accept_local: Optional[int]
     #: ``arp_notify``.
     arp_notify: Optional[int]
+    #: IPv6 ``disable_ipv6``.
+    disable_ipv6: Optional[int] = None
+    #: IPv6 ``accept_ra``.
+    accept_ra: Optional[int] = None
+    #: IPv6 ``accept_ra_defrtr``.
+    accept_ra_defrtr: Optional[int] = None
+    #: IPv6 ``autoconf``.
+    autoconf: Optional[int] = None
+    #: IPv6 ``accept_dad``.
+    accept_dad: Optional[int] = None
+    #: IPv6 ``ndisc_notify``.
+    ndisc_notify: Optional[int] = None
+    #: IPv6 ``keep_addr_on_down``.
+    keep_addr_on_down: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)

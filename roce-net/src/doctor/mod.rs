@@ -617,7 +617,7 @@ pub(crate) fn max_sysctl_fix(
     state: &HostState,
     ifname: &str,
     key: ConfKey,
-    want: u32,
+    want: i32,
 ) -> Vec<String> {
     let all = state.sysctls.all.get(key).unwrap_or(0);
     let iface = state

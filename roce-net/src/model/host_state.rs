@@ -546,6 +546,7 @@ mod tests {
             scope: crate::model::Scope::Universe,
             label: None,
             secondary: false,
+            flags: Vec::new(),
         });
         let good = serde_json::to_value(&st).unwrap();
         assert!(HostState::from_json(&good.to_string()).is_ok());

@@ -53,7 +53,7 @@ mod table;
 mod time;
 mod verbs;
 
-pub use address::Address;
+pub use address::{Address, AddressFlag};
 pub use host_state::{HostState, SnapshotFormat, Warning};
 pub use hwaddr::HwAddr;
 pub use ifname::{ifname_from_kernel, ifname_is_valid, ifname_to_kernel};
@@ -71,6 +71,7 @@ pub use route::{
 pub use rule::{Rule, RuleAction, RuleKey};
 pub use scope::Scope;
 pub use shell::{ifname_word, in_netns, over_ssh, shell_word};
+pub(crate) use sysctl::conf_dir;
 pub use sysctl::{
     Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess,
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,

@@ -3,17 +3,26 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::Family;
+
 /// How the kernel combines the `all` value with an interface's own value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Combine {
     /// `IN_DEV_MAXCONF`: the larger of `all` and the interface value counts.
     Max,
     /// `IN_DEV_ORCONF`: enabled if either is non-zero.
     Or,
+    /// Only the interface's own value counts (`all` is not consulted; writing
+    /// `all` may copy itself to every interface, as `disable_ipv6` does).
+    Own,
+    /// `all` when it is non-zero, else the interface's value
+    /// (`keep_addr_on_down`, `addrconf_ifdown` in net/ipv6/addrconf.c).
+    AllFirst,
 }
 
-/// A per-interface IPv4 sysctl under `net.ipv4.conf.<iface>.`.
+/// A per-interface sysctl under `net.ipv4.conf.<iface>.` or
+/// `net.ipv6.conf.<iface>.`: the family is the key's ([`ConfKey::family`]).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -31,20 +40,67 @@ pub enum ConfKey {
     AcceptLocal,
     /// `arp_notify` (0..=1).
     ArpNotify,
+    /// IPv6 `disable_ipv6` (0..=1): 1 removes every IPv6 address, and with it
+    /// every IPv6 RoCE v2 GID.
+    DisableIpv6,
+    /// IPv6 `accept_ra` (0..=2): router advertisements are processed (2: even
+    /// when forwarding).
+    AcceptRa,
+    /// IPv6 `accept_ra_defrtr` (0..=1): a router advertisement installs a
+    /// default route (`proto ra`) in the main table.
+    AcceptRaDefrtr,
+    /// IPv6 `autoconf` (0..=1): addresses from advertised prefixes (SLAAC).
+    Autoconf,
+    /// IPv6 `accept_dad` (0..=2): duplicate address detection runs (2: a MAC-based
+    /// link-local address that fails it disables IPv6 on the interface).
+    AcceptDad,
+    /// IPv6 `ndisc_notify` (0..=1): unsolicited neighbour advertisements when the
+    /// link comes up or its MAC changes, and when an address finishes DAD.
+    NdiscNotify,
+    /// IPv6 `keep_addr_on_down` (-1..=1): static global addresses survive the link
+    /// going down (>0); by default (0) they are flushed, and their GIDs go.
+    KeepAddrOnDown,
 }
 
 impl ConfKey {
-    /// Every key, in a stable order.
-    pub const ALL: [ConfKey; 6] = [
+    /// Every key, in a stable order: IPv4's, then IPv6's.
+    pub const ALL: [ConfKey; 13] = [
         ConfKey::ArpIgnore,
         ConfKey::ArpAnnounce,
         ConfKey::ArpFilter,
         ConfKey::RpFilter,
         ConfKey::AcceptLocal,
         ConfKey::ArpNotify,
+        ConfKey::DisableIpv6,
+        ConfKey::AcceptRa,
+        ConfKey::AcceptRaDefrtr,
+        ConfKey::Autoconf,
+        ConfKey::AcceptDad,
+        ConfKey::NdiscNotify,
+        ConfKey::KeepAddrOnDown,
     ];
 
-    /// The file name under `/proc/sys/net/ipv4/conf/<iface>/`.
+    /// The keys of one family, in [`ConfKey::ALL`]'s order.
+    pub fn of(family: Family) -> impl Iterator<Item = ConfKey> {
+        ConfKey::ALL
+            .into_iter()
+            .filter(move |k| k.family() == family)
+    }
+
+    /// The family whose `conf` directory holds it.
+    pub fn family(self) -> Family {
+        match self {
+            ConfKey::ArpIgnore
+            | ConfKey::ArpAnnounce
+            | ConfKey::ArpFilter
+            | ConfKey::RpFilter
+            | ConfKey::AcceptLocal
+            | ConfKey::ArpNotify => Family::Inet,
+            _ => Family::Inet6,
+        }
+    }
+
+    /// The file name under `/proc/sys/net/ipv4/conf/<iface>/` (or `ipv6`).
     pub fn file_name(self) -> &'static str {
         match self {
             ConfKey::ArpIgnore => "arp_ignore",
@@ -53,6 +109,13 @@ impl ConfKey {
             ConfKey::RpFilter => "rp_filter",
             ConfKey::AcceptLocal => "accept_local",
             ConfKey::ArpNotify => "arp_notify",
+            ConfKey::DisableIpv6 => "disable_ipv6",
+            ConfKey::AcceptRa => "accept_ra",
+            ConfKey::AcceptRaDefrtr => "accept_ra_defrtr",
+            ConfKey::Autoconf => "autoconf",
+            ConfKey::AcceptDad => "accept_dad",
+            ConfKey::NdiscNotify => "ndisc_notify",
+            ConfKey::KeepAddrOnDown => "keep_addr_on_down",
         }
     }
 
@@ -61,33 +124,58 @@ impl ConfKey {
         ConfKey::ALL.into_iter().find(|k| k.file_name() == s)
     }
 
-    /// The kernel's rule for combining `all` with the interface value.
+    /// The kernel's rule for combining `all` with the interface value: IPv4's
+    /// `IN_DEV_MAXCONF`/`IN_DEV_ORCONF` (include/linux/inetdevice.h); IPv6's
+    /// as net/ipv6 reads each (`ndisc_notify`: either, ndisc.c; `accept_dad`:
+    /// DAD runs when either is at least 1, `addrconf_dad_begin`;
+    /// `keep_addr_on_down`: `addrconf_ifdown`; the others the interface's own).
     pub fn combine(self) -> Combine {
         match self {
-            ConfKey::ArpFilter | ConfKey::AcceptLocal => Combine::Or,
-            _ => Combine::Max,
+            ConfKey::ArpFilter | ConfKey::AcceptLocal | ConfKey::NdiscNotify => Combine::Or,
+            ConfKey::ArpIgnore
+            | ConfKey::ArpAnnounce
+            | ConfKey::RpFilter
+            | ConfKey::ArpNotify
+            | ConfKey::AcceptDad => Combine::Max,
+            ConfKey::KeepAddrOnDown => Combine::AllFirst,
+            ConfKey::DisableIpv6
+            | ConfKey::AcceptRa
+            | ConfKey::AcceptRaDefrtr
+            | ConfKey::Autoconf => Combine::Own,
         }
     }
 
-    /// The values the kernel accepts.
-    pub fn valid_range(self) -> std::ops::RangeInclusive<u32> {
+    /// The values roce-net accepts (the kernel's documented ones).
+    pub fn valid_range(self) -> std::ops::RangeInclusive<i32> {
         match self {
             ConfKey::ArpIgnore => 0..=8,
-            ConfKey::ArpAnnounce | ConfKey::RpFilter => 0..=2,
-            ConfKey::ArpFilter | ConfKey::AcceptLocal | ConfKey::ArpNotify => 0..=1,
+            ConfKey::ArpAnnounce | ConfKey::RpFilter | ConfKey::AcceptRa | ConfKey::AcceptDad => {
+                0..=2
+            }
+            ConfKey::KeepAddrOnDown => -1..=1,
+            ConfKey::ArpFilter
+            | ConfKey::AcceptLocal
+            | ConfKey::ArpNotify
+            | ConfKey::DisableIpv6
+            | ConfKey::AcceptRaDefrtr
+            | ConfKey::Autoconf
+            | ConfKey::NdiscNotify => 0..=1,
         }
     }
 
     /// The effective value the kernel uses for an interface.
-    pub fn effective(self, all: Option<u32>, iface: Option<u32>) -> Option<u32> {
-        match (all, iface) {
-            (Some(a), Some(i)) => Some(match self.combine() {
-                Combine::Max => a.max(i),
-                Combine::Or => u32::from(a != 0 || i != 0),
+    pub fn effective(self, all: Option<i32>, iface: Option<i32>) -> Option<i32> {
+        match (self.combine(), all, iface) {
+            (Combine::Own, _, i) => i,
+            (Combine::AllFirst, Some(a), _) if a != 0 => Some(a),
+            (Combine::AllFirst, Some(_), None) => Some(0),
+            (Combine::AllFirst, _, i) => i,
+            (c, Some(a), Some(i)) => Some(match c {
+                Combine::Or => i32::from(a != 0 || i != 0),
+                _ => a.max(i),
             }),
-            (Some(a), None) => Some(a),
-            (None, Some(i)) => Some(i),
-            (None, None) => None,
+            (_, Some(a), None) => Some(a),
+            (_, None, i) => i,
         }
     }
 }
@@ -98,7 +186,7 @@ impl fmt::Display for ConfKey {
     }
 }
 
-/// Which `net.ipv4.conf.*` directory a value lives in.
+/// Which `net.ipv4.conf.*` (or `net.ipv6.conf.*`) directory a value lives in.
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -113,7 +201,7 @@ pub enum ConfTarget {
 }
 
 impl ConfTarget {
-    /// The directory name under `/proc/sys/net/ipv4/conf/`.
+    /// The directory name under `/proc/sys/net/ipv4/conf/` (or `ipv6`).
     pub fn dir_name(&self) -> &str {
         match self {
             ConfTarget::All => "all",
@@ -184,7 +272,7 @@ impl TuningKey {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Sysctl {
-    /// `net.ipv4.conf.<target>.<key>`.
+    /// `net.ipv4.conf.<target>.<key>`, or `net.ipv6.conf...` for an IPv6 key.
     Conf {
         /// Directory.
         target: ConfTarget,
@@ -195,12 +283,26 @@ pub enum Sysctl {
     Tuning(TuningKey),
 }
 
+/// The `conf` directory of a family under `/proc/sys`: `net/ipv4/conf` or
+/// `net/ipv6/conf`.
+pub(crate) fn conf_dir(family: Family) -> &'static str {
+    match family {
+        Family::Inet => "net/ipv4/conf",
+        Family::Inet6 => "net/ipv6/conf",
+    }
+}
+
 impl Sysctl {
     /// Path relative to `/proc/sys/`.
     pub fn proc_path(&self) -> String {
         match self {
             Sysctl::Conf { target, key } => {
-                format!("net/ipv4/conf/{}/{}", target.dir_name(), key.file_name())
+                format!(
+                    "{}/{}/{}",
+                    conf_dir(key.family()),
+                    target.dir_name(),
+                    key.file_name()
+                )
             }
             Sysctl::Tuning(t) => t.proc_path().to_string(),
         }
@@ -210,7 +312,8 @@ impl Sysctl {
     pub fn display_name(&self) -> String {
         match self {
             Sysctl::Conf { target, key } => format!(
-                "net.ipv4.conf.{}.{}",
+                "{}.{}.{}",
+                conf_dir(key.family()).replace('/', "."),
                 target.dir_name().replace('.', "/"),
                 key.file_name()
             ),
@@ -245,14 +348,14 @@ impl Sysctl {
         // the kernel's bytes, as `sysctl` must find them under /proc/sys.
         if let Sysctl::Conf {
             target: ConfTarget::Interface(name),
-            ..
+            key,
         } = self
         {
             let shown = name.replace('.', "/");
-            let head = "net.ipv4.conf.";
+            let head = format!("{}.", conf_dir(key.family()).replace('/', "."));
             if let (Ok(raw), Some(rest)) = (
                 super::ifname_to_kernel(name),
-                text.strip_prefix(head)
+                text.strip_prefix(head.as_str())
                     .and_then(|t| t.strip_prefix(shown.as_str())),
             ) {
                 let mut b = head.as_bytes().to_vec();
@@ -300,46 +403,73 @@ impl fmt::Display for SysctlValue<'_> {
     }
 }
 
-/// The per-interface values of every [`ConfKey`]; `None` where unreadable.
+/// The per-interface values of every [`ConfKey`], both families; `None` where
+/// unreadable (or absent: an interface without IPv6 has no `net.ipv6.conf`
+/// directory, a kernel without IPv6 none at all). The IPv6 keys are left out
+/// of the JSON while unknown, so snapshots of older roce-net read back the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ConfValues {
     /// `arp_ignore`.
-    pub arp_ignore: Option<u32>,
+    pub arp_ignore: Option<i32>,
     /// `arp_announce`.
-    pub arp_announce: Option<u32>,
+    pub arp_announce: Option<i32>,
     /// `arp_filter`.
-    pub arp_filter: Option<u32>,
+    pub arp_filter: Option<i32>,
     /// `rp_filter`.
-    pub rp_filter: Option<u32>,
+    pub rp_filter: Option<i32>,
     /// `accept_local`.
-    pub accept_local: Option<u32>,
+    pub accept_local: Option<i32>,
     /// `arp_notify`.
-    pub arp_notify: Option<u32>,
+    pub arp_notify: Option<i32>,
+    /// IPv6 `disable_ipv6`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_ipv6: Option<i32>,
+    /// IPv6 `accept_ra`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_ra: Option<i32>,
+    /// IPv6 `accept_ra_defrtr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_ra_defrtr: Option<i32>,
+    /// IPv6 `autoconf`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoconf: Option<i32>,
+    /// IPv6 `accept_dad`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_dad: Option<i32>,
+    /// IPv6 `ndisc_notify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ndisc_notify: Option<i32>,
+    /// IPv6 `keep_addr_on_down`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_addr_on_down: Option<i32>,
 }
 
 impl ConfValues {
-    /// The value of one key.
-    pub fn get(&self, key: ConfKey) -> Option<u32> {
+    fn slot(&mut self, key: ConfKey) -> &mut Option<i32> {
         match key {
-            ConfKey::ArpIgnore => self.arp_ignore,
-            ConfKey::ArpAnnounce => self.arp_announce,
-            ConfKey::ArpFilter => self.arp_filter,
-            ConfKey::RpFilter => self.rp_filter,
-            ConfKey::AcceptLocal => self.accept_local,
-            ConfKey::ArpNotify => self.arp_notify,
-        }
-    }
-    /// Set one key.
-    pub fn set(&mut self, key: ConfKey, v: Option<u32>) {
-        let slot = match key {
             ConfKey::ArpIgnore => &mut self.arp_ignore,
             ConfKey::ArpAnnounce => &mut self.arp_announce,
             ConfKey::ArpFilter => &mut self.arp_filter,
             ConfKey::RpFilter => &mut self.rp_filter,
             ConfKey::AcceptLocal => &mut self.accept_local,
             ConfKey::ArpNotify => &mut self.arp_notify,
-        };
-        *slot = v;
+            ConfKey::DisableIpv6 => &mut self.disable_ipv6,
+            ConfKey::AcceptRa => &mut self.accept_ra,
+            ConfKey::AcceptRaDefrtr => &mut self.accept_ra_defrtr,
+            ConfKey::Autoconf => &mut self.autoconf,
+            ConfKey::AcceptDad => &mut self.accept_dad,
+            ConfKey::NdiscNotify => &mut self.ndisc_notify,
+            ConfKey::KeepAddrOnDown => &mut self.keep_addr_on_down,
+        }
+    }
+    /// The value of one key.
+    pub fn get(&self, key: ConfKey) -> Option<i32> {
+        let mut copy = *self;
+        *copy.slot(key)
+    }
+    /// Set one key.
+    pub fn set(&mut self, key: ConfKey, v: Option<i32>) {
+        *self.slot(key) = v;
     }
     /// Combine `all` with an interface's values by the kernel's rules.
     pub fn effective(all: &ConfValues, iface: &ConfValues) -> ConfValues {
@@ -388,11 +518,11 @@ impl Tuning {
 /// Every sysctl roce-net cares about, for one network namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SysctlView {
-    /// `net.ipv4.conf.all.*`.
+    /// `net.ipv4.conf.all.*` and `net.ipv6.conf.all.*`.
     pub all: ConfValues,
-    /// `net.ipv4.conf.default.*`.
+    /// `net.ipv4.conf.default.*` and `net.ipv6.conf.default.*`.
     pub default: ConfValues,
-    /// `net.ipv4.conf.<iface>.*`, by interface name.
+    /// `net.ipv4.conf.<iface>.*` and `net.ipv6.conf.<iface>.*`, by interface name.
     pub interfaces: BTreeMap<String, InterfaceConf>,
     /// Host tuning.
     pub tuning: Tuning,
@@ -426,12 +556,12 @@ pub enum SysctlAccess {
 }
 
 impl SysctlView {
-    /// The effective value of `key` on `iface` (falls back to `all` when the
-    /// interface has no entry).
-    pub fn effective(&self, iface: &str, key: ConfKey) -> Option<u32> {
+    /// The effective value of `key` on `iface` (what `all` alone makes it when
+    /// the interface has no entry).
+    pub fn effective(&self, iface: &str, key: ConfKey) -> Option<i32> {
         match self.interfaces.get(iface) {
             Some(c) => c.effective.get(key),
-            None => self.all.get(key),
+            None => key.effective(self.all.get(key), None),
         }
     }
 
@@ -471,6 +601,35 @@ mod tests {
         assert_eq!(ConfKey::ArpFilter.effective(Some(0), Some(1)), Some(1));
         assert_eq!(ConfKey::AcceptLocal.effective(Some(1), Some(0)), Some(1));
         assert_eq!(ConfKey::ArpFilter.effective(Some(0), Some(0)), Some(0));
+        // IPv6: ndisc_notify either; accept_dad the larger (DAD runs when either
+        // is at least 1); keep_addr_on_down `all` unless it is 0; accept_ra and
+        // the others only the interface's own value.
+        assert_eq!(ConfKey::NdiscNotify.effective(Some(1), Some(0)), Some(1));
+        assert_eq!(ConfKey::AcceptDad.effective(Some(0), Some(1)), Some(1));
+        assert_eq!(
+            ConfKey::KeepAddrOnDown.effective(Some(-1), Some(1)),
+            Some(-1)
+        );
+        assert_eq!(ConfKey::KeepAddrOnDown.effective(Some(0), Some(1)), Some(1));
+        assert_eq!(ConfKey::AcceptRa.effective(Some(0), Some(1)), Some(1));
+        assert_eq!(ConfKey::AcceptRaDefrtr.effective(Some(1), Some(0)), Some(0));
+        assert_eq!(ConfKey::DisableIpv6.effective(Some(1), None), None);
+    }
+
+    #[test]
+    fn ipv6_keys_live_under_net_ipv6() {
+        let s = Sysctl::Conf {
+            target: ConfTarget::Interface("eth0.100".into()),
+            key: ConfKey::AcceptRaDefrtr,
+        };
+        assert_eq!(s.proc_path(), "net/ipv6/conf/eth0.100/accept_ra_defrtr");
+        assert_eq!(s.display_name(), "net.ipv6.conf.eth0/100.accept_ra_defrtr");
+        assert_eq!(
+            s.write_command("0"),
+            "sysctl -w net.ipv6.conf.eth0/100.accept_ra_defrtr=0"
+        );
+        assert_eq!(ConfKey::of(Family::Inet6).count(), 7);
+        assert_eq!(ConfKey::of(Family::Inet).count(), 6);
     }
 
     #[test]

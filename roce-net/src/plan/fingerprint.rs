@@ -153,6 +153,7 @@ mod volatile_tests {
             scope: Scope::Link,
             label: None,
             secondary: false,
+            flags: Vec::new(),
         }
     }
 

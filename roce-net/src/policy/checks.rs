@@ -37,7 +37,7 @@ impl Policy {
             check_ifname_pattern(&de::join_index("nics.exclude", i), n)?;
         }
         let arp_ig = crate::model::ConfKey::ArpIgnore.valid_range();
-        if !arp_ig.contains(&self.arp.arp_ignore) {
+        if !i32::try_from(self.arp.arp_ignore).is_ok_and(|v| arp_ig.contains(&v)) {
             return Err(policy_err(
                 "arp.arp_ignore",
                 format!(

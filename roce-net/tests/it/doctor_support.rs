@@ -44,7 +44,7 @@ pub fn golden_in(dir: &Path, name: &str, state: &HostState, update: bool) -> Hos
     on_disk
 }
 
-fn conf(v: u32) -> ConfValues {
+fn conf(v: i32) -> ConfValues {
     ConfValues {
         arp_ignore: Some(v),
         arp_announce: Some(v),
@@ -52,6 +52,7 @@ fn conf(v: u32) -> ConfValues {
         rp_filter: Some(v),
         accept_local: Some(0),
         arp_notify: Some(0),
+        ..ConfValues::default()
     }
 }
 
@@ -122,7 +123,7 @@ impl B {
     }
 
     /// Set a sysctl on `all` or an interface and recompute effective values.
-    pub fn sysctl(&mut self, target: &str, key: ConfKey, v: u32) -> &mut Self {
+    pub fn sysctl(&mut self, target: &str, key: ConfKey, v: i32) -> &mut Self {
         if target == "all" {
             self.0.sysctls.all.set(key, Some(v));
         } else {
@@ -174,6 +175,11 @@ impl B {
             scope,
             label: if a.is_ipv4() { Some(dev.into()) } else { None },
             secondary,
+            flags: if a.is_ipv6() {
+                vec![AddressFlag::Permanent]
+            } else {
+                Vec::new()
+            },
         });
         if a.is_ipv4() {
             self.route(&format!(

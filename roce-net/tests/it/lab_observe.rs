@@ -713,3 +713,154 @@ fn missing_namespace_is_not_found() {
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(e.to_string().contains(&name), "{e}");
 }
+
+/// Every address flag the kernel reports is the one `ip -j addr` shows, on
+/// addresses in each state a RoCE NIC's IPv6 address can be in: added with
+/// `nodad`; still `tentative` (DAD made slow on purpose: 50 probes a second
+/// apart); `dadfailed` (the veth's other end holds the address, so it answers
+/// the probe); `deprecated` (preferred lifetime 0); `dynamic` (finite
+/// lifetime: no `permanent`); and an IPv4 secondary. The IPv6 settings of the
+/// link dump are read too (`disable_ipv6` on one end).
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn address_flags_match_iproute2() {
+    use roce_net::AddressFlag;
+    roce_net_testkit::require_namespaces("address_flags_match_iproute2");
+    let ns = roce_net_testkit::Netns::new("aflags");
+    let n = ns.name.as_str();
+    ip(
+        n,
+        &["link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+    );
+    ip(
+        n,
+        &["link", "add", "v2", "type", "veth", "peer", "name", "v3"],
+    );
+    ns.exec(&["sysctl", "-qw", "net.ipv6.conf.v0.dad_transmits=50"]);
+    ns.exec(&["sysctl", "-qw", "net.ipv6.conf.v3.disable_ipv6=1"]);
+    for l in ["v0", "v1", "v2", "v3"] {
+        ip(n, &["link", "set", l, "up"]);
+    }
+    ip(
+        n,
+        &["addr", "add", "fd00:198:18::1/64", "dev", "v1", "nodad"],
+    );
+    ip(
+        n,
+        &["addr", "add", "fd00:198:18::5/64", "dev", "v1", "nodad"],
+    );
+    ip(n, &["addr", "add", "fd00:198:18::2/64", "dev", "v0"]);
+    ip(n, &["addr", "add", "fd00:198:18::5/64", "dev", "v0"]);
+    ip(
+        n,
+        &[
+            "addr",
+            "add",
+            "fd00:198:18::3/64",
+            "dev",
+            "v1",
+            "nodad",
+            "preferred_lft",
+            "0",
+        ],
+    );
+    ip(
+        n,
+        &[
+            "addr",
+            "add",
+            "fd00:198:18::4/64",
+            "dev",
+            "v1",
+            "nodad",
+            "valid_lft",
+            "3600",
+            "preferred_lft",
+            "3600",
+        ],
+    );
+    ip(n, &["addr", "add", "198.18.7.1/24", "dev", "v1"]);
+    ip(n, &["addr", "add", "198.18.7.2/24", "dev", "v1"]);
+    // v0's ::5 fails DAD against v1's, its veth peer (a probe and its answer
+    // take a second or so); v0's ::2 stays tentative for fifty seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ip(n, &["-6", "addr", "show", "dev", "v0"]).contains("dadfailed") {
+        assert!(
+            Instant::now() < deadline,
+            "DAD of fd00:198:18::5 on v0 never failed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let st = Host::netns(n).unwrap().snapshot().unwrap();
+    let names = [
+        "temporary",
+        "nodad",
+        "optimistic",
+        "dadfailed",
+        "home",
+        "deprecated",
+        "tentative",
+        "mngtmpaddr",
+        "noprefixroute",
+        "autojoin",
+        "stable-privacy",
+        "secondary",
+    ];
+    let ours: BTreeSet<String> = st
+        .addresses
+        .iter()
+        .map(|a| {
+            let mut f: Vec<&str> = a.flags.iter().map(|f| f.name()).collect();
+            if a.secondary {
+                f.push("secondary");
+            }
+            // iproute2 prints `dynamic` for what lacks `permanent`.
+            if !a.has(AddressFlag::Permanent) {
+                f.push("dynamic");
+            }
+            f.retain(|x| *x != "permanent");
+            f.sort();
+            format!("{} {} {}", a.ifname, a.address, f.join(","))
+        })
+        .collect();
+    let mut theirs = BTreeSet::new();
+    for l in ip_json(n, &["addr", "show"]).as_array().unwrap() {
+        for a in l["addr_info"].as_array().unwrap() {
+            let mut f: Vec<&str> = names
+                .iter()
+                .chain(["dynamic"].iter())
+                .copied()
+                .filter(|k| a.get(*k).and_then(|v| v.as_bool()) == Some(true))
+                .collect();
+            f.sort();
+            theirs.insert(format!(
+                "{} {} {}",
+                s(l, "ifname").unwrap(),
+                s(a, "local").unwrap(),
+                f.join(",")
+            ));
+        }
+    }
+    assert_eq!(ours, theirs);
+    for want in [
+        "v0 fd00:198:18::5 dadfailed,tentative",
+        "v0 fd00:198:18::2 tentative",
+        "v1 fd00:198:18::3 deprecated,nodad",
+        "v1 fd00:198:18::4 dynamic,nodad",
+        "v1 198.18.7.2 secondary",
+    ] {
+        assert!(ours.contains(want), "{want} in {ours:#?}");
+    }
+    let usable = |ip: &str, dev: &str| {
+        st.addresses
+            .iter()
+            .find(|a| a.address.to_string() == ip && a.ifname == dev)
+            .unwrap()
+            .is_usable()
+    };
+    assert!(!usable("fd00:198:18::5", "v0") && !usable("fd00:198:18::2", "v0"));
+    assert!(usable("fd00:198:18::5", "v1") && usable("fd00:198:18::3", "v1"));
+    // The link dump's IPv6 settings.
+    let v6 = |dev: &str| st.sysctls.interfaces[dev].configured.disable_ipv6;
+    assert_eq!((v6("v3"), v6("v2")), (Some(1), Some(0)));
+}

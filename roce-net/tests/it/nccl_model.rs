@@ -54,6 +54,7 @@ fn host(case: &str) -> HostState {
                 scope: Scope::Universe,
                 label: None,
                 secondary: false,
+                flags: Vec::new(),
             });
         }
     }
@@ -302,6 +303,7 @@ fn ipv6_rails_at_different_indices_get_the_address_family() {
         scope: Scope::Universe,
         label: None,
         secondary: false,
+        flags: Vec::new(),
     });
     let a = roce_net::nccl_env(&s);
     assert_eq!(val(&a, "NCCL_IB_HCA"), Some("=mlx5_3:1,mlx5_4:1"));

@@ -109,7 +109,7 @@ fn plans_record_their_base_and_policy_and_round_trip() {
 fn set_conf(host: &mut HostState, s: &Sysctl, v: &str) {
     match s {
         Sysctl::Conf { target, key } => {
-            let n: u32 = v.trim().parse().unwrap();
+            let n: i32 = v.trim().parse().unwrap();
             match target {
                 ConfTarget::All => host.sysctls.all.set(*key, Some(n)),
                 ConfTarget::Default => host.sysctls.default.set(*key, Some(n)),

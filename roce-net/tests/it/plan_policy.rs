@@ -463,6 +463,7 @@ fn add_nic(h: &mut HostState, name: &str, index: u32, ip: &str) {
         scope: Scope::Universe,
         label: None,
         secondary: false,
+        flags: Vec::new(),
     });
 }
 

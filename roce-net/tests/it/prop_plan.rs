@@ -83,7 +83,7 @@ fn recompute_effective(st: &mut HostState) {
     }
 }
 
-fn set_conf(st: &mut HostState, target: &ConfTarget, key: ConfKey, v: Option<u32>) {
+fn set_conf(st: &mut HostState, target: &ConfTarget, key: ConfKey, v: Option<i32>) {
     match target {
         ConfTarget::All => st.sysctls.all.set(key, v),
         ConfTarget::Default => st.sysctls.default.set(key, v),
@@ -133,7 +133,7 @@ fn build_host(t: &HostTweaks) -> HostState {
     let keys = ConfKey::ALL;
     for &(target, key, v) in &t.sysctls {
         let key = keys[key % keys.len()];
-        set_conf(&mut st, &conf_target(target), key, Some(v));
+        set_conf(&mut st, &conf_target(target), key, Some(v as i32));
     }
     for &(off, octet, nic) in &t.stale_routes {
         let dst: ipnet::IpNet = format!("198.18.{octet}.0/24").parse().unwrap();

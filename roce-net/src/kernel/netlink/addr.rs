@@ -2,11 +2,9 @@
 
 use super::{Families, IfNames, Netlink};
 use crate::error::Result;
-use crate::model::{Address, Interface, Scope};
+use crate::model::{Address, AddressFlag, Interface, Scope};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
-use netlink_packet_route::address::{
-    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope,
-};
+use netlink_packet_route::address::{AddressAttribute, AddressMessage, AddressScope};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
 
@@ -14,19 +12,22 @@ pub(super) fn to_address(m: AddressMessage, names: &IfNames) -> Option<Address> 
     let mut local = None;
     let mut address = None;
     let mut label = None;
-    let mut secondary = m.header.flags.contains(AddressHeaderFlags::Secondary);
+    // The header's 8 flag bits, or all 32 from IFA_FLAGS when the kernel sends
+    // it (since 3.14; the header then holds only the low byte of the same value).
+    let mut bits = u32::from(m.header.flags.bits());
     for a in m.attributes {
         match a {
             AddressAttribute::Local(ip) => local = Some(ip),
             AddressAttribute::Address(ip) => address = Some(ip),
             AddressAttribute::Label(l) => label = Some(l),
-            AddressAttribute::Flags(f) => secondary |= f.contains(AddressFlags::Secondary),
+            AddressAttribute::Flags(f) => bits |= f.bits(),
             _ => {}
         }
     }
     // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer on
     // point-to-point links and equal to it otherwise (IPv6 sends only IFA_ADDRESS).
     let ip = local.or(address)?;
+    let (flags, secondary) = AddressFlag::from_bits(ip.is_ipv6(), bits);
     Some(Address {
         ifname: names.name(m.header.index),
         ifindex: m.header.index,
@@ -35,6 +36,7 @@ pub(super) fn to_address(m: AddressMessage, names: &IfNames) -> Option<Address> 
         scope: Scope::from_u8(u8::from(m.header.scope)),
         label,
         secondary,
+        flags,
     })
 }
 

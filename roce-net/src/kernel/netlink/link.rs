@@ -2,7 +2,7 @@
 
 use super::{no_such_interface, Netlink};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{ifname_from_kernel, ConfKey, HwAddr, Interface, LinkStats, OperState};
+use crate::model::{ifname_from_kernel, ConfKey, Family, HwAddr, Interface, LinkStats, OperState};
 use crate::netns::NetnsTarget;
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
@@ -12,46 +12,61 @@ use netlink_packet_route::RouteNetlinkMessage;
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 
-/// An interface's IPv4 settings as its link message carries them
-/// (`IFLA_AF_SPEC` / `AF_INET` / `IFLA_INET_CONF`): the kernel's `in_dev->cnf`
-/// array, the very values `/proc/sys/net/ipv4/conf/<iface>/` shows (both are
-/// filled from it: `inet_fill_link_af` and `devinet_conf_proc` in
-/// `net/ipv4/devinet.c`). Absent for an interface without IPv4 (no
-/// `conf/<iface>` directory either).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InetConf([i32; 6]);
+/// An interface's IPv4 and IPv6 settings as its link message carries them
+/// (`IFLA_AF_SPEC` / `AF_INET` / `IFLA_INET_CONF`, and `AF_INET6` /
+/// `IFLA_INET6_CONF`): the kernel's `in_dev->cnf` and `idev->cnf` arrays, the
+/// very values `/proc/sys/net/ipv4/conf/<iface>/` and
+/// `/proc/sys/net/ipv6/conf/<iface>/` show (both are filled from them:
+/// `inet_fill_link_af` and `devinet_conf_proc` in `net/ipv4/devinet.c`,
+/// `ipv6_store_devconf` and `addrconf_sysctl` in `net/ipv6/addrconf.c`). A
+/// family's keys are `None` for an interface without it (no `conf/<iface>`
+/// directory of that family either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InetConf([Option<i32>; ConfKey::ALL.len()]);
 
-/// `IPV4_DEVCONF_*` (include/uapi/linux/ip.h) of each [`ConfKey`], in
-/// `ConfKey::ALL`'s order: the array is 0-based, the enum from 1.
-const DEVCONF: [(ConfKey, usize); 6] = [
-    (ConfKey::ArpIgnore, 19),
-    (ConfKey::ArpAnnounce, 18),
-    (ConfKey::ArpFilter, 13),
-    (ConfKey::RpFilter, 8),
-    (ConfKey::AcceptLocal, 23),
-    (ConfKey::ArpNotify, 22),
+/// Each [`ConfKey`]'s place in its family's array: `IPV4_DEVCONF_*`
+/// (include/uapi/linux/ip.h; the array is 0-based, the enum from 1, so the
+/// place is the enum minus 1) and `DEVCONF_*` (include/uapi/linux/ipv6.h,
+/// 0-based).
+const DEVCONF: [(ConfKey, usize); ConfKey::ALL.len()] = [
+    (ConfKey::ArpIgnore, 19 - 1),
+    (ConfKey::ArpAnnounce, 18 - 1),
+    (ConfKey::ArpFilter, 13 - 1),
+    (ConfKey::RpFilter, 8 - 1),
+    (ConfKey::AcceptLocal, 23 - 1),
+    (ConfKey::ArpNotify, 22 - 1),
+    (ConfKey::DisableIpv6, 26),
+    (ConfKey::AcceptRa, 3),
+    (ConfKey::AcceptRaDefrtr, 17),
+    (ConfKey::Autoconf, 5),
+    (ConfKey::AcceptDad, 27),
+    (ConfKey::NdiscNotify, 29),
+    (ConfKey::KeepAddrOnDown, 42),
 ];
 
 impl InetConf {
-    /// The six keys out of an `IFLA_INET_CONF` array (native-endian `int`s;
-    /// one an older kernel lacks is 0, as the kernel would show it).
-    fn from_array(v: &[u8]) -> InetConf {
-        let mut out = [0; 6];
-        for (slot, (_, id)) in out.iter_mut().zip(DEVCONF) {
-            let at = (id - 1) * 4;
-            if let Some(b) = v.get(at..at + 4) {
-                *slot = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+    /// Take the keys of `family` out of its array (native-endian `int`s; one an
+    /// older kernel lacks is 0, as the kernel would show it).
+    fn read_array(&mut self, family: Family, v: &[u8]) {
+        for (slot, (key, place)) in self.0.iter_mut().zip(DEVCONF) {
+            if key.family() != family {
+                continue;
             }
+            let at = place * 4;
+            *slot = Some(match v.get(at..at + 4) {
+                Some(b) => i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+                None => 0,
+            });
         }
-        InetConf(out)
     }
 
-    /// The kernel's value of one key (an `int`, as `/proc/sys` prints it).
-    pub(crate) fn get(&self, key: ConfKey) -> i32 {
+    /// The kernel's value of one key (an `int`, as `/proc/sys` prints it);
+    /// `None` when the link has no settings of the key's family.
+    pub(crate) fn get(&self, key: ConfKey) -> Option<i32> {
         DEVCONF
             .iter()
             .position(|(k, _)| *k == key)
-            .map_or(0, |i| self.0[i])
+            .and_then(|i| self.0[i])
     }
 }
 
@@ -69,6 +84,9 @@ const IFLA_CARRIER: u16 = 33;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INET_CONF: u16 = 1;
 const AF_INET: u16 = 2;
+/// `IFLA_INET6_CONF` (include/uapi/linux/if_link.h).
+const IFLA_INET6_CONF: u16 = 2;
+const AF_INET6: u16 = 10;
 /// Attribute types carry two flag bits (`NLA_F_NESTED`, `NLA_F_NET_BYTEORDER`).
 const NLA_TYPE_MASK: u16 = 0x3fff;
 
@@ -137,7 +155,7 @@ fn attr_str(v: &[u8]) -> &[u8] {
 /// snapshot keeps are read, straight from the bytes (a link message is mostly
 /// attributes no snapshot reads, which a general decoder builds and frees).
 /// The name is kept byte-exact ([`ifname_from_kernel`]); the master comes back
-/// as an index for a second pass; with it, the link's IPv4 settings.
+/// as an index for a second pass; with it, the link's IPv4 and IPv6 settings.
 pub(super) fn decode_link(payload: &[u8]) -> Result<(Interface, Option<u32>, Option<InetConf>)> {
     let Some(hdr) = payload.get(..IFINFOMSG_LEN) else {
         return Err(Error::new(
@@ -204,14 +222,17 @@ pub(super) fn decode_link(payload: &[u8]) -> Result<(Interface, Option<u32>, Opt
             }
             IFLA_AF_SPEC => {
                 for a in attributes(v) {
-                    let (family, v) = a?;
-                    if family != AF_INET {
-                        continue;
-                    }
+                    let (af, v) = a?;
+                    let (family, conf) = match af {
+                        AF_INET => (Family::Inet, IFLA_INET_CONF),
+                        AF_INET6 => (Family::Inet6, IFLA_INET6_CONF),
+                        _ => continue,
+                    };
                     for a in attributes(v) {
                         let (k, v) = a?;
-                        if k == IFLA_INET_CONF {
-                            inet = Some(InetConf::from_array(v));
+                        if k == conf {
+                            inet.get_or_insert_with(InetConf::default)
+                                .read_array(family, v);
                         }
                     }
                 }
@@ -251,7 +272,7 @@ impl Netlink {
         Ok(self.links_inet()?.into_iter().map(|(i, _)| i).collect())
     }
 
-    /// [`Netlink::links`] with each link's IPv4 settings from the same dump (a
+    /// [`Netlink::links`] with each link's IPv4 and IPv6 settings from the same dump (a
     /// snapshot reads them here instead of six `/proc/sys` files per interface).
     pub(crate) fn links_inet(&mut self) -> Result<Vec<(Interface, Option<InetConf>)>> {
         let msg = RouteNetlinkMessage::GetLink(dump_request());
@@ -494,8 +515,8 @@ mod tests {
     use crate::model::ConfKey;
     use netlink_packet_core::Emitable;
     use netlink_packet_route::link::{
-        AfSpecInet, AfSpecInet6, AfSpecUnspec, InetDevConf, LinkAttribute, LinkFlags, LinkInfo,
-        LinkMessage, State, Stats64,
+        AfSpecInet, AfSpecInet6, AfSpecUnspec, Inet6DevConf, InetDevConf, LinkAttribute, LinkFlags,
+        LinkInfo, LinkMessage, State, Stats64,
     };
     use netlink_packet_route::RouteNetlinkMessage;
 
@@ -506,7 +527,8 @@ mod tests {
     }
 
     /// Our decoder reads what netlink-packet-route writes: every field a
-    /// snapshot keeps, the six IPv4 settings at their `IPV4_DEVCONF_*` places.
+    /// snapshot keeps, the IPv4 settings at their `IPV4_DEVCONF_*` places and the
+    /// IPv6 ones at their `DEVCONF_*` places.
     #[test]
     fn decode_link_reads_the_fields_a_snapshot_keeps() {
         let mut m = LinkMessage::default();
@@ -516,6 +538,10 @@ mod tests {
         (conf.arp_ignore, conf.arp_announce, conf.arpfilter) = (1, 2, 3);
         (conf.rp_filter, conf.accept_local, conf.arp_notify) = (4, 5, 6);
         conf.forwarding = 9;
+        let mut conf6 = Inet6DevConf::default();
+        (conf6.disable_ipv6, conf6.accept_ra, conf6.accept_ra_defrtr) = (1, 2, 0);
+        (conf6.autoconf, conf6.accept_dad, conf6.ndisc_notify) = (1, 2, 1);
+        (conf6.keep_addr_on_down, conf6.forwarding) = (-1, 7);
         let mut stats = Stats64::default();
         (
             stats.rx_packets,
@@ -539,7 +565,10 @@ mod tests {
             LinkAttribute::Controller(3),
             LinkAttribute::LinkInfo(vec![LinkInfo::Kind(super::InfoKind::Veth)]),
             LinkAttribute::Stats64(stats),
-            LinkAttribute::AfSpecUnspec(vec![AfSpecUnspec::Inet(vec![AfSpecInet::DevConf(conf)])]),
+            LinkAttribute::AfSpecUnspec(vec![
+                AfSpecUnspec::Inet(vec![AfSpecInet::DevConf(conf)]),
+                AfSpecUnspec::Inet6(vec![AfSpecInet6::DevConf(conf6)]),
+            ]),
         ];
         let (i, master, inet) = super::decode_link(&bytes(&m)).unwrap();
         assert_eq!(i.index, 7);
@@ -566,9 +595,25 @@ mod tests {
                 ConfKey::RpFilter => 4,
                 ConfKey::AcceptLocal => 5,
                 ConfKey::ArpNotify => 6,
+                ConfKey::DisableIpv6 => 1,
+                ConfKey::AcceptRa => 2,
+                ConfKey::AcceptRaDefrtr => 0,
+                ConfKey::Autoconf => 1,
+                ConfKey::AcceptDad => 2,
+                ConfKey::NdiscNotify => 1,
+                ConfKey::KeepAddrOnDown => -1,
             };
-            assert_eq!(inet.get(k), want, "{k:?}");
+            assert_eq!(inet.get(k), Some(want), "{k:?}");
         }
+        // IPv4 only: the IPv6 keys are unknown, not 0.
+        m.attributes.pop();
+        m.attributes
+            .push(LinkAttribute::AfSpecUnspec(vec![AfSpecUnspec::Inet(vec![
+                AfSpecInet::DevConf(conf),
+            ])]));
+        let inet = super::decode_link(&bytes(&m)).unwrap().2.unwrap();
+        assert_eq!(inet.get(ConfKey::ArpIgnore), Some(1));
+        assert_eq!(inet.get(ConfKey::AcceptRa), None);
         // Down, no IPv4: no settings; a missing name is empty.
         let mut m = LinkMessage::default();
         m.header.index = 1;

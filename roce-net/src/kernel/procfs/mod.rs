@@ -10,7 +10,8 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
-    ConfKey, ConfTarget, ConfValues, Sysctl, SysctlAccess, SysctlView, Tuning, TuningKey, Warning,
+    ConfKey, ConfTarget, ConfValues, Family, Sysctl, SysctlAccess, SysctlView, Tuning, TuningKey,
+    Warning,
 };
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -18,8 +19,13 @@ use std::path::{Path, PathBuf};
 /// The real `/proc/sys`.
 pub const PROC_SYS: &str = "/proc/sys";
 
-/// The `net/ipv4/conf` directory under a `/proc/sys` root.
-const CONF_DIR: &str = "net/ipv4/conf";
+/// The `conf/<dir>` directory of `key`'s family under a `/proc/sys` root:
+/// `net/ipv4/conf/<dir>` or `net/ipv6/conf/<dir>`.
+fn conf_path(proc_sys: &Path, family: Family, dir: impl AsRef<std::ffi::OsStr>) -> PathBuf {
+    proc_sys
+        .join(crate::model::conf_dir(family))
+        .join(dir.as_ref())
+}
 
 fn warn(warnings: &mut Vec<Warning>, path: &Path, message: String) {
     warnings.push(crate::model::Warning::about_file(path, message));
@@ -89,16 +95,9 @@ fn read_shared(
     tuning: bool,
     warnings: &mut Vec<Warning>,
 ) -> SysctlView {
-    let conf = proc_sys.join(CONF_DIR);
-    let mut dir = |name: &str, keys: &[ConfKey]| {
-        if keys.is_empty() {
-            return ConfValues::default();
-        }
-        read_conf_dir(&conf.join(name), keys, warnings).unwrap_or_default()
-    };
     let mut view = SysctlView {
-        all: dir("all", all),
-        default: dir("default", default),
+        all: read_conf_target(proc_sys, "all", all, warnings).unwrap_or_default(),
+        default: read_conf_target(proc_sys, "default", default, warnings).unwrap_or_default(),
         ..SysctlView::default()
     };
     if tuning {
@@ -111,31 +110,42 @@ fn read_shared(
     view
 }
 
-/// One interface's configured values from the kernel's `int`s (a negative
-/// one, which no key accepts from roce-net but `/proc/sys` would store, is
-/// `None` plus a warning naming its file, as a `/proc/sys` read of it would be).
-pub fn interface_conf(
+/// `keys` of the `conf/<dir>` of each family they belong to (a family none of
+/// them is in is not opened); `None` when every directory needed is missing.
+fn read_conf_target(
     proc_sys: &Path,
-    name: &str,
-    value: impl Fn(ConfKey) -> i32,
+    dir: impl AsRef<std::ffi::OsStr>,
+    keys: &[ConfKey],
     warnings: &mut Vec<Warning>,
-) -> ConfValues {
+) -> Option<ConfValues> {
+    let mut out: Option<ConfValues> = None;
+    for family in [Family::Inet, Family::Inet6] {
+        let mine: Vec<ConfKey> = keys
+            .iter()
+            .copied()
+            .filter(|k| k.family() == family)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let path = conf_path(proc_sys, family, &dir);
+        if let Some(v) = read_conf_dir(&path, family, &mine, warnings) {
+            let merged = out.get_or_insert_with(ConfValues::default);
+            for k in mine {
+                merged.set(k, v.get(k));
+            }
+        }
+    }
+    out
+}
+
+/// One interface's configured values from the kernel's `int`s (its link
+/// message's `IFLA_INET_CONF` and `IFLA_INET6_CONF`); `value` is `None` for a
+/// key of a family the interface has no settings of.
+pub fn interface_conf(value: impl Fn(ConfKey) -> Option<i32>) -> ConfValues {
     let mut values = ConfValues::default();
     for key in ConfKey::ALL {
-        let v = value(key);
-        let v = match u32::try_from(v) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                let dir = conf_component(name).unwrap_or_else(|| name.into());
-                warn(
-                    warnings,
-                    &proc_sys.join(CONF_DIR).join(dir).join(key.file_name()),
-                    format!("value {v} is not an unsigned number"),
-                );
-                None
-            }
-        };
-        values.set(key, v);
+        values.set(key, value(key));
     }
     values
 }
@@ -150,7 +160,6 @@ pub fn read_sysctls(
     ifnames: &[String],
     warnings: &mut Vec<Warning>,
 ) -> SysctlView {
-    let conf = proc_sys.join(CONF_DIR);
     let mut view = read_shared_sysctls(proc_sys, warnings);
     for name in ifnames {
         if view.interfaces.contains_key(name) {
@@ -159,7 +168,7 @@ pub fn read_sysctls(
         let Some(dir) = conf_component(name) else {
             warn(
                 warnings,
-                &conf,
+                &conf_path(proc_sys, Family::Inet, ""),
                 format!(
                     "interface name {} cannot be a sysctl directory; skipped",
                     crate::input::excerpt(name, 64)
@@ -167,7 +176,7 @@ pub fn read_sysctls(
             );
             continue;
         };
-        if let Some(configured) = read_conf_dir(&conf.join(dir), &ConfKey::ALL, warnings) {
+        if let Some(configured) = read_conf_target(proc_sys, &dir, &ConfKey::ALL, warnings) {
             let effective = ConfValues::effective(&view.all, &configured);
             view.interfaces.insert(
                 name.clone(),
@@ -199,14 +208,20 @@ fn tuning_access(proc_sys: &Path) -> std::collections::BTreeMap<TuningKey, Sysct
         .collect()
 }
 
-/// The `keys` of one `conf/<dir>` (the others stay `None`); `None` when the
-/// directory is missing (a missing `all`/`default` is warned about, a missing
-/// interface is not).
+/// The `keys` (all of `family`) of one `conf/<dir>` (the others stay `None`);
+/// `None` when the directory is missing (a missing IPv4 `all`/`default` is
+/// warned about; a missing interface is not, nor a missing IPv6 directory: a
+/// kernel booted with `ipv6.disable=1` has none).
 ///
 /// The directory is opened once and its files with `openat(2)`: a snapshot reads
 /// six files for each of hundreds of interfaces, and resolving every full
 /// `/proc/sys/net/ipv4/conf/<iface>/<key>` path again was most of that cost.
-fn read_conf_dir(dir: &Path, keys: &[ConfKey], warnings: &mut Vec<Warning>) -> Option<ConfValues> {
+fn read_conf_dir(
+    dir: &Path,
+    family: Family,
+    keys: &[ConfKey],
+    warnings: &mut Vec<Warning>,
+) -> Option<ConfValues> {
     let fd = match open_dir(dir) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
@@ -218,7 +233,7 @@ fn read_conf_dir(dir: &Path, keys: &[ConfKey], warnings: &mut Vec<Warning>) -> O
                 dir.file_name().and_then(|n| n.to_str()),
                 Some("all") | Some("default")
             );
-            if shared {
+            if shared && family == Family::Inet {
                 warn(
                     warnings,
                     dir,
@@ -334,12 +349,12 @@ fn read_tuning(proc_sys: &Path, warnings: &mut Vec<Warning>) -> Tuning {
     t
 }
 
-/// A `conf/<dir>/<key>` value: an unsigned number, or why it is not one (the
-/// snapshot warns with it, verify fails with it).
-fn parse_conf_value(text: &str) -> std::result::Result<u32, String> {
-    text.parse::<u32>().map_err(|_| {
+/// A `conf/<dir>/<key>` value: an `int`, or why it is not one (the snapshot
+/// warns with it, verify fails with it).
+fn parse_conf_value(text: &str) -> std::result::Result<i32, String> {
+    text.parse::<i32>().map_err(|_| {
         format!(
-            "value {} is not an unsigned number",
+            "value {} is not an integer",
             crate::input::excerpt(text, 64)
         )
     })
@@ -377,18 +392,20 @@ fn set_tuning(t: &mut Tuning, key: TuningKey, text: &str) -> bool {
 /// `conf/<dir>` is opened once. A sysctl that cannot be read or parsed is an
 /// error naming it (verify must not pass on a value it could not see).
 pub fn reread_sysctls(proc_sys: &Path, view: &mut SysctlView, which: &[Sysctl]) -> Result<()> {
-    let conf = proc_sys.join(CONF_DIR);
-    let mut dirs: Vec<(&ConfTarget, Vec<ConfKey>)> = Vec::new();
+    let mut dirs: Vec<((&ConfTarget, Family), Vec<ConfKey>)> = Vec::new();
     for s in which {
         match s {
             Sysctl::Conf {
                 target: ConfTarget::Interface(_),
                 ..
             } => {}
-            Sysctl::Conf { target, key } => match dirs.iter_mut().find(|(t, _)| *t == target) {
-                Some((_, keys)) => keys.push(*key),
-                None => dirs.push((target, vec![*key])),
-            },
+            Sysctl::Conf { target, key } => {
+                let at = (target, key.family());
+                match dirs.iter_mut().find(|(t, _)| *t == at) {
+                    Some((_, keys)) => keys.push(*key),
+                    None => dirs.push((at, vec![*key])),
+                }
+            }
             Sysctl::Tuning(key) => {
                 let path = proc_sys.join(key.proc_path());
                 let text = read_trimmed(&path).map_err(|e| read_error(e, s, &path))?;
@@ -405,12 +422,12 @@ pub fn reread_sysctls(proc_sys: &Path, view: &mut SysctlView, which: &[Sysctl]) 
             }
         }
     }
-    for (target, keys) in dirs {
+    for ((target, family), keys) in dirs {
         let first = Sysctl::Conf {
             target: target.clone(),
             key: keys[0],
         };
-        let dir = conf.join(target.dir_name());
+        let dir = conf_path(proc_sys, family, target.dir_name());
         let fd = open_dir(&dir).map_err(|e| read_error(e, &first, &dir))?;
         let values = match target {
             ConfTarget::Default => &mut view.default,
@@ -472,21 +489,28 @@ fn sysctl_path(proc_sys: &Path, s: &Sysctl) -> Result<PathBuf> {
             ));
         };
         if let Sysctl::Conf { key, .. } = s {
-            return Ok(proc_sys.join(CONF_DIR).join(dir).join(key.file_name()));
+            return Ok(conf_path(proc_sys, key.family(), dir).join(key.file_name()));
         }
     }
     Ok(proc_sys.join(s.proc_path()))
 }
 
 fn not_found_hint(s: &Sysctl) -> String {
+    let fam = |key: &ConfKey| match key.family() {
+        Family::Inet => "IPv4",
+        Family::Inet6 => "IPv6",
+    };
     match s {
         Sysctl::Conf {
             target: ConfTarget::Interface(name),
-            ..
+            key,
         } => format!(
-            "interface {name:?} has no IPv4 settings in this namespace; check the name with `ip link`"
+            "interface {name:?} has no {} settings in this namespace; check the name with `ip link`",
+            fam(key)
         ),
-        Sysctl::Conf { .. } => "IPv4 sysctls are missing; is IPv4 enabled?".to_string(),
+        Sysctl::Conf { key, .. } => {
+            format!("{} sysctls are missing; is {} enabled?", fam(key), fam(key))
+        }
         Sysctl::Tuning(_) => {
             "this host-wide sysctl is not visible here (some exist only in the initial \
              network namespace)"
@@ -533,7 +557,7 @@ pub fn validate_sysctl_value(s: &Sysctl, value: &str) -> Result<String> {
     match s {
         Sysctl::Conf { key, .. } => {
             let range = key.valid_range();
-            match v.parse::<u32>() {
+            match v.parse::<i32>() {
                 Ok(n) if range.contains(&n) => Ok(n.to_string()),
                 _ => invalid(format!(
                     "{key} takes an integer from {} to {}",
@@ -597,7 +621,7 @@ fn open_rw(path: &Path) -> io::Result<std::fs::File> {
 /// descriptors belong to the namespace of the thread that opened them.
 pub struct SysctlFiles {
     root: PathBuf,
-    dirs: std::collections::HashMap<std::ffi::OsString, std::os::fd::OwnedFd>,
+    dirs: std::collections::HashMap<(Family, std::ffi::OsString), std::os::fd::OwnedFd>,
 }
 
 /// At most this many `conf/<dir>` descriptors are kept open (room for 256 NICs
@@ -646,7 +670,7 @@ impl SysctlFiles {
                     _ => Some(target.dir_name().into()),
                 };
                 match dir {
-                    Some(d) => self.open_at(&d, key.file_name()),
+                    Some(d) => self.open_at(key.family(), &d, key.file_name()),
                     None => open_rw(&path),
                 }
             }
@@ -661,18 +685,24 @@ impl SysctlFiles {
 
     /// `conf/<dir>/<file>` opened for reading and writing (truncated, which
     /// `/proc/sys` ignores and a fixture tree's plain file needs).
-    fn open_at(&mut self, dir: &std::ffi::OsStr, file: &str) -> io::Result<std::fs::File> {
+    fn open_at(
+        &mut self,
+        family: Family,
+        dir: &std::ffi::OsStr,
+        file: &str,
+    ) -> io::Result<std::fs::File> {
         const FLAGS: libc::c_int = libc::O_RDWR | libc::O_TRUNC;
-        if let Some(fd) = self.dirs.get(dir) {
+        let at = (family, dir.to_os_string());
+        if let Some(fd) = self.dirs.get(&at) {
             return open_in(fd, file, FLAGS);
         }
-        let path = self.root.join(CONF_DIR).join(dir);
+        let path = conf_path(&self.root, family, dir);
         if self.dirs.len() >= MAX_CONF_DIRS {
             return open_rw(&path.join(file));
         }
         let fd = open_dir(&path)?;
         let f = open_in(&fd, file, FLAGS);
-        self.dirs.insert(dir.to_os_string(), fd);
+        self.dirs.insert(at, fd);
         f
     }
 }

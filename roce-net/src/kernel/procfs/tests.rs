@@ -72,6 +72,65 @@ fn reads_all_default_interfaces_and_effective_values() {
     assert_eq!(v.tuning.udp_mem, Some([188124, 250835, 376248]));
 }
 
+/// The IPv6 keys come from `net/ipv6/conf/<dir>` and combine with `all` as
+/// net/ipv6 does; a tree without it (a kernel booted with `ipv6.disable=1`)
+/// leaves them unknown without a warning; a write lands in the IPv6 directory.
+#[test]
+fn ipv6_keys_come_from_net_ipv6_conf() {
+    let d = tree(&[("all", [0; 6]), ("default", [0; 6]), ("r0", [0; 6])]);
+    let mut w = Vec::new();
+    let v = read_sysctls(d.path(), &["r0".to_string()], &mut w);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(v.interfaces["r0"].configured.accept_ra, None);
+    assert_eq!(v.all.ndisc_notify, None);
+    // disable_ipv6, accept_ra, accept_ra_defrtr, autoconf, accept_dad,
+    // ndisc_notify, keep_addr_on_down
+    for (dir, vals) in [
+        ("all", [0, 1, 1, 1, 1, 1, 0]),
+        ("default", [0, 1, 1, 1, 1, 0, 0]),
+        ("r0", [0, 2, 0, 1, 0, 0, 1]),
+    ] {
+        let p = d.path().join("net/ipv6/conf").join(dir);
+        std::fs::create_dir_all(&p).unwrap();
+        for (k, v) in ConfKey::of(crate::model::Family::Inet6).zip(vals) {
+            std::fs::write(p.join(k.file_name()), format!("{v}\n")).unwrap();
+        }
+    }
+    let v = read_sysctls(d.path(), &["r0".to_string()], &mut w);
+    assert!(w.is_empty(), "{w:?}");
+    let r0 = &v.interfaces["r0"];
+    assert_eq!(r0.configured.accept_ra, Some(2));
+    assert_eq!(r0.effective.accept_ra_defrtr, Some(0), "own value only");
+    assert_eq!(r0.effective.ndisc_notify, Some(1), "all or iface");
+    assert_eq!(r0.effective.accept_dad, Some(1), "the larger");
+    assert_eq!(r0.effective.keep_addr_on_down, Some(1), "all is 0: iface");
+    assert_eq!(r0.configured.arp_ignore, Some(0));
+    let s = Sysctl::Conf {
+        target: ConfTarget::Interface("r0".into()),
+        key: ConfKey::AcceptRaDefrtr,
+    };
+    assert_eq!(write_sysctl(d.path(), &s, "1").unwrap(), Some("0".into()));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("net/ipv6/conf/r0/accept_ra_defrtr")).unwrap(),
+        "1\n"
+    );
+    let mut files = super::SysctlFiles::new(d.path());
+    files.set(&s, "0").unwrap();
+    let keep = Sysctl::Conf {
+        target: ConfTarget::All,
+        key: ConfKey::KeepAddrOnDown,
+    };
+    files.set(&keep, "-1").unwrap();
+    let mut v = read_sysctls(d.path(), &["r0".to_string()], &mut w);
+    assert_eq!(v.interfaces["r0"].configured.accept_ra_defrtr, Some(0));
+    assert_eq!(v.interfaces["r0"].effective.keep_addr_on_down, Some(-1));
+    // Verify's re-read of the shared ones goes to the same directory.
+    std::fs::write(d.path().join("net/ipv6/conf/all/keep_addr_on_down"), "1\n").unwrap();
+    reread_sysctls(d.path(), &mut v, &[keep]).unwrap();
+    assert_eq!(v.all.keep_addr_on_down, Some(1));
+    assert!(w.is_empty(), "{w:?}");
+}
+
 /// Apply's plan snapshot reads only the shared sysctls the policy sets: the
 /// values it reads are the full read's, a directory it needs none of is not
 /// opened (no warning for a missing `conf/default`), and tuning is read, with
@@ -157,7 +216,7 @@ fn unparsable_shared_value_warns_in_a_snapshot_and_fails_verify() {
     assert_eq!(v.all.arp_ignore, Some(1));
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].source.ends_with("conf/all/arp_announce"), "{w:?}");
-    let reason = "value \"two\" is not an unsigned number";
+    let reason = "value \"two\" is not an integer";
     assert!(w[0].message.contains(reason), "{w:?}");
     let s = Sysctl::Conf {
         target: ConfTarget::All,
@@ -320,11 +379,12 @@ fn reads_and_writes_per_namespace_values() {
 }
 
 /// A snapshot's per-interface values come from the link dump
-/// (`IFLA_INET_CONF`), not from six `/proc/sys` files per interface: checked
-/// here against the kernel's own files and `sysctl(8)` for every key, on names
-/// with dots, with values that differ per interface and key (all written with
-/// `sysctl -w`, as an administrator would), a negative value (which
-/// `/proc/sys` stores and the model cannot hold).
+/// (`IFLA_INET_CONF` and `IFLA_INET6_CONF`), not from thirteen `/proc/sys`
+/// files per interface: checked here against the kernel's own files and
+/// `sysctl(8)` for every key of both families, on names with dots, with values
+/// that differ per interface and key (all written with `sysctl -w`, as an
+/// administrator would), and negative values (`keep_addr_on_down=-1` is one
+/// the kernel documents; `arp_notify=-1` one `/proc/sys` stores all the same).
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn link_dump_values_are_the_proc_sys_values() {
@@ -333,20 +393,24 @@ fn link_dump_values_are_the_proc_sys_values() {
     ns.ip(&["link", "add", "v0.7", "type", "veth", "peer", "name", "v1"]);
     ns.ip(&["link", "add", "v2", "type", "veth", "peer", "name", "v3"]);
     let names = ["lo", "v0.7", "v1", "v2", "v3"];
+    let sysctl = |name: &str, key: ConfKey| {
+        Sysctl::Conf {
+            target: ConfTarget::Interface(name.to_string()),
+            key,
+        }
+        .display_name()
+    };
     for (n, name) in names.iter().enumerate() {
         for (k, key) in ConfKey::ALL.iter().enumerate() {
-            let max = *key.valid_range().end() as usize;
-            let v = (n + k) % (max + 1);
-            let dotted = name.replace('.', "/");
-            ns.exec(&[
-                "sysctl",
-                "-qw",
-                &format!("net.ipv4.conf.{dotted}.{}={v}", key.file_name()),
-            ]);
+            let r = key.valid_range();
+            let span = (r.end() - r.start() + 1) as usize;
+            let v = *r.start() + ((n + k) % span) as i32;
+            ns.exec(&["sysctl", "-qw", &format!("{}={v}", sysctl(name, *key))]);
         }
     }
     ns.exec(&["sysctl", "-qw", "net.ipv4.conf.v3.arp_notify=-1"]);
     ns.exec(&["sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"]);
+    ns.exec(&["sysctl", "-qw", "net.ipv6.conf.all.ndisc_notify=1"]);
 
     let host = crate::host::Host::netns(&ns.name).unwrap();
     let st = host.snapshot().unwrap();
@@ -360,14 +424,10 @@ fn link_dump_values_are_the_proc_sys_values() {
         .unwrap();
     for name in names {
         let got = &st.sysctls.interfaces[name];
-        let dotted = name.replace('.', "/");
         for key in ConfKey::ALL {
-            let text = ns.exec(&[
-                "sysctl",
-                "-n",
-                &format!("net.ipv4.conf.{dotted}.{}", key.file_name()),
-            ]);
-            let want = text.parse::<u32>().ok();
+            let text = ns.exec(&["sysctl", "-n", &sysctl(name, key)]);
+            let want = text.parse::<i32>().ok();
+            assert!(want.is_some(), "{name} {key:?}: {text}");
             assert_eq!(
                 got.configured.get(key),
                 want,
@@ -381,13 +441,10 @@ fn link_dump_values_are_the_proc_sys_values() {
         }
         assert_eq!(got.effective, files.interfaces[name].effective, "{name}");
     }
-    assert!(
-        st.warnings
-            .iter()
-            .any(|w| w.source.ends_with("conf/v3/arp_notify") && w.message.contains("-1")),
-        "the negative value is named: {:?}",
-        st.warnings
-    );
+    assert_eq!(st.sysctls.interfaces["v3"].configured.arp_notify, Some(-1));
+    assert_eq!(st.sysctls.all.ndisc_notify, Some(1));
+    assert_eq!(st.sysctls.interfaces["v1"].effective.ndisc_notify, Some(1));
+    assert!(st.warnings.is_empty(), "{:?}", st.warnings);
 }
 
 /// Many writes through one `SysctlFiles`: each lands in its own file, and no

@@ -55,6 +55,7 @@ fn loopback_state(n: u8) -> HostState {
         scope: Scope::Universe,
         label: Some("lo".into()),
         secondary: false,
+        flags: Vec::new(),
     });
     let mut w = Vec::new();
     st.rdma = crate::kernel::sysfs::read_rdma_sysfs(t.path(), &st.interfaces, &mut w);
