@@ -52,9 +52,10 @@ mod sysctl;
 mod table;
 mod time;
 mod verbs;
+mod warning;
 
 pub use address::{Address, AddressFlag};
-pub use host_state::{HostState, SnapshotFormat, Warning};
+pub use host_state::{HostState, SnapshotFormat};
 pub use hwaddr::HwAddr;
 pub use ifname::{ifname_from_kernel, ifname_is_valid, ifname_to_kernel};
 pub use interface::{Interface, LinkStats, OperState};
@@ -64,10 +65,7 @@ pub use qos::{DcbApp, Qos, Trust};
 pub use rdma::{
     active_mtu_for_netdev_mtu, GidEntry, GidType, PortRef, RdmaCmPort, RdmaDevice, RdmaPort,
 };
-pub use route::{
-    NextHop, Route, RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
-};
+pub use route::{NextHop, Route, RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType};
 pub use rule::{Rule, RuleAction, RuleKey};
 pub use scope::Scope;
 pub use shell::{ifname_word, in_netns, over_ssh, shell_word};
@@ -76,12 +74,16 @@ pub use sysctl::{
     Combine, ConfKey, ConfTarget, ConfValues, InterfaceConf, Sysctl, SysctlAccess,
     SysctlAssignment, SysctlValue, SysctlView, Tuning, TuningKey,
 };
-pub use table::{IpVerb, TableId, WithTableNames};
+pub use table::{
+    IpVerb, TableId, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
+};
 pub use time::{relative_time, utc_time};
 pub use verbs::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
     VerbsView,
 };
+pub use warning::Warning;
 
 /// Address family of a route, rule or address.
 #[derive(

@@ -6,15 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
-/// `RT_TABLE_UNSPEC` (0): reserved.
-pub const RT_TABLE_UNSPEC: u32 = 0;
-/// `RT_TABLE_DEFAULT` (253).
-pub const RT_TABLE_DEFAULT: u32 = 253;
-/// `RT_TABLE_MAIN` (254).
-pub const RT_TABLE_MAIN: u32 = 254;
-/// `RT_TABLE_LOCAL` (255).
-pub const RT_TABLE_LOCAL: u32 = 255;
-
 /// Route type (`RTN_*`), serialised with iproute2's names.
 #[derive(
     Debug,
@@ -524,7 +515,7 @@ mod reply_tests {
             from: None,
             gateway: None,
             dev: Some("r1".into()),
-            table: Some(RT_TABLE_MAIN),
+            table: Some(crate::model::RT_TABLE_MAIN),
             table_name: Some("main".into()),
             protocol: crate::model::protocol::KERNEL,
             scope: Scope::Universe,

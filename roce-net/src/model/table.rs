@@ -3,6 +3,15 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// `RT_TABLE_UNSPEC` (0): reserved.
+pub const RT_TABLE_UNSPEC: u32 = 0;
+/// `RT_TABLE_DEFAULT` (253).
+pub const RT_TABLE_DEFAULT: u32 = 253;
+/// `RT_TABLE_MAIN` (254).
+pub const RT_TABLE_MAIN: u32 = 254;
+/// `RT_TABLE_LOCAL` (255).
+pub const RT_TABLE_LOCAL: u32 = 255;
+
 /// A routing table id as iproute2 writes it: the reserved tables by name
 /// (`main`, `local`, `default`), every other by number. This is valid `ip`
 /// syntax whatever the host's `rt_tables` say.
@@ -12,9 +21,9 @@ pub struct TableId(pub u32);
 impl fmt::Display for TableId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            super::RT_TABLE_MAIN => f.write_str("main"),
-            super::RT_TABLE_LOCAL => f.write_str("local"),
-            super::RT_TABLE_DEFAULT => f.write_str("default"),
+            RT_TABLE_MAIN => f.write_str("main"),
+            RT_TABLE_LOCAL => f.write_str("local"),
+            RT_TABLE_DEFAULT => f.write_str("default"),
             n => write!(f, "{n}"),
         }
     }

@@ -3,6 +3,10 @@
 //! host handle above it, the pure NIC scope, policy, planner and doctor above
 //! that, apply and persist on top. This test reads `roce-net/src` and fails when
 //! a module names (`crate::x`) a module it must not use, outside test code.
+//!
+//! Within and across modules, files import downward too: the library, the CLI
+//! and the Python binding each have no file-level import circle (`imports.rs`
+//! draws the graph; `docs/architecture.md`, "Files import downward").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -463,4 +467,99 @@ fn the_crate_root_exports_names_as_defined() {
         }
     }
     assert!(renamed.is_empty(), "renamed on export: {renamed:?}");
+}
+
+/// The crate whose root file is `rel` (from the repository's root).
+fn read_crate(rel: &str) -> crate::imports::Crate {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
+    crate::imports::Crate::read(&root)
+}
+
+/// The circles of a crate's file-level import graph, as text.
+fn circles_in(c: &crate::imports::Crate) -> Vec<String> {
+    crate::imports::circles(&c.graph())
+        .iter()
+        .map(|s| {
+            s.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" <-> ")
+        })
+        .collect()
+}
+
+/// Every file imports downward: a file that names an item of another file
+/// (not its own folder's `mod.rs`) is never named back, directly or through
+/// others. A circle means neither file can be read first; break it by moving
+/// what both need into a file below both.
+#[test]
+fn no_file_imports_in_a_circle() {
+    for (krate, root, at_least) in [
+        ("the library", "roce-net/src/lib.rs", 150),
+        ("the CLI", "src/main.rs", 20),
+        ("the binding", "roce-net-py/src/lib.rs", 15),
+    ] {
+        let c = read_crate(root);
+        let files = c.files().count();
+        // The scan followed the `mod` declarations into the whole crate.
+        assert!(files >= at_least, "{krate}: only {files} files read");
+        let circles = circles_in(&c);
+        assert!(
+            circles.is_empty(),
+            "{krate} ({}): files that import each other:\n{}",
+            c.root().display(),
+            circles.join("\n")
+        );
+    }
+}
+
+/// The scanner sees the circles it must: through `use` groups, inline paths
+/// (`super::x::f()`, `crate::a::B`), re-exports followed to the defining file
+/// and `$crate` in macro bodies; and not what it must not: comments, strings,
+/// test code, a folder's own file, a re-export list on its own.
+#[test]
+fn the_import_scanner_finds_circles_and_only_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w(
+        "lib.rs",
+        "mod a;\nmod b;\nmod c;\nmod d;\nmod f;\npub use d::D;\n#[cfg(test)]\nmod t;\n",
+    );
+    // a -> b through a group and a re-export (lib.rs re-exports d::D).
+    w(
+        "a.rs",
+        "use crate::{b::{self, B}, D};\npub struct A;\nfn x() { b::g(); }\n",
+    );
+    // b -> a through an inline path; b -> c only in a comment, a string and test code.
+    w(
+        "b.rs",
+        "pub struct B;\npub fn g() { let _ = crate::a::A; }\n\
+         // crate::c::C\nconst S: &str = \"crate::c::C\";\n\
+         #[cfg(test)]\nmod tests { use crate::c::C; }\n",
+    );
+    // c -> d in a macro body; d -> c with super::.
+    w(
+        "c.rs",
+        "pub struct C;\nmacro_rules! m { () => { $crate::d::D } }\n",
+    );
+    w(
+        "d.rs",
+        "pub struct D;\nfn y() -> super::c::C { super::c::C }\n",
+    );
+    // A folder: its mod.rs defines what its files share and calls them; that
+    // is no circle.
+    w(
+        "f/mod.rs",
+        "mod g;\npub struct Shared;\npub fn run() { g::go() }\n",
+    );
+    w("f/g.rs", "pub fn go() { let _ = super::Shared; }\n");
+    w("t.rs", "use crate::a::A;\n");
+    let c = crate::imports::Crate::read(&dir.path().join("lib.rs"));
+    assert_eq!(c.files().count(), 7, "t.rs is test code");
+    let got = circles_in(&c);
+    assert_eq!(got, ["a.rs <-> b.rs", "c.rs <-> d.rs"], "{got:?}");
 }

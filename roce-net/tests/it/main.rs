@@ -17,6 +17,8 @@
 // tests; the builders of the library's own types are modules here.
 mod doctor_support;
 mod fib_support;
+// The file-level import graph the layering test checks for circles.
+mod imports;
 mod lab_support;
 use roce_net_testkit as test_support;
 use roce_net_testkit::golden as golden_support;
