@@ -284,6 +284,11 @@ fn the_scanner_sees_grouped_and_plain_paths_and_skips_tests() {
 /// the text that defines each appears in product code only in its owner's file.
 const OWNED: &[(&str, &str, &[&str])] = &[
     (
+        "netlink attributes read from bytes (the one walker, with libc's NLA_* constants)",
+        "kernel/netlink/attr.rs",
+        &["0x3fff", "NLA_TYPE_MASK", "NLA_ALIGNTO", "NLA_HDRLEN"],
+    ),
+    (
         "RDMA port state, physical state and link-layer names",
         "model/port.rs",
         &[

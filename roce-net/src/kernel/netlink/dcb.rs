@@ -14,7 +14,7 @@ use super::Netlink;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{DcbApp, Qos, Trust};
 
-const RTM_GETDCB: u16 = 78;
+use libc::RTM_GETDCB;
 const DCB_CMD_IEEE_GET: u8 = 21;
 const DCB_ATTR_IFNAME: u16 = 1;
 const DCB_ATTR_IEEE: u16 = 13;
@@ -28,28 +28,18 @@ const DCB_ATTR_DCB_APP_TRUST: u16 = 1;
 const SEL_DSCP: u8 = 5;
 /// `DCB_APP_SEL_PCP` (non-IEEE selector for the PCP trust/APP entries).
 const SEL_PCP: u8 = 255;
-const NLA_TYPE_MASK: u16 = 0x3fff;
 /// sizeof(struct ieee_pfc): pfc_cap, pfc_en, mbc, pad, delay (u16), pad, requests[8], indications[8].
 const IEEE_PFC_LEN: usize = 136;
 /// sizeof(struct ieee_ets); `prio_tc` is at offset 27.
 const IEEE_ETS_LEN: usize = 59;
 const ETS_PRIO_TC: usize = 27;
 
-/// Iterate the netlink attributes of `b` as (type, payload).
-fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    std::iter::from_fn(move || {
-        if b.len() < 4 {
-            return None;
-        }
-        let len = usize::from(u16::from_ne_bytes([b[0], b[1]]));
-        let kind = u16::from_ne_bytes([b[2], b[3]]) & NLA_TYPE_MASK;
-        if len < 4 || len > b.len() {
-            return None;
-        }
-        let payload = &b[4..len];
-        b = b.get((len + 3) & !3..).unwrap_or(&[]);
-        Some((kind, payload))
-    })
+/// The well-formed netlink attributes of `b` as (type, payload)
+/// ([`super::attr`]), up to the first malformed one.
+fn attrs(b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    super::attr::attributes(b)
+        .map_while(Result::ok)
+        .map(|a| (a.kind, a.value))
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

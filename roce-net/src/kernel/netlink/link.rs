@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 
 /// An interface's IPv4 and IPv6 settings as its link message carries them
-/// (`IFLA_AF_SPEC` / `AF_INET` / `IFLA_INET_CONF`, and `AF_INET6` /
+/// (`libc::IFLA_AF_SPEC` / `AF_INET` / `IFLA_INET_CONF`, and `AF_INET6` /
 /// `IFLA_INET6_CONF`): the kernel's `in_dev->cnf` and `idev->cnf` arrays, the
 /// very values `/proc/sys/net/ipv4/conf/<iface>/` and
 /// `/proc/sys/net/ipv6/conf/<iface>/` show (both are filled from them:
@@ -71,24 +71,15 @@ impl InetConf {
 }
 
 /// `ifinfomsg`: family, padding, type, index, flags, change.
-const IFINFOMSG_LEN: usize = 16;
-const IFF_UP: u32 = 1;
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_MTU: u16 = 4;
-const IFLA_MASTER: u16 = 10;
-const IFLA_OPERSTATE: u16 = 16;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_STATS64: u16 = 23;
-const IFLA_AF_SPEC: u16 = 26;
-const IFLA_CARRIER: u16 = 33;
-const IFLA_INFO_KIND: u16 = 1;
+const IFINFOMSG_LEN: usize = std::mem::size_of::<libc::ifinfomsg>();
+const IFF_UP: u32 = libc::IFF_UP as u32;
+/// `IFLA_INET_CONF` (the `AF_INET` part of `libc::IFLA_AF_SPEC`, net/ipv4/devinet.c;
+/// not in libc).
 const IFLA_INET_CONF: u16 = 1;
-const AF_INET: u16 = 2;
-/// `IFLA_INET6_CONF` (include/uapi/linux/if_link.h).
+const AF_INET: u16 = libc::AF_INET as u16;
+/// `IFLA_INET6_CONF` (include/uapi/linux/if_link.h; not in libc).
 const IFLA_INET6_CONF: u16 = 2;
-const AF_INET6: u16 = 10;
-/// Attribute types carry two flag bits (`NLA_F_NESTED`, `NLA_F_NET_BYTEORDER`).
-const NLA_TYPE_MASK: u16 = 0x3fff;
+const AF_INET6: u16 = libc::AF_INET6 as u16;
 
 fn oper_state_code(v: u8) -> OperState {
     // IF_OPER_* (include/uapi/linux/if.h).
@@ -103,26 +94,12 @@ fn oper_state_code(v: u8) -> OperState {
     }
 }
 
-/// The attributes in `buf`: `(type, value)` pairs, or an error at the first
-/// that does not fit.
+/// The attributes in `buf` as `(type, value)` pairs ([`super::attr`]), or an
+/// error at the first that does not fit.
 fn attributes(buf: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8])>> {
-    let mut off = 0;
-    std::iter::from_fn(move || {
-        if off + 4 > buf.len() {
-            return None;
-        }
-        let len = usize::from(u16::from_ne_bytes([buf[off], buf[off + 1]]));
-        let kind = u16::from_ne_bytes([buf[off + 2], buf[off + 3]]) & NLA_TYPE_MASK;
-        if len < 4 || off + len > buf.len() {
-            off = buf.len();
-            return Some(Err(Error::new(
-                ErrorKind::Parse,
-                format!("a link attribute of type {kind} has a bad length ({len})"),
-            )));
-        }
-        let value = &buf[off + 4..off + len];
-        off += (len + 3) & !3;
-        Some(Ok((kind, value)))
+    super::attr::attributes(buf).map(|a| {
+        a.map(|a| (a.kind, a.value))
+            .map_err(|bad| bad.error("link"))
     })
 }
 
@@ -151,7 +128,7 @@ fn attr_str(v: &[u8]) -> &[u8] {
     &v[..v.iter().position(|&b| b == 0).unwrap_or(v.len())]
 }
 
-/// Decode one `RTM_NEWLINK` payload into the model: only the attributes a
+/// Decode one `libc::RTM_NEWLINK` payload into the model: only the attributes a
 /// snapshot keeps are read, straight from the bytes (a link message is mostly
 /// attributes no snapshot reads, which a general decoder builds and frees).
 /// The name is kept byte-exact ([`ifname_from_kernel`]); the master comes back
@@ -186,21 +163,21 @@ pub(super) fn decode_link(payload: &[u8]) -> Result<(Interface, Option<u32>, Opt
     for a in attributes(&payload[IFINFOMSG_LEN..]) {
         let (kind, v) = a?;
         match kind {
-            super::names::IFLA_IFNAME => i.name = ifname_from_kernel(attr_str(v)),
-            IFLA_ADDRESS if !v.is_empty() => i.mac = Some(HwAddr(v.to_vec())),
-            IFLA_MTU => i.mtu = attr_u32("IFLA_MTU", v)?,
-            IFLA_OPERSTATE => i.oper_state = oper_state_code(attr_u8("IFLA_OPERSTATE", v)?),
-            IFLA_CARRIER => i.carrier = Some(attr_u8("IFLA_CARRIER", v)? != 0),
-            IFLA_MASTER => master = Some(attr_u32("IFLA_MASTER", v)?),
-            IFLA_LINKINFO => {
+            libc::IFLA_IFNAME => i.name = ifname_from_kernel(attr_str(v)),
+            libc::IFLA_ADDRESS if !v.is_empty() => i.mac = Some(HwAddr(v.to_vec())),
+            libc::IFLA_MTU => i.mtu = attr_u32("IFLA_MTU", v)?,
+            libc::IFLA_OPERSTATE => i.oper_state = oper_state_code(attr_u8("IFLA_OPERSTATE", v)?),
+            libc::IFLA_CARRIER => i.carrier = Some(attr_u8("IFLA_CARRIER", v)? != 0),
+            libc::IFLA_MASTER => master = Some(attr_u32("IFLA_MASTER", v)?),
+            libc::IFLA_LINKINFO => {
                 for a in attributes(v) {
                     let (k, v) = a?;
-                    if k == IFLA_INFO_KIND {
+                    if k == libc::IFLA_INFO_KIND {
                         i.kind = Some(String::from_utf8_lossy(attr_str(v)).into_owned());
                     }
                 }
             }
-            IFLA_STATS64 => {
+            libc::IFLA_STATS64 => {
                 // struct rtnl_link_stats64: its first eight u64s, in this order;
                 // a shorter one (an older kernel) leaves the rest at zero.
                 let mut f = [0u64; 8];
@@ -220,7 +197,7 @@ pub(super) fn decode_link(payload: &[u8]) -> Result<(Interface, Option<u32>, Opt
                     tx_dropped: f[7],
                 };
             }
-            IFLA_AF_SPEC => {
+            libc::IFLA_AF_SPEC => {
                 for a in attributes(v) {
                     let (af, v) = a?;
                     let (family, conf) = match af {
@@ -243,15 +220,12 @@ pub(super) fn decode_link(payload: &[u8]) -> Result<(Interface, Option<u32>, Opt
     Ok((i, master, inet))
 }
 
-/// The message type of a link (`RTM_NEWLINK`).
-const RTM_NEWLINK: u16 = 16;
-
 /// A link dump request that asks the kernel to leave out what no snapshot
 /// reads: `IFLA_EXT_MASK` with `RTEXT_FILTER_SKIP_STATS`, which drops each
 /// link's IPv6 and ICMPv6 statistics (`IFLA_INET6_STATS`,
 /// `IFLA_INET6_ICMP6STATS`: 43 per-CPU sums and 364 bytes a link, filled by
 /// `inet6_fill_ifla6_attrs` in `net/ipv6/addrconf.c`). The link counters
-/// (`IFLA_STATS64`) the kernel sends all the same.
+/// (`libc::IFLA_STATS64`) the kernel sends all the same.
 fn dump_request() -> LinkMessage {
     let mut m = LinkMessage::default();
     m.attributes
@@ -277,7 +251,7 @@ impl Netlink {
     pub(crate) fn links_inet(&mut self) -> Result<Vec<(Interface, Option<InetConf>)>> {
         let msg = RouteNetlinkMessage::GetLink(dump_request());
         let raw = self.dump_raw_map(msg, "dumping links", |mtype, payload| {
-            if mtype != RTM_NEWLINK {
+            if mtype != libc::RTM_NEWLINK {
                 return Ok(None);
             }
             decode_link(payload)
@@ -304,7 +278,7 @@ impl Netlink {
         let mut m = LinkMessage::default();
         m.attributes
             .push(LinkAttribute::Other(super::names::name_attr(
-                super::names::IFLA_IFNAME,
+                libc::IFLA_IFNAME,
                 name,
             )?));
         let found = self
@@ -368,7 +342,7 @@ impl Netlink {
     ) -> Result<Option<(Interface, Option<u32>)>> {
         let mut found = None;
         self.request_each(req, 0, what, |mtype, payload| {
-            if mtype == RTM_NEWLINK && found.is_none() {
+            if mtype == libc::RTM_NEWLINK && found.is_none() {
                 let (i, master, _) = decode_link(payload).map_err(|e| e.context(what))?;
                 found = Some((i, master));
             }
@@ -628,7 +602,7 @@ mod tests {
         let mut m = LinkMessage::default();
         m.header.index = 2;
         m.attributes = vec![LinkAttribute::Other(
-            super::super::names::name_attr(super::super::names::IFLA_IFNAME, "r\\xff0").unwrap(),
+            super::super::names::name_attr(libc::IFLA_IFNAME, "r\\xff0").unwrap(),
         )];
         let b = bytes(&m);
         let (i, _, _) = super::decode_link(&b).unwrap();
@@ -640,7 +614,7 @@ mod tests {
         assert!(super::decode_link(&bad).is_err());
         let mut m = LinkMessage::default();
         m.attributes = vec![LinkAttribute::Other(netlink_packet_core::DefaultNla::new(
-            super::IFLA_MTU,
+            libc::IFLA_MTU,
             vec![1, 2],
         ))];
         let err = super::decode_link(&bytes(&m)).unwrap_err();

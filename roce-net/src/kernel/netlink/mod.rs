@@ -24,6 +24,7 @@
 //! the errno and keep the kernel's extended-ack text ([`crate::Error::extack`]).
 
 mod addr;
+mod attr;
 mod dcb;
 mod link;
 mod names;

@@ -19,26 +19,20 @@ use netlink_packet_route::rule::RuleAttribute;
 use netlink_packet_route::RouteNetlinkMessage;
 use std::borrow::Cow;
 
-const RTM_NEWLINK: u16 = 16;
-const RTM_NEWADDR: u16 = 20;
-const RTM_NEWRULE: u16 = 32;
-/// Fixed header sizes: `ifinfomsg`, `ifaddrmsg`, `fib_rule_hdr`.
-const IFINFOMSG_LEN: usize = 16;
-const IFADDRMSG_LEN: usize = 8;
+use libc::{IFA_LABEL, IFLA_ALT_IFNAME, IFLA_IFALIAS, IFLA_IFNAME, IFLA_PROP_LIST, IFLA_QDISC};
+use libc::{IFLA_PARENT_DEV_BUS_NAME, IFLA_PARENT_DEV_NAME, IFLA_PHYS_PORT_NAME};
+use libc::{RTM_NEWADDR, RTM_NEWLINK, RTM_NEWRULE};
+
+/// Fixed header sizes: `ifinfomsg`, `ifaddrmsg`, `fib_rule_hdr` (struct
+/// fib_rule_hdr in include/uapi/linux/fib_rules.h, not in libc: family,
+/// dst_len, src_len, tos, table, res1, res2, action as u32).
+const IFINFOMSG_LEN: usize = std::mem::size_of::<libc::ifinfomsg>();
+const IFADDRMSG_LEN: usize = std::mem::size_of::<libc::ifaddrmsg>();
 const FIB_RULE_HDR_LEN: usize = 12;
 
-pub(super) const IFLA_IFNAME: u16 = 3;
-const IFLA_QDISC: u16 = 6;
-const IFLA_IFALIAS: u16 = 20;
-const IFLA_PHYS_PORT_NAME: u16 = 38;
-const IFLA_PROP_LIST: u16 = 52;
-const IFLA_ALT_IFNAME: u16 = 53;
-const IFLA_PARENT_DEV_NAME: u16 = 56;
-const IFLA_PARENT_DEV_BUS_NAME: u16 = 57;
-const IFA_LABEL: u16 = 3;
+/// `FRA_IIFNAME`, `FRA_OIFNAME` (include/uapi/linux/fib_rules.h; not in libc).
 pub(super) const FRA_IIFNAME: u16 = 3;
 pub(super) const FRA_OIFNAME: u16 = 17;
-const NLA_TYPE_MASK: u16 = 0x3fff;
 
 /// The raw names of one message, for [`restore`].
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -70,18 +64,15 @@ fn string_attrs(mtype: u16) -> Option<(usize, &'static [u16])> {
     }
 }
 
-/// Walk the attributes in `buf[start..]`, calling `f(type, value_range)` for each
-/// well-formed one. Stops quietly at a malformed one: the decoder reports it.
+/// Call `f(type, value_range)` for each well-formed attribute in
+/// `buf[start..end]` ([`super::attr`]; none when the message is shorter than
+/// its header), the range within `buf`. Stops quietly at a malformed one: the
+/// decoder reports it.
 fn walk(buf: &[u8], start: usize, end: usize, mut f: impl FnMut(u16, std::ops::Range<usize>)) {
-    let mut off = start;
-    while off + 4 <= end {
-        let len = u16::from_ne_bytes([buf[off], buf[off + 1]]) as usize;
-        let kind = u16::from_ne_bytes([buf[off + 2], buf[off + 3]]) & NLA_TYPE_MASK;
-        if len < 4 || off + len > end {
-            return;
-        }
-        f(kind, off + 4..off + len);
-        off += (len + 3) & !3;
+    let part = buf.get(start..end).unwrap_or_default();
+    for a in super::attr::attributes(part).map_while(Result::ok) {
+        let at = start + a.offset;
+        f(a.kind, at..at + a.value.len());
     }
 }
 

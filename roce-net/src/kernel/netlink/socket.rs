@@ -592,23 +592,16 @@ fn error_extack(payload: &[u8], flags: u16) -> Option<String> {
     payload.get(start..).and_then(tlv_message)
 }
 
-/// Find `NLMSGERR_ATTR_MSG` in a run of netlink attributes.
-fn tlv_message(mut tlvs: &[u8]) -> Option<String> {
-    while tlvs.len() >= 4 {
-        let len = read_u16(tlvs, 0) as usize;
-        let kind = read_u16(tlvs, 2) & 0x3fff;
-        if len < 4 || len > tlvs.len() {
-            return None;
-        }
-        if kind == NLMSGERR_ATTR_MSG {
-            let body = &tlvs[4..len];
-            let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
-            let text = String::from_utf8_lossy(&body[..end]).trim().to_string();
-            return (!text.is_empty()).then_some(text);
-        }
-        tlvs = tlvs.get(align4(len)..)?;
-    }
-    None
+/// Find `NLMSGERR_ATTR_MSG` in a run of netlink attributes ([`super::attr`];
+/// none after a malformed one).
+fn tlv_message(tlvs: &[u8]) -> Option<String> {
+    let body = super::attr::attributes(tlvs)
+        .map_while(Result::ok)
+        .find(|a| a.kind == NLMSGERR_ATTR_MSG)?
+        .value;
+    let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
+    let text = String::from_utf8_lossy(&body[..end]).trim().to_string();
+    (!text.is_empty()).then_some(text)
 }
 
 /// The error for a negative errno from the kernel.
