@@ -94,8 +94,8 @@ pub use netns::{netns_add, netns_del, netns_list, NetnsTarget, NETNS_RUN_DIR};
 
 // Which NICs are managed, and which address of each.
 pub use scope::{
-    natural_cmp, nic_address, nic_scope, nics_in_scope, port_netdev, roce_v2_gid_index,
-    roce_v2_gid_indices, NicScope, ScopeMode, ScopedNic,
+    gid_of, natural_cmp, nic_address, nic_addresses, nic_scope, nics_in_scope, port_netdev,
+    roce_v2_gid_index, roce_v2_gid_indices, NicScope, ScopeMode, ScopedNic,
 };
 
 // Diagnose.

@@ -1,7 +1,9 @@
 //! Which NICs roce-net manages, and which address of each: the one answer that
 //! the doctor's checks, the planner's `nics: auto`, NCCL advice and the fleet
 //! report all use, so the GID NCCL picks, the source rule the planner writes and
-//! the doctor's finding are about the same NIC and the same address.
+//! the doctor's finding are about the same NIC and the same address. IPv4 and
+//! IPv6 are one rule, the family data: a NIC carries a managed address of each
+//! family it has.
 //!
 //! **The NICs** ([`nic_scope`]). When some RDMA port's netdev is present in the
 //! snapshot, the NICs in scope are the netdevs backing RDMA ports
@@ -9,25 +11,34 @@
 //! (the kernel's GID `ndevs`, or the PCI function's netdev with the matching
 //! `dev_port`), else the device's only netdev when the device has a single port
 //! ([`port_netdev`]). Otherwise (no RDMA devices, as in a lab, or RDMA netdevs
-//! living in another namespace) they are the interfaces that share a global
-//! IPv4 subnet with another interface ([`ScopeMode::SharedSubnet`]): loopback and
-//! enslaved ports (bridge or bond members) are left out, the others are grouped
-//! by the networks of all their global IPv4 addresses, and every group of two or
-//! more is in scope, because that is where ARP flux and asymmetric routing happen.
+//! living in another namespace) they are the interfaces that share a subnet
+//! with another interface ([`ScopeMode::SharedSubnet`]): an IPv4 subnet or an
+//! IPv6 prefix (global or unique local, never link-local: every NIC has
+//! `fe80::/64`). Loopback and enslaved ports (bridge or bond members) are left
+//! out, the others are grouped by the networks of all their global addresses,
+//! and every group of two or more is in scope, because that is where ARP flux
+//! and asymmetric routing happen.
 //!
-//! **The address** ([`nic_address`]). Each NIC's managed address is its first
-//! primary (not `secondary`) global IPv4 address in the kernel's list order:
-//! the address the kernel itself picks as the source for the NIC's subnet, so the
-//! one a RoCE v2 GID, a source rule and NCCL's bootstrap all see first. (A
-//! snapshot where every global IPv4 address is marked secondary, which a kernel
-//! never reports, falls back to the first.) A NIC in scope may have none (an
-//! RDMA netdev without IPv4): it is checked, but not routed.
+//! **The addresses** ([`nic_address`]). Each NIC's managed address of a family
+//! is, for IPv4, its first primary (not `secondary`) global address in the
+//! kernel's list order: the address the kernel itself picks as the source for
+//! the NIC's subnet, so the one a RoCE v2 GID, a source rule and NCCL's
+//! bootstrap all see first. (A snapshot where every global IPv4 address is
+//! marked secondary, which a kernel never reports, falls back to the first.)
+//! For IPv6 it is the first global address in the kernel's list order (`ip -6
+//! addr` shows the most recently added first) that is neither a privacy
+//! (`temporary`) address nor one that failed duplicate address detection
+//! (`dadfailed`: the kernel never uses it), preferring one that is not
+//! `deprecated`. An address still `tentative` is managed (it is usable once DAD
+//! finishes, and the plan must not change when it does); the doctor says when
+//! one is. A NIC in scope may have no managed address of either family (an
+//! RDMA netdev without an address): it is checked, but not routed.
 //!
 //! **The order.** NICs come in natural name order (`r2` before `r10`,
 //! [`natural_cmp`]), not by interface index: the planner numbers tables and rule
-//! priorities in this order (table `table_base + n` for the n-th NIC), and an
-//! index changes when a driver is reloaded while a name does not, so existing
-//! hosts keep their tables.
+//! priorities in this order (table `table_base + n` for the n-th NIC, the same
+//! table for both families), and an index changes when a driver is reloaded
+//! while a name does not, so existing hosts keep their tables.
 //!
 //! Why this rule and not the others the code used to have: the port's own netdev
 //! instead of "every netdev of the device" keeps switchdev representors and
@@ -35,10 +46,12 @@
 //! stray address from creating a table nobody routes through; grouping by every
 //! address finds flux on a secondary subnet too.
 
-use crate::model::{Address, GidType, HostState, PortRef, RdmaDevice, RdmaPort, Scope};
+use crate::model::{
+    Address, AddressFlag, Family, GidType, HostState, PortRef, RdmaDevice, RdmaPort, Scope,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 /// Why the NICs in scope were chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +59,8 @@ use std::net::{IpAddr, Ipv4Addr};
 pub enum ScopeMode {
     /// Netdevs backing RDMA ports.
     Rdma,
-    /// No RDMA devices: interfaces sharing an IPv4 subnet with another one.
+    /// No RDMA devices: interfaces sharing an IPv4 subnet or an IPv6 prefix with
+    /// another one.
     SharedSubnet,
     /// Nothing qualifies.
     Empty,
@@ -62,11 +76,30 @@ pub struct ScopedNic {
     pub ifindex: u32,
     /// RDMA ports this netdev backs (empty in [`ScopeMode::SharedSubnet`]).
     pub rdma_ports: Vec<PortRef>,
-    /// The managed address ([`nic_address`]): the source of its rule, the address
-    /// of the GID NCCL uses. `None` when the NIC has no global IPv4 address.
-    pub address: Option<Address>,
-    /// All its global IPv4 addresses, in the kernel's list order (primary first).
-    pub ipv4: Vec<Address>,
+    /// Its managed addresses ([`nic_address`]), at most one per family, IPv4
+    /// first: the source of its rules, the addresses of the GIDs NCCL uses.
+    /// Empty when the NIC has no global address. [`ScopedNic::address`] picks one
+    /// family's.
+    pub addresses: Vec<Address>,
+    /// All its global addresses ([`Address::is_global`]), IPv4 ones first, each
+    /// family in the kernel's list order (IPv4 primary first).
+    pub global: Vec<Address>,
+}
+
+impl ScopedNic {
+    /// The managed address of `family`, if it has one.
+    pub fn address(&self, family: Family) -> Option<&Address> {
+        self.addresses
+            .iter()
+            .find(|a| Family::of(&a.address) == family)
+    }
+
+    /// Its global addresses of `family`, in the kernel's list order.
+    pub fn global_of(&self, family: Family) -> impl Iterator<Item = &Address> {
+        self.global
+            .iter()
+            .filter(move |a| Family::of(&a.address) == family)
+    }
 }
 
 /// The NICs in scope and how they were chosen.
@@ -90,16 +123,24 @@ impl NicScope {
         self.nics.iter().map(|n| n.ifname.clone()).collect()
     }
 
-    /// The NICs that have a managed address, with it: what gets a table and a
-    /// source rule.
+    /// Every NIC with each of its managed addresses, NIC by NIC (IPv4 before
+    /// IPv6): what gets a source rule in the NIC's table.
     pub fn addressed(&self) -> impl Iterator<Item = (&ScopedNic, &Address)> {
         self.nics
             .iter()
-            .filter_map(|n| n.address.as_ref().map(|a| (n, a)))
+            .flat_map(|n| n.addresses.iter().map(move |a| (n, a)))
+    }
+
+    /// [`NicScope::addressed`] of one family.
+    pub fn addressed_in(&self, family: Family) -> impl Iterator<Item = (&ScopedNic, &Address)> {
+        self.nics
+            .iter()
+            .filter_map(move |n| n.address(family).map(|a| (n, a)))
     }
 
     /// For each NIC, the other NICs in scope that have an address in one of its
-    /// IPv4 subnets (empty vector when the NIC is alone in its subnets).
+    /// subnets or prefixes, either family (empty vector when the NIC is alone
+    /// in its subnets).
     pub fn subnet_peers(&self) -> BTreeMap<String, Vec<String>> {
         let mut out = BTreeMap::new();
         for n in &self.nics {
@@ -108,9 +149,9 @@ impl NicScope {
                 .iter()
                 .filter(|o| o.ifname != n.ifname)
                 .filter(|o| {
-                    n.ipv4
+                    n.global
                         .iter()
-                        .any(|a| o.ipv4.iter().any(|b| a.network() == b.network()))
+                        .any(|a| o.global.iter().any(|b| a.network() == b.network()))
                 })
                 .map(|o| o.ifname.clone())
                 .collect();
@@ -121,23 +162,54 @@ impl NicScope {
     }
 }
 
-/// Global-scope IPv4 addresses of an interface, in list order.
-pub fn global_ipv4<'a>(state: &'a HostState, ifname: &str) -> Vec<&'a Address> {
+/// Global addresses ([`Address::is_global`]) of an interface of one family, in
+/// the kernel's list order.
+pub fn global_addresses<'a>(
+    state: &'a HostState,
+    ifname: &str,
+    family: Family,
+) -> Vec<&'a Address> {
     state
         .addresses
         .iter()
-        .filter(|a| a.ifname == ifname && a.address.is_ipv4() && a.scope == Scope::Universe)
+        .filter(|a| a.ifname == ifname && Family::of(&a.address) == family && a.is_global())
         .collect()
 }
 
-/// The managed address of an interface: its first primary global IPv4 address
-/// (see the module documentation).
-pub fn nic_address<'a>(state: &'a HostState, ifname: &str) -> Option<&'a Address> {
-    let v4 = global_ipv4(state, ifname);
-    v4.iter()
-        .find(|a| !a.secondary)
-        .or_else(|| v4.first())
-        .copied()
+/// Global-scope IPv4 addresses of an interface, in list order.
+pub fn global_ipv4<'a>(state: &'a HostState, ifname: &str) -> Vec<&'a Address> {
+    global_addresses(state, ifname, Family::Inet)
+}
+
+/// The managed address of an interface in `family` (see the module
+/// documentation): IPv4's first primary global address; IPv6's first global
+/// address that is neither `temporary` nor `dadfailed`, not `deprecated` if one
+/// is not.
+pub fn nic_address<'a>(state: &'a HostState, ifname: &str, family: Family) -> Option<&'a Address> {
+    let all = global_addresses(state, ifname, family);
+    match family {
+        Family::Inet => all.iter().find(|a| !a.secondary).or_else(|| all.first()),
+        Family::Inet6 => {
+            let cands: Vec<&&Address> = all
+                .iter()
+                .filter(|a| !a.has(AddressFlag::Temporary) && !a.has(AddressFlag::Dadfailed))
+                .collect();
+            cands
+                .iter()
+                .find(|a| !a.has(AddressFlag::Deprecated))
+                .or_else(|| cands.first())
+                .copied()
+        }
+    }
+    .copied()
+}
+
+/// The managed addresses of an interface, IPv4's then IPv6's ([`nic_address`]).
+pub fn nic_addresses<'a>(state: &'a HostState, ifname: &str) -> Vec<&'a Address> {
+    [Family::Inet, Family::Inet6]
+        .into_iter()
+        .filter_map(|f| nic_address(state, ifname, f))
+        .collect()
 }
 
 /// True for the loopback interface: named `lo`, or holding a host-scope
@@ -186,8 +258,12 @@ pub fn nic_scope(state: &HostState) -> NicScope {
         ifname: name.to_string(),
         ifindex: index,
         rdma_ports: ports,
-        address: nic_address(state, name).cloned(),
-        ipv4: global_ipv4(state, name).into_iter().cloned().collect(),
+        addresses: nic_addresses(state, name).into_iter().cloned().collect(),
+        global: [Family::Inet, Family::Inet6]
+            .into_iter()
+            .flat_map(|f| global_addresses(state, name, f))
+            .cloned()
+            .collect(),
     };
     if !rdma.is_empty() {
         let nics = ifaces
@@ -208,7 +284,10 @@ pub fn nic_scope(state: &HostState) -> NicScope {
         .collect();
     let mut by_net: BTreeMap<ipnet::IpNet, Vec<&str>> = BTreeMap::new();
     for i in &candidates {
-        for a in global_ipv4(state, &i.name) {
+        let global = [Family::Inet, Family::Inet6]
+            .into_iter()
+            .flat_map(|f| global_addresses(state, &i.name, f));
+        for a in global {
             let v = by_net.entry(a.network()).or_default();
             if !v.contains(&i.name.as_str()) {
                 v.push(&i.name);
@@ -242,23 +321,36 @@ pub fn nics_in_scope(state: &HostState) -> Vec<String> {
     nic_scope(state).names()
 }
 
-/// The GID index of the RoCE v2 GID of an IPv4 address on a port (the lowest,
-/// should the table hold it twice), `None` when the table lacks it.
-pub fn roce_v2_gid_index(port: &RdmaPort, address: Ipv4Addr) -> Option<u32> {
+/// The GID an address gets in a RoCE GID table: an IPv4 address IPv4-mapped
+/// (`::ffff:198.18.0.11`), an IPv6 address itself (`ib_cache.c`'s
+/// `rdma_ip2gid`).
+pub fn gid_of(address: IpAddr) -> std::net::Ipv6Addr {
+    match address {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+/// The GID index of the RoCE v2 GID of an IPv4 or IPv6 address on a port (the
+/// lowest, should the table hold it twice), `None` when the table lacks it.
+pub fn roce_v2_gid_index(port: &RdmaPort, address: IpAddr) -> Option<u32> {
+    let gid = gid_of(address);
     port.gids
         .iter()
-        .filter(|g| g.ipv4 == Some(address) && g.gid_type == Some(GidType::RoceV2))
+        .filter(|g| g.gid == gid && g.gid_type == Some(GidType::RoceV2))
         .map(|g| g.index)
         .min()
 }
 
 /// For every RoCE port of a NIC in scope that has a managed address: the GID
-/// index of the RoCE v2 GID of that address ([`roce_v2_gid_index`]), or `None`
-/// when the table lacks it. Ports of NICs without an address are left out.
+/// index of the RoCE v2 GID of its first one ([`roce_v2_gid_index`]; the IPv4
+/// address when it has one, as `NCCL_IB_ADDR_FAMILY`'s default `AF_INET`
+/// prefers, else the IPv6 one), or `None` when the table lacks it. Ports of
+/// NICs without an address are left out.
 pub fn roce_v2_gid_indices(state: &HostState) -> BTreeMap<PortRef, Option<u32>> {
     let mut out = BTreeMap::new();
-    for (nic, addr) in nic_scope(state).addressed() {
-        let IpAddr::V4(v4) = addr.address else {
+    for nic in &nic_scope(state).nics {
+        let Some(addr) = nic.addresses.first() else {
             continue;
         };
         for r in &nic.rdma_ports {
@@ -266,7 +358,7 @@ pub fn roce_v2_gid_indices(state: &HostState) -> BTreeMap<PortRef, Option<u32>> 
                 continue;
             };
             if p.is_roce() {
-                out.insert(r.clone(), roce_v2_gid_index(p, v4));
+                out.insert(r.clone(), roce_v2_gid_index(p, addr.address));
             }
         }
     }
@@ -284,9 +376,11 @@ pub fn find_port<'a>(state: &'a HostState, r: &PortRef) -> Option<&'a RdmaPort> 
         .find(|p| p.port == r.port)
 }
 
-/// A representative peer address in `addr`'s subnet: the lowest resolved neighbour
-/// of that subnet on `ifname`, else on any interface, else the subnet's first
-/// usable host, else its last, skipping local addresses. IPv4 only; `None` for a /32 or an IPv6 address.
+/// A representative peer address in `addr`'s subnet or prefix: the lowest
+/// resolved neighbour of that subnet on `ifname`, else on any interface, else
+/// the subnet's first usable host, else its last, skipping local addresses
+/// (for IPv6 the first and last addresses after the subnet-router anycast one).
+/// `None` for a host route (/32, /128).
 pub fn representative_peer(state: &HostState, ifname: &str, addr: &Address) -> Option<IpAddr> {
     let net = addr.network();
     let local = |ip: &IpAddr| state.addresses.iter().any(|a| a.address == *ip);
@@ -302,24 +396,37 @@ pub fn representative_peer(state: &HostState, ifname: &str, addr: &Address) -> O
     if let Some(p) = pick(true).or_else(|| pick(false)) {
         return Some(p);
     }
-    let ipnet::IpNet::V4(n4) = net else {
-        return None;
+    let hosts: [IpAddr; 2] = match net {
+        ipnet::IpNet::V4(n4) => {
+            if n4.prefix_len() >= 32 {
+                return None;
+            }
+            let (lo, hi) = if n4.prefix_len() == 31 {
+                (u32::from(n4.network()), u32::from(n4.broadcast()))
+            } else {
+                (
+                    u32::from(n4.network()).saturating_add(1),
+                    u32::from(n4.broadcast()).saturating_sub(1),
+                )
+            };
+            [lo.into(), hi.into()].map(|h: std::net::Ipv4Addr| IpAddr::V4(h))
+        }
+        ipnet::IpNet::V6(n6) => {
+            if n6.prefix_len() >= 128 {
+                return None;
+            }
+            let (lo, hi) = if n6.prefix_len() == 127 {
+                (u128::from(n6.network()), u128::from(n6.broadcast()))
+            } else {
+                (
+                    u128::from(n6.network()).saturating_add(1),
+                    u128::from(n6.broadcast()),
+                )
+            };
+            [lo.into(), hi.into()].map(|h: std::net::Ipv6Addr| IpAddr::V6(h))
+        }
     };
-    if n4.prefix_len() >= 32 {
-        return None;
-    }
-    let (lo, hi) = if n4.prefix_len() == 31 {
-        (u32::from(n4.network()), u32::from(n4.broadcast()))
-    } else {
-        (
-            u32::from(n4.network()).saturating_add(1),
-            u32::from(n4.broadcast()).saturating_sub(1),
-        )
-    };
-    [lo, hi]
-        .into_iter()
-        .map(|h| IpAddr::V4(std::net::Ipv4Addr::from(h)))
-        .find(|h| !local(h))
+    hosts.into_iter().find(|h| !local(h))
 }
 
 /// Compare interface names in natural order (`r2` before `r10`).
@@ -358,6 +465,50 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn addr(ifname: &str, cidr: &str) -> Address {
+        let n: ipnet::IpNet = cidr.parse().unwrap();
+        Address {
+            ifname: ifname.into(),
+            ifindex: 2,
+            address: n.addr(),
+            prefix_len: n.prefix_len(),
+            scope: Scope::Universe,
+            label: None,
+            secondary: false,
+            flags: Vec::new(),
+        }
+    }
+
+    /// With no neighbour known, the IPv6 stand-in peer is the prefix's first
+    /// address after the subnet-router anycast one, else its last, never this
+    /// host's own; a known neighbour wins.
+    #[test]
+    fn the_representative_ipv6_peer_is_a_prefix_address_not_local() {
+        let mut st = HostState::empty("h");
+        let a = addr("r0", "fd00:198:18::10/64");
+        st.addresses.push(a.clone());
+        let peer = |st: &HostState| representative_peer(st, "r0", &a);
+        assert_eq!(peer(&st), Some("fd00:198:18::1".parse().unwrap()));
+        st.addresses.push(addr("r1", "fd00:198:18::1/64"));
+        assert_eq!(
+            peer(&st),
+            Some("fd00:198:18::ffff:ffff:ffff:ffff".parse().unwrap())
+        );
+        st.neighbors.push(crate::model::Neighbor {
+            ifname: "r0".into(),
+            ifindex: 2,
+            ip: "fd00:198:18::200".parse().unwrap(),
+            mac: Some("02:00:00:00:02:00".parse().unwrap()),
+            state: vec![crate::model::NeighState::Reachable],
+            router: false,
+        });
+        assert_eq!(peer(&st), Some("fd00:198:18::200".parse().unwrap()));
+        assert_eq!(
+            representative_peer(&st, "r0", &addr("r0", "fd00::1/128")),
+            None
+        );
+    }
 
     #[test]
     fn natural_order() {

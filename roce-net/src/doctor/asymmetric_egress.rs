@@ -10,7 +10,7 @@ pub const ID: &str = "asymmetric-egress";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (nic, a) in ctx.scope.addressed() {
+    for (nic, a) in ctx.scope.addressed_in(crate::model::Family::Inet) {
         let Some(peer) = representative_peer(ctx.state, &nic.ifname, a) else {
             continue;
         };

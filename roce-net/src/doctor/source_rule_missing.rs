@@ -8,7 +8,7 @@ pub const ID: &str = "source-rule-missing";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (nic, a) in ctx.scope.addressed() {
+    for (nic, a) in ctx.scope.addressed_in(crate::model::Family::Inet) {
         let rule = source_rule_for(ctx.state, a.address);
         let shadowed = match &rule {
             Some(r) if !r.shadowed_by_main => continue,

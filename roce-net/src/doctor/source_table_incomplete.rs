@@ -10,7 +10,7 @@ pub const ID: &str = "source-table-incomplete";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (nic, a) in ctx.scope.addressed() {
+    for (nic, a) in ctx.scope.addressed_in(crate::model::Family::Inet) {
         let Some(rule) = source_rule_for(ctx.state, a.address) else {
             continue;
         };

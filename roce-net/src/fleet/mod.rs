@@ -155,7 +155,7 @@ pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
         subnets: scope
             .nics
             .iter()
-            .flat_map(|n| n.ipv4.iter().map(|a| a.network()))
+            .flat_map(|n| n.global.iter().map(|a| a.network()))
             .collect(),
         firmware: {
             let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

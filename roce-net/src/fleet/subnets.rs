@@ -35,7 +35,7 @@ fn segments(states: &[HostState]) -> BTreeMap<IpNet, Vec<SegmentNic<'_>>> {
             let Some(i) = s.interface(&n.ifname) else {
                 continue;
             };
-            let mut nets: Vec<IpNet> = n.ipv4.iter().map(|a| a.network()).collect();
+            let mut nets: Vec<IpNet> = n.global.iter().map(|a| a.network()).collect();
             nets.sort();
             nets.dedup();
             for net in nets {
@@ -47,6 +47,19 @@ fn segments(states: &[HostState]) -> BTreeMap<IpNet, Vec<SegmentNic<'_>>> {
             }
         }
     }
+    // A dual-stack rail is one segment under two prefixes (its IPv4 subnet and
+    // its IPv6 prefix hold the same NICs): checked once, under the first
+    // (IPv4 sorts first).
+    let mut seen: Vec<Vec<(usize, &str)>> = Vec::new();
+    by_subnet.retain(|_, nics| {
+        let mut members: Vec<(usize, &str)> = nics.iter().map(|n| (n.host, n.ifname)).collect();
+        members.sort();
+        if seen.contains(&members) {
+            return false;
+        }
+        seen.push(members);
+        true
+    });
     by_subnet
 }
 

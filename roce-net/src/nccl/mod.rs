@@ -147,11 +147,11 @@ fn outcome(p: &RdmaPort, sel: Selection, target: Option<u32>) -> PickOutcome {
 }
 
 /// The GID NCCL should use on an RDMA port, and the address it belongs to: the
-/// RoCE v2 GID of the managed address ([`crate::scope::nic_address`]) of the
-/// port's netdev; when that netdev has no IPv4 address (a VLAN-only host), of
-/// the managed address of another netdev owning GIDs on the port (a VLAN or
-/// macvlan upper), the lowest such GID; when there is no IPv4 address at all, of
-/// the netdev's first global IPv6 address. `None` when the port has none of
+/// RoCE v2 GID of the managed IPv4 address ([`crate::scope::nic_address`]) of
+/// the port's netdev; when that netdev has no IPv4 address (a VLAN-only host),
+/// of the managed IPv4 address of another netdev owning GIDs on the port (a
+/// VLAN or macvlan upper), the lowest such GID; when there is no IPv4 address at
+/// all, of the netdev's managed IPv6 address. `None` when the port has none of
 /// these (or its netdevs are not in the snapshot).
 pub fn target_gid(
     state: &HostState,
@@ -159,10 +159,8 @@ pub fn target_gid(
     port: &RdmaPort,
 ) -> Option<(u32, IpAddr)> {
     let nd = port_netdev(dev, port)?;
-    if let Some(a) = nic_address(state, &nd) {
-        if let IpAddr::V4(v4) = a.address {
-            return roce_v2_gid_index(port, v4).map(|i| (i, a.address));
-        }
+    if let Some(a) = nic_address(state, &nd, Family::Inet) {
+        return roce_v2_gid_index(port, a.address).map(|i| (i, a.address));
     }
     // Uppers: other netdevs owning GIDs here, with a managed address whose v2 GID
     // the port holds.
@@ -174,25 +172,16 @@ pub fn target_gid(
             if owner == nd {
                 return None;
             }
-            let a = nic_address(state, owner)?;
-            let IpAddr::V4(v4) = a.address else {
-                return None;
-            };
-            roce_v2_gid_index(port, v4).map(|i| (i, a.address))
+            let a = nic_address(state, owner, Family::Inet)?;
+            roce_v2_gid_index(port, a.address).map(|i| (i, a.address))
         })
         .collect();
     uppers.sort();
     if let Some(u) = uppers.first() {
         return Some(*u);
     }
-    let v6 = state
-        .addresses_of(&nd)
-        .find(|a| a.address.is_ipv6() && a.scope == crate::model::Scope::Universe)?;
-    port.gids
-        .iter()
-        .filter(|g| IpAddr::V6(g.gid) == v6.address && g.gid_type == Some(GidType::RoceV2))
-        .map(|g| (g.index, v6.address))
-        .min()
+    let v6 = nic_address(state, &nd, Family::Inet6)?;
+    roce_v2_gid_index(port, v6.address).map(|i| (i, v6.address))
 }
 
 /// Derive the NCCL settings for a host (advice that holds for every NCCL release).

@@ -31,7 +31,7 @@ pub(crate) struct Layout {
 
 /// The managed address of a NIC ([`crate::scope::nic_address`]) as IPv4.
 fn nic_ipv4(host: &HostState, ifname: &str) -> Option<(Ipv4Addr, u8)> {
-    let a = crate::scope::nic_address(host, ifname)?;
+    let a = crate::scope::nic_address(host, ifname, crate::model::Family::Inet)?;
     match a.address {
         IpAddr::V4(v4) => Some((v4, a.prefix_len.min(32))),
         IpAddr::V6(_) => None,

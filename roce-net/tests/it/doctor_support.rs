@@ -483,7 +483,9 @@ impl B {
     }
 
     /// An mlx5-like RDMA device with one RoCE port on `netdev`; GIDs: fe80 link-local
-    /// v1/v2 at 0/1, then the IPv4 GIDs of the netdev's addresses as v1/v2 at 2/3, ...
+    /// v1/v2 at 0/1, then the GIDs of the netdev's global addresses as v1/v2 at
+    /// 2/3, ... (IPv4-mapped for IPv4, the address itself for IPv6, as the kernel
+    /// fills the table).
     pub fn rdma(&mut self, name: &str, netdev: &str) -> &mut Self {
         let mut gids = Vec::new();
         let ll: std::net::Ipv6Addr = "fe80::1".parse().unwrap();
@@ -494,12 +496,15 @@ impl B {
             if a.ifname != netdev {
                 continue;
             }
-            if let IpAddr::V4(v4) = a.address {
-                let g = v4.to_ipv6_mapped();
-                gids.push(gid(idx, g, GidType::RoceV1, netdev, Some(v4)));
-                gids.push(gid(idx + 1, g, GidType::RoceV2, netdev, Some(v4)));
-                idx += 2;
-            }
+            let v4 = match a.address {
+                IpAddr::V4(v4) => Some(v4),
+                IpAddr::V6(_) if a.is_global() => None,
+                IpAddr::V6(_) => continue,
+            };
+            let g = roce_net::gid_of(a.address);
+            gids.push(gid(idx, g, GidType::RoceV1, netdev, v4));
+            gids.push(gid(idx + 1, g, GidType::RoceV2, netdev, v4));
+            idx += 2;
         }
         let mtu = self.0.interface(netdev).map(|i| i.mtu).unwrap_or(1500);
         self.0.rdma.push(RdmaDevice {

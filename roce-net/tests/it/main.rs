@@ -54,3 +54,4 @@ mod plan_stable;
 mod probe_arp;
 mod prop_plan;
 mod scope_agreement;
+mod scope_families;

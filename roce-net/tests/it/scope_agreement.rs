@@ -70,7 +70,7 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
     // with the scope's address, numbered in scope order.
     let policy = Policy::default();
     let addressed: Vec<(String, std::net::IpAddr, u8)> = scope
-        .addressed()
+        .addressed_in(roce_net::Family::Inet)
         .map(|(n, a)| (n.ifname.clone(), a.address, a.prefix_len))
         .collect();
     let desired = roce_net::desired_state(st, &policy);
@@ -106,8 +106,7 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
             .unwrap_or_else(|| panic!("{name}: {} on {ifname}, not in scope", f.id));
         if ROUTING.contains(&f.id.as_str()) {
             let a = nic
-                .address
-                .as_ref()
+                .address(roce_net::Family::Inet)
                 .expect("routing finding on an addressed NIC");
             assert_eq!(
                 f.subject.address.as_deref(),
@@ -182,15 +181,16 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
     }
     if let Some(i) = nccl.get("NCCL_IB_GID_INDEX").and_then(|v| v.value.clone()) {
         let i: u32 = i.parse().unwrap();
-        for (nic, a) in scope.addressed() {
-            let std::net::IpAddr::V4(v4) = a.address else {
-                continue;
-            };
+        for (nic, a) in scope.addressed_in(roce_net::Family::Inet) {
             for r in &nic.rdma_ports {
                 let d = st.rdma.iter().find(|d| d.name == r.device).unwrap();
                 let p = d.ports.iter().find(|p| p.port == r.port).unwrap();
                 if p.is_roce() && p.is_active() && active.contains(&r.to_string()) {
-                    assert_eq!(roce_net::roce_v2_gid_index(p, v4), Some(i), "{name}: {r}");
+                    assert_eq!(
+                        roce_net::roce_v2_gid_index(p, a.address),
+                        Some(i),
+                        "{name}: {r}"
+                    );
                 }
             }
         }

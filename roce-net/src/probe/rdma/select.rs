@@ -71,13 +71,6 @@ pub(crate) fn gid_ipv4(g: &Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     g.to_ipv4_mapped()
 }
 
-fn gid_matches(g: &GidEntry, src: &IpAddr) -> bool {
-    match src {
-        IpAddr::V4(v4) => g.ipv4 == Some(*v4),
-        IpAddr::V6(v6) => g.gid == *v6,
-    }
-}
-
 fn list(v: impl IntoIterator<Item = String>) -> String {
     let v: Vec<String> = v.into_iter().collect();
     if v.is_empty() {
@@ -209,32 +202,25 @@ pub fn select_rdma_port(
             .iter()
             .min_by_key(|g| g.index)
             .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("{r} has no GID")))?,
-        None => match source {
-            // The scope's own rule, the one the NCCL advice uses.
-            IpAddr::V4(v4) => crate::scope::roce_v2_gid_index(p, v4)
-                .and_then(|i| p.gids.iter().find(|g| g.index == i)),
-            IpAddr::V6(_) => p
-                .gids
-                .iter()
-                .filter(|g| gid_matches(g, &source) && g.gid_type == Some(GidType::RoceV2))
-                .min_by_key(|g| g.index),
-        }
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "{r} has no RoCE v2 GID for {source}: a RoCE v2 probe cannot send from \
+        // The scope's own rule, the one the NCCL advice uses (either family).
+        None => crate::scope::roce_v2_gid_index(p, source)
+            .and_then(|i| p.gids.iter().find(|g| g.index == i))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{r} has no RoCE v2 GID for {source}: a RoCE v2 probe cannot send from \
                          it (GIDs: {}); see the doctor's gid-rocev2-missing finding, or give \
                          --gid-index to try another",
-                    list(p.gids.iter().map(|g| format!(
+                        list(p.gids.iter().map(|g| format!(
                             "{} {} {}",
                             g.index,
                             g.gid,
                             g.gid_type.as_ref().map(|t| t.short().to_string()).unwrap_or_default()
                         )))
-                ),
-            )
-        })?,
+                    ),
+                )
+            })?,
     };
     let nccl = crate::scope::roce_v2_gid_indices(state)
         .get(&r)
