@@ -188,6 +188,10 @@ impl Host {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         st.table_names = rt_tables::read_table_names(&self.etc_root, &mut st.warnings);
+        // A names file that cannot be read is a warning of the read above.
+        st.own_table_names = rt_tables::own_table_names(&self.etc_root)
+            .ok()
+            .filter(|names| !names.is_empty());
         if rdma {
             st.rdma = if nic_hw {
                 sysfs::read_rdma_sysfs(&self.sysfs_root, &st.interfaces, &mut st.warnings)

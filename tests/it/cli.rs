@@ -756,6 +756,71 @@ fn another_namespaces_table_names_are_kept_by_plan_apply_and_persist() {
     assert_eq!(std::fs::read_to_string(&names).unwrap(), now);
 }
 
+/// `routing.table_base` changed after an apply: apply moves roce-net's own
+/// names (its names file) to the new tables itself, with the routes and rules,
+/// exit 0; `rollback` puts back exactly the names file, routes and rules of the
+/// first apply. Another namespace of the same /etc with NICs of the same names
+/// is refused (exit 65) without being told to edit roce-net's file, and its
+/// lines are left alone. Before, the apply was refused (exit 65) with "remove
+/// that entry from rt_tables(.d)": the operator was to edit roce-net's own file.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn a_changed_table_base_moves_the_names_apply_registered() {
+    use crate::support::{text as both, Lab};
+    require_root("a_changed_table_base_moves_the_names_apply_registered");
+    let lab = Lab::new("base", 2);
+    let policy = lab.etc.join("moved.yaml");
+    std::fs::write(&policy, "routing:\n  table_base: 2000\n").unwrap();
+    let names = lab.etc.join("iproute2/rt_tables.d/roce-net.conf");
+    let o = lab.run(&["apply", "--yes"]);
+    assert!(o.status.success(), "{}", both(&o));
+    let first = lab.state();
+    let o = lab
+        .cli()
+        .args(["apply", "--yes", "-f"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    assert!(!both(&o).contains("remove that entry"), "{}", both(&o));
+    let moved = std::fs::read_to_string(&names).unwrap();
+    assert!(
+        moved.contains("2001\troce_r0\n2002\troce_r1\n") && !moved.contains("1001"),
+        "{moved}"
+    );
+    let o = lab
+        .cli()
+        .args(["plan", "-f"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(both(&o).contains("no changes"), "{}", both(&o));
+    let o = lab.run(&["rollback"]);
+    assert!(o.status.success(), "{}", both(&o));
+    assert_eq!(lab.state(), first, "exactly the first apply's state");
+
+    // Another namespace, same /etc, same NIC names, no roce-net route in
+    // tables 1001/1002: those lines are not its own to move.
+    let other = Lab::with_etc("base2", 2, Some(&lab.etc));
+    let o = other
+        .cli()
+        .args(["apply", "--yes", "-f"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(65), "{}", both(&o));
+    let msg = both(&o);
+    assert!(
+        msg.contains("another network namespace") && !msg.contains("remove that entry"),
+        "{msg}"
+    );
+    assert_eq!(
+        lab.state(),
+        first,
+        "the first namespace's names are left alone"
+    );
+}
+
 /// Issue 24 item 7: `persist --backend sysctl.d` after `--backend ifupdown`
 /// removed the if-up.d/if-down.d hooks ("no longer rendered"): the sysctls were
 /// added, the rules lost at the next boot. A rendering that covers only part of

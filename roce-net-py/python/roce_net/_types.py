@@ -122,7 +122,7 @@ class HostState(_Record):
     """
 
     _RUST: ClassVar[str] = "HostState"
-    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"verbs"})
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"own_table_names", "verbs"})
     #: Schema version of this document; see ``HostState::SCHEMA_VERSION``.
     schema_version: int
     #: Host name (``uname -n``) at capture time.
@@ -147,6 +147,12 @@ class HostState(_Record):
     table_names: Dict[int, str]
     #: RDMA devices.
     rdma: Tuple[RdmaDevice, ...]
+    #: The lines of roce-net's own names file
+    #: (``iproute2/rt_tables.d/roce-net.conf``) among them: the names roce-net
+    #: registered, which it may rename or remove (an admin's names in other
+    #: files it never touches). ``None`` (absent from the JSON) when that file
+    #: names no table, or in a snapshot taken before roce-net recorded it.
+    own_table_names: Optional[Dict[int, str]] = None
     #: The same devices as libibverbs reports them, when the snapshot was taken
     #: with the verbs view (``roce-net snapshot --verbs``); compared with ``rdma`` by
     #: the doctor. Absent from the JSON when not taken.

@@ -65,7 +65,11 @@ fn foreign(c: &Change, fresh: &Plan) -> Option<String> {
         },
         Change::FlushNeighbors { ifname, .. } => (!d.nics.iter().any(|n| n.ifname == *ifname))
             .then(|| format!("{ifname} is not a NIC this policy manages here")),
-        Change::RestoreNeighbors { .. } | Change::UnregisterTableName { .. } => {
+        // Only the name of a table of this namespace the policy no longer
+        // uses, from roce-net's own names file: exactly what the planner makes.
+        Change::UnregisterTableName { id, .. } => (!fresh.changes.contains(c))
+            .then(|| format!("table {id}'s name is not one roce-net's planner removes here")),
+        Change::RestoreNeighbors { .. } => {
             Some("the planner never makes this kind of change (only rollback does)".into())
         }
     }
@@ -322,7 +326,7 @@ mod tests {
                     id: 254,
                     name: "main".into(),
                 },
-                "never makes this kind",
+                "not one roce-net's planner removes here",
             ),
         ];
         // The same route with roce-net's protocol is owned, but not in the plan:

@@ -36,6 +36,13 @@ pub struct HostState {
     pub sysctls: SysctlView,
     /// Routing table names (`rt_tables`, `rt_tables.d/*.conf`).
     pub table_names: BTreeMap<u32, String>,
+    /// The lines of roce-net's own names file
+    /// (`iproute2/rt_tables.d/roce-net.conf`) among them: the names roce-net
+    /// registered, which it may rename or remove (an admin's names in other
+    /// files it never touches). `None` (absent from the JSON) when that file
+    /// names no table, or in a snapshot taken before roce-net recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_table_names: Option<BTreeMap<u32, String>>,
     /// RDMA devices.
     pub rdma: Vec<RdmaDevice>,
     /// The same devices as libibverbs reports them, when the snapshot was taken
@@ -131,6 +138,7 @@ impl HostState {
             rules: Vec::new(),
             sysctls: SysctlView::default(),
             table_names: BTreeMap::new(),
+            own_table_names: None,
             rdma: Vec::new(),
             verbs: None,
             warnings: Vec::new(),
@@ -353,6 +361,24 @@ impl HostState {
         ifname: &'a str,
     ) -> impl Iterator<Item = &'a super::Address> + 'a {
         self.addresses.iter().filter(move |a| a.ifname == ifname)
+    }
+
+    /// The name roce-net's own names file gives table `id` when the name is
+    /// this namespace's: it ends with the interface of one of roce-net's
+    /// routes (`protocol`) in that table here. Names are host-wide but table
+    /// numbers per namespace, so only such a name is this namespace's to
+    /// rename or remove (another namespace's NICs, an admin's names in other
+    /// files, are never touched).
+    pub(crate) fn own_table_name_here(&self, id: u32, protocol: u8) -> Option<&str> {
+        let name = self.own_table_names.as_ref()?.get(&id)?;
+        self.routes
+            .iter()
+            .any(|r| {
+                r.table == id
+                    && r.protocol == protocol
+                    && r.dev.as_deref().is_some_and(|d| name.ends_with(d))
+            })
+            .then_some(name.as_str())
     }
 
     /// The name of a routing table: from rt_tables, else its number.

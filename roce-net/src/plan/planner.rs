@@ -217,7 +217,23 @@ fn plan_layout(host: &HostState, policy: &Policy, layout: &Layout, fingerprinted
     let p = policy.protocol;
     let mut changes = Vec::new();
 
-    // 1. Table names.
+    // 1. Table names. First the lines of roce-net's own names file for
+    // tables of this namespace the policy no longer uses (`routing.table_base`
+    // changed since an apply): their routes go below, and so do their names,
+    // before a name moves to its new table.
+    if policy.register_table_names && policy.routing.enabled {
+        for id in host.own_table_names.iter().flat_map(|m| m.keys()) {
+            if desired.nics.iter().any(|n| n.table == *id) {
+                continue;
+            }
+            if let Some(name) = host.own_table_name_here(*id, p) {
+                changes.push(Change::UnregisterTableName {
+                    id: *id,
+                    name: name.to_string(),
+                });
+            }
+        }
+    }
     for (id, name) in &desired.table_names {
         let before = host.table_names.get(id);
         if before != Some(name) {
@@ -583,6 +599,93 @@ mod tests {
         assert_eq!(plan.desired.table_names[&1001], "roce_r1");
         assert!(plan.kept_table_names().is_empty());
         assert!(plan.notes().is_empty());
+    }
+
+    /// `routing.table_base` changed after an apply: the old tables' lines in
+    /// roce-net's own names file are this namespace's (roce-net's routes
+    /// through the NICs they name use those tables here), so the plan removes
+    /// them before it registers the names for the new tables, and deletes the
+    /// old tables' routes and rules. Before, the policy was refused, telling
+    /// the operator to edit roce-net's own file. The same name in another file
+    /// (an admin's), or roce-net's line for a table no roce-net route uses
+    /// here (another namespace's NIC of the same name), is refused as before,
+    /// each with its own remedy.
+    #[test]
+    fn a_changed_table_base_moves_roce_nets_own_names() {
+        let (fresh_host, policy) = fresh();
+        let applied = super::plan(&fresh_host, &policy).unwrap();
+        let mut host = fresh_host.clone();
+        host.table_names.extend(applied.desired.table_names.clone());
+        host.own_table_names = Some(applied.desired.table_names.clone());
+        host.routes.extend(applied.desired.routes.clone());
+        host.rules.extend(applied.desired.rules.clone());
+        let mut moved = policy.clone();
+        moved.routing.table_base = 2000;
+        let plan = super::plan(&host, &moved).unwrap();
+        let names: Vec<String> = plan
+            .changes
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    crate::Change::RegisterTableName { .. }
+                        | crate::Change::UnregisterTableName { .. }
+                )
+            })
+            .map(crate::Change::describe)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "unregister table name roce_r1 of table 1001",
+                "unregister table name roce_r2 of table 1002",
+                "unregister table name roce_r3 of table 1003",
+                "unregister table name roce_r4 of table 1004",
+                "register table name roce_r1 for table 2001",
+                "register table name roce_r2 for table 2002",
+                "register table name roce_r3 for table 2003",
+                "register table name roce_r4 for table 2004",
+            ]
+        );
+        assert!(plan.changes.iter().any(|c| matches!(
+            c,
+            crate::Change::DeleteRule { rule } if rule.table == 1001
+        )));
+        // Applied (its names, routes and rules): none of those left to do.
+        let mut after = fresh_host.clone();
+        after.table_names.extend(plan.desired.table_names.clone());
+        after.own_table_names = Some(plan.desired.table_names.clone());
+        after.routes.extend(plan.desired.routes.clone());
+        after.rules.extend(plan.desired.rules.clone());
+        let again = super::plan(&after, &moved).unwrap();
+        assert!(
+            again.changes.iter().all(|c| matches!(
+                c,
+                crate::Change::FlushNeighbors { .. } | crate::Change::SetSysctl { .. }
+            )),
+            "{:?}",
+            again.describe()
+        );
+
+        // The same names in an admin's file: refused, naming the entry.
+        let mut admin = host.clone();
+        admin.own_table_names = None;
+        let e = super::plan(&admin, &moved).unwrap_err().to_string();
+        assert!(
+            e.contains("already registered for table 1001")
+                && e.contains("remove that entry from rt_tables(.d)"),
+            "{e}"
+        );
+        // roce-net's own line for a table no roce-net route uses here.
+        let mut other = host.clone();
+        other.routes.retain(|r| r.table < 1001 || r.table > 1004);
+        let e = super::plan(&other, &moved).unwrap_err().to_string();
+        assert!(
+            e.contains("already registered for table 1001")
+                && e.contains("another network namespace")
+                && !e.contains("remove that entry"),
+            "{e}"
+        );
     }
 
     /// Two namespaces with the same tables and one names file: A registers its

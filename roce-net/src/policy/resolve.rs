@@ -212,7 +212,7 @@ fn resolve_inner(
 
     // 6. Table names.
     if policy.register_table_names {
-        check_table_names(host, &out)?;
+        check_table_names(host, &out, policy.protocol)?;
     }
 
     // 7. Gateways.
@@ -448,8 +448,11 @@ fn tables_and_priorities(
     Ok((out, table_paths))
 }
 
-/// Step 6: each table name iproute2 can hold, and not registered for another table.
-fn check_table_names(host: &HostState, nics: &[NicLayout]) -> Result<()> {
+/// Step 6: each table name iproute2 can hold, and not registered for another
+/// table, unless roce-net's own names file registered it for a table of this
+/// namespace that this layout no longer uses (`routing.table_base` changed
+/// since an apply): the planner moves that line itself.
+fn check_table_names(host: &HostState, nics: &[NicLayout], protocol: u8) -> Result<()> {
     for nic in nics {
         if let Some(why) = crate::rt_tables::table_name_problem(&nic.table_name) {
             return Err(policy_err(
@@ -463,17 +466,34 @@ fn check_table_names(host: &HostState, nics: &[NicLayout]) -> Result<()> {
                 ),
             ));
         }
+        let moved = |id: u32| {
+            !nics.iter().any(|n| n.table == id)
+                && host.own_table_name_here(id, protocol) == Some(nic.table_name.as_str())
+        };
         if let Some((id, _)) = host
             .table_names
             .iter()
-            .find(|(id, n)| **n == nic.table_name && **id != nic.table)
+            .find(|(id, n)| **n == nic.table_name && **id != nic.table && !moved(**id))
         {
+            let own = host.own_table_names.as_ref().and_then(|m| m.get(id));
+            let remedy = if own == Some(&nic.table_name) {
+                // roce-net's own line, but not for a table of this namespace:
+                // another namespace's NIC of the same name.
+                format!(
+                    "roce-net registered it for table {id} of another network namespace (no \
+                     roce-net route here uses that table); give this namespace its own \
+                     routing.table_name_prefix, or set register_table_names: false"
+                )
+            } else {
+                "remove that entry from rt_tables(.d), change the prefix, or set \
+                 register_table_names: false"
+                    .to_string()
+            };
             return Err(policy_err(
                 "routing.table_name_prefix",
                 format!(
                     "table name {:?} (for table {}) is already registered for table {id}; \
-                     remove that entry from rt_tables(.d), change the prefix, or set \
-                     register_table_names: false",
+                     {remedy}",
                     nic.table_name, nic.table
                 ),
             ));

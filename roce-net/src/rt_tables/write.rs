@@ -333,7 +333,15 @@ pub(crate) fn update_table_names(
         }
         if let Some(n) = u.set {
             let line = format!("{}\t{n}", u.id);
-            match at {
+            // A new line goes before the first line of a higher table, so that
+            // a name a rollback puts back is where it was in a file kept in
+            // table order (the planner registers names in table order).
+            let higher = || {
+                lines
+                    .iter()
+                    .position(|l| matches!(parse_line(l), Ok(Some((id, _))) if id > u.id))
+            };
+            match at.or_else(higher) {
                 Some(i) if i <= lines.len() => lines.insert(i, line),
                 _ => lines.push(line),
             }
