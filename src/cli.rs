@@ -8,6 +8,7 @@
 //! printed, and how, is `output`.
 
 mod apply;
+mod check;
 mod context;
 mod demo;
 mod doctor;
@@ -252,6 +253,10 @@ enum Cmd {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// The health verdict for monitoring and schedulers: Nagios plugin
+    /// conventions (exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), or
+    /// node-problem-detector's (--format npd), or --json (docs/health.md).
+    Check(check::CheckArgs),
     /// Findings that only show across hosts, from their saved snapshots.
     Fleet {
         /// Snapshot files (`roce-net snapshot -o FILE` on each host).
@@ -379,6 +384,11 @@ pub fn main() -> u8 {
             // clap lists hidden subcommands too when one is missing: leave
             // the internal one out.
             let text = e.render().to_string().replace(", __watchdog", "");
+            // A monitoring system reads `check`'s exit code as a verdict.
+            let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+            if let Some((format, json)) = check::asked_for(&args) {
+                return check::usage_unknown(&text, format, json);
+            }
             if json {
                 usage_error(&text, true);
             } else {
@@ -488,6 +498,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             env_file,
         } => nccl_env::run(cli, from, *export, *nccl_version, *check, env_file),
         Cmd::Metrics { from, output } => metrics::run(cli, from, output),
+        Cmd::Check(a) => Ok(check::run(cli, a)),
         Cmd::Fleet { snapshots } => fleet::run(cli, snapshots),
         Cmd::Lab { nics, keep } => match lab::refused_option(cli) {
             Some(why) => Ok(refused(why, cli.json)),

@@ -38,6 +38,9 @@ pub enum InputKind {
     /// An NCCL environment file (`nccl.conf`, `nccl-env --check --env-file`): at
     /// most 1 MiB.
     NcclConf,
+    /// A health verdict cached by `roce-net check -o` (`check --cached`): at most
+    /// 16 MiB (a verdict lists its findings; thousands fit).
+    HealthVerdict,
     /// One sysfs or procfs attribute (a GID, a counter, a sysctl): at most 4 KiB.
     /// The kernel fills such files from one page at most; a larger one is not an
     /// attribute (a planted file under a `--sysfs-root`, say).
@@ -54,6 +57,7 @@ impl InputKind {
             InputKind::TableNames => 1 << 20,
             InputKind::NodeConfig => 16 << 20,
             InputKind::NcclConf => 1 << 20,
+            InputKind::HealthVerdict => 16 << 20,
             InputKind::KernelAttribute => 4096,
         }
     }
@@ -78,6 +82,7 @@ impl InputKind {
             InputKind::TableNames => "table-name file",
             InputKind::NodeConfig => "configuration file",
             InputKind::NcclConf => "NCCL environment file",
+            InputKind::HealthVerdict => "cached health verdict",
             InputKind::KernelAttribute => "kernel attribute",
         }
     }

@@ -33,6 +33,7 @@ mod error;
 mod fib;
 mod files;
 mod fleet;
+mod health;
 mod host;
 mod input;
 mod kernel;
@@ -131,6 +132,10 @@ pub use views::{
 
 // Monitor: Prometheus text for node_exporter's textfile collector.
 pub use metrics::{render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS};
+// Health: the doctor as a verdict for Nagios, node-problem-detector and Slurm.
+pub use health::{
+    health_verdict, validate_health_policy, HealthStatus, HealthVerdict, IdCount, NPD_MAX_LINE,
+};
 
 // Declare, plan.
 pub use plan::{
@@ -138,9 +143,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection,
-    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
-    MAIN_RULE_PRIORITY, POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, HealthPolicy, NeighborPolicy,
+    NicSelection, PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.

@@ -64,6 +64,21 @@ pub fn for_severity(worst: Option<roce_net::Severity>) -> u8 {
     }
 }
 
+/// The exit code of `check` (docs/health.md): Nagios' 0 OK, 1 WARNING, 2
+/// CRITICAL, 3 UNKNOWN; for node-problem-detector (`npd`) 0 OK (warnings
+/// only included: no node condition for them), 1 CRITICAL (the problem), 3
+/// UNKNOWN (any code other than 0 and 1 is unknown to it).
+pub fn for_health(status: roce_net::HealthStatus, npd: bool) -> u8 {
+    use roce_net::HealthStatus as H;
+    match (status, npd) {
+        (H::Ok, _) | (H::Warning, true) => 0,
+        (H::Warning, false) => 1,
+        (H::Critical, false) => 2,
+        (H::Critical, true) => 1,
+        (H::Unknown, _) => 3,
+    }
+}
+
 /// The exit code of a probe that ran (`probe arp`, `probe rdma`): 0 when what
 /// it found is healthy, else [`PROBE_FAILED`].
 pub fn for_probe(healthy: bool) -> u8 {
@@ -91,6 +106,17 @@ mod tests {
         assert_eq!(for_severity(None), 0);
         assert_eq!(for_probe(true), 0);
         assert_eq!(for_probe(false), 6);
+        use roce_net::HealthStatus as H;
+        let nagios: Vec<u8> = [H::Ok, H::Warning, H::Critical, H::Unknown]
+            .into_iter()
+            .map(|s| for_health(s, false))
+            .collect();
+        assert_eq!(nagios, [0, 1, 2, 3]);
+        let npd: Vec<u8> = [H::Ok, H::Warning, H::Critical, H::Unknown]
+            .into_iter()
+            .map(|s| for_health(s, true))
+            .collect();
+        assert_eq!(npd, [0, 0, 1, 3]);
     }
 
     /// The codes an outcome maps to are named only in this file: a verb that

@@ -26,6 +26,7 @@ mod cli_snapshot;
 mod cli_views;
 mod crash;
 mod first_hour;
+mod health;
 mod lab_interrupt;
 mod output_files;
 mod persist_boot;

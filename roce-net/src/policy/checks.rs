@@ -67,6 +67,7 @@ impl Policy {
         }
         self.check_routing()?;
         self.check_tuning()?;
+        self.check_health()?;
         Ok(())
     }
 
@@ -155,6 +156,42 @@ impl Policy {
                         e.dst, e.dev
                     ),
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The health section's ids are check ids in their spelling (lowercase
+    /// letters, digits, `-`), each given once per list (one in both lists is
+    /// ignored: `ignore: [port-down]` needs no new `critical` list). Whether each is a
+    /// check roce-net has is the health module's to say (it knows the doctor's
+    /// ids; the policy sits below the doctor).
+    fn check_health(&self) -> Result<()> {
+        let h = &self.health;
+        for (list, ids) in [
+            ("health.critical", &h.critical),
+            ("health.ignore", &h.ignore),
+        ] {
+            for (i, id) in ids.iter().enumerate() {
+                let path = de::join_index(list, i);
+                if id.is_empty()
+                    || id.len() > 64
+                    || !id
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                {
+                    return Err(policy_err(
+                        &path,
+                        format!(
+                            "{} is not a check id (lowercase letters, digits and '-', like \
+                             arp-ignore; docs/checks.md lists them)",
+                            crate::input::excerpt(id, 64)
+                        ),
+                    ));
+                }
+                if ids[..i].contains(id) {
+                    return Err(policy_err(&path, format!("{id} is listed twice")));
+                }
             }
         }
         Ok(())

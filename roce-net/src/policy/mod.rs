@@ -22,9 +22,9 @@ pub(crate) mod yaml;
 
 pub use backend::Backend;
 pub use schema::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, NeighborPolicy, NicSelection, PersistBackend,
-    PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy, MAIN_RULE_PRIORITY,
-    POLICY_VERSION,
+    ArpPolicy, ConfScope, ExtraRoute, FlushMode, HealthPolicy, NeighborPolicy, NicSelection,
+    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
+    DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 pub(crate) use host_tuning::wanted as tuning_wanted;

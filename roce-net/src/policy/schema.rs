@@ -38,6 +38,8 @@ pub struct Policy {
     pub persistence: PersistencePolicy,
     /// Register table names (`roce_<nic>`) in `rt_tables.d`.
     pub register_table_names: bool,
+    /// Which findings make `roce-net check` report the node CRITICAL.
+    pub health: HealthPolicy,
 }
 
 impl Default for Policy {
@@ -53,6 +55,7 @@ impl Default for Policy {
             protocol: protocol::ROCE_NET_DEFAULT,
             persistence: PersistencePolicy::default(),
             register_table_names: true,
+            health: HealthPolicy::default(),
         }
     }
 }
@@ -343,4 +346,48 @@ impl<'de> Deserialize<'de> for PersistBackend {
 pub struct PersistencePolicy {
     /// Which backend renders the boot-persistent configuration.
     pub backend: PersistBackend,
+}
+
+/// What `roce-net check` makes of the doctor's findings (docs/health.md).
+///
+/// A finding of a check listed in `critical` at severity `error` makes the
+/// verdict CRITICAL (Nagios exit 2, node-problem-detector 1, the Slurm node
+/// drained); any other finding at severity `error` or `warning` makes it
+/// WARNING; `info` never counts. A check listed in `ignore` never counts at
+/// all, even when it is also in `critical` (the verdict only counts its
+/// findings, under `ignored`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HealthPolicy {
+    /// Check ids whose error findings mean the node cannot carry RDMA.
+    pub critical: Vec<String>,
+    /// Check ids that never count towards the verdict.
+    pub ignore: Vec<String>,
+}
+
+/// The checks whose error findings make a node CRITICAL by default: a node
+/// that cannot carry RDMA. No usable GID (`gid-rocev2-missing`), ARP flux
+/// (`arp-ignore`, `arp-announce`), missing source routing on a rail
+/// (`source-rule-missing`, `source-table-incomplete`, and what it causes,
+/// `asymmetric-egress`), a NIC down (`port-down`).
+pub const DEFAULT_CRITICAL_CHECKS: &[&str] = &[
+    "gid-rocev2-missing",
+    "arp-ignore",
+    "arp-announce",
+    "source-rule-missing",
+    "source-table-incomplete",
+    "asymmetric-egress",
+    "port-down",
+];
+
+impl Default for HealthPolicy {
+    fn default() -> Self {
+        HealthPolicy {
+            critical: DEFAULT_CRITICAL_CHECKS
+                .iter()
+                .map(|s| (*s).to_string())
+                .collect(),
+            ignore: Vec::new(),
+        }
+    }
 }

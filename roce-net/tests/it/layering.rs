@@ -60,6 +60,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["error", "model", "scope", "fib", "policy", "plan"],
     ),
     ("fleet", &["error", "model", "scope", "doctor", "nccl"]),
+    // `roce-net check`: the doctor's findings under the policy's health section.
+    ("health", &["error", "model", "doctor", "policy"]),
     (
         "metrics",
         &["error", "model", "scope", "doctor", "nccl", "fleet"],

@@ -29,6 +29,7 @@ mod doctor_hw;
 mod doctor_nccl;
 mod doctor_verbs;
 mod fleet_cross_host;
+mod health;
 mod lab_apply;
 mod lab_doctor;
 mod lab_fib;

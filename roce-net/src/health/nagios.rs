@@ -1,0 +1,123 @@
+//! A verdict as a Nagios plugin prints it (Nagios Plugin Development
+//! Guidelines, "Plugin Output for Nagios" and "Performance data"): one status
+//! line `ROCE-NET <STATUS> - <what> | <label>=<value>;;;0 ...`, then the long
+//! output, one line per finding behind the verdict. The exit code (0 OK, 1
+//! WARNING, 2 CRITICAL, 3 UNKNOWN) is the CLI's (`src/cli/exit.rs`).
+
+use super::{HealthStatus, HealthVerdict, IdCount};
+use crate::doctor::Severity;
+use std::fmt::Write as _;
+
+/// Ids named per class on the status line; the rest are counted.
+const MAX_IDS: usize = 8;
+/// Findings listed after the status line; the rest are counted.
+const MAX_LONG_LINES: usize = 20;
+/// Characters of one reason that something could not be read.
+const MAX_REASON: usize = 200;
+
+pub(super) fn render(v: &HealthVerdict) -> String {
+    let mut out = format!("ROCE-NET {} - {}", v.status.label(), what(v));
+    let nothing_read = v.status == HealthStatus::Unknown && v.findings.is_empty();
+    if !nothing_read {
+        let critical: usize = v.critical.iter().map(|c| c.count).sum();
+        let _ = write!(
+            out,
+            " | critical={critical};;;0 error={};;;0 warning={};;;0 info={};;;0",
+            v.summary.error, v.summary.warning, v.summary.info
+        );
+    }
+    out.push('\n');
+    let mut listed = 0;
+    let mut rest = 0;
+    for f in &v.findings {
+        let class = if v.critical.iter().any(|c| c.id == f.id) && f.severity == Severity::Error {
+            "CRITICAL"
+        } else if f.id == super::PARTIAL {
+            "UNKNOWN"
+        } else if f.severity >= Severity::Warning {
+            "WARNING"
+        } else {
+            continue;
+        };
+        if listed == MAX_LONG_LINES {
+            rest += 1;
+            continue;
+        }
+        listed += 1;
+        let _ = writeln!(
+            out,
+            "{class} {} {}: {}",
+            f.id,
+            safe(&f.subject.to_string()),
+            safe(&f.message)
+        );
+    }
+    if rest > 0 {
+        let _ = writeln!(out, "... and {rest} more (roce-net doctor lists them all)");
+    }
+    out
+}
+
+/// The status line's text after `ROCE-NET <STATUS> - `.
+fn what(v: &HealthVerdict) -> String {
+    let mut parts = Vec::new();
+    if !v.critical.is_empty() {
+        parts.push(format!("cannot carry RDMA: {}", ids(&v.critical)));
+    }
+    if let Some(first) = v.unknown.first() {
+        let mut s = safe(&cut(first, MAX_REASON));
+        if v.unknown.len() > 1 {
+            let _ = write!(s, " (and {} more)", v.unknown.len() - 1);
+        }
+        parts.push(s);
+    }
+    if !v.warning.is_empty() {
+        parts.push(format!("degraded: {}", ids(&v.warning)));
+    }
+    if parts.is_empty() {
+        let mut s = String::from("no error or warning found");
+        if v.summary.info > 0 {
+            let _ = write!(s, " ({} info)", v.summary.info);
+        }
+        parts.push(s);
+    }
+    if !v.ignored.is_empty() {
+        parts.push(format!("ignored by policy: {}", ids(&v.ignored)));
+    }
+    parts.join("; ")
+}
+
+/// `id(count), ...`, at most [`MAX_IDS`] named.
+fn ids(list: &[IdCount]) -> String {
+    let mut s: Vec<String> = list
+        .iter()
+        .take(MAX_IDS)
+        .map(|c| format!("{}({})", c.id, c.count))
+        .collect();
+    if list.len() > MAX_IDS {
+        s.push(format!("+{} more", list.len() - MAX_IDS));
+    }
+    s.join(", ")
+}
+
+/// Text from the host on one line that cannot start the performance data: a
+/// `|` (an interface name may hold one) becomes `¦`, a line break a space.
+fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '|' => '¦',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// At most `max` characters, with `...` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(3)).collect();
+    t.push_str("...");
+    t
+}
