@@ -45,6 +45,8 @@ pub enum InputKind {
     /// The kernel fills such files from one page at most; a larger one is not an
     /// attribute (a planted file under a `--sysfs-root`, say).
     KernelAttribute,
+    /// The shared token of `probe rdma` (`--token-file`): at most 4 KiB.
+    ProbeToken,
 }
 
 impl InputKind {
@@ -59,6 +61,7 @@ impl InputKind {
             InputKind::NcclConf => 1 << 20,
             InputKind::HealthVerdict => 16 << 20,
             InputKind::KernelAttribute => 4096,
+            InputKind::ProbeToken => 4096,
         }
     }
 
@@ -84,6 +87,7 @@ impl InputKind {
             InputKind::NcclConf => "NCCL environment file",
             InputKind::HealthVerdict => "cached health verdict",
             InputKind::KernelAttribute => "kernel attribute",
+            InputKind::ProbeToken => "probe token file",
         }
     }
 }
@@ -272,24 +276,95 @@ pub fn excerpt_bytes(b: &[u8], max_chars: usize) -> String {
     }
 }
 
-/// `s` made safe for a terminal: every control character but newline and tab
-/// (ESC, BEL, CR, DEL, the C1 codes) escaped visibly (`\u{1b}`), so a name from a
-/// host or a snapshot (`r0\e]0;pwned\a`) is shown, never obeyed. The CLI passes
-/// all of its text output through it (`show_gids` lays out its columns with tabs).
-pub fn terminal_safe(s: &str) -> String {
-    let kept = |c: char| c == '\n' || c == '\t';
-    if !s.chars().any(|c| c.is_control() && !kept(c)) {
+/// Unicode's format characters (general category `Cf`: the bidirectional
+/// controls U+202A..U+202E and U+2066..U+2069, zero-width characters, the BOM,
+/// tag characters, ...) and its line and paragraph separators (`Zl` U+2028,
+/// `Zp` U+2029), from `DerivedGeneralCategory.txt` of Unicode 15.1. A terminal
+/// shows none of them as a glyph: they reorder, hide or break the text around
+/// them (U+202E shows "OK ... deifirev atad" as "data verified ... KO").
+/// `input::tests` checks the table against Python's `unicodedata`.
+const FORMAT_CHARS: &[(u32, u32)] = &[
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+];
+
+/// Whether a terminal would obey `c` rather than show it: a control
+/// character (`Cc`: ESC, BEL, CR, DEL, the C1 codes, newline, tab) or one of
+/// [`FORMAT_CHARS`].
+fn not_shown(c: char) -> bool {
+    let n = c as u32;
+    c.is_control()
+        || FORMAT_CHARS
+            .binary_search_by(|&(lo, hi)| {
+                if hi < n {
+                    std::cmp::Ordering::Less
+                } else if lo > n {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok()
+}
+
+fn escape_where(s: &str, escape: impl Fn(char) -> bool) -> String {
+    if !s.chars().any(&escape) {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if c.is_control() && !kept(c) {
-            out.extend(c.escape_debug());
-        } else {
+        if !escape(c) {
             out.push(c);
+            continue;
+        }
+        // `\n`, `\t`, `\r` as Rust writes them, the rest as `\u{..}` (also
+        // where Rust's own table would show the character as it is).
+        let e = c.escape_debug();
+        if e.len() > 1 {
+            out.extend(e);
+        } else {
+            out.extend(c.escape_unicode());
         }
     }
     out
+}
+
+/// `s` made safe for a terminal: every control character but newline and tab
+/// (ESC, BEL, CR, DEL, the C1 codes) and every Unicode format character and
+/// line separator (the bidirectional overrides U+202E/U+2066.., zero-width
+/// characters, U+2028; [`FORMAT_CHARS`]) escaped visibly (`\u{1b}`,
+/// `\u{202e}`), so a name from a host or a snapshot (`r0\e]0;pwned\a`) is
+/// shown, never obeyed. The CLI passes all of its text output through it
+/// (`show_gids` lays out its columns with tabs); text from a network peer is
+/// also made one line first ([`terminal_safe_line`]).
+pub fn terminal_safe(s: &str) -> String {
+    escape_where(s, |c| not_shown(c) && c != '\n' && c != '\t')
+}
+
+/// [`terminal_safe`] that also escapes newlines and tabs: text that must stay
+/// one line of a report (what a `probe rdma` peer sends: its host name, its
+/// abort message), so it cannot start a line of its own.
+pub fn terminal_safe_line(s: &str) -> String {
+    escape_where(s, not_shown)
 }
 
 /// A list for a message: at most `max` items joined by `; `, then how many more
@@ -372,6 +447,68 @@ mod tests {
         assert_eq!(
             terminal_safe("r0\u{1b}]0;pwned\u{7}\u{9b}\r\t\n"),
             "r0\\u{1b}]0;pwned\\u{7}\\u{9b}\\r\t\n"
+        );
+    }
+
+    /// A peer's text cannot forge a line of a report: no newline, no
+    /// bidirectional override, no zero-width or separator character reaches
+    /// the terminal raw (a host name `x\nOK ... data verified`, or one with
+    /// U+202E that shows its text reversed).
+    #[test]
+    fn text_from_a_peer_stays_one_line_without_format_characters() {
+        let forged = "nodeB\nOK fake mlx5_0:1 \u{202e}deifirev atad\u{202c} \u{2066}x\u{2069}\u{200b}\u{2028}\u{feff}\t.";
+        let one = terminal_safe_line(forged);
+        assert_eq!(
+            one,
+            "nodeB\\nOK fake mlx5_0:1 \\u{202e}deifirev atad\\u{202c} \\u{2066}x\\u{2069}\\u{200b}\\u{2028}\\u{feff}\\t."
+        );
+        assert!(!one.chars().any(not_shown), "{one}");
+        // The whole-output filter keeps the CLI's own newlines and tabs, and
+        // escapes the format characters too.
+        let all = terminal_safe(forged);
+        assert_eq!(all.lines().count(), 2);
+        assert!(
+            all.contains("\\u{202e}") && !all.contains('\u{202e}'),
+            "{all}"
+        );
+        assert_eq!(terminal_safe("plain ascii\tand\n"), "plain ascii\tand\n");
+        assert_eq!(terminal_safe_line("ünïcödé ok"), "ünïcödé ok");
+    }
+
+    /// [`FORMAT_CHARS`] holds every character of the categories `Cf`, `Zl`
+    /// and `Zp` that Python's `unicodedata` (the real Unicode database of the
+    /// Python on the test machine) knows, and the table is sorted for its
+    /// binary search.
+    #[test]
+    fn the_format_character_table_covers_pythons_unicode_database() {
+        assert!(FORMAT_CHARS.windows(2).all(|w| w[0].1 < w[1].0));
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys, unicodedata\n\
+                 print(unicodedata.unidata_version)\n\
+                 for n in range(sys.maxunicode + 1):\n\
+                 \x20   if unicodedata.category(chr(n)) in ('Cf', 'Zl', 'Zp'):\n\
+                 \x20       print(n)\n",
+            ])
+            .output()
+            .expect("running python3");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut lines = text.lines();
+        let version = lines.next().unwrap_or_default().to_string();
+        let missing: Vec<String> = lines
+            .map(|l| l.parse::<u32>().unwrap())
+            .filter(|n| !char::from_u32(*n).is_some_and(not_shown))
+            .map(|n| format!("U+{n:04X}"))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "Unicode {version} format characters not escaped: {missing:?}"
         );
     }
 

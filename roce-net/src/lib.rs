@@ -81,7 +81,8 @@ pub use model::{relative_time, utc_time};
 
 // Bounded reading of outside files (docs/reliability.md lists the limits).
 pub use input::{
-    excerpt, open_input, read_input, read_input_text, read_stream, terminal_safe, InputKind,
+    excerpt, open_input, read_input, read_input_text, read_stream, terminal_safe,
+    terminal_safe_line, InputKind,
 };
 // A whole file written under a name the user gives, never through a planted link.
 pub use files::atomic::write_file_atomically;
