@@ -11,7 +11,7 @@ use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
 use crate::host::{ip_arg, Host};
 use pyo3::prelude::*;
-use roce_net::{Error, ErrorKind, RdmaProbeOptions, VerbsOptions};
+use roce_net::{Error, ErrorKind, ProbeToken, RdmaProbeOptions, VerbsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,6 +29,35 @@ fn verbs_opts(lib: Option<PathBuf>) -> VerbsOptions {
     match lib {
         Some(l) => VerbsOptions::default().with_library(l),
         None => VerbsOptions::default(),
+    }
+}
+
+/// The probe token from ``token`` (str or bytes) or ``token_file`` (not both).
+fn token_arg(
+    token: Option<&Bound<'_, PyAny>>,
+    token_file: Option<PathBuf>,
+) -> PyResult<Option<ProbeToken>> {
+    let bytes = match token {
+        None => None,
+        Some(t) => Some(if let Ok(s) = t.extract::<String>() {
+            s.into_bytes()
+        } else if let Ok(b) = t.extract::<Vec<u8>>() {
+            b
+        } else {
+            return Err(py_err(Error::new(
+                ErrorKind::InvalidInput,
+                "token must be str or bytes",
+            )));
+        }),
+    };
+    match (bytes, token_file) {
+        (Some(_), Some(_)) => Err(py_err(Error::new(
+            ErrorKind::InvalidInput,
+            "give token or token_file, not both",
+        ))),
+        (Some(b), None) => ProbeToken::new(b).map(Some).py(),
+        (None, Some(p)) => ProbeToken::from_file(&p).map(Some).py(),
+        (None, None) => Ok(None),
     }
 }
 
@@ -76,7 +105,7 @@ fn options(
 #[pyo3(signature = (
     host, peer, *, source=None, device=None, port=None, gid_index=None, tcp_port=18520,
     size=65536, iterations=1000, latency_size=64, latency_iterations=1000, mtu=None,
-    timeout=10.0, libibverbs=None
+    timeout=10.0, libibverbs=None, token=None, token_file=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn probe_rdma<'py>(
@@ -95,9 +124,11 @@ pub fn probe_rdma<'py>(
     mtu: Option<u32>,
     timeout: f64,
     libibverbs: Option<PathBuf>,
+    token: Option<&Bound<'py, PyAny>>,
+    token_file: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let peer = ip_arg("peer", peer)?;
-    let o = options(
+    let mut o = options(
         source,
         device,
         port,
@@ -111,6 +142,7 @@ pub fn probe_rdma<'py>(
         timeout,
         libibverbs,
     )?;
+    o.token = token_arg(token, token_file)?;
     let h = host.inner.clone();
     let r = py.detach(move || h.probe_rdma(peer, &o)).py()?;
     to_py(py, &r)
@@ -118,10 +150,15 @@ pub fn probe_rdma<'py>(
 
 /// Serve ``probe_rdma`` clients from ``source`` until ``clients`` sessions
 /// ran or ``duration`` seconds passed (GIL released): an ``RdmaServerResult``.
+/// It listens on ``source`` (``listen``: another address, ``"0.0.0.0"`` for
+/// all); a connection counts as a client only once it proved the ``token``
+/// (or ``token_file``; both ends need the same, or none) and asked for no
+/// more than ``size`` / ``latency_size``, which bound what it registers.
 #[pyfunction]
 #[pyo3(signature = (
     host, *, source, device=None, port=None, gid_index=None, tcp_port=18520, clients=1,
-    duration=60.0, timeout=10.0, libibverbs=None
+    duration=60.0, timeout=10.0, libibverbs=None, listen=None, token=None, token_file=None,
+    size=65536, latency_size=64
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn probe_rdma_server<'py>(
@@ -136,6 +173,11 @@ pub fn probe_rdma_server<'py>(
     duration: f64,
     timeout: f64,
     libibverbs: Option<PathBuf>,
+    listen: Option<&Bound<'py, PyAny>>,
+    token: Option<&Bound<'py, PyAny>>,
+    token_file: Option<PathBuf>,
+    size: usize,
+    latency_size: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let d = RdmaProbeOptions::default();
     let mut o = options(
@@ -144,9 +186,9 @@ pub fn probe_rdma_server<'py>(
         port,
         gid_index,
         tcp_port,
-        d.write_size,
+        size,
         d.write_iterations,
-        d.latency_size,
+        latency_size,
         d.latency_iterations,
         None,
         timeout,
@@ -154,6 +196,8 @@ pub fn probe_rdma_server<'py>(
     )?;
     o.clients = clients;
     o.duration = secs("duration", duration)?;
+    o.listen = listen.map(|l| ip_arg("listen", l)).transpose()?;
+    o.token = token_arg(token, token_file)?;
     let h = host.inner.clone();
     let r = py.detach(move || h.probe_rdma_server(&o)).py()?;
     to_py(py, &r)

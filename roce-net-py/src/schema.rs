@@ -134,7 +134,8 @@ exported_types! {
         // Labs.
         r::LabNic,
         // RDMA probes (`probe_rdma`, `probe_rdma_server`).
-        r::RdmaProbeReport, r::RdmaServerReport, r::EndpointSummary, r::Latency, r::Bandwidth,
+        r::RdmaProbeReport, r::RdmaServerReport, r::RejectedConnection, r::EndpointSummary,
+        r::Latency, r::Bandwidth,
         r::ProbeFailure,
     }
     plain {

@@ -121,8 +121,9 @@ pub use probe::{probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 #[cfg(feature = "verbs")]
 pub use probe::rdma::{
     explain_rdma_failure, select_rdma_port, wc_status_name, Bandwidth, Cause, EndpointSummary,
-    ExplainInput, FailureValue, Latency, ProbeFailure, ProbeRole, RdmaProbeOptions,
-    RdmaProbeReport, RdmaSelection, RdmaServerReport, Stage, DEFAULT_TCP_PORT,
+    ExplainInput, FailureValue, Latency, ProbeFailure, ProbeRole, ProbeToken, RdmaProbeOptions,
+    RdmaProbeReport, RdmaSelection, RdmaServerReport, RejectedConnection, Stage, DEFAULT_TCP_PORT,
+    MAX_PENDING_CONNECTIONS, MAX_REJECTED_LISTED, TOKEN_MAX_BYTES, TOKEN_MIN_BYTES,
 };
 
 // Views other tools print (show_gids, ibdev2netdev), from a snapshot.

@@ -35,13 +35,24 @@ pub struct RdmaArgs {
     /// TCP port for the exchange.
     #[arg(long, value_name = "PORT", default_value_t = 18520)]
     pub tcp_port: u16,
-    /// Bytes per RDMA write.
+    /// Server: the address to listen on (default: --source; 0.0.0.0 or :: for
+    /// every address of the namespace).
+    #[arg(long, value_name = "IP", requires = "server")]
+    pub listen: Option<IpAddr>,
+    /// A file holding the token both ends must prove they share before either
+    /// says who it is (default: the environment variable ROCE_NET_PROBE_TOKEN,
+    /// else none). 16 to 1024 bytes; one trailing newline is not part of it.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Bytes per RDMA write. Server: the largest a client may ask for (what
+    /// it registers per client).
     #[arg(long, value_name = "BYTES", default_value_t = 65536)]
     pub size: usize,
     /// RDMA writes each way.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub iterations: u32,
-    /// Bytes per send/recv message in the latency test.
+    /// Bytes per send/recv message in the latency test. Server: the largest a
+    /// client may ask for.
     #[arg(long, value_name = "BYTES", default_value_t = 64)]
     pub latency_size: usize,
     /// Round trips in the latency test.
@@ -133,6 +144,8 @@ fn run(
     o.latency_size = a.latency_size;
     o.latency_iterations = a.latency_iterations;
     o.mtu = a.mtu;
+    o.listen = a.listen;
+    o.token = token(a)?;
     o.timeout = timeout;
     o.clients = a.clients;
     o.duration = duration;
@@ -143,14 +156,16 @@ fn run(
             super::output::print_json(&r)?;
         } else {
             let mut s = format!(
-                "probe rdma server on {}: {} session(s), stopped on {}\n",
+                "probe rdma server on {}: {} session(s), {} connection(s) refused, stopped on {}\n",
                 r.listen,
                 r.sessions.len(),
+                r.rejected_count,
                 r.stopped
             );
             for x in &r.sessions {
                 s.push_str(&report(x));
             }
+            s.push_str(&rejected(&r));
             super::output::out(&s);
         }
         return Ok(exit::for_probe(r.ok));
@@ -165,6 +180,51 @@ fn run(
         super::output::out(&report(&r));
     }
     Ok(exit::for_probe(r.ok))
+}
+
+/// The environment variable holding the probe token when `--token-file` is
+/// not given.
+#[cfg(feature = "verbs")]
+const TOKEN_ENV: &str = "ROCE_NET_PROBE_TOKEN";
+
+/// The probe token: `--token-file`, else `ROCE_NET_PROBE_TOKEN`, else none.
+#[cfg(feature = "verbs")]
+fn token(a: &RdmaArgs) -> Result<Option<roce_net::ProbeToken>, Error> {
+    use std::os::unix::ffi::OsStringExt;
+    if let Some(p) = &a.token_file {
+        return roce_net::ProbeToken::from_file(p).map(Some);
+    }
+    match std::env::var_os(TOKEN_ENV) {
+        Some(v) if !v.is_empty() => {
+            roce_net::ProbeToken::new(v.into_vec())
+                .map(Some)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::InvalidInput,
+                        format!("{TOKEN_ENV}: {}", e.message()),
+                    )
+                })
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The connections a server refused, one line each.
+#[cfg(feature = "verbs")]
+fn rejected(r: &roce_net::RdmaServerReport) -> String {
+    let mut s = String::new();
+    for x in &r.rejected {
+        let _ = writeln!(
+            s,
+            "refused {} after {} ms: {}",
+            x.peer_tcp, x.elapsed_ms, x.reason
+        );
+    }
+    let more = r.rejected_count.saturating_sub(r.rejected.len() as u64);
+    if more > 0 {
+        let _ = writeln!(s, "refused {more} more connection(s)");
+    }
+    s
 }
 
 #[cfg(feature = "verbs")]

@@ -335,10 +335,13 @@ def probe_rdma(
     mtu: Optional[int] = None,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
+    token: Union[str, bytes, None] = None,
+    token_file: Optional[_Path] = None,
 ) -> RdmaProbeResult:
     """Probe RDMA to the server at ``peer`` from ``host``: an RC queue pair
     moves data both ways. NoRdmaError when RDMA is unavailable here; an RDMA
-    failure is a result with ``ok=False`` and ``failure`` set."""
+    failure is a result with ``ok=False`` and ``failure`` set (the server's
+    token differing from ``token``/``token_file``: cause ``token-mismatch``)."""
 def probe_rdma_server(
     host: Host,
     *,
@@ -351,9 +354,17 @@ def probe_rdma_server(
     duration: float = 60.0,
     timeout: float = 10.0,
     libibverbs: Optional[_Path] = None,
+    listen: Optional[_IP] = None,
+    token: Union[str, bytes, None] = None,
+    token_file: Optional[_Path] = None,
+    size: int = 65536,
+    latency_size: int = 64,
 ) -> RdmaServerResult:
     """Serve ``probe_rdma`` clients from ``source`` until ``clients`` sessions
-    ran or ``duration`` seconds passed."""
+    ran or ``duration`` seconds passed; listens on ``source`` unless ``listen``
+    says otherwise. A connection counts as a client only once it proved the
+    token and asked for no more than ``size``/``latency_size``; the others are
+    in ``rejected``."""
 def verbs_view(host: Host, *, libibverbs: Optional[_Path] = None) -> VerbsView:
     """Devices, ports and GID tables through libibverbs; without RDMA,
     ``unavailable`` holds ``reason`` and ``detail``."""

@@ -1323,16 +1323,25 @@ class RdmaProbeResult(_Record):
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
 class RdmaServerResult(_Record):
-    """A server run: one result per client session."""
+    """A server run: one result per client session, and the connections refused
+    before they counted as a client."""
 
     _RUST: ClassVar[str] = "RdmaServerReport"
     #: The TCP address it listened on.
     listen: str
     #: This end.
     local: Optional[RdmaEndpoint]
-    #: One report per client session, in the order they ended.
+    #: One report per client session, in the order they ended. A connection
+    #: counts as a client only once its hello was valid (the protocol, the
+    #: token, parameters within this server's limits).
     sessions: Tuple[RdmaProbeResult, ...]
-    #: True when every session passed and at least one ran.
+    #: Connections refused before they counted as a client, the first
+    #: ``MAX_REJECTED_LISTED``.
+    rejected: Tuple[RdmaRejectedConnection, ...]
+    #: How many connections were refused in all.
+    rejected_count: int
+    #: True when every session passed and at least one ran (refused
+    #: connections do not change it).
     ok: bool
     #: Why it stopped: ``clients`` (the count was reached) or ``duration``.
     stopped: str
@@ -1341,6 +1350,22 @@ class RdmaServerResult(_Record):
     def _from(cls, d: Dict[str, Any]) -> RdmaServerResult:
         """The report in the library's JSON shape (validated: ParseError)."""
         return cls.from_dict(d)
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
+class RdmaRejectedConnection(_Record):
+    """A connection a probe server refused before it counted as a client (no
+    valid greeting, the wrong token, parameters beyond the server's limits)."""
+
+    _RUST: ClassVar[str] = "RejectedConnection"
+    #: The TCP address it came from.
+    peer_tcp: str
+    #: Why: no greeting within the timeout, not the probe protocol, another
+    #: version, the wrong token, parameters beyond this server's limits, the
+    #: server already had its clients or had stopped.
+    reason: str
+    #: How long it was held open, milliseconds.
+    elapsed_ms: int
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
@@ -1485,6 +1510,7 @@ _ALL: Tuple[type, ...] = (
     LabNic,
     RdmaProbeResult,
     RdmaServerResult,
+    RdmaRejectedConnection,
     RdmaEndpoint,
     RdmaLatency,
     RdmaBandwidth,

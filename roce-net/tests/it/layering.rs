@@ -67,11 +67,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["error", "model", "scope", "doctor", "nccl", "fleet"],
     ),
     // probe rdma picks the port of a source address (scope) and explains a
-    // failure with the offline route lookup (fib).
+    // failure with the offline route lookup (fib); it reads its token file
+    // and escapes what a peer sends through input.
     (
         "probe",
         &[
-            "error", "model", "sys", "kernel", "host", "netns", "scope", "fib",
+            "error", "input", "model", "sys", "kernel", "host", "netns", "scope", "fib",
         ],
     ),
     // apply reaches its state files through input's `open_at`, and after a

@@ -3,7 +3,8 @@
 //!
 //! The rules, in the order they are tried:
 //!
-//! 1. TCP connect failed: `peer-unreachable` (no server, or no TCP path).
+//! 1. TCP connect failed: `peer-unreachable` (no server, or no TCP path); the
+//!    ends do not share the probe token: `token-mismatch`.
 //! 2. The peer aborted: `peer-failed`, carrying the peer's own explanation.
 //! 3. The local port is not `ACTIVE`: `port-not-active`.
 //! 4. The GID in use is link-local, RoCE v1, or of another family than the
@@ -60,6 +61,8 @@ named_enum! {
         RemoteAccess = "remote-access",
         /// The TCP connection to the probe server failed.
         PeerUnreachable = "peer-unreachable",
+        /// The two ends do not hold the same probe token (or only one has one).
+        TokenMismatch = "token-mismatch",
         /// The peer reported its own failure.
         PeerFailed = "peer-failed",
         /// The device could not be opened or set up.
@@ -215,6 +218,17 @@ fn rules(i: &ExplainInput<'_>) -> Out {
     // 1. TCP.
     if i.stage == Stage::Connect {
         return peer_unreachable(i);
+    }
+    if i.stage == Stage::Token {
+        return Out::new(
+            Cause::TokenMismatch,
+            "the probe token of the two ends differs: nothing else was exchanged".into(),
+        )
+        .ev("peer_tcp", i.peer_tcp)
+        .fix([
+            "give both ends the same token: --token-file FILE or ROCE_NET_PROBE_TOKEN (or none on either)"
+                .to_string(),
+        ]);
     }
     // 2. The peer's own failure.
     if i.stage == Stage::Peer {

@@ -51,6 +51,7 @@ mod explain;
 mod ibverbs;
 mod select;
 mod status;
+mod token;
 mod wire;
 
 #[cfg(test)]
@@ -59,6 +60,7 @@ mod tests;
 pub use explain::{explain_rdma_failure, Cause, ExplainInput};
 pub use select::{select_rdma_port, RdmaSelection};
 pub use status::wc_status_name;
+pub use token::{ProbeToken, TOKEN_MAX_BYTES, TOKEN_MIN_BYTES};
 
 use crate::error::Result;
 use crate::kernel::verbs::VerbsOptions;
@@ -90,11 +92,21 @@ pub struct RdmaProbeOptions {
     pub gid_index: Option<u32>,
     /// TCP port for the exchange (default [`DEFAULT_TCP_PORT`]).
     pub tcp_port: u16,
-    /// Message size of the send/recv latency test, bytes (default 64).
+    /// Server: the address to listen on (default: `source`, so the probe is
+    /// reachable only where RDMA is tested; `0.0.0.0` or `::` for every
+    /// address of the namespace).
+    pub listen: Option<IpAddr>,
+    /// The shared token both ends must prove they hold before either sends
+    /// what identifies it (default none: any peer that speaks the protocol is
+    /// served). Both ends need the same token, or none.
+    pub token: Option<ProbeToken>,
+    /// Message size of the send/recv latency test, bytes (default 64). A
+    /// server serves clients asking for at most its own size.
     pub latency_size: usize,
     /// Round trips in the latency test (default 1000).
     pub latency_iterations: u32,
-    /// Size of each RDMA write, bytes (default 65536).
+    /// Size of each RDMA write, bytes (default 65536). A server serves clients
+    /// asking for at most its own size, and registers no more than that.
     pub write_size: usize,
     /// RDMA writes each way (default 1000).
     pub write_iterations: u32,
@@ -118,6 +130,8 @@ impl Default for RdmaProbeOptions {
             port: None,
             gid_index: None,
             tcp_port: DEFAULT_TCP_PORT,
+            listen: None,
+            token: None,
             latency_size: 64,
             latency_iterations: 1000,
             write_size: 65536,
@@ -137,6 +151,9 @@ pub const MAX_MESSAGE: usize = 16 << 20;
 pub const MAX_ITERATIONS: u32 = 10_000_000;
 /// Most sessions one server run accepts.
 pub const MAX_CLIENTS: usize = 4096;
+/// Most connections a server holds open before their hello is valid (each
+/// for at most `timeout`); more wait in the kernel's listen backlog.
+pub const MAX_PENDING_CONNECTIONS: usize = 32;
 /// Longest client timeout or server duration.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
@@ -283,6 +300,8 @@ named_enum! {
         Preflight = "preflight",
         /// The TCP connection to the peer.
         Connect = "connect",
+        /// The proof of the shared token, before either end says who it is.
+        Token = "token",
         /// The exchange of queue-pair details.
         Exchange = "exchange",
         /// Opening the device, PD, CQ, MR, QP (to INIT).
@@ -408,6 +427,22 @@ pub struct RdmaProbeReport {
     pub elapsed_ms: u64,
 }
 
+/// A connection a server refused before it counted as a client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RejectedConnection {
+    /// The TCP address it came from.
+    pub peer_tcp: String,
+    /// Why: no greeting within the timeout, not the probe protocol, another
+    /// version, the wrong token, parameters beyond this server's limits, the
+    /// server already had its clients or had stopped.
+    pub reason: String,
+    /// How long it was held open, milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// Most refused connections a server report lists (`rejected_count` counts all).
+pub const MAX_REJECTED_LISTED: usize = 64;
+
 /// What a server run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RdmaServerReport {
@@ -415,9 +450,17 @@ pub struct RdmaServerReport {
     pub listen: String,
     /// This end.
     pub local: Option<EndpointSummary>,
-    /// One report per client session, in the order they ended.
+    /// One report per client session, in the order they ended. A connection
+    /// counts as a client only once its hello was valid (the protocol, the
+    /// token, parameters within this server's limits).
     pub sessions: Vec<RdmaProbeReport>,
-    /// True when every session passed and at least one ran.
+    /// Connections refused before they counted as a client, the first
+    /// [`MAX_REJECTED_LISTED`].
+    pub rejected: Vec<RejectedConnection>,
+    /// How many connections were refused in all.
+    pub rejected_count: u64,
+    /// True when every session passed and at least one ran (refused
+    /// connections do not change it).
     pub ok: bool,
     /// Why it stopped: `clients` (the count was reached) or `duration`.
     pub stopped: String,

@@ -3,7 +3,11 @@
 //!
 //! ```text
 //! client                                server
-//!   Hello{params, endpoint}  ───────────▶
+//!   Greeting{nonce}          ───────────▶                         (nothing identifying)
+//!                            ◀───────────  Challenge{nonce, proof} (or Abort)
+//!   (checks the server's proof of the token)
+//!   Hello{endpoint, params, proof} ─────▶
+//!                            (checks the client's proof and params; only now a client)
 //!                            ◀───────────  Hello{endpoint}        (or Abort)
 //!   (both: QP to RTR and RTS, post receives)
 //!   Ready                    ◀──────────▶  Ready                  (or Abort)
@@ -14,6 +18,12 @@
 //!   checks its buffer; Verified ────────▶
 //!   Result{report}           ───────────▶
 //! ```
+//!
+//! Neither end sends what identifies it (host name, interface names and MACs,
+//! GID, the buffer's address and rkey) before the other proved the shared
+//! token (`token.rs`; without one, before it spoke this protocol). Text a peer
+//! sends (names, messages) is made one terminal-safe line as it is read, so
+//! it cannot forge lines of a report.
 //!
 //! perftest exchanges the same facts (LID, QPN, PSN, rkey, address, GID) as a
 //! fixed-format text line; JSON keeps the version, the MTU and the facts the
@@ -27,10 +37,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv6Addr, TcpStream};
 use std::time::{Duration, Instant};
 
-/// The protocol's name, the first field of every hello.
+/// The protocol's name, the first field of a greeting and a challenge.
 pub const PROTO: &str = "roce-net-rdma-probe";
-/// The protocol version this build speaks.
-pub const VERSION: u32 = 1;
+/// The protocol version this build speaks. Version 1 (before the token and
+/// the greeting) sent each end's facts first.
+pub const VERSION: u32 = 2;
 /// Longest message line.
 pub const MAX_LINE: usize = 64 * 1024;
 
@@ -74,11 +85,27 @@ pub struct Params {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "msg")]
 pub enum Msg {
-    Hello {
+    /// The client's first message: the protocol and a fresh nonce, nothing
+    /// that identifies it.
+    Greeting {
         proto: String,
         version: u32,
+        nonce: String,
+    },
+    /// The server's answer to a greeting: its own nonce and its proof of the
+    /// token over both nonces.
+    Challenge {
+        proto: String,
+        version: u32,
+        nonce: String,
+        proof: String,
+    },
+    /// One end's facts: the client's with its parameters and its proof of the
+    /// token, once the server proved it; the server's once the client did.
+    Hello {
         endpoint: Box<Endpoint>,
         params: Option<Params>,
+        proof: Option<String>,
     },
     Ready,
     WriteDone {
@@ -104,16 +131,181 @@ pub enum Msg {
     },
 }
 
+/// Text from the peer as one line a terminal shows and never obeys.
+fn line(s: &str) -> String {
+    crate::input::terminal_safe_line(s)
+}
+
+impl FailureValue {
+    /// The value as the peer sent it, its texts made [`line`]s.
+    fn sanitized(self) -> FailureValue {
+        match self {
+            FailureValue::Errno { errno, name } => FailureValue::Errno {
+                errno,
+                name: line(&name),
+            },
+            FailureValue::Completion {
+                status,
+                name,
+                vendor_err,
+            } => FailureValue::Completion {
+                status,
+                name: line(&name),
+                vendor_err,
+            },
+            FailureValue::Other { message } => FailureValue::Other {
+                message: line(&message),
+            },
+            v @ FailureValue::Timeout { .. } => v,
+        }
+    }
+}
+
+/// Longest host name a peer may send (a fully qualified name has at most 253).
+const MAX_HOST: usize = 255;
+/// Longest RDMA device name (`IB_DEVICE_NAME_MAX`, 64, with its NUL).
+const MAX_DEVICE: usize = 63;
+/// Longest interface name (`IFNAMSIZ`, 16, with its NUL).
+const MAX_IFNAME: usize = 15;
+/// Most interfaces whose MACs an end sends.
+pub(crate) const MAX_NIC_MACS: usize = 4096;
+
+impl Endpoint {
+    /// Whether the facts a peer sent are well formed: names no longer than
+    /// the kernel allows, MACs that are MACs, at most [`MAX_NIC_MACS`]
+    /// interfaces. What is wrong, when something is.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let name = |what: &str, s: &str, max: usize| {
+            if s.is_empty() || s.len() > max {
+                Err(format!("{what} of {} bytes (1 to {max})", s.len()))
+            } else {
+                Ok(())
+            }
+        };
+        let mac = |what: &str, s: &str| match s.parse::<crate::model::HwAddr>() {
+            Ok(m) if !m.0.is_empty() && m.0.len() <= 32 => Ok(()),
+            _ => Err(format!("{what} {} is not a MAC address", line(s))),
+        };
+        name("a host name", &self.host, MAX_HOST)?;
+        name("a device name", &self.device, MAX_DEVICE)?;
+        if let Some(n) = &self.netdev {
+            name("an interface name", n, MAX_IFNAME)?;
+        }
+        if let Some(m) = &self.mac {
+            mac("the MAC", m)?;
+        }
+        if self.nic_macs.len() > MAX_NIC_MACS {
+            return Err(format!(
+                "{} interfaces' MACs (at most {MAX_NIC_MACS})",
+                self.nic_macs.len()
+            ));
+        }
+        for (k, v) in &self.nic_macs {
+            name("an interface name", k, MAX_IFNAME)?;
+            mac("an interface's MAC", v)?;
+        }
+        Ok(())
+    }
+
+    /// The facts as the peer sent them, every name made a [`line`].
+    fn sanitized(self) -> Endpoint {
+        Endpoint {
+            host: line(&self.host),
+            device: line(&self.device),
+            netdev: self.netdev.as_deref().map(line),
+            mac: self.mac.as_deref().map(line),
+            nic_macs: self
+                .nic_macs
+                .iter()
+                .map(|(k, v)| (line(k), line(v)))
+                .collect(),
+            ..self
+        }
+    }
+}
+
+impl Msg {
+    /// What kind of message it is, for errors (never its content).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Msg::Greeting { .. } => "a greeting",
+            Msg::Challenge { .. } => "a challenge",
+            Msg::Hello { .. } => "a hello",
+            Msg::Ready => "ready",
+            Msg::WriteDone { .. } => "write-done",
+            Msg::Verified { .. } => "verified",
+            Msg::Result { .. } => "a result",
+            Msg::Abort { .. } => "an abort",
+        }
+    }
+
+    /// The message as the peer sent it, every text in it made a [`line`]: a
+    /// host name or an abort message cannot start a line of a report.
+    fn sanitized(self) -> Msg {
+        match self {
+            Msg::Greeting {
+                proto,
+                version,
+                nonce,
+            } => Msg::Greeting {
+                proto: line(&proto),
+                version,
+                nonce: line(&nonce),
+            },
+            Msg::Challenge {
+                proto,
+                version,
+                nonce,
+                proof,
+            } => Msg::Challenge {
+                proto: line(&proto),
+                version,
+                nonce: line(&nonce),
+                proof: line(&proof),
+            },
+            Msg::Hello {
+                endpoint,
+                params,
+                proof,
+            } => Msg::Hello {
+                endpoint: Box::new(endpoint.sanitized()),
+                params,
+                proof: proof.as_deref().map(line),
+            },
+            Msg::Verified { ok, detail } => Msg::Verified {
+                ok,
+                detail: line(&detail),
+            },
+            Msg::Abort {
+                stage,
+                value,
+                message,
+            } => Msg::Abort {
+                stage,
+                value: value.sanitized(),
+                message: line(&message),
+            },
+            m @ (Msg::Ready | Msg::WriteDone { .. } | Msg::Result { .. }) => m,
+        }
+    }
+}
+
 /// A failure of the exchange itself.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct WireError {
     pub value: FailureValue,
+    /// The peer closed the connection (rather than a timeout or garbage).
+    pub closed: bool,
 }
 
 impl WireError {
     fn io(e: &std::io::Error, waited: Duration) -> WireError {
         use std::io::ErrorKind as K;
         WireError {
+            closed: matches!(
+                e.kind(),
+                K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted
+            ),
             value: match e.kind() {
                 K::WouldBlock | K::TimedOut => FailureValue::Timeout {
                     waited_ms: waited.as_millis() as u64,
@@ -133,6 +325,15 @@ impl WireError {
     pub(crate) fn other(m: impl Into<String>) -> WireError {
         WireError {
             value: FailureValue::Other { message: m.into() },
+            closed: false,
+        }
+    }
+    fn closed(m: &str) -> WireError {
+        WireError {
+            value: FailureValue::Other {
+                message: m.to_string(),
+            },
+            closed: true,
         }
     }
 }
@@ -166,6 +367,7 @@ impl Channel {
     /// The probe's bound ran out: the time since the exchange began.
     fn timed_out(&self) -> WireError {
         WireError {
+            closed: false,
             value: FailureValue::Timeout {
                 waited_ms: self.started.elapsed().as_millis() as u64,
             },
@@ -191,7 +393,7 @@ impl Channel {
                 .map_err(|e| WireError::io(&e, self.started.elapsed()))?;
             match self.writer.write(&line[sent..]) {
                 Ok(0) => {
-                    return Err(WireError::other(
+                    return Err(WireError::closed(
                         "the peer closed the connection while this end was sending",
                     ))
                 }
@@ -216,7 +418,7 @@ impl Channel {
             let _ = s.set_nonblocking(false);
             match r {
                 Ok(0) => {
-                    return Some(Err(WireError::other(
+                    return Some(Err(WireError::closed(
                         "the peer closed the connection during the test",
                     )))
                 }
@@ -247,7 +449,7 @@ impl Channel {
                 Err(e) => return Err(WireError::io(&e, self.started.elapsed())),
             };
             if got.is_empty() {
-                return Err(WireError::other(
+                return Err(WireError::closed(
                     "the peer closed the connection before answering",
                 ));
             }
@@ -267,12 +469,15 @@ impl Channel {
                 )));
             }
         }
-        serde_json::from_slice(&buf).map_err(|e| {
-            WireError::other(format!(
-                "the peer sent something that is not a roce-net probe message ({e}): {:?}",
-                String::from_utf8_lossy(&buf[..buf.len().min(80)])
-            ))
-        })
+        serde_json::from_slice::<Msg>(&buf)
+            .map(Msg::sanitized)
+            .map_err(|e| {
+                WireError::other(format!(
+                    "the peer sent something that is not a roce-net probe message ({}): {}",
+                    line(&e.to_string()),
+                    crate::input::excerpt_bytes(&buf, 80)
+                ))
+            })
     }
 }
 

@@ -22,12 +22,16 @@ description:
     and RDMA writes both ways with the data verified.
   - C(mode=server) serves probe clients from O(source) until O(clients)
     sessions ran or O(duration) seconds passed (C(roce_net.probe_rdma_server)).
-    It is bounded in time, so it suits C(async) with C(poll=0) - start it, run
-    the clients on the other nodes, then collect it with
-    M(ansible.builtin.async_status).
+    It ends within O(duration) + O(timeout) whatever its peers do, so it suits
+    C(async) with C(poll=0) - start it, run the clients on the other nodes, then
+    collect it with M(ansible.builtin.async_status). It listens on O(source)
+    only (O(listen) for another address) and counts a connection as a client
+    only once it proved O(token) and asked for no more than O(size) and
+    O(latency_size); the others are in RV(rejected).
   - C(mode=client) probes every address in O(peers) (a server must run there),
     up to O(parallel) at once (C(roce_net.probe_rdma), which releases the GIL),
-    and returns one result per peer - passed, or the failure translated into
+    within ceil(peers / O(parallel)) x (O(connect_retry) + O(timeout)) seconds
+    whatever the servers do, and returns one result per peer - passed, or the failure translated into
     its likely cause (C(arp-flux), C(no-route-or-arp), C(timeout), ...) with the
     evidence from this host's snapshot and the commands that fix or confirm it.
   - A host without RDMA (no libibverbs, no kernel support, no devices, no
@@ -80,6 +84,30 @@ options:
     description: TCP port of the exchange (both ends must use the same).
     type: int
     default: 18520
+  listen:
+    description:
+      - C(mode=server) only - the address to listen on; default O(source), so the
+        probe is reachable only on the NIC under test. C(0.0.0.0) or C(::) for
+        every address of the namespace (clients may then use a management
+        address as their peer).
+    type: str
+  token:
+    description:
+      - The shared secret both ends must prove they hold before either sends what
+        identifies it (host name, interface names and MACs, GID, buffer address
+        and rkey); 16 to 1024 bytes, the same on the server and its clients, or
+        none on either. A client whose token differs fails with cause
+        C(token-mismatch); a server lists such connections in RV(rejected).
+      - Default the environment variable C(ROCE_NET_PROBE_TOKEN) of the module
+        (the task's C(environment)), else none. Never logged.
+      - O(token_file) wins when both are given (as C(--token-file) does over
+        C(ROCE_NET_PROBE_TOKEN) in the CLI).
+    type: str
+  token_file:
+    description:
+      - A file on the node holding the token (one trailing newline is not part of
+        it); used instead of O(token) when given.
+    type: path
   timeout:
     description:
       - Seconds. C(mode=client) - the bound of each peer's whole probe.
@@ -97,13 +125,18 @@ options:
         O(duration) + O(timeout) + the module's start-up time.
     type: float
   size:
-    description: C(mode=client) only - bytes per RDMA write; default the library's (65536).
+    description:
+      - Bytes per RDMA write; default the library's (65536).
+      - C(mode=server) - the largest a client may ask for, which bounds the memory
+        the server registers per client; give the servers at least the clients' O(size).
     type: int
   iterations:
     description: C(mode=client) only - RDMA writes each way; default the library's (1000).
     type: int
   latency_size:
-    description: C(mode=client) only - bytes per send/recv round trip; default the library's (64).
+    description:
+      - Bytes per send/recv round trip; default the library's (64).
+      - C(mode=server) - the largest a client may ask for.
     type: int
   latency_iterations:
     description: C(mode=client) only - send/recv round trips; default the library's (1000).
@@ -152,7 +185,11 @@ notes:
   - Always returns C(changed=false).
   - Needs root or the C(rdma) group for C(/dev/infiniband), and a locked-memory
     limit large enough for the buffers (C(ulimit -l)).
-  - C(mode=server) listens on O(tcp_port) on every address of the namespace.
+  - C(mode=server) listens on O(tcp_port) of O(source) (or O(listen)). Without
+    O(token), any peer that reaches it and speaks the protocol learns the host's
+    name, interface names and MACs and may write into the probe's buffer for a
+    session; give a token where that network is shared (docs/rdma-probe.md,
+    "Bounds, exposure and access control").
 seealso:
   - module: roce_net.roce.roce_net_rdma_matrix
   - module: ansible.builtin.async_status
@@ -258,7 +295,19 @@ listen:
   description: The TCP address the server listened on.
   returned: mode=server and RDMA available and not check mode
   type: str
-  sample: 0.0.0.0:18520
+  sample: 198.18.1.11:18520
+rejected:
+  description: C(mode=server) - the connections refused before they counted as a
+    client (C(peer_tcp), C(reason), C(elapsed_ms)), the first 64.
+  returned: mode=server and RDMA available and not check mode
+  type: list
+  elements: dict
+  sample: [{"peer_tcp": "198.18.1.99:40122", "reason": "the client did not prove this server's probe token",
+            "elapsed_ms": 3}]
+rejected_count:
+  description: C(mode=server) - how many connections were refused in all.
+  returned: mode=server and RDMA available and not check mode
+  type: int
 stopped:
   description: Why the server stopped - C(clients) (the count was reached) or C(duration).
   returned: mode=server and RDMA available and not check mode
@@ -282,7 +331,8 @@ would_probe:
   elements: dict
 would_serve:
   description: Check mode, C(mode=server) - what a real run would serve
-    (C(source), C(tcp_port), C(clients), C(duration), C(timeout)).
+    (C(source), C(tcp_port), C(clients), C(duration), C(timeout), C(listen), and
+    C(token), whether a token was given).
   returned: mode=server and check mode
   type: dict
 msg:
@@ -296,7 +346,7 @@ import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 from ansible_collections.roce_net.roce.plugins.module_utils.common import (
     HOST_ARGS,
@@ -306,8 +356,8 @@ from ansible_collections.roce_net.roce.plugins.module_utils.common import (
 )
 
 #: Options only one mode takes (their defaults are None so a mistaken one is seen).
-CLIENT_ONLY = ("peers", "size", "iterations", "latency_size", "latency_iterations", "mtu", "parallel", "connect_retry")
-SERVER_ONLY = ("clients", "duration")
+CLIENT_ONLY = ("peers", "iterations", "latency_iterations", "mtu", "parallel", "connect_retry")
+SERVER_ONLY = ("clients", "duration", "listen")
 #: The library's no_rdma reasons (roce-net/src/model/verbs.rs, NoRdmaReason).
 NO_RDMA_REASONS = ("not_built", "no_library", "no_kernel_support", "no_devices", "no_device_files")
 STATUSES = ("ok", "failed", "no_rdma", "error", "would_probe")
@@ -443,8 +493,10 @@ def check_args(module, p):
     try:
         source = str(ipaddress.ip_address(p["source"])) if p["source"] else None
         peers = [str(ipaddress.ip_address(x)) for x in (p["peers"] or [])]
+        if p.get("listen"):
+            ipaddress.ip_address(p["listen"])
     except ValueError as err:
-        module.fail_json(msg="source/peers: %s" % err)
+        module.fail_json(msg="source/peers/listen: %s" % err)
     if p["mode"] == "client" and not peers:
         module.fail_json(msg="peers: give at least one probe server address")
     if len(set(peers)) != len(peers):
@@ -465,9 +517,12 @@ def check_args(module, p):
 def common_kwargs(p, source):
     """Keyword arguments both library calls take."""
     kw = dict(tcp_port=p["tcp_port"], timeout=p["timeout"])
-    for k in ("device", "port", "gid_index", "libibverbs"):
+    for k in ("device", "port", "gid_index", "libibverbs", "token_file", "size", "latency_size"):
         if p.get(k) is not None:
             kw[k] = p[k]
+    # The file wins over the token (given, or from ROCE_NET_PROBE_TOKEN), as in the CLI.
+    if p.get("token") and p.get("token_file") is None:
+        kw["token"] = p["token"]
     if source is not None:
         kw["source"] = source
     return kw
@@ -476,7 +531,7 @@ def common_kwargs(p, source):
 def run_client(module, rn, host, p, source, peers):
     """mode=client: every peer, ``parallel`` at once."""
     kw = common_kwargs(p, source)
-    for k in ("size", "iterations", "latency_size", "latency_iterations", "mtu"):
+    for k in ("iterations", "latency_iterations", "mtu"):
         if p.get(k) is not None:
             kw[k] = p[k]
     if module.check_mode:
@@ -519,15 +574,19 @@ def run_server(module, rn, host, p, source):
     base = dict(changed=False, mode="server", source=source, tcp_port=p["tcp_port"])
     if module.check_mode:
         no_rdma = no_rdma_from_view(rn.verbs_view(host, **({"libibverbs": p["libibverbs"]} if p["libibverbs"] else {})))
-        serve = dict(source=source, tcp_port=p["tcp_port"], clients=clients, duration=duration, timeout=p["timeout"])
+        serve = dict(source=source, tcp_port=p["tcp_port"], clients=clients, duration=duration, timeout=p["timeout"],
+                     listen=p.get("listen") or source, token=bool(p.get("token") or p.get("token_file")))
         msg = "check mode: would serve %d RDMA probe client(s) from %s on TCP port %d for at most %s s" % (
             clients, source, p["tcp_port"], duration)
         if no_rdma:
             msg += "; RDMA is not available here now (%s)" % no_rdma["reason"]
         module.exit_json(ok=False, rdma_available=no_rdma is None, no_rdma=no_rdma, sessions=[], would_serve=serve,
                          summary=dict(ok=0, failed=0), msg=msg, **base)
+    kw = common_kwargs(p, source)
+    if p.get("listen"):
+        kw["listen"] = p["listen"]
     try:
-        r = rn.probe_rdma_server(host, clients=clients, duration=duration, **common_kwargs(p, source)).to_dict()
+        r = rn.probe_rdma_server(host, clients=clients, duration=duration, **kw).to_dict()
     except rn.NoRdmaError as err:
         info = no_rdma_info(err)
         result = dict(ok=False, rdma_available=False, no_rdma=info, sessions=[], summary=dict(ok=0, failed=0),
@@ -542,11 +601,14 @@ def run_server(module, rn, host, p, source):
     bad = [s for s in sessions if not s.get("ok")]
     msg = "served %d RDMA probe session(s) from %s, %d passed (stopped: %s)" % (
         len(sessions), source, passed, r["stopped"])
+    if r.get("rejected_count"):
+        msg += "; refused %d connection(s) that did not prove themselves" % r["rejected_count"]
     if bad:
         msg += "; failed: %s" % "; ".join(
             "%s %s" % (s.get("peer_tcp"), (s.get("failure") or {}).get("cause", "unknown")) for s in bad[:8])
     result = dict(ok=r["ok"], rdma_available=True, no_rdma=None, listen=r["listen"], stopped=r["stopped"],
-                  sessions=sessions, summary=dict(ok=passed, failed=len(bad)), msg=msg, **base)
+                  sessions=sessions, rejected=r.get("rejected", []), rejected_count=r.get("rejected_count", 0),
+                  summary=dict(ok=passed, failed=len(bad)), msg=msg, **base)
     if p["fail_on_failure"] and not r["ok"]:
         module.fail_json(**result)
     module.exit_json(**result)
@@ -562,6 +624,9 @@ def main():
         port=dict(type="int"),
         gid_index=dict(type="int"),
         tcp_port=dict(type="int", default=18520),
+        listen=dict(type="str"),
+        token=dict(type="str", no_log=True, fallback=(env_fallback, ["ROCE_NET_PROBE_TOKEN"])),
+        token_file=dict(type="path"),
         timeout=dict(type="float", default=10.0),
         clients=dict(type="int"),
         duration=dict(type="float"),

@@ -3,6 +3,7 @@
 
 use super::super::select::select_rdma_port;
 use super::super::status::errno_name;
+use super::super::token::{self, ProbeToken, Prover};
 use super::super::wire::{pattern, Channel, Endpoint, Msg, Params, PROTO, VERSION};
 use super::super::{
     Backend, FailureValue, Latency, ProbeRole, RdmaProbeOptions, RdmaProbeReport, Stage,
@@ -10,7 +11,7 @@ use super::super::{
 use super::completions::{wait, Qp, Until};
 use super::transfer::{check_peer_writes, send_writes};
 use super::{
-    abort, check_hello, connect_and_ready, open_queue, recv_msg, summary, Agreed, Fail, Refresh,
+    abort, connect_and_ready, expect_hello, open_queue, recv_msg, summary, Agreed, Fail, Refresh,
     Session, WR_RECV, WR_SEND,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -104,6 +105,24 @@ fn client_run(
         .map_err(|e| Fail::other(Stage::Connect, format!("setting up the connection: {e}")))?;
     let agreed = Agreed::from_options(opts);
     let (mut q, me) = open_queue(b, s, &mut ch, &agreed, "the client")?;
+    // Greet with nothing that identifies this end, and check the server's
+    // proof of the token before saying who we are.
+    let ours = token::nonce().ok_or_else(|| {
+        Fail::other(
+            Stage::Token,
+            "the kernel's random pool could not be read for a nonce",
+        )
+    })?;
+    ch.send(
+        &Msg::Greeting {
+            proto: PROTO.into(),
+            version: VERSION,
+            nonce: ours.clone(),
+        },
+        deadline,
+    )
+    .map_err(|e| Fail::wire(Stage::Exchange, e))?;
+    let theirs_nonce = server_challenge(&mut ch, opts.token.as_ref(), &ours, deadline)?;
     let params = Params {
         latency_size: opts.latency_size,
         latency_iterations: opts.latency_iterations,
@@ -114,18 +133,27 @@ fn client_run(
     };
     ch.send(
         &Msg::Hello {
-            proto: PROTO.into(),
-            version: VERSION,
             endpoint: Box::new(me.clone()),
             params: Some(params),
+            proof: Some(token::proof(
+                opts.token.as_ref(),
+                Prover::Client,
+                &ours,
+                &theirs_nonce,
+            )),
         },
         deadline,
     )
     .map_err(|e| Fail::wire(Stage::Exchange, e))?;
-    let (theirs, _) = check_hello(
+    let (theirs, _, _) = expect_hello(
         recv_msg(&mut ch, deadline, Stage::Exchange)?,
         Stage::Exchange,
     )?;
+    if let Err(why) = theirs.check() {
+        let f = Fail::other(Stage::Exchange, format!("the server sent {why}"));
+        abort(&mut ch, &f, "the client refused the server's hello");
+        return Err(f);
+    }
     s.rep.peer = Some(summary(&theirs));
     s.peer_nic_macs = theirs.nic_macs.clone();
     let mut qp = Qp {
@@ -139,6 +167,78 @@ fn client_run(
         }
     }
     r
+}
+
+/// The server's answer to our greeting: its nonce, once its proof of the
+/// token checked out. A mismatch fails at [`Stage::Token`] (the server is
+/// told, without anything that identifies this end).
+fn server_challenge(
+    ch: &mut Channel,
+    tok: Option<&ProbeToken>,
+    ours: &str,
+    deadline: Instant,
+) -> std::result::Result<String, Fail> {
+    let m = match ch.recv(deadline) {
+        Ok(m) => m,
+        Err(e) if e.closed => {
+            return Err(Fail::other(
+                Stage::Exchange,
+                format!(
+                    "the server closed the connection on this client's greeting: it refused \
+                     this client (its report says why), or it runs another roce-net version \
+                     (this one speaks protocol {VERSION})"
+                ),
+            ))
+        }
+        Err(e) => return Err(Fail::wire(Stage::Exchange, e)),
+    };
+    let (proto, version, nonce, proof) = match m {
+        Msg::Challenge {
+            proto,
+            version,
+            nonce,
+            proof,
+        } => (proto, version, nonce, proof),
+        Msg::Abort { .. } => return Err(super::peer_stop(Stage::Exchange, Ok(m))),
+        other => {
+            return Err(Fail::other(
+                Stage::Exchange,
+                format!("expected the server's challenge, got {}", other.name()),
+            ))
+        }
+    };
+    if proto != PROTO || version != VERSION {
+        return Err(Fail::other(
+            Stage::Exchange,
+            format!(
+                "the server speaks {proto:?} version {version}, this client {PROTO} version \
+                 {VERSION}: run the same roce-net version on both ends"
+            ),
+        ));
+    }
+    if !token::is_nonce(&nonce) {
+        return Err(Fail::other(
+            Stage::Exchange,
+            "the server's challenge has no valid nonce",
+        ));
+    }
+    if token::verify(tok, Prover::Server, ours, &nonce, &proof) {
+        return Ok(nonce);
+    }
+    let why = match tok {
+        Some(_) if token::verify(None, Prover::Server, ours, &nonce, &proof) => {
+            "the server has no probe token, this client has one"
+        }
+        Some(_) => "the server holds another probe token than this client",
+        None => "the server requires a probe token, this client has none",
+    };
+    let f = Fail::other(Stage::Token, why);
+    abort(
+        ch,
+        &f,
+        "the client refused the server's proof of the probe token",
+    );
+    Err(f)
 }
 
 fn client_traffic(

@@ -18,7 +18,7 @@ pub(crate) use server::server;
 use super::explain::{explain_rdma_failure, ExplainInput};
 use super::select::RdmaSelection;
 use super::status::errno_name;
-use super::wire::{Channel, Endpoint, Msg, Params, WireError, PROTO, VERSION};
+use super::wire::{Channel, Endpoint, Msg, Params, WireError, MAX_NIC_MACS};
 use super::{
     Backend, ConnectParams, EndpointSummary, FailureValue, ProbeRole, Queue, RdmaProbeOptions,
     RdmaProbeReport, Stage, VerbsFailure,
@@ -165,7 +165,7 @@ fn endpoint(state: &HostState, sel: &RdmaSelection, q: &dyn Queue) -> Endpoint {
             .interfaces
             .iter()
             .filter_map(|i| i.mac.as_ref().map(|m| (i.name.clone(), m.to_string())))
-            .take(4096)
+            .take(MAX_NIC_MACS)
             .collect(),
         active_mtu: info.active_mtu.or(sel.active_mtu),
         port_state: info.port_state.or(sel.port_state.clone()),
@@ -178,31 +178,18 @@ fn endpoint(state: &HostState, sel: &RdmaSelection, q: &dyn Queue) -> Endpoint {
     }
 }
 
-fn check_hello(m: Msg, stage: Stage) -> std::result::Result<(Endpoint, Option<Params>), Fail> {
+/// The peer's hello: its facts, the parameters (a client's) and its proof of
+/// the token (a client's); an Abort is the peer's own failure.
+fn expect_hello(
+    m: Msg,
+    stage: Stage,
+) -> std::result::Result<(Endpoint, Option<Params>, Option<String>), Fail> {
     match m {
         Msg::Hello {
-            proto,
-            version,
             endpoint,
             params,
-        } => {
-            if proto != PROTO {
-                return Err(Fail::other(
-                    stage,
-                    format!("the peer speaks {proto:?}, not {PROTO}"),
-                ));
-            }
-            if version != VERSION {
-                return Err(Fail::other(
-                    stage,
-                    format!(
-                        "the peer speaks protocol version {version}, this roce-net {VERSION}: \
-                         run the same roce-net version on both ends"
-                    ),
-                ));
-            }
-            Ok((*endpoint, params))
-        }
+            proof,
+        } => Ok((*endpoint, params, proof)),
         Msg::Abort {
             stage,
             value,
@@ -214,7 +201,7 @@ fn check_hello(m: Msg, stage: Stage) -> std::result::Result<(Endpoint, Option<Pa
         }),
         other => Err(Fail::other(
             stage,
-            format!("expected the peer's hello, got {other:?}"),
+            format!("expected the peer's hello, got {}", other.name()),
         )),
     }
 }
@@ -244,7 +231,7 @@ fn peer_stop(stage: Stage, m: std::result::Result<Msg, WireError>) -> Fail {
         },
         Ok(other) => Fail::other(
             stage,
-            format!("unexpected message from the peer: {other:?}"),
+            format!("unexpected message from the peer: {}", other.name()),
         ),
         Err(e) => Fail::wire(stage, e),
     }
@@ -416,7 +403,7 @@ fn connect_and_ready(
         Msg::Ready => Ok(()),
         m => Err(Fail::other(
             Stage::Exchange,
-            format!("expected ready, got {m:?}"),
+            format!("expected ready, got {}", m.name()),
         )),
     }
 }

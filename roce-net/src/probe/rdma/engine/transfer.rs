@@ -86,7 +86,12 @@ pub(super) fn send_writes(
     .map_err(|e| Fail::wire(stage, e))?;
     let (ok, detail) = match recv_msg(ch, deadline, stage)? {
         Msg::Verified { ok, detail } => (ok, detail),
-        m => return Err(Fail::other(stage, format!("expected verified, got {m:?}"))),
+        m => {
+            return Err(Fail::other(
+                stage,
+                format!("expected verified, got {}", m.name()),
+            ))
+        }
     };
     s.rep.write_to_peer = Some(bandwidth(t.size, t.iterations, secs, bytes, ok));
     if !ok {
@@ -123,7 +128,7 @@ pub(super) fn check_peer_writes(
         m => {
             return Err(Fail::other(
                 stage,
-                format!("expected write-done, got {m:?}"),
+                format!("expected write-done, got {}", m.name()),
             ))
         }
     };

@@ -48,6 +48,8 @@ pub struct FakeBackend {
     pub mode: Mode,
     /// Active MTU the "port" reports.
     pub active_mtu: u32,
+    /// The size of every buffer registered so far (what a real NIC would pin).
+    pub registered: Mutex<Vec<usize>>,
 }
 
 impl FakeBackend {
@@ -55,6 +57,7 @@ impl FakeBackend {
         FakeBackend {
             mode,
             active_mtu: 1024,
+            registered: Mutex::new(Vec::new()),
         }
     }
 }
@@ -79,6 +82,9 @@ impl Backend for FakeBackend {
         let IpAddr::V4(v4) = sel.address else {
             return Err(VerbsFailure::new("fake: IPv4 only", Some(libc::EINVAL)));
         };
+        if let Ok(mut r) = self.registered.lock() {
+            r.push(buf_len);
+        }
         let sock = UdpSocket::bind((v4, 0))
             .map_err(|e| VerbsFailure::new("fake bind", e.raw_os_error()))?;
         let one: libc::c_int = 1;

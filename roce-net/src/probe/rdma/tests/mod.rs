@@ -5,6 +5,7 @@
 
 mod explain;
 mod fake;
+mod hostile;
 mod select;
 mod session;
 

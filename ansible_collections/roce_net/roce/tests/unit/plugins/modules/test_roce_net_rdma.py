@@ -262,14 +262,39 @@ def test_server_without_rdma_and_its_check_mode(fake, capsys):
     rn = fake(server=NO_KERNEL)
     out = run(probe_mod, dict(mode="server", source="198.18.1.11", clients=3), capsys, check=True)
     assert [c[0] for c in rn.calls] == ["verbs_view"]
-    assert out["would_serve"] == dict(source="198.18.1.11", tcp_port=18520, clients=3, duration=60.0, timeout=10.0)
+    assert out["would_serve"] == dict(source="198.18.1.11", tcp_port=18520, clients=3, duration=60.0, timeout=10.0,
+                                      listen="198.18.1.11", token=False)
     assert out["rdma_available"] is True and out["changed"] is False
     assert out["msg"] == "check mode: would serve 3 RDMA probe client(s) from 198.18.1.11 on TCP port 18520 for at most 60.0 s"
+
+
+def test_token_listen_and_sizes_reach_the_library_and_the_token_is_never_shown(fake, capsys, monkeypatch):
+    secret = "s3cret-" * 5
+    srv = real.RdmaServerResult._from(recorded("rdma_server_report.json"))
+    rn = fake(server=srv)
+    out = run(probe_mod, dict(mode="server", source="198.18.1.11", listen="0.0.0.0", token=secret, size=1 << 20,
+                              latency_size=4096), capsys)
+    assert rn.calls == [("server", None, dict(clients=1, duration=60.0, tcp_port=18520, timeout=10.0,
+                                              source="198.18.1.11", listen="0.0.0.0", token=secret, size=1 << 20,
+                                              latency_size=4096))]
+    assert secret not in json.dumps(out), out
+    assert out["rejected"] == [] and out["rejected_count"] == 0
+    # The environment's token, for both modes; a token file wins over it.
+    monkeypatch.setenv("ROCE_NET_PROBE_TOKEN", secret)
+    rn = fake(answers=three_peers())
+    out = run(probe_mod, dict(mode="client", peers=[OK], size=1 << 20), capsys)
+    assert rn.calls[0][2]["token"] == secret and rn.calls[0][2]["size"] == 1 << 20
+    assert secret not in json.dumps(out)
+    rn = fake(answers=three_peers())
+    run(probe_mod, dict(mode="client", peers=[OK], token_file="/etc/roce-net/probe.token"), capsys)
+    assert rn.calls[0][2]["token_file"] == "/etc/roce-net/probe.token" and "token" not in rn.calls[0][2]
 
 
 @pytest.mark.parametrize("args, text", [
     (dict(mode="server", source="198.18.1.11", peers=["198.18.2.11"]), "peers: only for mode=client"),
     (dict(mode="client", peers=["198.18.2.11"], clients=2, duration=5), "clients, duration: only for mode=server"),
+    (dict(mode="client", peers=["198.18.2.11"], listen="0.0.0.0"), "listen: only for mode=server"),
+    (dict(mode="server", source="198.18.1.11", listen="any"), "source/peers/listen"),
     (dict(mode="client", peers=["198.18.2.11", "198.18.2.11"]), "198.18.2.11 listed twice"),
     (dict(mode="client", peers=["gpu02"]), "source/peers"),
     (dict(mode="client", peers=[]), "peers: give at least one"),
