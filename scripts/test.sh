@@ -63,15 +63,28 @@ all)
   command -v ifup >/dev/null || boot+=(ifupdown)
   /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
     2>/dev/null || boot+=(python3-gi gir1.2-nm-1.0)
+  # The Slurm HealthCheckProgram's test (tests/it/slurm_health.rs) runs Debian's
+  # own slurmctld, slurmd and munged, only ever inside lab namespaces with a
+  # configuration, key and state of their own (scripts/lib/slurm-lab.sh):
+  # installed like the tools above, their services disabled below (slurmstepd
+  # must sit where slurmd was built to find it, so they cannot be unpacked).
+  [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/slurmctld ] && [ -x /usr/bin/scontrol ] &&
+    [ -x /usr/sbin/munged ] || boot+=(slurmctld slurmd slurm-client munge)
   # Tools unpacked, not installed: nmcli (network-manager's package would
-  # bring the daemon and its units, and upgrade systemd and udev) and promtool
+  # bring the daemon and its units, and upgrade systemd and udev), promtool
   # (Prometheus' own text-format parser and linter, which judges `roce-net
-  # metrics`; the prometheus package would add a user and a server unit).
+  # metrics`; the prometheus package would add a user and a server unit) and
+  # node_exporter.
   unpack=()
   command -v nmcli >/dev/null || [ -x "$ROCE_NET_TEST_TOOLS/bin/nmcli" ] ||
     unpack+=(network-manager:nmcli)
   command -v promtool >/dev/null || [ -x "$ROCE_NET_TEST_TOOLS/bin/promtool" ] ||
     unpack+=(prometheus:promtool)
+  # node_exporter serves what the health timer writes (tests/it/health_metrics.rs),
+  # in a lab namespace; the package would add a user and a server unit.
+  command -v prometheus-node-exporter >/dev/null ||
+    [ -x "$ROCE_NET_TEST_TOOLS/bin/prometheus-node-exporter" ] ||
+    unpack+=(prometheus-node-exporter:prometheus-node-exporter)
   # The unpacked nmcli's one library that nothing above brings.
   ldconfig -p 2>/dev/null | grep -q 'libreadline\.so\.8 ' || need+=(libreadline8)
   # The `verbs` feature's tests: the real libibverbs (libibverbs1, pulled in by
@@ -99,6 +112,8 @@ all)
       [[ " ${boot[*]} " == *" ifupdown "* ]] && units+=(networking.service)
       [[ " ${boot[*]} " == *" systemd "* ]] &&
         units+=(systemd-networkd.service systemd-networkd.socket)
+      [[ " ${boot[*]} " == *" slurmd "* ]] &&
+        units+=(munge.service slurmctld.service slurmd.service)
       # systemctl disable works without a running systemd; where it cannot, the
       # links the packages made go by hand.
       links=("${units[@]/#//etc/systemd/system/*.wants/}")
