@@ -4,7 +4,10 @@
 #   dist/roce_net-<v>-cp38-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #                       the Python package (abi3: CPython >= 3.8), glibc >= 2.17
 #   dist/roce-net-<v>-x86_64-linux-gnu       the CLI binary, glibc >= 2.17
-#   dist/roce-net_<v>_amd64.deb              the CLI as a Debian package (/usr/bin/roce-net)
+#   dist/roce-net_<v>_amd64.deb              the CLI as a Debian package (/usr/bin/roce-net),
+#                       with the health check's systemd service and timer, the Slurm
+#                       HealthCheckProgram, the NHC check and the node-problem-detector
+#                       config (packaging/, docs/health.md)
 #   dist/SHA256SUMS
 #
 # glibc 2.17 is manylinux2014's floor (RHEL/CentOS 7); every distribution a GPU
@@ -190,11 +193,25 @@ if want deb; then
   install -D -m 0755 "$bin" "$pkg/usr/bin/roce-net"
   install -D -m 0644 README.md "$pkg/usr/share/doc/roce-net/README.md"
   install -D -m 0644 docs/cli.md "$pkg/usr/share/doc/roce-net/cli.md"
+  install -D -m 0644 docs/health.md "$pkg/usr/share/doc/roce-net/health.md"
+  # The health check where clusters look (docs/health.md): the units are
+  # installed, not enabled (`systemctl enable --now roce-net-health.timer`).
+  install -D -m 0644 packaging/systemd/roce-net-health.service \
+    "$pkg/lib/systemd/system/roce-net-health.service"
+  install -D -m 0644 packaging/systemd/roce-net-health.timer \
+    "$pkg/lib/systemd/system/roce-net-health.timer"
+  install -D -m 0755 packaging/slurm/roce-net-slurm-health \
+    "$pkg/usr/lib/roce-net/roce-net-slurm-health"
+  install -D -m 0644 packaging/nhc/roce_net.nhc "$pkg/usr/share/roce-net/nhc/roce_net.nhc"
+  install -D -m 0644 packaging/node-problem-detector/roce-net-monitor.json \
+    "$pkg/usr/share/roce-net/node-problem-detector/roce-net-monitor.json"
+  install -D -m 0644 packaging/default/roce-net "$pkg/etc/default/roce-net"
   printf '%s\n' \
     'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
     'Upstream-Name: roce-net' '' 'Files: *' 'License: Apache-2.0' \
     > "$pkg/usr/share/doc/roce-net/copyright"
   mkdir -p "$pkg/DEBIAN"
+  echo /etc/default/roce-net >"$pkg/DEBIAN/conffiles"
   cat > "$pkg/DEBIAN/control" <<EOF
 Package: roce-net
 Version: $version
@@ -223,6 +240,22 @@ EOF
   "$inst/usr/bin/roce-net" --version
   dpkg --root="$inst" -s roce-net | grep -q '^Status: install ok installed' \
     || die "dpkg does not list roce-net as installed in the scratch root"
+  for f in lib/systemd/system/roce-net-health.service lib/systemd/system/roce-net-health.timer \
+    usr/lib/roce-net/roce-net-slurm-health usr/share/roce-net/nhc/roce_net.nhc \
+    usr/share/roce-net/node-problem-detector/roce-net-monitor.json etc/default/roce-net; do
+    [ -s "$inst/$f" ] || die "the .deb did not install /$f"
+  done
+  # The units as installed, judged by systemd itself against the installed
+  # binary (the scratch root gets the machine's targets they name).
+  if command -v systemd-analyze >/dev/null && [ -d /lib/systemd/system ]; then
+    cp -a /lib/systemd/system/*.target "$inst/lib/systemd/system/"
+    out=$(systemd-analyze verify --root="$inst" roce-net-health.service roce-net-health.timer 2>&1) ||
+      die "systemd-analyze verify of the .deb's units failed: $out"
+    [ -z "$out" ] || die "systemd-analyze verify of the .deb's units: $out"
+    echo "the .deb's units pass systemd-analyze verify ($(systemd-analyze --version | head -1))"
+  else
+    echo "no systemd-analyze here: the .deb's units were not verified (scripts/test.sh's tests verify them)"
+  fi
 fi
 
 if [ "${SUMS:-1}" != 0 ]; then
