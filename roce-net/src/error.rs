@@ -10,67 +10,44 @@
 use schemars::JsonSchema;
 use std::fmt;
 
-/// The class of an error.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The operation needs privileges the caller lacks (EPERM / EACCES).
-    Permission,
-    /// A named object (namespace, interface, file) does not exist.
-    NotFound,
-    /// Input from the user is malformed.
-    InvalidInput,
-    /// A policy document is invalid or conflicts with the host.
-    Policy,
-    /// A file or document could not be parsed.
-    Parse,
-    /// The kernel refused a netlink request.
-    Netlink,
-    /// Another I/O failure.
-    Io,
-    /// The host changed since the plan was made.
-    Drift,
-    /// Another roce-net apply holds the lock for this namespace.
-    Locked,
-    /// After applying, the host does not match the plan.
-    Verify,
-    /// A change failed and was rolled back (see the message for what was restored).
-    RolledBack,
-    /// Rollback itself failed: the host may be in a mixed state.
-    RollbackFailed,
-    /// The kernel or build does not support this operation.
-    Unsupported,
-    /// A wait ran out of time.
-    Timeout,
-    /// RDMA cannot be used here: no libibverbs, no kernel support, no devices,
-    /// no `/dev/infiniband`, or a build without the `verbs` feature (the message
-    /// says which).
-    NoRdma,
-}
-
-impl ErrorKind {
-    /// A short stable name (used in JSON and as a CLI label).
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Permission => "permission",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::InvalidInput => "invalid_input",
-            ErrorKind::Policy => "policy",
-            ErrorKind::Parse => "parse",
-            ErrorKind::Netlink => "netlink",
-            ErrorKind::Io => "io",
-            ErrorKind::Drift => "drift",
-            ErrorKind::Locked => "locked",
-            ErrorKind::Verify => "verify",
-            ErrorKind::RolledBack => "rolled_back",
-            ErrorKind::RollbackFailed => "rollback_failed",
-            ErrorKind::Unsupported => "unsupported",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::NoRdma => "no_rdma",
-        }
+crate::named::named_enum! {
+    /// The class of an error; its name is the one JSON, the CLI and the
+    /// Python exception's `kind` use.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, JsonSchema)]
+    #[non_exhaustive]
+    pub enum ErrorKind (fn name, serde) {
+        /// The operation needs privileges the caller lacks (EPERM / EACCES).
+        Permission = "permission",
+        /// A named object (namespace, interface, file) does not exist.
+        NotFound = "not_found",
+        /// Input from the user is malformed.
+        InvalidInput = "invalid_input",
+        /// A policy document is invalid or conflicts with the host.
+        Policy = "policy",
+        /// A file or document could not be parsed.
+        Parse = "parse",
+        /// The kernel refused a netlink request.
+        Netlink = "netlink",
+        /// Another I/O failure.
+        Io = "io",
+        /// The host changed since the plan was made.
+        Drift = "drift",
+        /// Another roce-net apply holds the lock for this namespace.
+        Locked = "locked",
+        /// After applying, the host does not match the plan.
+        Verify = "verify",
+        /// A change failed and was rolled back (see the message for what was restored).
+        RolledBack = "rolled_back",
+        /// Rollback itself failed: the host may be in a mixed state.
+        RollbackFailed = "rollback_failed",
+        /// The kernel or build does not support this operation.
+        Unsupported = "unsupported",
+        /// A wait ran out of time.
+        Timeout = "timeout",
+        /// RDMA cannot be used here: no libibverbs, no kernel support, no devices,
+        /// no `/dev/infiniband`, or a build without the `verbs` feature (the message
+        /// says which).
+        NoRdma = "no_rdma",
     }
 }
 

@@ -40,6 +40,7 @@ mod kernel;
 mod lab;
 mod metrics;
 mod model;
+mod named;
 mod nccl;
 mod netns;
 mod persist;

@@ -9,86 +9,9 @@
 //! number outside the table is kept as `Other` (`"state 7"`, or the verbatim
 //! text of an unexpected sysfs file) instead of being lost.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::fmt;
-
-/// One enum, its numbers and its names; `Other` keeps anything else.
-macro_rules! port_enum {
-    (
-        $(#[$meta:meta])*
-        $name:ident, $prefix:literal,
-        { $( $(#[$vmeta:meta])* $variant:ident = $num:pat => $text:literal, )* }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name {
-            $( $(#[$vmeta])* $variant, )*
-            /// A number or name outside the kernel's table, as text.
-            Other(String),
-        }
-
-        impl $name {
-            /// From the kernel's number (`ibv_port_attr`, the `N:` of the sysfs file).
-            pub fn from_number(n: u32) -> $name {
-                match n {
-                    $( $num => $name::$variant, )*
-                    n => $name::Other(format!(concat!($prefix, " {}"), n)),
-                }
-            }
-            /// From the name sysfs prints.
-            pub fn from_name(s: &str) -> $name {
-                match s {
-                    $( $text => $name::$variant, )*
-                    s => $name::Other(s.to_string()),
-                }
-            }
-            /// The name sysfs prints (or the `Other` text).
-            pub fn name(&self) -> &str {
-                match self {
-                    $( $name::$variant => $text, )*
-                    $name::Other(s) => s,
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.pad(self.name())
-            }
-        }
-
-        /// Reads as its sysfs name (`state.as_deref()` is the text).
-        impl std::ops::Deref for $name {
-            type Target = str;
-            fn deref(&self) -> &str {
-                self.name()
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(s: &str) -> $name {
-                $name::from_name(s)
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.name())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
-                String::deserialize(d).map(|s| $name::from_name(&s))
-            }
-        }
-    };
-}
-
-port_enum! {
+crate::named::named_enum! {
     /// A port's logical state (`enum ib_port_state`; sysfs `ports/<p>/state`).
-    PortState, "state",
-    {
+    pub enum PortState (fn name, open "state") {
         /// `0: NOP`.
         Nop = 0 => "NOP",
         /// `1: DOWN`.
@@ -104,11 +27,10 @@ port_enum! {
     }
 }
 
-port_enum! {
+crate::named::named_enum! {
     /// A port's physical state (sysfs `ports/<p>/phys_state`; 0 means "not
     /// reported" and is read as unknown).
-    PhysState, "phys_state",
-    {
+    pub enum PhysState (fn name, open "phys_state") {
         /// `1: Sleep`.
         Sleep = 1 => "Sleep",
         /// `2: Polling`.
@@ -126,11 +48,10 @@ port_enum! {
     }
 }
 
-port_enum! {
+crate::named::named_enum! {
     /// A port's link layer (sysfs `ports/<p>/link_layer`; libibverbs'
     /// `IBV_LINK_LAYER_*`, where 0, unspecified, is InfiniBand on old drivers).
-    LinkLayer, "link_layer",
-    {
+    pub enum LinkLayer (fn name, open "link_layer") {
         /// InfiniBand (LID addressing).
         InfiniBand = 0 | 1 => "InfiniBand",
         /// Ethernet: RoCE.

@@ -16,58 +16,49 @@ use crate::scope::port_netdev;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-// One module per check, as the doctor's (`doctor/arp_ignore.rs` has its
-// `ID`): the id a finding carries is named where it is reported, listed in
+// One id per check, as the doctor's (`doctor/arp_ignore.rs` has its `ID`):
+// the id a finding carries is named where it is reported, listed in
 // `NCCL_CHECK_IDS` and documented in docs/nccl.md (`roce-net/tests/it/nccl_model.rs`
-// fails when one is missing there or two are the same). The macro writes each
-// module and the list from one table, so a check cannot be left out of the list.
+// fails when one is missing there or two are the same). The one table below
+// gives each check its id and the list, so a check cannot be left out of it.
 
-/// Writes `mod $check { pub const ID }` for each row, and [`NCCL_CHECK_IDS`]
-/// in the rows' order.
-macro_rules! check_ids {
-    ($($(#[doc = $doc:literal])* $check:ident = $id:literal;)*) => {
-        $(
-            #[doc = concat!("`", $id, "`.")]
-            mod $check {
-                $(#[doc = $doc])*
-                pub const ID: &str = $id;
-            }
-        )*
-        /// Every id [`nccl_check`] can report, in documentation order.
-        pub const NCCL_CHECK_IDS: &[&str] = &[$($check::ID),*];
-    };
+crate::named::named_enum! {
+    /// The checks of [`nccl_check`], each with the id its findings carry.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Check (fn id) {
+        /// An `NCCL_IB_HCA` entry matches no active port (or is past the 32-entry
+        /// limit); an error when no port is selected at all.
+        HcaMatchesNothing = "nccl-hca-matches-nothing",
+        /// An entry that names a device exactly also selects, as a prefix, other
+        /// devices (`mlx5_1` selects `mlx5_10`).
+        HcaOvermatch = "nccl-hca-overmatch",
+        /// The selection holds InfiniBand and RoCE ports, which NCCL refuses to connect.
+        HcaMixedLinkLayers = "nccl-hca-mixed-link-layers",
+        /// `NCCL_IB_GID_INDEX` (or index 0 before 2.21) is a GID a RoCE v2 QP of
+        /// the NIC's address cannot use.
+        GidIndexBad = "nccl-gid-index-bad",
+        /// Without `NCCL_IB_GID_INDEX`, the GID NCCL picks with this environment is
+        /// not the target, or NCCL fails on the device.
+        GidPickWrong = "nccl-gid-pick-wrong",
+        /// `NCCL_IB_ADDR_RANGE` is a range NCCL cannot use.
+        AddrRangeInvalid = "nccl-addr-range-invalid",
+        /// No running interface with an address matches `NCCL_SOCKET_IFNAME`.
+        SocketIfnameMatchesNothing = "nccl-socket-ifname-matches-nothing",
+        /// A prefix `NCCL_SOCKET_IFNAME` selects several interfaces.
+        SocketIfnameOvermatch = "nccl-socket-ifname-overmatch",
+        /// `NCCL_IB_TC` lands on a priority without PFC while PFC is on another.
+        TcNoPfc = "nccl-tc-no-pfc",
+        /// `NCCL_IB_TC` sets a DSCP but the NIC trusts PCP.
+        TcTrustPcp = "nccl-tc-trust-pcp",
+        /// A value NCCL parses differently than it reads (`010` is 8, quotes kept).
+        ValueMisparsed = "nccl-value-misparsed",
+        /// A variable name NCCL never reads, close to one it does.
+        VariableUnrecognized = "nccl-variable-unrecognized",
+    }
 }
 
-check_ids! {
-    /// An `NCCL_IB_HCA` entry matches no active port (or is past the 32-entry
-    /// limit); an error when no port is selected at all.
-    hca_matches_nothing = "nccl-hca-matches-nothing";
-    /// An entry that names a device exactly also selects, as a prefix, other
-    /// devices (`mlx5_1` selects `mlx5_10`).
-    hca_overmatch = "nccl-hca-overmatch";
-    /// The selection holds InfiniBand and RoCE ports, which NCCL refuses to connect.
-    hca_mixed_link_layers = "nccl-hca-mixed-link-layers";
-    /// `NCCL_IB_GID_INDEX` (or index 0 before 2.21) is a GID a RoCE v2 QP of
-    /// the NIC's address cannot use.
-    gid_index_bad = "nccl-gid-index-bad";
-    /// Without `NCCL_IB_GID_INDEX`, the GID NCCL picks with this environment is
-    /// not the target, or NCCL fails on the device.
-    gid_pick_wrong = "nccl-gid-pick-wrong";
-    /// `NCCL_IB_ADDR_RANGE` is a range NCCL cannot use.
-    addr_range_invalid = "nccl-addr-range-invalid";
-    /// No running interface with an address matches `NCCL_SOCKET_IFNAME`.
-    socket_ifname_matches_nothing = "nccl-socket-ifname-matches-nothing";
-    /// A prefix `NCCL_SOCKET_IFNAME` selects several interfaces.
-    socket_ifname_overmatch = "nccl-socket-ifname-overmatch";
-    /// `NCCL_IB_TC` lands on a priority without PFC while PFC is on another.
-    tc_no_pfc = "nccl-tc-no-pfc";
-    /// `NCCL_IB_TC` sets a DSCP but the NIC trusts PCP.
-    tc_trust_pcp = "nccl-tc-trust-pcp";
-    /// A value NCCL parses differently than it reads (`010` is 8, quotes kept).
-    value_misparsed = "nccl-value-misparsed";
-    /// A variable name NCCL never reads, close to one it does.
-    variable_unrecognized = "nccl-variable-unrecognized";
-}
+/// Every id [`nccl_check`] can report, in documentation order.
+pub const NCCL_CHECK_IDS: &[&str] = Check::NAMES;
 
 fn host() -> Subject {
     Subject::default()
@@ -179,7 +170,7 @@ fn unrecognized(env: &NcclEnv, out: &mut Vec<Finding>) {
             if spaced && name.to_ascii_uppercase().starts_with("NCCL_") {
                 out.push(
                     Finding::new(
-                        variable_unrecognized::ID,
+                        Check::VariableUnrecognized.id(),
                         Severity::Warning,
                         host(),
                         format!(
@@ -213,7 +204,7 @@ fn unrecognized(env: &NcclEnv, out: &mut Vec<Finding>) {
         };
         out.push(
             Finding::new(
-                variable_unrecognized::ID,
+                Check::VariableUnrecognized.id(),
                 Severity::Warning,
                 host(),
                 format!("{why}{trimmed_value}"),
@@ -236,7 +227,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         {
             out.push(
                 Finding::new(
-                    value_misparsed::ID,
+                    Check::ValueMisparsed.id(),
                     Severity::Error,
                     host(),
                     format!(
@@ -271,7 +262,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         let read = strtoll(v);
         out.push(
             Finding::new(
-                value_misparsed::ID,
+                Check::ValueMisparsed.id(),
                 Severity::Warning,
                 host(),
                 match read {
@@ -292,7 +283,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         if v != "AF_INET" && v != "AF_INET6" {
             out.push(
                 Finding::new(
-                    value_misparsed::ID,
+                    Check::ValueMisparsed.id(),
                     Severity::Warning,
                     host(),
                     format!(
@@ -313,7 +304,7 @@ fn misparsed(env: &NcclEnv, out: &mut Vec<Finding>) {
         if v.len() == 1 {
             out.push(
                 Finding::new(
-                    value_misparsed::ID,
+                    Check::ValueMisparsed.id(),
                     Severity::Warning,
                     host(),
                     format!(
@@ -470,7 +461,7 @@ fn hca<'a>(
                 .collect();
             out.push(
                 Finding::new(
-                    hca_matches_nothing::ID,
+                    Check::HcaMatchesNothing.id(),
                     Severity::Warning,
                     host(),
                     format!(
@@ -509,7 +500,7 @@ fn hca<'a>(
             };
             out.push(
                 Finding::new(
-                    hca_overmatch::ID,
+                    Check::HcaOvermatch.id(),
                     Severity::Warning,
                     host(),
                     format!(
@@ -530,7 +521,7 @@ fn hca<'a>(
     for d in &list.dropped {
         out.push(
             Finding::new(
-                hca_matches_nothing::ID,
+                Check::HcaMatchesNothing.id(),
                 Severity::Warning,
                 host(),
                 format!("NCCL_IB_HCA entry {d:?} is past NCCL's limit of {MAX_IB_DEVS} entries: ignored"),
@@ -542,7 +533,7 @@ fn hca<'a>(
     if selected.is_empty() && !ports.is_empty() {
         out.push(
             Finding::new(
-                hca_matches_nothing::ID,
+                Check::HcaMatchesNothing.id(),
                 Severity::Error,
                 host(),
                 format!(
@@ -577,7 +568,7 @@ fn mixed(selected: &[(&RdmaDevice, &RdmaPort)], what: &str, out: &mut Vec<Findin
     if !ib.is_empty() && !roce.is_empty() {
         out.push(
             Finding::new(
-                hca_mixed_link_layers::ID,
+                Check::HcaMixedLinkLayers.id(),
                 Severity::Error,
                 host(),
                 format!(
@@ -626,9 +617,9 @@ fn gids(
             out.push(
                 Finding::new(
                     if fixed {
-                        gid_index_bad::ID
+                        Check::GidIndexBad.id()
                     } else {
-                        gid_pick_wrong::ID
+                        Check::GidPickWrong.id()
                     },
                     Severity::Error,
                     subject,
@@ -676,7 +667,7 @@ fn gids(
         };
         let (id, how) = if fixed {
             (
-                gid_index_bad::ID,
+                Check::GidIndexBad.id(),
                 format!(
                     "NCCL_IB_GID_INDEX={} makes NCCL use GID {i} on {}: {problem}",
                     env.get("NCCL_IB_GID_INDEX")
@@ -686,7 +677,7 @@ fn gids(
             )
         } else {
             (
-                gid_pick_wrong::ID,
+                Check::GidPickWrong.id(),
                 format!(
                     "with this environment NCCL {version} selects GID {i} on {}: {problem}",
                     PortRef::of(d, p)
@@ -735,7 +726,7 @@ fn addr_range_check(env: &NcclEnv, version: NcclVersion, out: &mut Vec<Finding>)
         AddrRange::Prefix { .. } => return,
     };
     out.push(
-        Finding::new(addr_range_invalid::ID, sev, host(), msg)
+        Finding::new(Check::AddrRangeInvalid.id(), sev, host(), msg)
             .evidence("value", v)
             .fix(
                 vec!["NCCL_IB_ADDR_RANGE=<address>/<prefix length>".into()],
@@ -784,7 +775,7 @@ fn socket_ifname(state: &HostState, env: &NcclEnv, out: &mut Vec<Finding>) {
             .collect();
         out.push(
             Finding::new(
-                socket_ifname_matches_nothing::ID,
+                Check::SocketIfnameMatchesNothing.id(),
                 Severity::Error,
                 host(),
                 format!(
@@ -819,7 +810,7 @@ fn socket_ifname(state: &HostState, env: &NcclEnv, out: &mut Vec<Finding>) {
             };
             out.push(
                 Finding::new(
-                    socket_ifname_overmatch::ID,
+                    Check::SocketIfnameOvermatch.id(),
                     sev,
                     host(),
                     format!(
@@ -871,7 +862,7 @@ fn traffic_class(
         if q.trust == Some(crate::model::Trust::Pcp) && tc >= 0 && (tc8 >> 2) != 0 {
             out.push(
                 Finding::new(
-                    tc_trust_pcp::ID,
+                    Check::TcTrustPcp.id(),
                     Severity::Warning,
                     subject.clone(),
                     format!(
@@ -903,7 +894,7 @@ fn traffic_class(
             .collect();
         out.push(
             Finding::new(
-                tc_no_pfc::ID,
+                Check::TcNoPfc.id(),
                 Severity::Warning,
                 subject,
                 format!(

@@ -30,14 +30,14 @@ use crate::fib::{fib_lookup, Flow};
 use crate::model::{ifname_word, shell_word};
 use crate::model::{GidType, HostState, NeighState};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
-named_enum! {
+crate::named::named_enum! {
     /// The likely cause of a failed probe.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, JsonSchema)]
     #[non_exhaustive]
-    pub enum Cause (fn id) {
+    pub enum Cause (fn id, serde) {
         /// A neighbour entry maps the peer's address to a MAC that is not the peer
         /// NIC's: RoCE frames go to the wrong NIC and are dropped.
         ArpFlux = "arp-flux",

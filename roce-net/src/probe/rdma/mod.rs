@@ -13,39 +13,6 @@
 //! a software model in the tests), so the exchange, the timeouts and the
 //! reporting run for real without RDMA hardware.
 
-/// An enum whose variants each have one stable name, written once: the JSON
-/// value (serde's `rename`, which the schema follows), the name method
-/// (`fn id` or `fn name`) and `Display` all come from the one table, so they
-/// cannot disagree.
-macro_rules! named_enum {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $enum:ident (fn $method:ident) {
-            $($(#[doc = $doc:literal])* $variant:ident = $text:literal,)*
-        }
-    ) => {
-        $(#[$meta])*
-        $vis enum $enum {
-            $($(#[doc = $doc])* #[serde(rename = $text)] $variant,)*
-        }
-
-        impl $enum {
-            #[doc = concat!("The stable name, as in JSON: one of" $(, " `", $text, "`")*, ".")]
-            pub fn $method(self) -> &'static str {
-                match self {
-                    $($enum::$variant => $text,)*
-                }
-            }
-        }
-
-        impl std::fmt::Display for $enum {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.$method())
-            }
-        }
-    };
-}
-
 mod engine;
 mod explain;
 mod ibverbs;
@@ -292,10 +259,10 @@ pub struct Bandwidth {
     pub verified: bool,
 }
 
-named_enum! {
+crate::named::named_enum! {
     /// The stage a probe failed at.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-    pub enum Stage (fn name) {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
+    pub enum Stage (fn name, serde) {
         /// Checks before anything is opened (port state, GID).
         Preflight = "preflight",
         /// The TCP connection to the peer.
