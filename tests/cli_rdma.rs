@@ -52,6 +52,12 @@ fn without_the_feature_the_answer_is_not_built() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("no RDMA (not_built)"));
 }
 
+// The CLI against hostile peers, in lab namespaces (its own file: the
+// directory keeps it from being a test binary of its own).
+#[cfg(feature = "verbs")]
+#[path = "cli_rdma/hostile.rs"]
+mod hostile;
+
 #[cfg(feature = "verbs")]
 mod verbs {
     use super::*;

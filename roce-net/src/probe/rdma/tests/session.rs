@@ -442,10 +442,14 @@ fn a_client_that_trickles_cannot_hold_the_server_past_duration_and_timeout() {
     // Never a client: refused, and the server says why.
     assert!(!r.ok && r.sessions.is_empty(), "{r:#?}");
     assert_eq!(r.rejected_count, 1);
-    assert_eq!(
-        r.rejected[0].reason,
-        "the connection closed while waiting for its greeting: the server stopped accepting \
-         (its clients came or its duration passed)"
+    // Closed when the server stopped at its duration (or, had the trickler
+    // come late, at its own timeout).
+    let why = &r.rejected[0].reason;
+    assert!(
+        why == "the connection closed while waiting for its greeting: the server stopped \
+                accepting (its clients came or its duration passed)"
+            || why.starts_with("no greeting within"),
+        "{why}"
     );
 }
 
