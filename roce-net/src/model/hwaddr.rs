@@ -8,6 +8,21 @@ use std::str::FromStr;
 pub struct HwAddr(pub Vec<u8>);
 
 impl HwAddr {
+    /// A MAC as a node's network configuration writes it (netplan
+    /// `macaddress:`, networkd `MACAddress=`, NetworkManager `mac-address=`):
+    /// colon or hyphen notation (a one-digit byte allowed, as
+    /// `ether_aton(3)` allows), or Cisco's dotted `xxxx.xxxx.xxxx`; blanks
+    /// and double quotes around it ignored. `None` when it is not one.
+    pub(crate) fn from_config(s: &str) -> Option<HwAddr> {
+        let s = s.trim().trim_matches('"');
+        let hex: String = if s.contains('.') && s.len() == 14 {
+            s.split('.').collect()
+        } else {
+            s.split([':', '-']).map(|p| format!("{p:0>2}")).collect()
+        };
+        hex_pairs(&hex).map(HwAddr)
+    }
+
     /// True when every byte is zero (e.g. loopback's address).
     pub fn is_zero(&self) -> bool {
         self.0.iter().all(|b| *b == 0)
@@ -36,6 +51,19 @@ impl fmt::Debug for HwAddr {
     }
 }
 
+/// Bytes from hex digits two by two; `None` for an odd count or a non-hex pair.
+fn hex_pairs(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// `ip`'s notation: bytes of one or two hex digits separated by colons, any
+/// number of them (an empty string is the empty address).
 impl FromStr for HwAddr {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -43,12 +71,9 @@ impl FromStr for HwAddr {
             return Ok(HwAddr(Vec::new()));
         }
         s.split(':')
-            .map(|p| {
-                if p.is_empty() || p.len() > 2 {
-                    return Err(format!("invalid hardware address {s:?}: bad byte {p:?}"));
-                }
-                u8::from_str_radix(p, 16)
-                    .map_err(|_| format!("invalid hardware address {s:?}: bad byte {p:?}"))
+            .map(|p| match hex_pairs(&format!("{p:0>2}")).as_deref() {
+                Some(&[b]) if !p.is_empty() => Ok(b),
+                _ => Err(format!("invalid hardware address {s:?}: bad byte {p:?}")),
             })
             .collect::<Result<Vec<u8>, String>>()
             .map(HwAddr)
@@ -77,5 +102,23 @@ mod tests {
         assert_eq!(m.to_string(), "02:aa:00:0f:10:ff");
         assert!("02:zz".parse::<HwAddr>().is_err());
         assert!("02::00".parse::<HwAddr>().is_err());
+        assert!("02:a:0".parse::<HwAddr>().is_ok_and(|m| m.0 == [2, 0xa, 0]));
+        assert!("02:abc".parse::<HwAddr>().is_err());
+        assert!(
+            "02-00".parse::<HwAddr>().is_err(),
+            "ip's notation is colons only"
+        );
+        assert_eq!("".parse::<HwAddr>(), Ok(HwAddr(Vec::new())));
+    }
+
+    #[test]
+    fn macs_in_every_configuration_notation() {
+        let want = Some(HwAddr(vec![0x02, 0, 0, 0, 0xab, 0x01]));
+        assert_eq!(HwAddr::from_config("02:00:00:00:ab:01"), want);
+        assert_eq!(HwAddr::from_config("02-00-00-00-AB-01"), want);
+        assert_eq!(HwAddr::from_config("0200.0000.ab01"), want);
+        assert_eq!(HwAddr::from_config(" \"2:0:0:0:ab:1\" "), want);
+        assert_eq!(HwAddr::from_config("zz"), None);
+        assert_eq!(HwAddr::from_config("02:0"), Some(HwAddr(vec![2, 0])));
     }
 }

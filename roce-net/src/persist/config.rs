@@ -197,28 +197,11 @@ impl Facts<'_> {
         }
     }
     pub(super) fn mac_is(&self, text: &str) -> bool {
-        match (self.mac, parse_mac(text)) {
-            (Some(m), Some(want)) => m.as_bytes() == want.as_slice(),
+        match (self.mac, HwAddr::from_config(text)) {
+            (Some(m), Some(want)) => *m == want,
             _ => false,
         }
     }
-}
-
-/// A MAC in colon, hyphen or dot (`1234.5678.90ab`) notation.
-fn parse_mac(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim().trim_matches('"');
-    let hex: String = if s.contains('.') && s.len() == 14 {
-        s.split('.').collect()
-    } else {
-        s.split([':', '-']).map(|p| format!("{p:0>2}")).collect()
-    };
-    if hex.len() % 2 != 0 || hex.is_empty() {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// Read a configuration file through `input.rs` (a regular file of at most
@@ -246,18 +229,4 @@ pub(super) fn dir_names(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn macs_in_every_notation() {
-        let want = vec![0x02, 0, 0, 0, 0xab, 0x01];
-        assert_eq!(parse_mac("02:00:00:00:ab:01"), Some(want.clone()));
-        assert_eq!(parse_mac("02-00-00-00-AB-01"), Some(want.clone()));
-        assert_eq!(parse_mac("0200.0000.ab01"), Some(want));
-        assert_eq!(parse_mac("zz"), None);
-    }
 }

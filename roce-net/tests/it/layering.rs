@@ -289,6 +289,11 @@ fn the_scanner_sees_grouped_and_plain_paths_and_skips_tests() {
 /// the text that defines each appears in product code only in its owner's file.
 const OWNED: &[(&str, &str, &[&str])] = &[
     (
+        "MAC addresses read from text (ip's colons; a configuration's hyphens and dots)",
+        "model/hwaddr.rs",
+        &["{p:0>2}", "split([':', '-'])", "fn parse_mac"],
+    ),
+    (
         "netlink attributes read from bytes (the one walker, with libc's NLA_* constants)",
         "kernel/netlink/attr.rs",
         &["0x3fff", "NLA_TYPE_MASK", "NLA_ALIGNTO", "NLA_HDRLEN"],
