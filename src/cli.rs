@@ -165,7 +165,7 @@ enum Cmd {
         /// Roll back on its own unless `roce-net confirm` arrives within SECS
         /// (1 to 86400); the watchdog that does it starts before the first change.
         // Bounded where it is parsed: a deadline of "now + 2^64-1 s" used to wrap
-        // into the past and roll back at once (issue 8, defect 10). One day is
+        // into the past and roll back at once. One day is
         // also the Python binding's limit.
         #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
         confirm_timeout: Option<u64>,

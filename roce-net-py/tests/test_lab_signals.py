@@ -1,4 +1,4 @@
-"""Issue 25 defect 1 (Python): a program holding a ``Lab`` that gets SIGTERM or
+"""A program holding a ``Lab`` that gets SIGTERM or
 SIGHUP removes the lab's namespaces, says so, and exits with 128 + the signal
 (before, SIGTERM left them). SIGINT keeps Python's KeyboardInterrupt, which a
 ``with`` block already cleans up after."""

@@ -1,5 +1,5 @@
-//! Property tests against the real kernel, in lab namespaces (issue 8, "Also
-//! build"), bounded for CI:
+//! Property tests against the real kernel, in lab namespaces
+//! (docs/fuzzing.md), bounded for CI:
 //!
 //! - the offline FIB agrees with the kernel on generated routing tables and
 //!   rules (`ip route get` for generated flows);

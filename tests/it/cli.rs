@@ -1,7 +1,7 @@
 //! The command-line tool end to end: offline verbs on fixtures, bad input, exit
 //! codes, the lab demo, and read-only verbs run without privileges. (Killed,
-//! hung-up and concurrent applies are in tests/it/crash.rs, the defects of issue 8
-//! in tests/it/reliability.rs.)
+//! hung-up and concurrent applies are in tests/it/crash.rs, the transaction's
+//! defects in tests/it/reliability.rs.)
 
 use crate::support::{ip, require_root, Ns};
 use std::os::unix::process::CommandExt;
@@ -424,7 +424,7 @@ fn lab_keep_leaves_a_host_that_plans_empty_and_rolls_back() {
     }
 }
 
-/// Issue 26 item 1: `lab` made its table-names directory at the guessable
+/// `lab` once made its table-names directory at the guessable
 /// `$TMPDIR/roce-net-lab-<pid>-etc` and followed whatever was there, so an
 /// unprivileged user's symlink to `/etc` had root's lab write
 /// `iproute2/rt_tables.d/roce-net.conf` into it and leave it. The lab runs as
@@ -821,9 +821,9 @@ fn a_changed_table_base_moves_the_names_apply_registered() {
     );
 }
 
-/// Issue 24 item 7: `persist --backend sysctl.d` after `--backend ifupdown`
-/// removed the if-up.d/if-down.d hooks ("no longer rendered"): the sysctls were
-/// added, the rules lost at the next boot. A rendering that covers only part of
+/// `persist --backend sysctl.d` after `--backend ifupdown` once removed the
+/// if-up.d/if-down.d hooks ("no longer rendered"): the sysctls were added, the
+/// rules lost at the next boot. A rendering that covers only part of
 /// the fix keeps the routing persistence another backend wrote, and says so;
 /// switching the routing backend (ifupdown -> networkd) removes the old files
 /// only with `--switch-backend`, which the dry run shows.
@@ -897,7 +897,7 @@ fn persist_never_takes_away_another_backends_files_unasked() {
     );
 }
 
-/// Issue 26 item 6 with a real `kill -9`: `persist` (ifupdown, rule priorities
+/// A persist killed mid-write, with a real `kill -9`: `persist` (ifupdown, rule priorities
 /// 2001..) is killed at spread-out points over its run (0..60 ms, 30 runs) on a
 /// node where an earlier persist wrote the 1001.. set. After each kill the two
 /// hooks are both the old set or both the new one; or, when the kill landed in

@@ -1,4 +1,4 @@
-//! Bad input at the command line (issue 8, defect 10): files that are not files,
+//! Bad input at the command line: files that are not files,
 //! floods from sysfs, names iproute2 cannot hold. Each case must end quickly with
 //! a clear error (or a bounded warning) and change nothing.
 
@@ -362,7 +362,7 @@ fn a_non_utf8_interface_name_is_shown_escaped_not_a_failed_snapshot() {
     }
 }
 
-/// Issue 26 items 12 and 15 at the command line: a crash-zeroed policy, a NUL
+/// Unreadable input at the command line: a crash-zeroed policy, a NUL
 /// half way through a YAML policy, a symbolic link loop named as a file, a
 /// snapshot with `prefix_len: 200` or a NUL in an interface name, and an
 /// `arp_ignore` no integer type holds are each a clear input error (exit 65),

@@ -1,4 +1,4 @@
-//! Issue 25 defect 6: small untruths a newcomer trips on, each checked against
+//! Small untruths a newcomer trips on in the first hour, each checked against
 //! the binary (no root needed).
 
 use crate::support;

@@ -1,4 +1,4 @@
-//! Issue 25 defect 1: `roce-net lab` interrupted by SIGINT (Ctrl-C), SIGTERM (a
+//! `roce-net lab` interrupted by SIGINT (Ctrl-C), SIGTERM (a
 //! CI timeout) or SIGHUP (a dropped SSH session) at several points removes its
 //! namespaces and temporary directories and says so.
 

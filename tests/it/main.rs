@@ -1,4 +1,4 @@
-//! The CLI's integration tests, in one test binary (issue 23): each former
+//! The CLI's integration tests, in one test binary: each former
 //! `tests/<name>.rs` is the module `<name>` here, so a test keeps its name under
 //! that module (`cargo test --test it crash::`) and a `cargo test NAME` filter
 //! still finds it. One binary links the CLI's dependencies once instead of once

@@ -1,5 +1,6 @@
-//! The defects of issue 8, each as a test of the real CLI against lab
-//! namespaces (each failed on main before the fix; see the commit messages).
+//! The transaction's defects, each as a test of the real CLI against lab
+//! namespaces (each failed before its fix; docs/reliability.md, "Transaction
+//! defects and the test that shows each").
 //! Crashes, signals, concurrency and churn are in tests/it/crash.rs.
 
 use crate::support;
@@ -37,7 +38,7 @@ fn add_nics(ns: &str) {
     );
 }
 
-/// Defect 1: a new namespace never sees the journal of one that is gone, even
+/// A new namespace never sees the journal of one that is gone, even
 /// under the same name (or, as the defect was found, with the same inode
 /// number), and a journal of another namespace is refused, naming both.
 ///
@@ -152,7 +153,7 @@ fn a_new_namespace_never_sees_another_namespaces_journal() {
     }
 }
 
-/// Defect 3: at its deadline the watchdog waits for the lock (held here by
+/// At its deadline the watchdog waits for the lock (held here by
 /// another process), then rolls back; its outcome is in the journal and
 /// `status`.
 #[test]
@@ -220,7 +221,7 @@ fn cookie(ns: &str) -> u64 {
     })
 }
 
-/// Defect 3: a namespace deleted and created again under the same name is not
+/// A namespace deleted and created again under the same name is not
 /// the one the watchdog guards: left alone, and the outcome it records names the
 /// cookie it guards and the other one it found.
 ///
@@ -329,7 +330,7 @@ fn the_watchdog_leaves_a_recreated_namespace_alone() {
     );
 }
 
-/// Defect 6: rollback checks that what it restores is what was recorded: a
+/// Rollback checks that what it restores is what was recorded: a
 /// different route in the place of the one to restore is a failure, exit 4,
 /// naming both.
 #[test]
@@ -364,7 +365,7 @@ fn rollback_never_counts_a_different_route_as_restored() {
     let o = ok(&lab, &["status"]);
     assert!(text(&o).contains("not restored:"), "{}", text(&o));
 
-    // Defect 8: the failed journal is the only record of what to restore: the
+    // The failed journal is the only record of what to restore: the
     // next apply refuses instead of overwriting it, and says what to do.
     let file = lab.state_file(".journal.json").unwrap();
     let kept = std::fs::read(&file).unwrap();
@@ -388,7 +389,7 @@ fn rollback_never_counts_a_different_route_as_restored() {
     assert_eq!(lab.journal_state(), "rolled_back");
 }
 
-/// Defect 8: a corrupt journal gives an error naming the file and the command
+/// A corrupt journal gives an error naming the file and the command
 /// that puts it aside; `archive` keeps it (never overwriting) and apply goes on.
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
@@ -430,7 +431,7 @@ fn a_corrupt_journal_is_archived_by_a_command_not_by_hand() {
     assert!(archived >= 2, "both archived");
 }
 
-/// Defect 7: links planted in the state directory are never followed.
+/// Links planted in the state directory are never followed.
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn links_planted_in_the_state_directory_are_never_followed() {
@@ -472,7 +473,7 @@ fn links_planted_in_the_state_directory_are_never_followed() {
     }
 }
 
-/// Defect 7: state another user could have written is refused: a journal owned
+/// State another user could have written is refused: a journal owned
 /// by someone else (here one that would delete a main-table route on rollback),
 /// a state directory others can write.
 #[test]
@@ -525,7 +526,7 @@ fn state_other_users_could_write_is_refused() {
     assert_eq!(lab.state(), before);
 }
 
-/// Defect 7: a hand-edited plan may hold only changes the planner itself would
+/// A hand-edited plan may hold only changes the planner itself would
 /// make: one deleting a main-table kernel route is refused whole, exit 65.
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
@@ -562,7 +563,7 @@ fn a_hand_edited_plan_never_touches_a_foreign_object() {
     assert_eq!(lab.state(), before, "nothing applied");
 }
 
-/// Defect 11: a change the kernel refuses (a NIC that is down) is rolled back,
+/// A change the kernel refuses (a NIC that is down) is rolled back,
 /// and the error keeps the kernel's errno and text, shown once.
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]

@@ -1,6 +1,7 @@
-//! Issue 26's watchdog and lock defects, each as a test of the real CLI
-//! against lab namespaces (each failed on main before the fix; see the commit
-//! messages). The in-process ones (a full state directory, a wall-clock step)
+//! Faults around the confirm watchdog and the locks, each as a test of the
+//! real CLI against lab namespaces (each failed before its fix): a watchdog
+//! told to stop or killed, a local user holding a lock, a route added with
+//! `append`, a NIC gone between plan and apply. The in-process ones (a full state directory, a wall-clock step)
 //! are in roce-net/src/apply/tests_faults.rs.
 
 use crate::support;
@@ -38,7 +39,7 @@ fn watchdog_pid(lab: &Lab) -> u32 {
         .unwrap_or_else(|| panic!("no watchdog pid: {s}")) as u32
 }
 
-/// Defect 4: a watchdog asked to stop (`SIGTERM` as `pkill roce-net` or a
+/// A watchdog asked to stop (`SIGTERM` as `pkill roce-net` or a
 /// shutdown sends, `SIGHUP` as a logout, `SIGINT`) before its apply is
 /// confirmed rolls it back then and records which signal; on main it died and
 /// left the apply in place, unguarded.
@@ -82,7 +83,7 @@ fn a_watchdog_told_to_stop_rolls_back_its_unconfirmed_apply() {
     ok(&lab, &["rollback"]);
 }
 
-/// Defect 4: after `kill -9` of the watchdog, `status` and `confirm` say that
+/// After `kill -9` of the watchdog, `status` and `confirm` say that
 /// nothing will roll the apply back by itself (on main: "it rolls back once
 /// it holds the lock", "the watchdog rolls this apply back").
 #[test]
@@ -144,7 +145,7 @@ fn end(mut c: std::process::Child) {
     let _ = c.wait();
 }
 
-/// Defect 3: a local user cannot hold the namespace lock: lock files are
+/// A local user cannot hold the namespace lock: lock files are
 /// private (0600), one left readable by an older roce-net is replaced (who
 /// holds it holds nothing), and a lock another program holds is not blamed on
 /// roce-net. On main `nobody` held it and root's rollback exited 75 "another
@@ -188,7 +189,7 @@ fn a_local_user_cannot_hold_the_namespace_lock() {
     assert_eq!(lab.state(), prior);
 }
 
-/// Defect 3, second half: a local user cannot hold the host-wide lock of the
+/// A local user cannot hold the host-wide lock of the
 /// table names. `nobody` holds a `flock` on everything it can open under the
 /// etc root's `rt_tables.d` (the directory itself, which was the lock, and
 /// `roce-net.conf`); root's apply, persist and rollback go on, and the lock
@@ -244,7 +245,7 @@ fn a_local_user_cannot_hold_the_table_names_lock() {
     assert!(persisted, "persist: {pt}");
     assert!(o.status.success(), "rollback: {}", text(&o));
     assert_eq!(lab.journal_state(), "rolled_back");
-    // The names persist wrote for boot stay (defect 9); the host is otherwise
+    // The names persist wrote for boot stay; the host is otherwise
     // as before.
     let after = lab.state();
     for k in ["routes", "rules", "sysctls"] {
@@ -252,7 +253,7 @@ fn a_local_user_cannot_hold_the_table_names_lock() {
     }
 }
 
-/// Defect 10: two leftover routes of roce-net's sharing one key (the second
+/// Two leftover routes of roce-net's sharing one key (the second
 /// added with `ip route append`) are deleted by apply and both put back by
 /// rollback, the second beside the first (append semantics). On main the
 /// rollback re-added it exclusively, got EEXIST and exited 4 with advice that
@@ -279,7 +280,7 @@ fn a_route_added_with_append_is_restored() {
     assert_eq!(lab.journal_state(), "rolled_back");
 }
 
-/// Defect 14: a NIC deleted, renamed, stripped of its address or put in a
+/// A NIC deleted, renamed, stripped of its address or put in a
 /// bridge between `plan -o` and `apply --plan` is drift (exit 73, "the host
 /// changed"), not an edited plan (65). On main each gave 65 "the plan was
 /// edited or made by something else". Nothing is applied either way.

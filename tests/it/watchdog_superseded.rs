@@ -1,4 +1,4 @@
-//! Issue 25 defect 5: a `__watchdog` whose apply is no longer the pending one
+//! A `__watchdog` whose apply is no longer the pending one
 //! (its journal replaced by a newer apply's, removed with the state directory,
 //! or unreadable) leaves at once instead of waiting out its timeout.
 

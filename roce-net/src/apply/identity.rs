@@ -249,11 +249,11 @@ mod tests {
         assert_eq!(k.len(), format!("netns-{}-", a.cookie).len() + 8);
     }
 
-    /// Issue 24 item 3: without `SO_NETNS_COOKIE` (a seam pretends the
+    /// Without `SO_NETNS_COOKIE` (a seam pretends the
     /// sockopt is ENOPROTOOPT), the initial namespace is still identified (as
     /// cookie 0 and the boot), and any other namespace is refused, saying why.
     /// The test process runs in the machine's initial namespace (as
-    /// `scripts/test.sh` runs it on the VM). On main both were "unsupported".
+    /// `scripts/test.sh` runs it on the VM). Both were once "unsupported".
     #[test]
     #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
     fn without_cookies_only_the_initial_namespace_is_identified() {

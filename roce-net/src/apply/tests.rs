@@ -276,7 +276,7 @@ fn failure_at_every_step_restores_the_host_and_keeps_the_cause() {
     super::apply(&e.host, &p, &e.opts).unwrap();
 }
 
-/// Defect 5: any failure after the first change rolls back, also in verify
+/// Any failure after the first change rolls back, also in verify
 /// (reproduced on main with its `pause_after` hook and an address removed during
 /// the pause: exit 65, journal left `applying`, every change in place).
 #[test]

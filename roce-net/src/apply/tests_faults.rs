@@ -1,4 +1,4 @@
-//! Issue 26's faults against the transaction in-process: a state directory
+//! Faults against the transaction, in-process: a state directory
 //! that fills up (a small tmpfs in a private mount namespace) and a wall clock
 //! stepped under the confirm watchdog (a test-only seam in `clock.rs`).
 
@@ -383,7 +383,7 @@ fn a_disk_full_at_any_write_of_an_apply_leaves_it_whole_or_undone() {
     });
 }
 
-/// Defect 8: a rollback that cannot write its journal undoes nothing (the host
+/// A rollback that cannot write its journal undoes nothing (the host
 /// keeps the apply, the journal still says so), says what to do, and works
 /// once there is space; the watchdog at its deadline waits for space instead of
 /// restoring the host behind a journal that says `pending_confirm`.
@@ -520,7 +520,7 @@ fn a_names_file_that_cannot_be_written_is_a_clean_rollback() {
     });
 }
 
-/// Defect 5: the confirm deadline is timed on the boot clock. A wall clock
+/// The confirm deadline is timed on the boot clock. A wall clock
 /// stepped an hour ahead under the watchdog neither rolls back early nor stops
 /// `confirm`; one stepped an hour back does not keep the apply past its time.
 #[test]
@@ -574,7 +574,7 @@ fn a_wall_clock_step_moves_no_confirm_deadline() {
     assert_eq!(comparable(&e.host.snapshot().unwrap()), before);
 }
 
-/// Defect 7: a NIC deleted mid-apply (here between the last change and
+/// A NIC deleted mid-apply (here between the last change and
 /// verify). What lived on it went with it: rollback counts those objects as
 /// restored, says so, and finishes `rolled_back`, so the next apply is not
 /// refused. On main every such undo was a failure: `rollback_failed`, exit 4
@@ -588,7 +588,7 @@ fn a_nic_deleted_mid_apply_is_rolled_back_cleanly() {
     );
 }
 
-/// Defect 7, the renamed variant: a NIC renamed mid-apply (down, renamed,
+/// A NIC renamed mid-apply (down, renamed,
 /// up again, between the last change and verify; the kernel renames only a
 /// down link). The objects apply put on it under its old name went with it:
 /// rollback says so, finishes `rolled_back` with no "mixed state", r0's
@@ -608,7 +608,7 @@ fn a_nic_renamed_mid_apply_is_rolled_back_cleanly() {
     assert!(after.interfaces.iter().any(|i| i.name == "rx1"));
 }
 
-/// Defect 7's run: apply to a 3-NIC lab, run the `ip` commands `gone` in its
+/// A NIC gone mid-apply, the run: apply to a 3-NIC lab, run the `ip` commands `gone` in its
 /// host namespace between the last change and verify, and check that the
 /// rollback finished cleanly: no `rollback_failed` or "mixed state", the error
 /// says r1 no longer exists, the journal is `rolled_back` without errors, r0's
@@ -655,7 +655,7 @@ fn a_nic_gone_mid_apply(
     (msg, after)
 }
 
-/// Defect 3: a watchdog that cannot get the lock at its deadline (held here
+/// A watchdog that cannot get the lock at its deadline (held here
 /// by this test for longer than the watchdog waits) does not give up
 /// silently: the journal records `failed`, that the apply was NOT rolled back
 /// and what to run. On main it exited with nothing recorded and `status` kept

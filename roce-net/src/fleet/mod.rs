@@ -12,8 +12,8 @@
 //!
 //! A host is named by [`fleet_host_label`]: its host name, and for a snapshot taken
 //! inside a named network namespace `hostname:netns` (lab hosts share the
-//! machine's host name). Checks added by the fleet work of issue 12 live in their
-//! own files: [`neighbors`] (a peer's entry for another host's address holding
+//! machine's host name). The cross-host checks that need more than one
+//! host's findings live in their own files: [`neighbors`] (a peer's entry for another host's address holding
 //! the wrong MAC) and [`subnets`] (NIC count and MTU per subnet).
 
 mod neighbors;

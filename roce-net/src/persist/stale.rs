@@ -1,6 +1,6 @@
 //! What a new rendering does with the files an earlier `persist` wrote and this
 //! one does not: persist never takes away what it did not render without being
-//! asked (issue 24 item 7).
+//! asked (docs/persistence.md).
 //!
 //! - A rendering of the same routing backend removes its own files it no longer
 //!   writes (a drop-in of a NIC that left the policy).

@@ -65,8 +65,8 @@ pub fn read_table_names_with(
 /// Routing protocol names from `<etc>/iproute2/rt_protos`, `rt_protos.d/*.conf`
 /// and the distribution fallback (this is where roce-net's own protocol number is
 /// registered by name).
-// Not read by the snapshot yet; persistence will check roce-net's protocol
-// registration against it (issue 9).
+// Not read by the snapshot yet; for persistence to check roce-net's protocol
+// registration against.
 #[allow(dead_code)]
 pub fn read_protocol_names(etc: &Path, warnings: &mut Vec<Warning>) -> BTreeMap<u8, String> {
     read_protocol_names_with(etc, &default_dist_root(), warnings)

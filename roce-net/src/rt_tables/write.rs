@@ -444,8 +444,8 @@ mod tests {
 
     #[test]
     fn one_rule_for_names_and_the_file_persist_writes_is_apply_s_own() {
-        // Issue 13 item 5: a name persist used to refuse (after policy and apply
-        // had accepted it) is refused by the one rule every writer uses.
+        // A name persist used to refuse (after policy and apply had accepted
+        // it) is refused by the one rule every writer uses.
         for bad in ["roce_eth+1", "two words", "", "1234", &"x".repeat(65)] {
             let e = super::super::check_table_name(1001, bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}");
@@ -481,9 +481,9 @@ mod tests {
         assert!(super::super::render_names_file(&bad).is_err());
     }
 
-    /// Issue 26 defect 9: a name an apply registered and `persist` then wrote
-    /// as boot configuration stays when the apply is rolled back; a name only
-    /// the apply wrote goes. On main the rollback removed both.
+    /// A name an apply registered and `persist` then wrote as boot
+    /// configuration stays when the apply is rolled back; a name only the apply
+    /// wrote goes. The rollback once removed both.
     #[test]
     fn a_rollback_keeps_the_names_persist_wrote_for_boot() {
         let d = tempfile::tempdir().unwrap();
@@ -560,7 +560,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     }
 
-    /// Issue 26 item 2: apply wrote the names file through a symlinked
+    /// Apply once wrote the names file through a symlinked
     /// `iproute2/` or `rt_tables.d/` (persist refused the same path).
     #[test]
     fn a_planted_directory_link_is_never_written_through() {
@@ -606,7 +606,7 @@ mod tests {
         unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
     }
 
-    /// Issue 26 item 3: the host-wide lock is a private file (0600) in
+    /// The host-wide lock is a private file (0600) in
     /// `rt_tables.d`, not the directory, which any local user can open and
     /// `flock`; a lock file others could open is replaced (whoever holds it
     /// holds nothing), and a `locked` error names the process holding the lock

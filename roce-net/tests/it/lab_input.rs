@@ -1,4 +1,4 @@
-//! Hostile host state in a lab namespace (issue 8, defect 10): an interface whose
+//! Hostile host state in a lab namespace: an interface whose
 //! name is not UTF-8, and host-wide tuning keys in a namespace that cannot set
 //! them.
 

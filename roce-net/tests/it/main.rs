@@ -1,4 +1,4 @@
-//! The library's integration tests, in one test binary (issue 23): each former
+//! The library's integration tests, in one test binary: each former
 //! `tests/<name>.rs` is the module `<name>` here, so a test keeps its name under
 //! that module (`cargo test -p roce-net --test it lab_guard::`) and a
 //! `cargo test NAME` filter still finds it. One binary links the library and its
@@ -23,6 +23,7 @@ mod lab_support;
 use roce_net_testkit as test_support;
 use roce_net_testkit::golden as golden_support;
 
+mod docs_links;
 mod doctor_checks;
 mod doctor_fleet;
 mod doctor_hw;

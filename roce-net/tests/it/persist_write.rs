@@ -265,7 +265,7 @@ fn an_oversized_existing_file_is_refused_not_read_whole() {
     assert_eq!(std::fs::metadata(&big).unwrap().len(), (16 << 20) + 1);
 }
 
-/// Issue 13 item 5: persist writes roce-net's table-names file under the same
+/// Persist writes roce-net's table-names file under the same
 /// host-wide lock apply's writer takes (an exclusive flock on the private
 /// `rt_tables.d/.roce-net.lock`), so the two never interleave a
 /// read-modify-write of the file.
@@ -439,7 +439,7 @@ fn remove_takes_a_names_file_that_names_nothing() {
     assert!(!names.exists());
 }
 
-/// Issue 26 item 6: a full `/etc` (a tmpfs of 64 KiB in a private mount
+/// A full `/etc` (a tmpfs of 64 KiB in a private mount
 /// namespace of the test's own thread) stopped persist half way: the first files
 /// of the new set were written, the rest kept the old, a mix the next boot would
 /// combine. Now the whole set is staged first: the write fails before any file
@@ -538,7 +538,7 @@ fn a_full_etc_keeps_the_previous_set_whole() {
     .unwrap();
 }
 
-/// Issue 26 item 11: `persist --remove` deleted files an admin had edited, with
+/// `persist --remove` once deleted files an admin had edited, with
 /// no backup and no word. Now a file changed since persist wrote it (edited in
 /// place, or replaced by an editor that writes a new file) is removed only with
 /// its content kept in `<file>.roce-net.bak`, listed in `edited`; a file as

@@ -373,7 +373,7 @@ fn table_name_clash_is_refused() {
     );
 }
 
-/// Issue 13 item 5: the names file's one rule is the policy's: a NIC whose
+/// The names file's one rule is the policy's: a NIC whose
 /// table name rt_tables.d cannot hold (the kernel allows `+` in interface
 /// names) is refused at plan time, not accepted by plan and apply and then
 /// refused by persist.

@@ -1,4 +1,4 @@
-//! Issue 26 item 13: NICs keep their table and priority while they exist. The
+//! NICs keep their table and priority while they exist. The
 //! host of `fixtures/plan/nic_removed` has r1..r4 applied (tables and
 //! priorities 1001..1004); when r1 loses its address (a pulled cable, a NIC
 //! gone), the plan takes out r1's objects only and leaves r2..r4 where they

@@ -1,5 +1,5 @@
 //! Property tests of the planner over generated host states and policies
-//! (issue 8, "Also build"):
+//! (docs/fuzzing.md):
 //!
 //! - the plan is deterministic: the same input, its JSON round trip and any order
 //!   of the kernel's dumps give the same plan;

@@ -128,7 +128,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan (the library's plan JSON schema, docs/schema.md).
+  description: The plan, as the JSON C(roce-net plan -o) writes (docs/cli.md).
   returned: when O(state=applied)
   type: dict
   sample: {"hostname": "gpu01", "netns": null, "changes": []}

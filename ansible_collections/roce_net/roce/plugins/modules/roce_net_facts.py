@@ -77,8 +77,8 @@ ansible_facts:
   type: dict
   contains:
     roce_net_snapshot:
-      description: The snapshot in the library's JSON schema (docs/schema.md),
-        including C(hostname), C(netns), C(interfaces), C(addresses),
+      description: The snapshot in the library's JSON schema (the section
+        Snapshot schema of docs/cli.md), including C(hostname), C(netns), C(interfaces), C(addresses),
         C(neighbors), C(routes), C(rules), C(sysctls) and C(rdma).
       returned: when O(snapshot=true)
       type: dict
