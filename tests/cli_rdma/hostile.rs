@@ -615,19 +615,20 @@ fn both_ends_end_within_their_bounds_against_peers_that_trickle() {
 }
 
 /// The proof of the empty token (a server without one), as a client makes it:
-/// HMAC-SHA256 with an empty key, computed by Python's own `hmac`.
+/// HMAC-SHA256 with an empty key over the client's label and both nonces
+/// (`probe/rdma/token.rs`; its tests check the same against Python's `hmac`).
 fn empty_proof(client: &str, server: &str) -> String {
-    let script = format!(
-        "import hmac, hashlib\n\
-         msg = b'roce-net-rdma-probe 2 client\\x00{client}\\x00{server}'\n\
-         print(hmac.new(b'', msg, hashlib.sha256).hexdigest())\n"
-    );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    use hmac::Mac;
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(b"").unwrap();
+    m.update(b"roce-net-rdma-probe 2 client\0");
+    m.update(client.as_bytes());
+    m.update(b"\0");
+    m.update(server.as_bytes());
+    m.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[test]
