@@ -128,8 +128,16 @@ struct Server {
     started: Instant,
 }
 
+/// `probe rdma --json --server --source 198.18.0.11 ARGS`, listening.
 fn serve(p: &Pair, args: &[&str], env: &[(&str, &str)]) -> Server {
-    let mut all = vec!["--json", "--server", "--source", SERVER];
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serve_as(p, &all, env)
+}
+
+/// `probe rdma --server --source 198.18.0.11 ARGS`, listening.
+fn serve_as(p: &Pair, args: &[&str], env: &[(&str, &str)]) -> Server {
+    let mut all = vec!["--server", "--source", SERVER];
     all.extend_from_slice(args);
     let mut c = cli(&p.server, &all, env);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -268,6 +276,27 @@ fn hello(host: &str, proof: &str) -> Vec<u8> {
     let mut b = serde_json::to_vec(&v).unwrap();
     b.push(b'\n');
     b
+}
+
+/// A connection from the peer's namespace that greets, answers the server's
+/// challenge with the proof of the empty token and the facts of a client
+/// named `host`, and is admitted: the stream, and the server's hello.
+fn admitted(p: &Pair, host: &str) -> (TcpStream, String) {
+    let mut s = connect(p, &format!("{SERVER}:{PORT}")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let ours = "00112233445566778899aabbccddeeff";
+    s.write_all(&greeting(ours)).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let ch: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let theirs = ch["nonce"].as_str().unwrap();
+    s.write_all(&hello(host, &empty_proof(ours, theirs)))
+        .unwrap();
+    line.clear();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains("\"msg\":\"hello\""), "not admitted: {line}");
+    (s, line)
 }
 
 /// Nothing a stranger was told identifies the server: no facts, no names.
@@ -559,20 +588,7 @@ fn both_ends_end_within_their_bounds_against_peers_that_trickle() {
         let stop = stop.clone();
         std::thread::spawn(move || trickle(s, b"{\"msg\":\"greeting\",".to_vec(), stop))
     };
-    let mut s = connect(&p, &format!("{SERVER}:{PORT}")).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let ours = "00112233445566778899aabbccddeeff";
-    s.write_all(&greeting(ours)).unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let ch: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let theirs = ch["nonce"].as_str().unwrap();
-    s.write_all(&hello("trickler", &empty_proof(ours, theirs)))
-        .unwrap();
-    line.clear();
-    r.read_line(&mut line).unwrap();
-    assert!(line.contains("\"msg\":\"hello\""), "not admitted: {line}");
+    let (s, _) = admitted(&p, "trickler");
     let t2 = {
         let stop = stop.clone();
         std::thread::spawn(move || trickle(s, b"{\"msg\":\"rea".to_vec(), stop))
@@ -644,31 +660,11 @@ fn a_peers_text_cannot_forge_a_line_of_the_servers_report() {
         if json {
             args.push("--json");
         }
-        // Once as text (what people read), once as JSON.
-        let mut c = cli(&p.server, &[], &[]);
-        c.args(["--server", "--source", SERVER]).args(&args);
-        c.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let started = Instant::now();
-        let child = c.spawn().unwrap();
-        let ns = NetnsTarget::named(&p.server.name).unwrap();
-        while !ns.run(|| Ok(listening(PORT))).unwrap() {
-            assert!(started.elapsed() < Duration::from_secs(20));
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let srv = Server { child, started };
-        // Admitted with a forged host name, then silent: the session fails
-        // and the report names the peer.
-        let mut s = connect(&p, &format!("{SERVER}:{PORT}")).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let ours = "00112233445566778899aabbccddeeff";
-        s.write_all(&greeting(ours)).unwrap();
-        let mut r = BufReader::new(s.try_clone().unwrap());
-        let mut line = String::new();
-        r.read_line(&mut line).unwrap();
-        let ch: serde_json::Value = serde_json::from_str(&line).unwrap();
-        let theirs = ch["nonce"].as_str().unwrap();
-        s.write_all(&hello(forged, &empty_proof(ours, theirs)))
-            .unwrap();
+        // Once as text (what people read), once as JSON. Admitted with a
+        // forged host name, then silent: the session fails and the report
+        // names the peer.
+        let srv = serve_as(&p, &args, &[]);
+        let (s, _) = admitted(&p, forged);
         let (out, _, _, err) = srv.finish(Duration::from_secs(30));
         drop(s);
         let text = match &out {
