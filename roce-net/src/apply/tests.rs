@@ -7,12 +7,10 @@ use super::journal::Step;
 use super::transaction::{self, Effects, Session, Source};
 use super::{apply_with, ApplyOptions, ApplyReport, JournalState, StepStatus};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lab::Lab;
 use crate::model::{Family, HostState, Sysctl};
 use crate::plan::Change;
 use crate::policy::Policy;
 use crate::rt_tables::NameUpdate;
-use crate::test_support::require_root;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::process::Command;
@@ -85,29 +83,14 @@ impl Effects for Faulty<'_, '_> {
     }
 }
 
-pub(super) struct Env {
-    pub(super) lab: Lab,
-    pub(super) host: crate::host::Host,
-    pub(super) opts: ApplyOptions,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
+// The lab set-up is the integration tests' (`lab_apply.rs`), written once.
+#[path = "../../tests/it/apply_support.rs"]
+mod apply_support;
+pub(super) use apply_support::Env;
 
+/// A seed lab of `nics` NICs for `test` (namespaces tagged `tx`).
 pub(super) fn env(test: &str, nics: usize) -> Env {
-    require_root(test);
-    let lab = Lab::seed_tagged("tx", nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let host = lab.host().unwrap().with_etc_root(etc.path());
-    let opts = ApplyOptions {
-        state_dir: state.path().to_path_buf(),
-        ..Default::default()
-    };
-    Env {
-        lab,
-        host,
-        opts,
-        _dirs: (etc, state),
-    }
+    Env::new(test, "tx", nics)
 }
 
 pub(super) fn ip(ns: &str, args: &str) {

@@ -4,11 +4,11 @@
 //! an apply is held are tested inside the crate, `apply/tests.rs`, through the
 //! test-only fault seam.)
 
+use crate::apply_support::Env;
 use crate::lab_support;
 
-use lab_support::{ip, require_root};
+use lab_support::ip;
 use roce_net::ArpProbeOptions;
-use roce_net::Lab;
 use roce_net::Policy;
 use roce_net::{ApplyOptions, NsLock, WatchdogOutcome};
 use roce_net::{ErrorKind, Host, HostState};
@@ -17,29 +17,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
 use std::time::Duration;
 
-struct Env {
-    lab: Lab,
-    host: Host,
-    opts: ApplyOptions,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
+/// A seed lab of `nics` NICs for `test` (namespaces tagged `ap`).
 fn env(test: &str, nics: usize) -> Env {
-    require_root(test);
-    let lab = Lab::seed_tagged("ap", nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let host = lab.host().unwrap().with_etc_root(etc.path());
-    let opts = ApplyOptions {
-        state_dir: state.path().to_path_buf(),
-        ..Default::default()
-    };
-    Env {
-        lab,
-        host,
-        opts,
-        _dirs: (etc, state),
-    }
+    Env::new(test, "ap", nics)
 }
 
 /// Everything apply may change, in a form where "exactly as before" is `==`.

@@ -15,6 +15,7 @@
 // Shared helpers: the namespace guard, `require_root` and the golden files
 // come from the dev-only crate `roce-net-testkit` (testkit/), as for the unit
 // tests; the builders of the library's own types are modules here.
+mod apply_support;
 mod doctor_support;
 mod fib_support;
 // The file-level import graph the layering test checks for circles.
