@@ -73,34 +73,43 @@ fn doctor_offline_exit_codes_follow_severity() {
     assert!(text(&o).contains("(netns rnt-x)"), "{}", text(&o));
 }
 
+/// Bad input exits with its code (sysexits: 64 usage, 65 data, 66 no input)
+/// and names what was wrong: one row per case.
 #[test]
-fn bad_snapshot_files_give_clear_errors() {
+fn bad_input_exits_with_its_code_and_names_the_culprit() {
     let dir = tempfile::tempdir().unwrap();
     let good = std::fs::read_to_string(fixture("doctor/healthy.json")).unwrap();
     let truncated = dir.path().join("truncated.json");
     std::fs::write(&truncated, &good[..good.len() / 2]).unwrap();
-    let o = run(&["doctor", "--from", truncated.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(65), "{}", text(&o));
-    assert!(text(&o).contains("truncated"), "{}", text(&o));
-
     let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
     v["schema_version"] = serde_json::json!(99);
     let wrong = dir.path().join("v99.json");
     std::fs::write(&wrong, v.to_string()).unwrap();
-    let o = run(&["show", "--from", wrong.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(65), "{}", text(&o));
-    assert!(text(&o).contains("schema_version 99"), "{}", text(&o));
-
-    let o = run(&["doctor", "--from", "/nonexistent/snap.json"]);
-    assert_eq!(o.status.code(), Some(66), "{}", text(&o));
-    assert!(text(&o).contains("/nonexistent/snap.json"), "{}", text(&o));
-}
-
-#[test]
-fn missing_namespace_is_not_found() {
-    let o = run(&["--netns", "rnt-does-not-exist", "show"]);
-    assert_eq!(o.status.code(), Some(66), "{}", text(&o));
-    assert!(text(&o).contains("rnt-does-not-exist"), "{}", text(&o));
+    let (truncated, wrong) = (truncated.to_str().unwrap(), wrong.to_str().unwrap());
+    // (arguments, exit code, what the message must name)
+    let cases: &[(&[&str], i32, Option<&str>)] = &[
+        (&["doctor", "--from", truncated], 65, Some("truncated")),
+        (&["show", "--from", wrong], 65, Some("schema_version 99")),
+        (
+            &["doctor", "--from", "/nonexistent/snap.json"],
+            66,
+            Some("/nonexistent/snap.json"),
+        ),
+        (
+            &["--netns", "rnt-does-not-exist", "show"],
+            66,
+            Some("rnt-does-not-exist"),
+        ),
+        (&["no-such-verb"], 64, None),
+        (&["route-get", "not-an-ip"], 64, None),
+    ];
+    for (args, code, says) in cases {
+        let o = run(args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {t}");
+        assert!(says.is_none_or(|w| t.contains(w)), "{args:?}: {t}");
+    }
+    // The JSON error names the kind too.
     let o = run(&["--json", "--netns", "rnt-does-not-exist", "show"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
     assert_eq!(v["error"]["kind"], "not_found");
@@ -156,14 +165,6 @@ fn the_process_entry_keeps_rust_start_up_guarantees() {
         .unwrap();
     assert_eq!(st.signal(), None, "killed by a signal: {st:?}");
     assert!(st.code().is_some(), "{st:?}");
-}
-
-#[test]
-fn usage_errors_exit_64() {
-    let o = run(&["no-such-verb"]);
-    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
-    let o = run(&["route-get", "not-an-ip"]);
-    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
 }
 
 #[test]

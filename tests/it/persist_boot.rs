@@ -289,6 +289,31 @@ impl Node {
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
+    /// `persist --remove --root ROOT`, which must succeed.
+    fn remove(&self) -> Output {
+        let o = self.cli(&[
+            "persist",
+            "--remove",
+            "--root",
+            self.root().to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "persist --remove failed: {}", text(&o));
+        o
+    }
+
+    /// `persist --remove` gives back exactly the admin's configuration
+    /// (`config_tree` before the first persist), the names file aside.
+    fn remove_restores(&self, admin: &[(PathBuf, String)]) {
+        let o = self.remove();
+        assert_names_left(self.root(), &text(&o));
+        assert_eq!(
+            without_names(config_tree(self.root())),
+            without_names(admin.to_vec()),
+            "{}",
+            text(&o)
+        );
+    }
+
     fn ifindex(&self, name: &str) -> u64 {
         let v = ip_json(&self.ns, &["link", "show", "dev", name]);
         v[0]["ifindex"].as_u64().unwrap()
@@ -743,13 +768,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
     d.stop();
 
     // The way back: exactly the admin's trees again.
-    let o = node.cli(&[
-        "persist",
-        "--remove",
-        "--root",
-        node.root().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = node.remove();
     let after: Vec<(PathBuf, String)> = tree(node.root())
         .into_iter()
         .filter(|(p, _)| {
@@ -850,20 +869,7 @@ fn netplan_boot_extends_cloud_init_definitions_only() {
     d.stop();
 
     // The way back: exactly the admin's netplan again, which netplan accepts.
-    let o = node.cli(&[
-        "persist",
-        "--remove",
-        "--root",
-        node.root().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert_names_left(node.root(), &text(&o));
-    assert_eq!(
-        without_names(config_tree(node.root())),
-        without_names(admin_cfg.clone()),
-        "{}",
-        text(&o)
-    );
+    node.remove_restores(&admin_cfg);
     let o = Command::new("netplan")
         .args(["generate", "--root-dir"])
         .arg(node.root())
@@ -925,20 +931,7 @@ fn netplan_with_networkmanager_renderer_keeps_the_rules() {
         assert_eq!(rules[0]["from_len"], 32, "{prof}");
         assert_eq!(rules[0]["table"], table, "{prof}");
     }
-    let o = node.cli(&[
-        "persist",
-        "--remove",
-        "--root",
-        node.root().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert_names_left(node.root(), &text(&o));
-    assert_eq!(
-        without_names(config_tree(node.root())),
-        without_names(admin.clone()),
-        "{}",
-        text(&o)
-    );
+    node.remove_restores(&admin);
 }
 
 // ---------------------------------------------------------------------------
@@ -1042,13 +1035,7 @@ fn networkmanager_profiles_found_by_uuid_round_trip_through_libnm() {
     {
         assert_eq!(nm_parse(&dir.join(f)), before[i], "{f} after nm-remove.sh");
     }
-    let o = node.cli(&[
-        "persist",
-        "--remove",
-        "--root",
-        node.root().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = node.remove();
     assert!(!script.exists() && undo.exists(), "{}", text(&o));
     assert!(text(&o).contains("nm-remove.sh"), "{}", text(&o));
 }
@@ -1142,20 +1129,7 @@ fn ifupdown_boot_runs_the_hooks_for_its_stanzas() {
     );
 
     // The way back: the hooks are gone, so the next ifup adds no rules.
-    let o = node.cli(&[
-        "persist",
-        "--remove",
-        "--root",
-        node.root().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert_names_left(node.root(), &text(&o));
-    assert_eq!(
-        without_names(config_tree(node.root())),
-        without_names(admin.clone()),
-        "{}",
-        text(&o)
-    );
+    node.remove_restores(&admin);
     for d in ["if-up.d", "if-down.d"] {
         assert!(
             node.root().join("etc/network").join(d).is_dir(),

@@ -29,6 +29,23 @@ fn inode(ns: &str) -> u64 {
         .ino()
 }
 
+/// The lab namespace's main-table kernel route (protocol 2) of IPv4, as the
+/// CLI's snapshot shows it: an object roce-net never planned.
+fn main_kernel_route(lab: &Lab) -> serde_json::Value {
+    let snap = bin()
+        .args(["--netns", &lab.ns.0, "--json", "snapshot"])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&snap.stdout).unwrap();
+    s["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["table"] == 254 && r["protocol"] == 2 && r["family"] == "inet")
+        .unwrap_or_else(|| panic!("no main-table kernel route in {s}"))
+        .clone()
+}
+
 /// Two NICs r0, r1 in 198.18.2.0/24, added to an empty namespace.
 fn add_nics(ns: &str) {
     ip_batch(
@@ -486,18 +503,7 @@ fn state_other_users_could_write_is_refused() {
     let mut j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     // A step whose undo deletes the main table's kernel route of r0.
-    let snap = bin()
-        .args(["--netns", &lab.ns.0, "--json", "snapshot"])
-        .output()
-        .unwrap();
-    let s: serde_json::Value = serde_json::from_slice(&snap.stdout).unwrap();
-    let main = s["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["table"] == 254 && r["protocol"] == 2 && r["family"] == "inet")
-        .unwrap()
-        .clone();
+    let main = main_kernel_route(&lab);
     j["steps"].as_array_mut().unwrap().push(serde_json::json!({
         "change": {"op": "add_route", "route": main},
         "inverse": {"op": "delete_route", "route": main},
@@ -537,18 +543,7 @@ fn a_hand_edited_plan_never_touches_a_foreign_object() {
     ok(&lab, &["plan", "-o", planf.to_str().unwrap()]);
     let mut p: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&planf).unwrap()).unwrap();
-    let snap = bin()
-        .args(["--netns", &lab.ns.0, "--json", "snapshot"])
-        .output()
-        .unwrap();
-    let s: serde_json::Value = serde_json::from_slice(&snap.stdout).unwrap();
-    let main = s["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["table"] == 254 && r["protocol"] == 2 && r["family"] == "inet")
-        .unwrap()
-        .clone();
+    let main = main_kernel_route(&lab);
     p["changes"]
         .as_array_mut()
         .unwrap()
