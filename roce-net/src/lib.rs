@@ -38,6 +38,7 @@ mod host;
 mod input;
 mod kernel;
 mod lab;
+mod mesh;
 mod metrics;
 mod model;
 mod named;
@@ -125,6 +126,17 @@ pub use probe::rdma::{
     ExplainInput, FailureValue, Latency, ProbeFailure, ProbeRole, ProbeToken, RdmaProbeOptions,
     RdmaProbeReport, RdmaSelection, RdmaServerReport, RejectedConnection, Stage, DEFAULT_TCP_PORT,
     MAX_PENDING_CONNECTIONS, MAX_REJECTED_LISTED, TOKEN_MAX_BYTES, TOKEN_MIN_BYTES,
+};
+
+// The cluster mesh: every NIC probed on its rail, the broken element named (docs/mesh.md).
+pub use mesh::{
+    mesh_causes, mesh_node, mesh_plan, mesh_report, AnsweredProbe, FaultElement, LevelResult,
+    MeshFault, MeshInventory, MeshLevel, MeshLevels, MeshMerger, MeshNic, MeshNode, MeshNodeResult,
+    MeshOptions, MeshPlan, MeshProbe, MeshRdmaWorkload, MeshReport, MeshRunOptions, MeshStatus,
+    MeshSummary, NicId, NicSeen, NodeSchedule, ProbeRecord, RailBy, ResponderReport,
+    ScheduledProbe, MESH_DEFAULT_PORT, MESH_END_GRACE_MS, MESH_MAX_NICS, MESH_MAX_NODES,
+    MESH_MAX_PEERS, MESH_MAX_ROUNDS, MESH_MAX_WAIT_MS, MESH_PLAN_VERSION, MESH_RESULT_VERSION,
+    MESH_ROUND_SLACK_MS,
 };
 
 // Views other tools print (show_gids, ibdev2netdev), from a snapshot.

@@ -108,6 +108,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("lab", &["error", "model", "kernel", "host", "netns"]),
+    // The cluster mesh: the pure schedule and merge over the NIC scope, the
+    // fleet's host names and the doctor's findings; the node run over the
+    // host handle, its netlink route lookups, and the ARP and RDMA probes.
+    (
+        "mesh",
+        &[
+            "error", "input", "model", "scope", "doctor", "fleet", "kernel", "host", "netns",
+            "probe", "sys",
+        ],
+    ),
 ];
 
 fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {

@@ -1,0 +1,360 @@
+//! One node's run of a mesh plan ([`Host::mesh_run`]): its snapshot and doctor
+//! findings, its responder on every NIC, its probes round by round in the
+//! plan's time slots, and its result document.
+//!
+//! **Time.** Round `r` (from 0) runs in the slot that starts at
+//! `start_at_ms + r * round_ms` (the plan's wall-clock time: every node probes
+//! in the same slots, so a NIC is target of `peers` probes per round, and the
+//! run's wall time is the plan's, whatever the node count). A node that
+//! starts after a slot has ended skips that round's probes (`late`). The
+//! responder starts first, as the node's run starts (so an early node answers
+//! before its own slot), and stops when every probe the schedule sends it has
+//! come, at the end of the last slot plus a grace, or when asked.
+
+use super::echo;
+use super::prober::{self, Ctx};
+use super::responder::{self, RdmaServe, Setup};
+use super::result::{
+    causes, LevelResult, MeshLevel, MeshNodeResult, MeshStatus, NicSeen, ProbeRecord,
+    MESH_RESULT_VERSION,
+};
+use super::schedule::{MeshPlan, NodeSchedule, ScheduledProbe, MESH_END_GRACE_MS};
+use crate::doctor::Severity;
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::Host;
+use crate::model::{in_netns, over_ssh, HostState};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The longest a run waits for its first slot.
+pub const MESH_MAX_WAIT_MS: u64 = 3_600_000;
+
+/// How a node runs its part of a plan.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct MeshRunOptions {
+    /// This node's name in the plan (default: [`crate::fleet_host_label`] of
+    /// its snapshot, as the plan was made from it).
+    pub host: Option<String>,
+    /// Set to stop early: the responder and the rounds end within a tick and
+    /// the result says `interrupted` (the RDMA servers end at their own bound).
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// This node's NICs of the plan as the snapshot shows them.
+fn seen(state: &HostState, s: &NodeSchedule) -> Vec<NicSeen> {
+    s.nics
+        .iter()
+        .map(|n| {
+            let i = state.interface(&n.name);
+            NicSeen {
+                name: n.name.clone(),
+                oper_state: i.map(|i| {
+                    serde_json::to_value(i.oper_state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                }),
+                carrier: i.and_then(|i| i.carrier),
+                admin_up: i.map(|i| i.admin_up),
+                mtu: i.map(|i| i.mtu),
+                mac: i.and_then(|i| i.mac.as_ref()).map(|m| m.to_string()),
+            }
+        })
+        .collect()
+}
+
+impl Host {
+    /// What this node would do in `plan`: its probes and the probes it would
+    /// answer, without sending anything (`--check`).
+    pub fn mesh_schedule(&self, plan: &MeshPlan, opts: &MeshRunOptions) -> Result<NodeSchedule> {
+        let state = self.snapshot()?;
+        let name = opts
+            .host
+            .clone()
+            .unwrap_or_else(|| crate::fleet::fleet_host_label(&state));
+        plan.node_schedule(&name)
+    }
+
+    /// Run this node's part of `plan` (see the module docs of `mesh`): the
+    /// responder on every NIC, the probes in their slots, and the result. `Err`
+    /// only when the run cannot start (the node is not in the plan, its time
+    /// window is over, the snapshot fails); a probe that fails is a result.
+    pub fn mesh_run(&self, plan: &MeshPlan, opts: &MeshRunOptions) -> Result<MeshNodeResult> {
+        plan.options.validate()?;
+        let state = self.snapshot()?;
+        let name = opts
+            .host
+            .clone()
+            .unwrap_or_else(|| crate::fleet::fleet_host_label(&state));
+        let schedule = plan.node_schedule(&name)?;
+        let started_at_ms = now_ms();
+        let o = &plan.options;
+        let start_ms = if o.start_at_ms == 0 {
+            started_at_ms + 500
+        } else {
+            o.start_at_ms
+        };
+        let end_ms = start_ms + u64::from(schedule.rounds) * o.round_ms() + MESH_END_GRACE_MS;
+        if end_ms <= started_at_ms {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "mesh plan {}'s time is over: its last round ended {} s ago; make a new plan \
+                     (roce-net mesh plan --start-in ...)",
+                    plan.id,
+                    (started_at_ms - end_ms) / 1000
+                ),
+            ));
+        }
+        if start_ms > started_at_ms + MESH_MAX_WAIT_MS {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "mesh plan {} starts in {} s, more than an hour from now: check the clocks \
+                     (NTP) or make a new plan",
+                    plan.id,
+                    (start_ms - started_at_ms) / 1000
+                ),
+            ));
+        }
+        let findings: Vec<crate::doctor::Finding> = crate::doctor::doctor(&state)
+            .into_iter()
+            .filter(|f| f.severity >= Severity::Warning)
+            .collect();
+        let nics = seen(&state, &schedule);
+        let stop = opts.stop.clone().unwrap_or_default();
+        let t0 = Instant::now();
+        let (probes, responder, notes) = self
+            .target()
+            .run(|| Ok(self.rounds(plan, &state, &schedule, &nics, start_ms, end_ms, &stop)))?;
+        Ok(MeshNodeResult {
+            version: MESH_RESULT_VERSION,
+            plan: plan.id.clone(),
+            host: name,
+            hostname: state.hostname.clone(),
+            netns: state.netns.clone(),
+            started_at_ms,
+            elapsed_ms: t0.elapsed().as_millis() as u64,
+            nics,
+            findings,
+            probes,
+            responder,
+            notes,
+        })
+    }
+
+    /// The responder and the rounds, on a thread inside this host's namespace.
+    #[allow(clippy::too_many_arguments)]
+    fn rounds(
+        &self,
+        plan: &MeshPlan,
+        state: &HostState,
+        schedule: &NodeSchedule,
+        nics: &[NicSeen],
+        start_ms: u64,
+        end_ms: u64,
+        stop: &AtomicBool,
+    ) -> (
+        Vec<ProbeRecord>,
+        super::result::ResponderReport,
+        Vec<String>,
+    ) {
+        let o = &plan.options;
+        let wall = now_ms();
+        let at = |t_ms: u64| -> Instant {
+            let now = Instant::now();
+            if t_ms >= wall {
+                now + Duration::from_millis(t_ms - wall)
+            } else {
+                now.checked_sub(Duration::from_millis(wall - t_ms))
+                    .unwrap_or(now)
+            }
+        };
+        let deadline = at(end_ms);
+        let token = echo::digest(&o.token);
+        let plan_word = echo::plan_word(&plan.id);
+        let mut notes = Vec::new();
+        let rdma = self.rdma_serve(plan, schedule, &mut notes);
+        let here = |cmd: &str| over_ssh(&state.hostname, &in_netns(state.netns.as_deref(), cmd));
+        // Routes first, one socket: what the kernel decides for each pair.
+        let mut egress = HashMap::new();
+        if let Ok(mut nl) = crate::kernel::netlink::Netlink::open() {
+            for p in schedule.outgoing.iter().filter(|p| p.levels.ip) {
+                egress
+                    .entry((p.from.address, p.to.address))
+                    .or_insert_with(|| {
+                        nl.route_get(p.to.address, Some(p.from.address), None)
+                            .map_err(|e| e.to_string())
+                    });
+            }
+        }
+        let macs: HashMap<String, String> = plan
+            .inventory
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                n.nics.iter().filter_map(move |k| {
+                    k.mac
+                        .as_ref()
+                        .map(|m| (m.to_ascii_lowercase(), format!("{} {}", n.host, k.name)))
+                })
+            })
+            .collect();
+        let seen: HashMap<String, NicSeen> =
+            nics.iter().map(|n| (n.name.clone(), n.clone())).collect();
+        let setup = Setup {
+            schedule,
+            state,
+            host: self,
+            port: o.port,
+            token,
+            plan: plan_word,
+            deadline,
+            stop,
+            rdma,
+        };
+        let mut by_round: BTreeMap<u32, Vec<&ScheduledProbe>> = BTreeMap::new();
+        for p in &schedule.outgoing {
+            by_round.entry(p.round).or_default().push(p);
+        }
+        let mut records = Vec::new();
+        let responder_done = AtomicBool::new(false);
+        let report = std::thread::scope(|scope| {
+            let resp = scope.spawn(|| {
+                let r = responder::serve(&setup);
+                responder_done.store(true, Ordering::Relaxed);
+                r
+            });
+            for (round, probes) in &by_round {
+                let begin_ms = start_ms + u64::from(*round) * o.round_ms();
+                let slot_end = at(begin_ms + o.round_ms());
+                if Instant::now() >= slot_end {
+                    for p in probes {
+                        records.push(late(p, "this node started after the round's slot ended"));
+                    }
+                    continue;
+                }
+                // Wait for the slot.
+                let begin = at(begin_ms);
+                while Instant::now() < begin && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(echo::left(begin).min(Duration::from_millis(50)));
+                }
+                if stop.load(Ordering::Relaxed) {
+                    for p in probes {
+                        records.push(late(p, "the run was interrupted"));
+                    }
+                    continue;
+                }
+                let ctx = Ctx {
+                    state,
+                    host: self,
+                    options: o,
+                    token,
+                    plan: plan_word,
+                    macs: &macs,
+                    egress: &egress,
+                    seen: &seen,
+                    here: &here,
+                    round_end: slot_end,
+                };
+                let got: Vec<ProbeRecord> = std::thread::scope(|s| {
+                    let hs: Vec<_> = probes
+                        .iter()
+                        .map(|p| {
+                            let ctx = &ctx;
+                            s.spawn(move || prober::run(ctx, p))
+                        })
+                        .collect();
+                    hs.into_iter()
+                        .zip(probes.iter())
+                        .map(|(h, p)| {
+                            h.join()
+                                .unwrap_or_else(|_| late(p, "the probe's thread panicked"))
+                        })
+                        .collect()
+                });
+                records.extend(got);
+            }
+            resp.join().unwrap_or_default()
+        });
+        (records, report, notes)
+    }
+
+    /// Whether and how this node serves RDMA.
+    fn rdma_serve(
+        &self,
+        plan: &MeshPlan,
+        schedule: &NodeSchedule,
+        notes: &mut Vec<String>,
+    ) -> Option<RdmaServe> {
+        if !schedule.incoming.iter().any(|p| p.levels.rdma) {
+            return None;
+        }
+        if !cfg!(feature = "verbs") {
+            notes.push(
+                "the RDMA level was not run: this roce-net was built without the verbs feature"
+                    .into(),
+            );
+            return None;
+        }
+        let view = self.verbs_view(&crate::kernel::verbs::VerbsOptions::default());
+        if let Some(u) = &view.unavailable {
+            notes.push(format!(
+                "the RDMA level was not run: RDMA is not available here ({}: {})",
+                u.reason, u.detail
+            ));
+            return None;
+        }
+        let node = plan
+            .inventory
+            .nodes
+            .iter()
+            .find(|n| n.host == schedule.host)?;
+        Some(RdmaServe {
+            timeout: Duration::from_millis(plan.options.rdma_ms),
+            ports: node
+                .nics
+                .iter()
+                .map(|n| (n.name.clone(), plan.rdma_port(node, &n.name)))
+                .collect(),
+        })
+    }
+}
+
+/// A probe not made: every level skipped.
+fn late(p: &ScheduledProbe, why: &str) -> ProbeRecord {
+    let mut levels = Vec::new();
+    for (on, l) in [
+        (p.levels.neighbor, MeshLevel::Neighbor),
+        (p.levels.ip, MeshLevel::Ip),
+        (p.levels.rdma, MeshLevel::Rdma),
+    ] {
+        if on {
+            levels.push(LevelResult::not_passed(
+                l,
+                MeshStatus::Skipped,
+                causes::LATE,
+                format!("not run: {why}"),
+                0,
+            ));
+        }
+    }
+    ProbeRecord {
+        round: p.round,
+        intra: p.intra,
+        from: p.from.name.clone(),
+        to_host: p.to_host.clone(),
+        to: p.to.name.clone(),
+        to_address: p.to.address,
+        levels,
+    }
+}

@@ -1,0 +1,381 @@
+//! The merge's elimination on generated results: each scenario breaks known
+//! elements and the report must name exactly those.
+
+use super::result::causes;
+use super::*;
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// `hosts` nodes `h1..` of `nics` RDMA NICs `r0..` in one /16 (rails by
+/// position, as a GPU node with every NIC in one subnet).
+pub(crate) fn inventory(hosts: usize, nics: usize) -> MeshInventory {
+    let nodes = (1..=hosts)
+        .map(|h| {
+            let list: Vec<MeshNic> = (0..nics)
+                .map(|k| {
+                    let ip = IpAddr::V4(Ipv4Addr::new(198, 18, h as u8, 11 + k as u8));
+                    let mut n =
+                        MeshNic::new(&format!("r{k}"), ip, 16, &format!("198.18.0.0/16#{k}"));
+                    n.rdma = true;
+                    n.mac = Some(format!("02:00:00:00:{h:02x}:{k:02x}"));
+                    n
+                })
+                .collect();
+            MeshNode::new(&format!("h{h}"), list)
+        })
+        .collect();
+    MeshInventory::new(nodes)
+}
+
+pub(crate) fn plan(hosts: usize, nics: usize) -> MeshPlan {
+    mesh_plan(&inventory(hosts, nics), &MeshOptions::default()).unwrap()
+}
+
+/// What breaks a probe: the level and cause it fails with, and whether the
+/// target's responder saw the IP request.
+type Truth<'a> = &'a dyn Fn(&ScheduledProbe) -> Option<(MeshLevel, &'static str)>;
+
+/// Every node's result, as the run would write it when `truth` says which
+/// probes fail; `missing` nodes send none.
+pub(crate) fn results(plan: &MeshPlan, truth: Truth<'_>, missing: &[&str]) -> Vec<MeshNodeResult> {
+    plan.inventory
+        .nodes
+        .iter()
+        .filter(|n| !missing.contains(&n.host.as_str()))
+        .map(|n| node_result(plan, &n.host, truth))
+        .collect()
+}
+
+pub(crate) fn node_result(plan: &MeshPlan, host: &str, truth: Truth<'_>) -> MeshNodeResult {
+    let s = plan.node_schedule(host).unwrap();
+    let probes = s
+        .outgoing
+        .iter()
+        .map(|p| {
+            let bad = truth(p);
+            let mut levels = Vec::new();
+            let mut failed = false;
+            for (on, level) in [
+                (p.levels.neighbor, MeshLevel::Neighbor),
+                (p.levels.ip, MeshLevel::Ip),
+                (p.levels.rdma, MeshLevel::Rdma),
+            ] {
+                if !on {
+                    continue;
+                }
+                let l = match bad {
+                    _ if failed => LevelResult::not_passed(
+                        level,
+                        MeshStatus::Skipped,
+                        "after-failure",
+                        "not run after a failure".into(),
+                        0,
+                    ),
+                    Some((bl, cause)) if bl == level => {
+                        failed = true;
+                        LevelResult::not_passed(
+                            level,
+                            MeshStatus::Fail,
+                            cause,
+                            format!(
+                                "{} {} -> {} {}: {cause}",
+                                p.from_host, p.from.name, p.to_host, p.to.name
+                            ),
+                            5,
+                        )
+                        .evidence("where", level.name())
+                        .fix([format!("fix {} {}", p.from_host, p.from.name)])
+                    }
+                    _ => LevelResult::pass(level, "ok".into(), 1),
+                };
+                levels.push(l);
+            }
+            ProbeRecord {
+                round: p.round,
+                intra: p.intra,
+                from: p.from.name.clone(),
+                to_host: p.to_host.clone(),
+                to: p.to.name.clone(),
+                to_address: p.to.address,
+                levels,
+            }
+        })
+        .collect();
+    MeshNodeResult {
+        version: MESH_RESULT_VERSION,
+        plan: plan.id.clone(),
+        host: host.to_string(),
+        hostname: host.to_string(),
+        netns: None,
+        started_at_ms: 0,
+        elapsed_ms: 0,
+        nics: Vec::new(),
+        findings: Vec::new(),
+        probes,
+        responder: ResponderReport {
+            levels: vec![MeshLevel::Ip, MeshLevel::Rdma],
+            stopped: "done".into(),
+            ..ResponderReport::default()
+        },
+        notes: Vec::new(),
+    }
+}
+
+fn named(r: &MeshReport) -> BTreeSet<String> {
+    r.faults
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {} {} {}",
+                f.element.name(),
+                f.host.as_deref().unwrap_or("-"),
+                f.nic.as_deref().unwrap_or("-"),
+                f.rail.as_deref().unwrap_or("-"),
+                f.cause
+            )
+        })
+        .collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// h5 r1's link is down: its own probes say so, its peers get no answer, its
+/// RDMA pairs on the host fail too.
+fn link_down(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
+    let at = |h: &str, n: &str| h == "h5" && n == "r1";
+    if at(&p.from_host, &p.from.name) {
+        return Some(if p.intra {
+            (MeshLevel::Rdma, "port-not-active")
+        } else {
+            (MeshLevel::Neighbor, causes::LINK_DOWN)
+        });
+    }
+    if at(&p.to_host, &p.to.name) {
+        return Some(if p.intra {
+            (MeshLevel::Rdma, "peer-failed")
+        } else {
+            (MeshLevel::Neighbor, causes::NO_ANSWER)
+        });
+    }
+    None
+}
+
+/// h3 left unfixed: every address of it answered by several MACs, and its
+/// probes from any NIC but r0 leave by r0.
+fn unfixed(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
+    if p.intra {
+        return None;
+    }
+    if p.to_host == "h3" {
+        return Some((MeshLevel::Neighbor, causes::ARP_FLUX));
+    }
+    if p.from_host == "h3" && p.from.name != "r0" {
+        return Some((MeshLevel::Ip, causes::ASYMMETRIC_EGRESS));
+    }
+    None
+}
+
+/// Rail #2's switch carries only small frames.
+fn rail_mtu(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
+    (!p.intra && p.from.rail.ends_with("#2")).then_some((MeshLevel::Ip, causes::MTU))
+}
+
+#[test]
+fn a_healthy_fleet_passes_with_every_probe_judged() {
+    let p = plan(12, 4);
+    let r = mesh_report(&p, results(&p, &|_| None, &[])).unwrap();
+    assert!(r.passed, "{:#?}", r.faults);
+    assert_eq!(r.verdict, "pass");
+    assert_eq!(r.summary.passed, r.summary.probes);
+    assert_eq!(r.summary.failed, 0);
+    assert_eq!(r.table().len(), 1, "{:?}", r.table());
+}
+
+#[test]
+fn a_nic_whose_link_is_down_is_named_once_with_its_own_cause() {
+    let p = plan(12, 4);
+    let r = mesh_report(&p, results(&p, &link_down, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["nic h5 r1 198.18.0.0/16#1 link-down"]),
+        "{:#?}",
+        r.faults
+    );
+    let f = &r.faults[0];
+    assert!(f.message.contains("link is down"), "{}", f.message);
+    assert!(
+        f.fix.iter().any(|x| x.contains("ip link show dev r1")),
+        "{:?}",
+        f.fix
+    );
+}
+
+#[test]
+fn an_unfixed_host_is_one_host_fault_not_one_per_nic() {
+    let p = plan(12, 4);
+    let r = mesh_report(&p, results(&p, &unfixed, &[])).unwrap();
+    assert_eq!(named(&r), set(&["host h3 - - arp-flux"]), "{:#?}", r.faults);
+    assert!(
+        r.faults[0].fix[0].contains("roce-net apply"),
+        "{:?}",
+        r.faults[0].fix
+    );
+}
+
+#[test]
+fn a_rail_whose_pairs_all_fail_is_the_rail() {
+    let p = plan(12, 4);
+    let r = mesh_report(&p, results(&p, &rail_mtu, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["rail - - 198.18.0.0/16#2 mtu"]),
+        "{:#?}",
+        r.faults
+    );
+    assert!(
+        r.faults[0].message.contains("MTU"),
+        "{}",
+        r.faults[0].message
+    );
+}
+
+#[test]
+fn three_broken_elements_at_once_are_exactly_those_three() {
+    let p = plan(12, 4);
+    let all = |x: &ScheduledProbe| rail_mtu(x).or_else(|| unfixed(x)).or_else(|| link_down(x));
+    let r = mesh_report(&p, results(&p, &all, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&[
+            "host h3 - - arp-flux",
+            "nic h5 r1 198.18.0.0/16#1 link-down",
+            "rail - - 198.18.0.0/16#2 mtu",
+        ]),
+        "{:#?}",
+        r.faults
+    );
+    assert!(!r.passed);
+    let t = r.table();
+    assert!(
+        t[0].contains("FAIL") && t[0].contains("3 fault(s)"),
+        "{t:?}"
+    );
+    assert!(
+        t.iter()
+            .any(|l| l.starts_with("nic ") && l.contains("link-down")),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn a_node_without_a_result_is_named_and_its_peers_are_not_blamed() {
+    let p = plan(12, 4);
+    let to_h7 = |x: &ScheduledProbe| {
+        (x.to_host == "h7").then_some((MeshLevel::Neighbor, causes::NO_ANSWER))
+    };
+    let r = mesh_report(&p, results(&p, &to_h7, &["h7"])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["host h7 - - no-result"]),
+        "{:#?}",
+        r.faults
+    );
+}
+
+#[test]
+fn a_pair_that_fails_alone_is_a_pair_fault_on_the_side_the_cause_points_to() {
+    let p = plan(12, 4);
+    let probes = p.node_schedule("h4").unwrap().outgoing;
+    let one = probes.iter().find(|x| !x.intra).unwrap().clone();
+    let truth = move |x: &ScheduledProbe| {
+        (x.from_host == one.from_host
+            && x.from.name == one.from.name
+            && x.to_host == one.to_host
+            && x.to.name == one.to.name)
+            .then_some((MeshLevel::Ip, causes::NO_REPLY))
+    };
+    let mut res = results(&p, &truth, &[]);
+    let r = mesh_report(&p, res.clone()).unwrap();
+    assert_eq!(r.faults.len(), 1, "{:#?}", r.faults);
+    let f = &r.faults[0];
+    assert_eq!(f.element, FaultElement::Pair);
+    assert_eq!(
+        f.host.as_deref(),
+        Some("h4"),
+        "no sign the request arrived: the prober's side"
+    );
+    // The target's responder saw the request and replied: the way back.
+    let t = p
+        .node_schedule("h4")
+        .unwrap()
+        .outgoing
+        .into_iter()
+        .find(|x| !x.intra)
+        .unwrap();
+    let tr = res.iter_mut().find(|n| n.host == t.to_host).unwrap();
+    tr.responder.answered.push(AnsweredProbe {
+        level: MeshLevel::Ip,
+        from_address: t.from.address,
+        to: t.to.name.clone(),
+        arrived_on: Some(t.to.name.clone()),
+        reply_dev: Some("r0".into()),
+        ok: true,
+        cause: None,
+    });
+    let r = mesh_report(&p, res).unwrap();
+    let f = &r.faults[0];
+    assert_eq!(f.host.as_deref(), Some(t.to_host.as_str()), "{f:#?}");
+    assert_eq!(f.evidence["one_way"], serde_json::json!(true));
+}
+
+#[test]
+fn nics_that_reach_other_hosts_but_not_each_other_are_their_host() {
+    let p = plan(12, 4);
+    let intra = |x: &ScheduledProbe| {
+        (x.intra && x.from_host == "h9").then_some((MeshLevel::Rdma, "retry-exceeded"))
+    };
+    let r = mesh_report(&p, results(&p, &intra, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["host h9 - - retry-exceeded"]),
+        "{:#?}",
+        r.faults
+    );
+    assert!(
+        r.faults[0].message.contains("not each other"),
+        "{}",
+        r.faults[0].message
+    );
+}
+
+#[test]
+fn three_nodes_of_two_nics_name_one_broken_nic_not_its_rail() {
+    // The VM tier's fleet: three guests, two RDMA NICs each.
+    let p = plan(3, 2);
+    let broken = |x: &ScheduledProbe| {
+        let at = |h: &str, n: &str| h == "h2" && n == "r1";
+        (at(&x.from_host, &x.from.name) || at(&x.to_host, &x.to.name))
+            .then_some((MeshLevel::Rdma, "retry-exceeded"))
+    };
+    let r = mesh_report(&p, results(&p, &broken, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["nic h2 r1 198.18.0.0/16#1 retry-exceeded"]),
+        "{:#?}",
+        r.faults
+    );
+}
+
+#[test]
+fn results_of_another_plan_or_node_are_refused() {
+    let p = plan(4, 2);
+    let mut r = node_result(&p, "h1", &|_| None);
+    r.plan = "0000".into();
+    let e = mesh_report(&p, vec![r]).unwrap_err();
+    assert!(e.message().contains("not"), "{e}");
+    let mut r = node_result(&p, "h1", &|_| None);
+    r.host = "stranger".into();
+    assert!(mesh_report(&p, vec![r]).is_err());
+}
