@@ -16,6 +16,7 @@ mod fleet;
 mod gids;
 mod ibdev2netdev;
 mod lab;
+mod mesh;
 mod metrics;
 mod nccl_env;
 mod output;
@@ -257,11 +258,24 @@ enum Cmd {
     /// conventions (exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), or
     /// node-problem-detector's (--format npd), or --json (docs/health.md).
     Check(check::CheckArgs),
-    /// Findings that only show across hosts, from their saved snapshots.
+    /// Findings that only show across hosts, from their saved snapshots; with
+    /// `--mesh`, the cluster mesh's faults too.
     Fleet {
         /// Snapshot files (`roce-net snapshot -o FILE` on each host).
         #[arg(required = true, value_name = "SNAPSHOT")]
         snapshots: Vec<PathBuf>,
+        /// The mesh plan the nodes ran (with `--mesh`).
+        #[arg(long, value_name = "FILE", requires = "mesh")]
+        mesh_plan: Option<PathBuf>,
+        /// The nodes' mesh results, or directories of them (with `--mesh-plan`).
+        #[arg(long, value_name = "RESULT", num_args = 1.., requires = "mesh_plan")]
+        mesh: Vec<PathBuf>,
+    },
+    /// The cluster test: every NIC of every node probed on its rail, the broken
+    /// NIC, host or rail named (docs/mesh.md).
+    Mesh {
+        #[command(subcommand)]
+        what: mesh::MeshCmd,
     },
     /// The demo: build a broken multi-NIC host in namespaces, diagnose, fix, show it fixed.
     #[command(
@@ -499,7 +513,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
         } => nccl_env::run(cli, from, *export, *nccl_version, *check, env_file),
         Cmd::Metrics { from, output } => metrics::run(cli, from, output),
         Cmd::Check(a) => Ok(check::run(cli, a)),
-        Cmd::Fleet { snapshots } => fleet::run(cli, snapshots),
+        Cmd::Fleet {
+            snapshots,
+            mesh_plan,
+            mesh,
+        } => fleet::run(cli, snapshots, mesh_plan.as_deref(), mesh),
+        Cmd::Mesh { what } => mesh::run(cli, what),
         Cmd::Lab { nics, keep } => match lab::refused_option(cli) {
             Some(why) => Ok(refused(why, cli.json)),
             None => lab::run(cli, *nics, *keep),

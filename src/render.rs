@@ -687,3 +687,184 @@ pub fn fleet(r: &roce_net::FleetReport) -> String {
     }
     s
 }
+
+/// `mesh node`: this host's NICs of a mesh inventory.
+pub fn mesh_node(n: &roce_net::MeshNode) -> String {
+    let mut t = Table::new(&["NIC", "ADDRESS", "MAC", "MTU", "RAIL", "RDMA"]);
+    for k in &n.nics {
+        t.row(vec![
+            k.name.clone(),
+            format!("{}/{}", k.address, k.prefix_len),
+            k.mac.clone().unwrap_or_else(|| "-".into()),
+            k.mtu.to_string(),
+            k.rail.clone(),
+            if k.rdma { "yes" } else { "no" }.into(),
+        ]);
+    }
+    format!("mesh node {}\n{}", n.host, t.render())
+}
+
+/// `mesh plan`: what the schedule holds and when it runs.
+pub fn mesh_plan(p: &roce_net::MeshPlan, file: Option<&Path>) -> String {
+    let probes = p.probes();
+    let intra = probes.iter().filter(|x| x.intra).count();
+    let nics: usize = p.inventory.nodes.iter().map(|n| n.nics.len()).sum();
+    let rails: std::collections::BTreeSet<&str> = p
+        .inventory
+        .nodes
+        .iter()
+        .flat_map(|n| n.nics.iter().map(|k| k.rail.as_str()))
+        .collect();
+    let o = &p.options;
+    let rounds = p.round_count();
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mesh plan {}: {} nodes, {nics} NICs on {} rails; {} probes in {rounds} rounds ({} between hosts, {intra} within hosts)",
+        p.id,
+        p.inventory.nodes.len(),
+        rails.len(),
+        probes.len(),
+        probes.len() - intra
+    );
+    let levels: Vec<&str> = [
+        (o.levels.neighbor, "neighbor"),
+        (o.levels.ip, "ip"),
+        (o.levels.rdma, "rdma"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| *n)
+    .collect();
+    let _ = writeln!(
+        s,
+        "levels {}; {} peer(s) per NIC per round; a round lasts {:.1} s; the run {:.1} s from round 1 ({})",
+        levels.join(","),
+        o.peers,
+        p.round_ms() as f64 / 1000.0,
+        (u64::from(rounds) * p.round_ms() + roce_net::MESH_END_GRACE_MS) as f64 / 1000.0,
+        roce_net::utc_time(o.start_at_ms / 1000)
+    );
+    for r in &rails {
+        let n = p
+            .inventory
+            .nodes
+            .iter()
+            .flat_map(|n| n.nics.iter())
+            .filter(|k| k.rail == *r)
+            .count();
+        let _ = writeln!(s, "  rail {r}: {n} NICs");
+    }
+    if let Some(f) = file {
+        let _ = writeln!(
+            s,
+            "saved to {}; on every node, before round 1: roce-net mesh run --plan {} -o RESULT.json",
+            f.display(),
+            roce_net::shell_word(&f.to_string_lossy())
+        );
+    }
+    s
+}
+
+/// `mesh run --check`: this node's probes by round, and what it answers.
+pub fn mesh_schedule(n: &roce_net::NodeSchedule) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mesh plan {}: node {} would probe {} time(s) and answer {} probe(s) in {} rounds of {:.1} s (round 1 at {})",
+        n.plan,
+        n.host,
+        n.outgoing.len(),
+        n.incoming.len(),
+        n.rounds,
+        n.round_ms as f64 / 1000.0,
+        roce_net::utc_time(n.start_at_ms / 1000)
+    );
+    let levels = |l: &roce_net::MeshLevels| {
+        let v: Vec<&str> = [(l.neighbor, "neighbor"), (l.ip, "ip"), (l.rdma, "rdma")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, x)| *x)
+            .collect();
+        v.join(",")
+    };
+    let mut t = Table::new(&["ROUND", "FROM", "TO", "ADDRESS", "LEVELS"]);
+    for p in &n.outgoing {
+        t.row(vec![
+            (p.round + 1).to_string(),
+            format!("{} ({})", p.from.name, p.from.address),
+            format!(
+                "{} {}{}",
+                p.to_host,
+                p.to.name,
+                if p.intra { " (this host)" } else { "" }
+            ),
+            p.to.address.to_string(),
+            levels(&p.levels),
+        ]);
+    }
+    s.push_str(&t.render());
+    let mut t = Table::new(&["ROUND", "ANSWERS", "ON", "LEVELS"]);
+    for p in &n.incoming {
+        t.row(vec![
+            (p.round + 1).to_string(),
+            format!("{} {} ({})", p.from_host, p.from.name, p.from.address),
+            p.to.name.clone(),
+            levels(&p.levels),
+        ]);
+    }
+    s.push('\n');
+    s.push_str(&t.render());
+    s
+}
+
+/// `mesh run`: this node's probes and what its responder answered.
+pub fn mesh_result(r: &roce_net::MeshNodeResult) -> String {
+    let mut s = String::new();
+    let failed = r.probes.iter().filter(|p| p.failure().is_some()).count();
+    let _ = writeln!(
+        s,
+        "mesh {} node {}: {} probe(s), {failed} failed; responder answered {} and stopped ({}) after {:.1} s",
+        r.plan,
+        r.host,
+        r.probes.len(),
+        r.responder.answered.len(),
+        r.responder.stopped,
+        r.responder.elapsed_ms as f64 / 1000.0
+    );
+    let mut t = Table::new(&["ROUND", "FROM", "TO", "RESULT"]);
+    for p in &r.probes {
+        let res: Vec<String> = p
+            .levels
+            .iter()
+            .map(|l| match (&l.status, &l.cause) {
+                (roce_net::MeshStatus::Pass, _) => format!("{} ok", l.level),
+                (roce_net::MeshStatus::Fail, c) => {
+                    format!("{} {}", l.level, c.as_deref().unwrap_or("failed"))
+                }
+                (roce_net::MeshStatus::Skipped, c) => {
+                    format!("{} skipped ({})", l.level, c.as_deref().unwrap_or("-"))
+                }
+            })
+            .collect();
+        t.row(vec![
+            (p.round + 1).to_string(),
+            p.from.clone(),
+            format!("{} {}", p.to_host, p.to),
+            res.join(", "),
+        ]);
+    }
+    s.push_str(&t.render());
+    for p in &r.probes {
+        if let Some(l) = p.failure() {
+            let _ = writeln!(s, "{} -> {} {}: {}", p.from, p.to_host, p.to, l.message);
+        }
+    }
+    for e in r.responder.errors.iter().chain(r.notes.iter()) {
+        let _ = writeln!(s, "note: {e}");
+    }
+    for m in &r.responder.missing {
+        let _ = writeln!(s, "not come: {m}");
+    }
+    s
+}

@@ -41,6 +41,9 @@ pub enum InputKind {
     /// A health verdict cached by `roce-net check -o` (`check --cached`): at most
     /// 16 MiB (a verdict lists its findings; thousands fit).
     HealthVerdict,
+    /// A cluster mesh document (a plan, an inventory, a node's result,
+    /// `roce-net mesh`): at most 256 MiB.
+    Mesh,
     /// One sysfs or procfs attribute (a GID, a counter, a sysctl): at most 4 KiB.
     /// The kernel fills such files from one page at most; a larger one is not an
     /// attribute (a planted file under a `--sysfs-root`, say).
@@ -60,6 +63,7 @@ impl InputKind {
             InputKind::NodeConfig => 16 << 20,
             InputKind::NcclConf => 1 << 20,
             InputKind::HealthVerdict => 16 << 20,
+            InputKind::Mesh => 256 << 20,
             InputKind::KernelAttribute => 4096,
             InputKind::ProbeToken => 4096,
         }
@@ -86,6 +90,7 @@ impl InputKind {
             InputKind::NodeConfig => "configuration file",
             InputKind::NcclConf => "NCCL environment file",
             InputKind::HealthVerdict => "cached health verdict",
+            InputKind::Mesh => "mesh file",
             InputKind::KernelAttribute => "kernel attribute",
             InputKind::ProbeToken => "probe token file",
         }

@@ -453,6 +453,10 @@ struct Merge {
     adj: Vec<Vec<u32>>,
     faulty_host: Vec<bool>,
     faults: Vec<MeshFault>,
+    /// Rail faults (their index) and their rings, for their findings.
+    rails: Vec<(usize, Vec<u32>)>,
+    /// Each judged probe's edge (`u32::MAX`: not judged).
+    probe_edge: Vec<u32>,
 }
 
 impl Merge {
@@ -460,9 +464,11 @@ impl Merge {
         Merge {
             adj: vec![Vec::new(); m.layout.nics.len()],
             faulty_host: vec![false; m.plan.inventory.nodes.len()],
+            probe_edge: vec![u32::MAX; m.probes.len()],
             m,
             edges: Vec::new(),
             faults: Vec::new(),
+            rails: Vec::new(),
         }
     }
 
@@ -519,6 +525,7 @@ impl Merge {
         self.rails_all_failed();
         self.nics_and_hosts();
         self.pairs();
+        self.rail_findings();
         let mut faults = std::mem::take(&mut self.faults);
         faults.sort_by(|a, b| {
             (a.element, &a.host, &a.rail, &a.nic, &a.peer)
@@ -629,6 +636,7 @@ impl Merge {
             }
             let key = (p.from.0.min(p.to.0), p.from.0.max(p.to.0));
             let fail = o.state == State::Fail;
+            self.probe_edge[pi] = pairs.get(&key).copied().unwrap_or(self.edges.len() as u32);
             match pairs.get(&key) {
                 Some(&e) => {
                     let edge = &mut self.edges[e as usize];
@@ -816,6 +824,8 @@ impl Merge {
                 ),
             };
         if matches!(cause.as_str(), causes::MTU | "path-mtu-above-active") {
+            // The probes' own fixes name one pair each: the rail's is the one.
+            fix.clear();
             fix.insert(
                 0,
                 format!(
@@ -830,19 +840,9 @@ impl Merge {
                 format!("check the switch (or fabric) of rail {name}: every pair on it fails"),
             );
         }
-        let mut findings = Vec::new();
-        for &g in ring {
-            if findings.len() >= FINDINGS_PER_FAULT {
-                break;
-            }
-            let (_, nic) = self.nic_name(g);
-            let set: BTreeSet<String> = [nic.to_string()].into();
-            for f in self.findings(self.node_of(g), Some(&set)) {
-                if f.subject.interface.is_some() && findings.len() < FINDINGS_PER_FAULT {
-                    findings.push(f);
-                }
-            }
-        }
+        // Its findings once every host fault is known (`rail_findings`).
+        self.rails.push((self.faults.len(), ring.to_vec()));
+        let findings = Vec::new();
         for &e in edges {
             self.edges[e as usize].explained = true;
         }
@@ -861,14 +861,57 @@ impl Merge {
         });
     }
 
+    /// Each rail fault's findings: its NICs', once per host and check, from
+    /// hosts not at fault themselves (theirs go with their host).
+    fn rail_findings(&mut self) {
+        for (i, ring) in std::mem::take(&mut self.rails) {
+            let mut findings = Vec::new();
+            let mut ids: BTreeSet<(u32, String)> = BTreeSet::new();
+            for &g in &ring {
+                let node = self.node_of(g);
+                if findings.len() >= FINDINGS_PER_FAULT || self.faulty_host[node as usize] {
+                    continue;
+                }
+                let (_, nic) = self.nic_name(g);
+                let set: BTreeSet<String> = [nic.to_string()].into();
+                for f in self.findings(node, Some(&set)) {
+                    if f.subject.interface.is_some()
+                        && findings.len() < FINDINGS_PER_FAULT
+                        && ids.insert((node, f.id.clone()))
+                    {
+                        findings.push(f);
+                    }
+                }
+            }
+            self.faults[i].findings = findings;
+        }
+    }
+
     /// NICs that fail with every partner, and the hosts and rails they add up to.
     fn nics_and_hosts(&mut self) {
         let n = self.m.layout.nics.len();
-        // Candidates: every unexplained edge failed, at least two partners.
+        // Candidates, judged on the NIC's peers on its rail (pairs within its
+        // host are another path; they count once a NIC or host is at fault,
+        // below): every unexplained pair failed, or every probe to it, or
+        // every probe from it (a NIC whose address another NIC answers for
+        // fails as a target only), at least two each.
         let mut candidate = vec![false; n];
         let mut passes = vec![false; n];
-        // Judged on the NIC's peers on its rail: pairs within its host are
-        // another path (they count once a NIC or host is at fault, below).
+        // (probes, failed) to and from each NIC.
+        let mut inbound = vec![(0u32, 0u32); n];
+        let mut outbound = vec![(0u32, 0u32); n];
+        for (pi, p) in self.m.probes.iter().enumerate() {
+            let e = self.probe_edge[pi];
+            if e == u32::MAX || p.intra || self.edges[e as usize].explained {
+                continue;
+            }
+            let failed = u32::from(self.m.outcome[pi].state == State::Fail);
+            inbound[p.to.0 as usize].0 += 1;
+            inbound[p.to.0 as usize].1 += failed;
+            outbound[p.from.0 as usize].0 += 1;
+            outbound[p.from.0 as usize].1 += failed;
+        }
+        let all_failed = |(total, failed): (u32, u32)| total >= 2 && failed == total;
         for g in 0..n {
             let live: Vec<Edge> = self.adj[g]
                 .iter()
@@ -876,13 +919,12 @@ impl Merge {
                 .filter(|e| !e.explained && !e.intra)
                 .collect();
             passes[g] = live.iter().any(|e| !e.fail);
-            candidate[g] = live.len() >= 2 && live.iter().all(|e| e.fail);
+            candidate[g] = (live.len() >= 2 && live.iter().all(|e| e.fail))
+                || all_failed(inbound[g])
+                || all_failed(outbound[g]);
         }
         let mut confirmed: Vec<u32> = Vec::new();
-        for g in 0..n {
-            if !candidate[g] {
-                continue;
-            }
+        for (g, _) in candidate.iter().enumerate().filter(|(_, c)| **c) {
             let some_partner_passes = self.adj[g]
                 .iter()
                 .map(|&e| self.edges[e as usize])
@@ -920,8 +962,16 @@ impl Merge {
             let (cause, _, _) = self.causes_of(&edges);
             let all = bad.len() == with_pairs.len();
             if bad.len() >= 2 && (all || HOST_CAUSES.contains(&cause.as_str())) {
-                let why = if all {
+                let names: Vec<&str> = bad.iter().map(|&g| self.nic_name(g).1).collect();
+                let total = self.m.plan.inventory.nodes[node as usize].nics.len();
+                let why = if all && bad.len() == total {
                     format!("all {} of its NICs fail with every peer", bad.len())
+                } else if all {
+                    format!(
+                        "its NICs {} fail with every peer (the others' pairs are explained by \
+                         their rail)",
+                        names.join(", ")
+                    )
                 } else {
                     format!(
                         "{} of its {} NICs fail with every peer, with a cause of the host's \
@@ -1051,6 +1101,8 @@ impl Merge {
         ev.insert("causes".into(), serde_json::json!(counts));
         ev.insert("samples".into(), serde_json::json!(samples));
         if HOST_CAUSES.contains(&cause.as_str()) {
+            // The probes' "on HOST: roce-net apply" is this command.
+            fix.retain(|f| !f.starts_with(&format!("on {host}:")));
             fix.insert(0, self.on_host(node, "roce-net apply"));
         }
         for f in self.findings(node, None) {
@@ -1187,7 +1239,11 @@ impl Merge {
                     "check the cable, the transceiver and the switch port of {host} {nic}"
                 ));
             }
-            f.append(&mut fix);
+            for x in fix.drain(..) {
+                if !f.contains(&x) {
+                    f.push(x);
+                }
+            }
             fix = f;
         }
         for &e in &edges {

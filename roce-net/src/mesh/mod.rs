@@ -11,6 +11,7 @@
 //! The library does no orchestration of its own beyond what one host runs.
 
 mod echo;
+mod files;
 mod inventory;
 mod localize;
 mod prober;
@@ -19,6 +20,7 @@ mod result;
 mod run;
 mod schedule;
 
+pub use files::mesh_token;
 pub use inventory::{
     mesh_node, MeshInventory, MeshNic, MeshNode, RailBy, MESH_MAX_NICS, MESH_MAX_NODES,
 };

@@ -103,7 +103,7 @@ impl Host {
         } else {
             o.start_at_ms
         };
-        let end_ms = start_ms + u64::from(schedule.rounds) * o.round_ms() + MESH_END_GRACE_MS;
+        let end_ms = start_ms + u64::from(schedule.rounds) * schedule.round_ms + MESH_END_GRACE_MS;
         if end_ms <= started_at_ms {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -169,9 +169,10 @@ impl Host {
         Vec<String>,
     ) {
         let o = &plan.options;
-        let wall = now_ms();
+        // One reading of both clocks: a wall-clock time is turned into an
+        // instant against it.
+        let (wall, now) = (now_ms(), Instant::now());
         let at = |t_ms: u64| -> Instant {
-            let now = Instant::now();
             if t_ms >= wall {
                 now + Duration::from_millis(t_ms - wall)
             } else {
@@ -235,8 +236,8 @@ impl Host {
                 r
             });
             for (round, probes) in &by_round {
-                let begin_ms = start_ms + u64::from(*round) * o.round_ms();
-                let slot_end = at(begin_ms + o.round_ms());
+                let begin_ms = start_ms + u64::from(*round) * schedule.round_ms;
+                let slot_end = at(begin_ms + schedule.round_ms);
                 if Instant::now() >= slot_end {
                     for p in probes {
                         records.push(late(p, "this node started after the round's slot ended"));

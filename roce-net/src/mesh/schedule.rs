@@ -214,9 +214,10 @@ impl MeshOptions {
         Ok(())
     }
 
-    /// The length of one round, ms: every enabled level of one pair one after
-    /// the other (a NIC's probes of one round run at once), plus slack.
-    pub fn round_ms(&self) -> u64 {
+    /// The length of one round, ms, when some pair has RDMA (`rdma`): every
+    /// enabled level of one pair one after the other (a NIC's probes of one
+    /// round run at once), plus slack.
+    pub fn round_ms(&self, rdma: bool) -> u64 {
         let mut t = MESH_ROUND_SLACK_MS;
         if self.levels.neighbor {
             t += self.neighbor_ms;
@@ -224,7 +225,7 @@ impl MeshOptions {
         if self.levels.ip {
             t += 2 * self.ip_ms;
         }
-        if self.levels.rdma {
+        if self.levels.rdma && rdma {
             t += self.rdma_ms;
         }
         t
@@ -307,6 +308,11 @@ pub(crate) struct Layout {
     pub rails: BTreeMap<String, Vec<u32>>,
     /// Node index by host name.
     pub hosts: HashMap<String, u32>,
+    /// Each NIC's position on its rail's ring.
+    pub pos: Vec<u32>,
+    /// Per rail: the longest run of consecutive ring positions on one host
+    /// (1 when a host has one NIC per rail).
+    pub runs: BTreeMap<String, usize>,
 }
 
 impl Layout {
@@ -330,7 +336,7 @@ impl Layout {
                 *r += 1;
             }
         }
-        let rails = rails
+        let rails: BTreeMap<String, Vec<u32>> = rails
             .into_iter()
             .map(|(name, mut m)| {
                 // Same-host members far apart on the ring.
@@ -338,11 +344,30 @@ impl Layout {
                 (name, m.into_iter().map(|(_, _, g)| g).collect())
             })
             .collect();
+        let mut pos = vec![0u32; nics.len()];
+        let mut runs = BTreeMap::new();
+        for (name, ring) in &rails {
+            let mut longest = 1;
+            let mut run = 1;
+            for (i, &g) in ring.iter().enumerate() {
+                pos[g as usize] = i as u32;
+                if i > 0 && nics[g as usize].0 == nics[ring[i - 1] as usize].0 {
+                    run += 1;
+                    longest = longest.max(run);
+                } else {
+                    run = 1;
+                }
+            }
+            // The ring closes: a run may wrap around.
+            runs.insert(name.clone(), (longest + 1).min(ring.len()));
+        }
         Layout {
             nics,
             first,
             rails,
             hosts,
+            pos,
+            runs,
         }
     }
 
@@ -354,13 +379,33 @@ impl Layout {
 impl MeshPlan {
     /// The number of rounds the schedule uses.
     pub fn round_count(&self) -> u32 {
+        if !self.options.all_pairs {
+            return self.options.rounds;
+        }
+        self.rounds_in(&Layout::new(self))
+    }
+
+    fn rounds_in(&self, layout: &Layout) -> u32 {
         let o = &self.options;
         if !o.all_pairs {
             return o.rounds;
         }
-        let layout = Layout::new(self);
         let largest = layout.rails.values().map(Vec::len).max().unwrap_or(0);
         (largest.saturating_sub(1) as u32).div_ceil(o.peers).max(1)
+    }
+
+    /// The length of one round, ms ([`MeshOptions::round_ms`], with the RDMA
+    /// level's time when two NICs of the plan back RDMA ports).
+    pub fn round_ms(&self) -> u64 {
+        let rdma = self
+            .inventory
+            .nodes
+            .iter()
+            .flat_map(|n| n.nics.iter())
+            .filter(|n| n.rdma)
+            .nth(1)
+            .is_some();
+        self.options.round_ms(rdma)
     }
 
     /// The node and NIC of an id.
@@ -427,47 +472,102 @@ impl MeshPlan {
                 ),
             ));
         };
+        Ok(self.node_schedule_in(&layout, ni))
+    }
+
+    /// Every node's schedule, node after node, computed against one layout of
+    /// the plan (what [`MeshPlan::node_schedule`] gives for each, without
+    /// rebuilding it per node).
+    pub fn node_schedules(&self) -> impl Iterator<Item = NodeSchedule> + '_ {
+        let layout = Layout::new(self);
+        (0..self.inventory.nodes.len() as u32).map(move |ni| self.node_schedule_in(&layout, ni))
+    }
+
+    /// Node `ni`'s share: the probes of its NICs as provers (their targets on
+    /// their rails) and as targets (the probers whose targets they are), and
+    /// its intra-host pairs; no other NIC's probes are computed.
+    fn node_schedule_in(&self, layout: &Layout, ni: u32) -> NodeSchedule {
         let node = &self.inventory.nodes[ni as usize];
+        let first = layout.first[ni as usize];
         let mut probes = Vec::new();
-        let rails: BTreeSet<&str> = node.nics.iter().map(|n| n.rail.as_str()).collect();
-        for r in rails {
-            if let Some(ring) = layout.rails.get(r) {
-                ring_probes(self, &layout, ring, &mut probes);
+        for g in first..first + node.nics.len() as u32 {
+            let rail = &node.nics[(g - first) as usize].rail;
+            let Some(ring) = layout.rails.get(rail) else {
+                continue;
+            };
+            let offs = offsets(&self.options, ring.len());
+            if offs.is_empty() {
+                continue;
+            }
+            let p = layout.pos[g as usize] as usize;
+            for (to, round) in prober_targets(layout, ring, &offs, p) {
+                probes.push(MeshProbe {
+                    round,
+                    from: NicId(g),
+                    to: NicId(to),
+                    intra: false,
+                });
+            }
+            // The probers whose targets include g: d (plus the shifts past
+            // their own host's NICs) places before it.
+            let n = ring.len();
+            let run = layout.runs.get(rail).copied().unwrap_or(1);
+            let mut candidates = BTreeSet::new();
+            for &(d, _) in &offs {
+                for back in 0..=run {
+                    candidates.insert((p + 2 * n - (d as usize % n) - (back % n)) % n);
+                }
+            }
+            for i in candidates {
+                if layout.node_of(ring[i]) == ni {
+                    continue;
+                }
+                if let Some((_, round)) = prober_targets(layout, ring, &offs, i)
+                    .into_iter()
+                    .find(|&(to, _)| to == g)
+                {
+                    probes.push(MeshProbe {
+                        round,
+                        from: NicId(ring[i]),
+                        to: NicId(g),
+                        intra: false,
+                    });
+                }
             }
         }
         if self.options.intra_host {
-            intra_probes(self, &layout, ni, &mut probes);
+            intra_probes(self, layout, ni, &mut probes);
         }
         probes.sort_unstable_by_key(|p| (p.round, p.from, p.to));
+        probes.dedup();
         let mut outgoing = Vec::new();
         let mut incoming = Vec::new();
         for p in probes {
-            let from_node = layout.node_of(p.from.0);
-            let to_node = layout.node_of(p.to.0);
-            if from_node == ni {
-                outgoing.push(self.scheduled(&layout, &p));
+            if layout.node_of(p.from.0) == ni {
+                outgoing.push(self.scheduled(layout, &p));
             }
-            if to_node == ni {
-                incoming.push(self.scheduled(&layout, &p));
+            if layout.node_of(p.to.0) == ni {
+                incoming.push(self.scheduled(layout, &p));
             }
         }
         let o = &self.options;
-        let rounds = self.round_count();
-        Ok(NodeSchedule {
+        let rounds = self.rounds_in(layout);
+        let round_ms = self.round_ms();
+        NodeSchedule {
             plan: self.id.clone(),
             host: node.host.clone(),
             nics: node.nics.clone(),
             rounds,
-            round_ms: o.round_ms(),
+            round_ms,
             start_at_ms: o.start_at_ms,
             end_at_ms: if o.start_at_ms == 0 {
                 0
             } else {
-                o.start_at_ms + u64::from(rounds) * o.round_ms() + MESH_END_GRACE_MS
+                o.start_at_ms + u64::from(rounds) * round_ms + MESH_END_GRACE_MS
             },
             outgoing,
             incoming,
-        })
+        }
     }
 
     fn scheduled(&self, layout: &Layout, p: &MeshProbe) -> ScheduledProbe {
@@ -528,31 +628,39 @@ fn offsets(o: &MeshOptions, n: usize) -> Vec<(u32, u32)> {
 }
 
 fn ring_probes(plan: &MeshPlan, layout: &Layout, ring: &[u32], out: &mut Vec<MeshProbe>) {
-    let n = ring.len();
-    let offs = offsets(&plan.options, n);
+    let offs = offsets(&plan.options, ring.len());
     if offs.is_empty() {
         return;
     }
-    let mut done: BTreeSet<(u32, u32)> = BTreeSet::new();
     for (i, &from) in ring.iter().enumerate() {
-        let host = layout.node_of(from);
-        done.clear();
-        for &(d, round) in &offs {
-            // The d-th next NIC, or the next one after it on another host.
-            let target = (0..n)
-                .map(|s| ring[(i + d as usize + s) % n])
-                .find(|&t| layout.node_of(t) != host);
-            let Some(to) = target else { break };
-            if done.insert((from, to)) {
-                out.push(MeshProbe {
-                    round,
-                    from: NicId(from),
-                    to: NicId(to),
-                    intra: false,
-                });
-            }
+        for (to, round) in prober_targets(layout, ring, &offs, i) {
+            out.push(MeshProbe {
+                round,
+                from: NicId(from),
+                to: NicId(to),
+                intra: false,
+            });
         }
     }
+}
+
+/// The targets of the NIC at ring position `i`, with their rounds: for each
+/// offset `d`, the `d`-th next NIC, or the next one after it on another host;
+/// a target reached twice keeps its first round.
+fn prober_targets(layout: &Layout, ring: &[u32], offs: &[(u32, u32)], i: usize) -> Vec<(u32, u32)> {
+    let n = ring.len();
+    let host = layout.node_of(ring[i]);
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(offs.len());
+    for &(d, round) in offs {
+        let target = (0..n)
+            .map(|s| ring[(i + d as usize + s) % n])
+            .find(|&t| layout.node_of(t) != host);
+        let Some(to) = target else { break };
+        if !out.iter().any(|&(t, _)| t == to) {
+            out.push((to, round));
+        }
+    }
+    out
 }
 
 fn intra_probes(plan: &MeshPlan, layout: &Layout, ni: u32, out: &mut Vec<MeshProbe>) {
@@ -572,7 +680,7 @@ fn intra_probes(plan: &MeshPlan, layout: &Layout, ni: u32, out: &mut Vec<MeshPro
     // The circle method: with a bye when odd, `size - 1` rounds of disjoint
     // pairs (positions in `members`; the bye is the position past its end).
     let size = m + m % 2;
-    let rounds = plan.round_count();
+    let rounds = plan.rounds_in(layout);
     for t in 0..size - 1 {
         // Position 0 stays, the others rotate by t.
         let at = |k: usize| -> usize {
@@ -833,6 +941,80 @@ mod tests {
         let e = p.node_schedule("nope").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
         assert!(e.message().contains("h0, h1"), "{e}");
+    }
+
+    /// Each node's schedule, computed from its own NICs alone, is exactly
+    /// its share of the whole schedule: as prober and as target, with the
+    /// rounds, also where a rail holds several NICs of one host (the shift past
+    /// them) and with a rotation.
+    #[test]
+    fn every_node_computes_exactly_its_share_of_the_whole_schedule() {
+        for (rail_by, rotation) in [
+            (super::super::inventory::RailBy::Auto, 0),
+            (super::super::inventory::RailBy::Subnet, 0),
+            (super::super::inventory::RailBy::Subnet, 5),
+        ] {
+            let mut inv = inventory(23, 3);
+            for n in &mut inv.nodes {
+                super::super::inventory::assign_rails(&mut n.nics, rail_by);
+            }
+            let o = MeshOptions {
+                rotation,
+                ..MeshOptions::default()
+            };
+            let p = mesh_plan(&inv, &o).unwrap();
+            let all = p.probes();
+            let key = |x: &ScheduledProbe| {
+                (
+                    x.round,
+                    x.from_host.clone(),
+                    x.from.name.clone(),
+                    x.to_host.clone(),
+                    x.to.name.clone(),
+                )
+            };
+            let mut seen_out = 0;
+            for (s, node) in p.node_schedules().zip(p.inventory.nodes.iter()) {
+                assert_eq!(s, p.node_schedule(&node.host).unwrap());
+                let want_out: BTreeSet<_> = all
+                    .iter()
+                    .filter(|x| p.nic(x.from).unwrap().0.host == node.host)
+                    .map(|x| {
+                        let (fh, fnic) = p.nic(x.from).unwrap();
+                        let (th, tnic) = p.nic(x.to).unwrap();
+                        (
+                            x.round,
+                            fh.host.clone(),
+                            fnic.name.clone(),
+                            th.host.clone(),
+                            tnic.name.clone(),
+                        )
+                    })
+                    .collect();
+                let want_in: BTreeSet<_> = all
+                    .iter()
+                    .filter(|x| p.nic(x.to).unwrap().0.host == node.host)
+                    .map(|x| {
+                        let (fh, fnic) = p.nic(x.from).unwrap();
+                        let (th, tnic) = p.nic(x.to).unwrap();
+                        (
+                            x.round,
+                            fh.host.clone(),
+                            fnic.name.clone(),
+                            th.host.clone(),
+                            tnic.name.clone(),
+                        )
+                    })
+                    .collect();
+                let got_out: BTreeSet<_> = s.outgoing.iter().map(key).collect();
+                let got_in: BTreeSet<_> = s.incoming.iter().map(key).collect();
+                assert_eq!(got_out, want_out, "{rail_by:?} {}", node.host);
+                assert_eq!(got_in, want_in, "{rail_by:?} {}", node.host);
+                assert_eq!(s.outgoing.len(), got_out.len());
+                seen_out += s.outgoing.len();
+            }
+            assert_eq!(seen_out, all.len());
+        }
     }
 
     #[test]

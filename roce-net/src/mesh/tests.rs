@@ -225,6 +225,18 @@ fn an_unfixed_host_is_one_host_fault_not_one_per_nic() {
 }
 
 #[test]
+fn a_host_whose_addresses_other_nics_answer_fails_as_a_target_only_and_is_named() {
+    // Its own probes pass (its source routing is in place), every probe to it
+    // sees several MACs for its addresses (arp_ignore left at 0).
+    let p = plan(12, 4);
+    let to_h6 = |x: &ScheduledProbe| {
+        (!x.intra && x.to_host == "h6").then_some((MeshLevel::Neighbor, causes::ARP_FLUX))
+    };
+    let r = mesh_report(&p, results(&p, &to_h6, &[])).unwrap();
+    assert_eq!(named(&r), set(&["host h6 - - arp-flux"]), "{:#?}", r.faults);
+}
+
+#[test]
 fn a_rail_whose_pairs_all_fail_is_the_rail() {
     let p = plan(12, 4);
     let r = mesh_report(&p, results(&p, &rail_mtu, &[])).unwrap();

@@ -1,0 +1,279 @@
+//! The cluster mesh on a lab fleet: six hosts of four NICs on one switch
+//! (`Lab::fleet`, every NIC in one /16, rails by position), every host's run in
+//! its namespace at once, the merge of their results. One host left unfixed,
+//! one NIC's cable pulled (its switch port down), one rail whose switch ports
+//! carry only 1500 bytes while its NICs send 9000: the mesh names exactly
+//! those three elements. The same fleet fixed passes. The responder ends at
+//! its bound when a peer never comes, and at once when the run is stopped.
+
+use crate::lab_support;
+
+use lab_support::{ip, require_root};
+use roce_net::{
+    ApplyOptions, FaultElement, Host, Lab, MeshInventory, MeshOptions, MeshPlan, MeshReport,
+    MeshRunOptions, Policy, RailBy,
+};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+const HOSTS: usize = 6;
+const NICS: usize = 4;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Short bounds: the lab's links answer in microseconds.
+fn options(start_in_ms: u64) -> MeshOptions {
+    let mut o = MeshOptions::default();
+    o.neighbor_ms = 300;
+    o.ip_ms = 300;
+    o.start_at_ms = now_ms() + start_in_ms;
+    o.token = roce_net::mesh_token();
+    o
+}
+
+/// The plan from every host's snapshot.
+fn plan(hosts: &[Host], o: &MeshOptions) -> MeshPlan {
+    let states: Vec<_> = hosts.iter().map(|h| h.snapshot().unwrap()).collect();
+    let inv = MeshInventory::from_states(&states, RailBy::Auto);
+    roce_net::mesh_plan(&inv, o).unwrap()
+}
+
+/// Every host runs its part at once; the merged report.
+fn run_all(hosts: &[Host], plan: &MeshPlan) -> MeshReport {
+    let results: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = hosts
+            .iter()
+            .map(|h| s.spawn(move || h.mesh_run(plan, &MeshRunOptions::default()).unwrap()))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &results {
+        assert!(
+            r.responder.errors.is_empty(),
+            "{}: {:?}",
+            r.host,
+            r.responder.errors
+        );
+    }
+    roce_net::mesh_report(plan, results).unwrap()
+}
+
+fn named(r: &MeshReport, label: &dyn Fn(&str) -> String) -> BTreeSet<String> {
+    r.faults
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {} {} {}",
+                f.element.name(),
+                f.host.as_deref().map_or("-".to_string(), label),
+                f.nic.as_deref().unwrap_or("-"),
+                f.rail.as_deref().unwrap_or("-"),
+                f.cause
+            )
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root: builds a fleet of network namespaces"]
+fn the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_frames() {
+    require_root("the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_frames");
+    let lab = Lab::fleet("mesh", HOSTS, NICS).unwrap();
+    let ns = lab.fleet_hosts().to_vec();
+    let sw = lab.switch_ns().unwrap().to_string();
+    let etc = tempfile::tempdir().unwrap();
+    let run = tempfile::tempdir().unwrap();
+    let hosts: Vec<Host> = ns
+        .iter()
+        .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
+        .collect();
+    // Host k (from 1), NIC i: switch port s<(k-1)*NICS + i> (Lab::connect's order).
+    let port = |k: usize, i: usize| format!("s{}", (k - 1) * NICS + i);
+    let label = |h: &str| {
+        ns.iter()
+            .position(|n| h.ends_with(&format!(":{n}")))
+            .map_or(h.to_string(), |k| format!("h{}", k + 1))
+    };
+    let apply = |h: &Host| {
+        let opts = ApplyOptions {
+            state_dir: run.path().to_path_buf(),
+            ..Default::default()
+        };
+        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
+        roce_net::apply(h, &p, &opts).unwrap();
+    };
+    // Every host fixed but h2.
+    for (k, h) in hosts.iter().enumerate() {
+        if k != 1 {
+            apply(h);
+        }
+    }
+    // Rail #2: the NICs send 9000 bytes, their switch ports carry 1500.
+    for n in &ns {
+        ip(n, &["link", "set", "dev", "r2", "mtu", "9000"]);
+    }
+    // h4 r1's cable pulled: its switch port down.
+    ip(&sw, &["link", "set", "dev", &port(4, 1), "down"]);
+
+    let t0 = Instant::now();
+    let p = plan(&hosts, &options(1500));
+    assert_eq!(p.round_count(), 3);
+    let r = run_all(&hosts, &p);
+    let took = t0.elapsed();
+    let want: BTreeSet<String> = [
+        "host h2 - - arp-flux",
+        "nic h4 r1 198.18.0.0/16#1 link-down",
+        "rail - - 198.18.0.0/16#2 mtu",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(named(&r, &label), want, "{}", r.table().join("\n"));
+    assert!(!r.passed);
+    // Bounded: three rounds of the plan's length, and the grace.
+    let bound = Duration::from_millis(1500 + 3 * p.round_ms() + roce_net::MESH_END_GRACE_MS + 2000);
+    assert!(took < bound, "the run took {took:?}, more than {bound:?}");
+    // Each fault carries its evidence, fix and the host's doctor findings.
+    let host = r
+        .faults
+        .iter()
+        .find(|f| f.element == FaultElement::Host)
+        .unwrap();
+    assert!(
+        host.fix[0].contains("roce-net --netns") && host.fix[0].contains("apply"),
+        "{:?}",
+        host.fix
+    );
+    assert!(
+        host.findings.iter().any(|f| f.id == "arp-ignore"),
+        "the unfixed host's doctor findings: {:#?}",
+        host.findings
+    );
+    let nic = r
+        .faults
+        .iter()
+        .find(|f| f.element == FaultElement::Nic)
+        .unwrap();
+    assert!(nic.message.contains("link is down"), "{}", nic.message);
+    let rail = r
+        .faults
+        .iter()
+        .find(|f| f.element == FaultElement::Rail)
+        .unwrap();
+    assert_eq!(
+        rail.evidence["hosts"],
+        serde_json::json!(HOSTS),
+        "{:#?}",
+        rail.evidence
+    );
+    println!("{}", r.table().join("\n"));
+
+    // Fixed: h2 applied, the cable back, the rail's switch ports at 9000.
+    apply(&hosts[1]);
+    ip(&sw, &["link", "set", "dev", &port(4, 1), "up"]);
+    for k in 1..=HOSTS {
+        ip(&sw, &["link", "set", "dev", &port(k, 2), "mtu", "9000"]);
+    }
+    wait_up(&ns[3], "r1");
+    let p = plan(&hosts, &options(1500));
+    let r = run_all(&hosts, &p);
+    assert!(r.passed, "{}", r.table().join("\n"));
+    assert_eq!(r.summary.failed, 0);
+    assert_eq!(r.summary.passed, r.summary.probes);
+    assert_eq!(r.summary.probes, NICS * HOSTS * (HOSTS - 1));
+    drop(lab);
+}
+
+/// Wait (bounded) until `dev` in `ns` is operationally up again.
+fn wait_up(ns: &str, dev: &str) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if ip(ns, &["-br", "link", "show", "dev", dev]).contains(" UP ") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{dev} in {ns} did not come up");
+}
+
+/// The UDP port can be bound again in `ns`: nothing listens on it any more.
+fn port_free(host: &Host, addr: std::net::IpAddr, port: u16) -> bool {
+    host.target()
+        .run(|| Ok(std::net::UdpSocket::bind((addr, port)).is_ok()))
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs root: builds a fleet of network namespaces"]
+fn the_responder_ends_at_its_bound_when_a_peer_never_comes_and_at_once_when_stopped() {
+    require_root(
+        "the_responder_ends_at_its_bound_when_a_peer_never_comes_and_at_once_when_stopped",
+    );
+    let lab = Lab::fleet("meshb", 2, 2).unwrap();
+    let ns = lab.fleet_hosts().to_vec();
+    let hosts: Vec<Host> = ns.iter().map(|n| Host::netns(n).unwrap()).collect();
+    let addr = lab.nics()[0].address;
+
+    // Only h1 runs: h2's probes never come. Its responder waits for them to
+    // the end of the last round plus the grace, and not a moment longer.
+    let o = options(300);
+    let p = plan(&hosts, &o);
+    let end_ms =
+        o.start_at_ms + u64::from(p.round_count()) * p.round_ms() + roce_net::MESH_END_GRACE_MS;
+    let r = hosts[0].mesh_run(&p, &MeshRunOptions::default()).unwrap();
+    let over = now_ms().saturating_sub(end_ms);
+    assert_eq!(r.responder.stopped, "deadline", "{:#?}", r.responder);
+    assert!(over < 1000, "the run ended {over} ms after its bound");
+    assert!(!r.responder.missing.is_empty(), "{:#?}", r.responder);
+    assert!(
+        r.responder.missing[0].contains("-> r0 ip"),
+        "{:?}",
+        r.responder.missing
+    );
+    assert!(
+        port_free(&hosts[0], addr, o.port),
+        "the echo port is still in use"
+    );
+    // h1's own probes of h2 got no answer: the report names h2 (no result).
+    let rep = roce_net::mesh_report(&p, vec![r]).unwrap();
+    assert_eq!(rep.faults.len(), 1, "{}", rep.table().join("\n"));
+    assert_eq!(rep.faults[0].cause, "no-result");
+
+    // Stopped in the middle of a long run: it returns within a tick.
+    let mut o = options(200);
+    o.rounds = 20;
+    o.ip_ms = 2000;
+    let p = plan(&hosts, &o);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut opts = MeshRunOptions::default();
+    opts.stop = Some(stop.clone());
+    let t0 = Instant::now();
+    let r = std::thread::scope(|s| {
+        let h = s.spawn(|| hosts[0].mesh_run(&p, &opts).unwrap());
+        std::thread::sleep(Duration::from_millis(1500));
+        let asked = Instant::now();
+        stop.store(true, Ordering::Relaxed);
+        let r = h.join().unwrap();
+        (r, asked.elapsed())
+    });
+    let (r, after_stop) = r;
+    assert_eq!(r.responder.stopped, "interrupted", "{:#?}", r.responder);
+    // The probe in flight finishes (its own bound, 2 x ip_ms), nothing more.
+    assert!(
+        after_stop < Duration::from_millis(4600),
+        "{after_stop:?} after the stop"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(
+        port_free(&hosts[0], addr, o.port),
+        "the echo port is still in use"
+    );
+    drop(lab);
+}
