@@ -25,6 +25,10 @@ pub(crate) enum MeshCmd {
         /// How NICs are grouped into rails.
         #[arg(long, value_enum, default_value_t = RailByArg::Auto)]
         rail_by: RailByArg,
+        /// Probe each NIC on its address of this family (default: IPv4, or
+        /// IPv6 for a NIC without IPv4).
+        #[arg(long, value_enum)]
+        family: Option<FamilyArg>,
     },
     /// The schedule: which NIC probes which in which round, from every node's
     /// entry (`mesh node -o`), snapshot (`snapshot -o`) or an inventory.
@@ -32,7 +36,7 @@ pub(crate) enum MeshCmd {
     /// Run this node's part of a plan: the responder on every NIC, and its
     /// probes in the plan's time slots; `--check` prints what it would probe.
     Run {
-        /// The plan (`mesh plan -o FILE`).
+        /// The plan (`mesh plan -o FILE`), or this node's part of one.
         #[arg(long, value_name = "FILE")]
         plan: PathBuf,
         /// This node's name in the plan (default: its host name, or
@@ -83,6 +87,24 @@ impl From<RailByArg> for RailBy {
     }
 }
 
+/// `--family`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum FamilyArg {
+    /// IPv4.
+    Ipv4,
+    /// IPv6.
+    Ipv6,
+}
+
+impl From<FamilyArg> for roce_net::Family {
+    fn from(f: FamilyArg) -> roce_net::Family {
+        match f {
+            FamilyArg::Ipv4 => roce_net::Family::Inet,
+            FamilyArg::Ipv6 => roce_net::Family::Inet6,
+        }
+    }
+}
+
 /// `mesh plan`.
 #[derive(Args, Debug)]
 pub(crate) struct PlanArgs {
@@ -115,6 +137,10 @@ pub(crate) struct PlanArgs {
     /// How NICs are grouped into rails (for snapshots).
     #[arg(long, value_enum, default_value_t = RailByArg::Auto)]
     rail_by: RailByArg,
+    /// For snapshots: probe each NIC on its address of this family (default:
+    /// IPv4, or IPv6 for a NIC without IPv4).
+    #[arg(long, value_enum)]
+    family: Option<FamilyArg>,
     /// UDP port of the IP echo; the RDMA exchanges use the ports above it.
     #[arg(long, default_value_t = roce_net::MESH_DEFAULT_PORT)]
     port: u16,
@@ -208,9 +234,13 @@ fn json(v: &impl serde::Serialize) -> Result<String, Error> {
 /// `mesh ...`.
 pub(super) fn run(cli: &Context, cmd: &MeshCmd) -> Result<u8, Error> {
     match cmd {
-        MeshCmd::Node { output, rail_by } => {
+        MeshCmd::Node {
+            output,
+            rail_by,
+            family,
+        } => {
             let st = host(cli)?.snapshot()?;
-            let node = roce_net::mesh_node(&st, (*rail_by).into());
+            let node = roce_net::mesh_node(&st, (*rail_by).into(), family.map(Into::into));
             match output {
                 Some(p) => write_atomic(p, &json(&node)?, "mesh node")?,
                 None if cli.json => print_json(&node)?,
@@ -265,7 +295,7 @@ fn plan(cli: &Context, a: &PlanArgs) -> Result<u8, Error> {
         ));
     }
     let files = expand(&a.nodes)?;
-    let inv = MeshInventory::load_files(&files, a.rail_by.into())?;
+    let inv = MeshInventory::load_files(&files, a.rail_by.into(), a.family.map(Into::into))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -306,22 +336,26 @@ fn run_node(
     output: &Option<PathBuf>,
     check: bool,
 ) -> Result<u8, Error> {
-    let plan = MeshPlan::load(plan)?;
+    let file = roce_net::MeshPlanFile::load(plan)?;
     let h = host(cli)?;
-    let mut opts = roce_net::MeshRunOptions::default();
-    opts.host = name.clone();
+    let node = match name {
+        Some(n) => n.clone(),
+        None => roce_net::fleet_host_label(&h.snapshot()?),
+    };
+    let part = file.for_node(&node)?;
     if check {
-        let s = h.mesh_schedule(&plan, &opts)?;
         if cli.json {
-            print_json(&s)?;
+            print_json(&part.schedule)?;
         } else {
-            out(&render::mesh_schedule(&s));
+            out(&render::mesh_schedule(&part.schedule));
         }
         return Ok(exit::OK);
     }
+    let mut opts = roce_net::MeshRunOptions::default();
+    opts.host = Some(node);
     // Interrupted (SIGINT, SIGTERM), the process ends at once, and its
     // responder with it: nothing of the run outlives it.
-    let r = h.mesh_run(&plan, &opts)?;
+    let r = h.mesh_run(&part, &opts)?;
     if let Some(p) = output {
         write_atomic(p, &json(&r)?, "mesh result")?;
     }

@@ -21,6 +21,7 @@ use roce_net_testkit as test_support;
 
 mod cli;
 mod cli_input;
+mod cli_mesh;
 mod cli_review;
 mod cli_snapshot;
 mod cli_views;

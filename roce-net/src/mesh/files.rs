@@ -4,10 +4,10 @@
 use super::inventory::{mesh_node, MeshInventory, MeshNode, RailBy};
 use super::localize::MeshMerger;
 use super::result::{MeshNodeResult, MESH_RESULT_VERSION};
-use super::schedule::{MeshPlan, MESH_PLAN_VERSION};
+use super::schedule::{MeshNodePlan, MeshPlan, MESH_PLAN_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::{read_input_text, InputKind};
-use crate::model::HostState;
+use crate::model::{Family, HostState};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::path::Path;
@@ -40,6 +40,75 @@ impl MeshPlan {
         plan.options.validate()?;
         plan.inventory.validate()?;
         Ok(plan)
+    }
+}
+
+/// A plan file: a whole plan (`roce-net mesh plan -o`), or one node's part of
+/// one ([`MeshPlan::node_plan`], what an orchestrator hands each node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MeshPlanFile {
+    /// A whole plan.
+    Whole(MeshPlan),
+    /// One node's part.
+    Node(MeshNodePlan),
+}
+
+/// Which plan document a JSON file is.
+#[derive(Deserialize)]
+struct PlanKeys {
+    version: Option<u32>,
+    schedule: Option<IgnoredAny>,
+    inventory: Option<IgnoredAny>,
+}
+
+impl MeshPlanFile {
+    /// Read a plan file of either kind.
+    pub fn load(path: &Path) -> Result<MeshPlanFile> {
+        let text = read_input_text(path, InputKind::Mesh)?;
+        let k: PlanKeys = parse(&text, path, "mesh plan (roce-net mesh plan -o)")?;
+        if let Some(v) = k.version.filter(|&v| v != MESH_PLAN_VERSION) {
+            return Err(Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "mesh plan {} is version {v}, this roce-net reads {MESH_PLAN_VERSION}: make \
+                     the plan with the roce-net the nodes run",
+                    path.display()
+                ),
+            ));
+        }
+        if k.schedule.is_some() {
+            let p: MeshNodePlan = parse(&text, path, "node's part of a mesh plan")?;
+            p.options.validate()?;
+            return Ok(MeshPlanFile::Node(p));
+        }
+        if k.inventory.is_none() {
+            return Err(Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "{} is not a mesh plan (roce-net mesh plan -o) nor a node's part of one",
+                    path.display()
+                ),
+            ));
+        }
+        MeshPlan::load(path).map(MeshPlanFile::Whole)
+    }
+
+    /// The part node `host` runs: the whole plan's, or the node part itself
+    /// when it is `host`'s (`InvalidInput` when it is another node's).
+    pub fn for_node(&self, host: &str) -> Result<MeshNodePlan> {
+        match self {
+            MeshPlanFile::Whole(p) => p.node_plan(host),
+            MeshPlanFile::Node(p) if p.schedule.host == host => Ok(p.clone()),
+            MeshPlanFile::Node(p) => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "this is mesh plan {}'s part for node {}, not for {host}: give each node \
+                     its own part, or the whole plan",
+                    p.schedule.plan, p.schedule.host
+                ),
+            )),
+        }
     }
 }
 
@@ -83,21 +152,26 @@ struct Keys {
 
 impl MeshInventory {
     /// The inventory of these files, each a snapshot (`roce-net snapshot -o`,
-    /// gzip too: one node by [`mesh_node`] with `rail_by`), a node's own entry
+    /// gzip too: one node by [`mesh_node`] with `rail_by` and `family`), a
+    /// node's own entry
     /// (`roce-net mesh node -o`) or a whole inventory (`{"nodes": [...]}`).
-    pub fn load_files(paths: &[impl AsRef<Path>], rail_by: RailBy) -> Result<MeshInventory> {
+    pub fn load_files(
+        paths: &[impl AsRef<Path>],
+        rail_by: RailBy,
+        family: Option<Family>,
+    ) -> Result<MeshInventory> {
         let mut nodes = Vec::new();
         for p in paths {
             let path = p.as_ref();
             if path.extension().is_some_and(|e| e == "gz") {
-                nodes.push(mesh_node(&HostState::load(path)?, rail_by));
+                nodes.push(mesh_node(&HostState::load(path)?, rail_by, family));
                 continue;
             }
             let text = read_input_text(path, InputKind::Mesh)?;
             let k: Keys = parse(&text, path, "JSON document")?;
             if k.schema_version.is_some() && k.interfaces.is_some() {
                 let st: HostState = HostState::load(path)?;
-                nodes.push(mesh_node(&st, rail_by));
+                nodes.push(mesh_node(&st, rail_by, family));
             } else if k.nodes.is_some() {
                 let inv: MeshInventory = parse(&text, path, "mesh inventory")?;
                 nodes.extend(inv.nodes);

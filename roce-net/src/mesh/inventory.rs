@@ -13,7 +13,7 @@
 //! subnet.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::HostState;
+use crate::model::{Family, HostState};
 use crate::scope::natural_cmp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -120,9 +120,13 @@ impl MeshInventory {
     pub fn from_states<'a>(
         states: impl IntoIterator<Item = &'a HostState>,
         rail_by: RailBy,
+        family: Option<Family>,
     ) -> MeshInventory {
         MeshInventory {
-            nodes: states.into_iter().map(|s| mesh_node(s, rail_by)).collect(),
+            nodes: states
+                .into_iter()
+                .map(|s| mesh_node(s, rail_by, family))
+                .collect(),
         }
     }
 
@@ -211,11 +215,21 @@ impl MeshInventory {
 
 /// The mesh node of a snapshot: the NICs in scope ([`crate::nic_scope`]) that
 /// have a managed address, with their MAC, MTU, rail (`rail_by`) and whether
-/// they back an RDMA port; named by [`crate::fleet_host_label`].
-pub fn mesh_node(state: &HostState, rail_by: RailBy) -> MeshNode {
+/// they back an RDMA port; named by [`crate::fleet_host_label`]. Each NIC is
+/// probed on one address: of `family` when given (NICs without one are left
+/// out), else its IPv4 one, or its IPv6 one when it has no IPv4 (an IPv6 rail).
+pub fn mesh_node(state: &HostState, rail_by: RailBy, family: Option<Family>) -> MeshNode {
     let scope = crate::scope::nic_scope(state);
     let mut nics: Vec<MeshNic> = scope
-        .addressed()
+        .nics
+        .iter()
+        .filter_map(|n| {
+            let a = match family {
+                Some(f) => n.address(f),
+                None => n.address(Family::Inet).or_else(|| n.address(Family::Inet6)),
+            }?;
+            Some((n, a))
+        })
         .map(|(n, a)| {
             let iface = state.interface(&n.ifname);
             MeshNic {

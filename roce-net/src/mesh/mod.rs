@@ -20,7 +20,7 @@ mod result;
 mod run;
 mod schedule;
 
-pub use files::mesh_token;
+pub use files::{mesh_token, MeshPlanFile};
 pub use inventory::{
     mesh_node, MeshInventory, MeshNic, MeshNode, RailBy, MESH_MAX_NICS, MESH_MAX_NODES,
 };
@@ -31,9 +31,9 @@ pub use result::{
 };
 pub use run::{MeshRunOptions, MESH_MAX_WAIT_MS};
 pub use schedule::{
-    mesh_plan, MeshLevels, MeshOptions, MeshPlan, MeshProbe, MeshRdmaWorkload, NicId, NodeSchedule,
-    ScheduledProbe, MESH_DEFAULT_PORT, MESH_END_GRACE_MS, MESH_MAX_PEERS, MESH_MAX_ROUNDS,
-    MESH_PLAN_VERSION, MESH_ROUND_SLACK_MS,
+    mesh_plan, MeshLevels, MeshNodePlan, MeshOptions, MeshPlan, MeshProbe, MeshRdmaWorkload, NicId,
+    NodeSchedule, ScheduledProbe, MESH_DEFAULT_PORT, MESH_END_GRACE_MS, MESH_MAX_PEERS,
+    MESH_MAX_ROUNDS, MESH_PLAN_VERSION, MESH_ROUND_SLACK_MS,
 };
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub(crate) struct Ctx<'a> {
     pub token: u64,
     pub plan: u64,
     /// Who owns each MAC of the plan: `host nic`.
-    pub macs: &'a HashMap<String, String>,
+    pub macs: &'a std::collections::BTreeMap<String, String>,
     /// The kernel's route for (source, destination), read before the rounds.
     pub egress: &'a HashMap<(IpAddr, IpAddr), std::result::Result<RouteDecision, String>>,
     /// This node's NICs as seen at the start.

@@ -18,7 +18,7 @@ use super::result::{
     causes, LevelResult, MeshLevel, MeshNodeResult, MeshStatus, NicSeen, ProbeRecord,
     MESH_RESULT_VERSION,
 };
-use super::schedule::{MeshPlan, NodeSchedule, ScheduledProbe, MESH_END_GRACE_MS};
+use super::schedule::{MeshNodePlan, NodeSchedule, ScheduledProbe, MESH_END_GRACE_MS};
 use crate::doctor::Severity;
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;
@@ -73,35 +73,36 @@ fn seen(state: &HostState, s: &NodeSchedule) -> Vec<NicSeen> {
 }
 
 impl Host {
-    /// What this node would do in `plan`: its probes and the probes it would
-    /// answer, without sending anything (`--check`).
-    pub fn mesh_schedule(&self, plan: &MeshPlan, opts: &MeshRunOptions) -> Result<NodeSchedule> {
-        let state = self.snapshot()?;
-        let name = opts
-            .host
-            .clone()
-            .unwrap_or_else(|| crate::fleet::fleet_host_label(&state));
-        plan.node_schedule(&name)
-    }
-
-    /// Run this node's part of `plan` (see the module docs of `mesh`): the
-    /// responder on every NIC, the probes in their slots, and the result. `Err`
-    /// only when the run cannot start (the node is not in the plan, its time
-    /// window is over, the snapshot fails); a probe that fails is a result.
-    pub fn mesh_run(&self, plan: &MeshPlan, opts: &MeshRunOptions) -> Result<MeshNodeResult> {
+    /// Run this node's part of a plan (see the module docs of `mesh`): the
+    /// responder on every NIC, the probes in their slots, and the result.
+    /// `plan` is the node's part ([`crate::MeshPlan::node_plan`]); it must be this
+    /// host's (its name, [`crate::fleet_host_label`] of the snapshot, or
+    /// `opts.host`). `Err` only when the run cannot start (another node's plan,
+    /// its time window is over, the snapshot fails); a probe that fails is a
+    /// result.
+    pub fn mesh_run(&self, plan: &MeshNodePlan, opts: &MeshRunOptions) -> Result<MeshNodeResult> {
         plan.options.validate()?;
         let state = self.snapshot()?;
+        let schedule = &plan.schedule;
         let name = opts
             .host
             .clone()
             .unwrap_or_else(|| crate::fleet::fleet_host_label(&state));
-        let schedule = plan.node_schedule(&name)?;
+        if name != schedule.host {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "this is mesh plan {}'s part for node {}, and this host is {name}: give \
+                     each node its own part (or name the node: --host)",
+                    schedule.plan, schedule.host
+                ),
+            ));
+        }
         let started_at_ms = now_ms();
-        let o = &plan.options;
-        let start_ms = if o.start_at_ms == 0 {
+        let start_ms = if schedule.start_at_ms == 0 {
             started_at_ms + 500
         } else {
-            o.start_at_ms
+            schedule.start_at_ms
         };
         let end_ms = start_ms + u64::from(schedule.rounds) * schedule.round_ms + MESH_END_GRACE_MS;
         if end_ms <= started_at_ms {
@@ -110,7 +111,7 @@ impl Host {
                 format!(
                     "mesh plan {}'s time is over: its last round ended {} s ago; make a new plan \
                      (roce-net mesh plan --start-in ...)",
-                    plan.id,
+                    schedule.plan,
                     (started_at_ms - end_ms) / 1000
                 ),
             ));
@@ -121,7 +122,7 @@ impl Host {
                 format!(
                     "mesh plan {} starts in {} s, more than an hour from now: check the clocks \
                      (NTP) or make a new plan",
-                    plan.id,
+                    schedule.plan,
                     (start_ms - started_at_ms) / 1000
                 ),
             ));
@@ -130,15 +131,15 @@ impl Host {
             .into_iter()
             .filter(|f| f.severity >= Severity::Warning)
             .collect();
-        let nics = seen(&state, &schedule);
+        let nics = seen(&state, schedule);
         let stop = opts.stop.clone().unwrap_or_default();
         let t0 = Instant::now();
         let (probes, responder, notes) = self
             .target()
-            .run(|| Ok(self.rounds(plan, &state, &schedule, &nics, start_ms, end_ms, &stop)))?;
+            .run(|| Ok(self.rounds(plan, &state, &nics, start_ms, end_ms, &stop)))?;
         Ok(MeshNodeResult {
             version: MESH_RESULT_VERSION,
-            plan: plan.id.clone(),
+            plan: schedule.plan.clone(),
             host: name,
             hostname: state.hostname.clone(),
             netns: state.netns.clone(),
@@ -153,12 +154,10 @@ impl Host {
     }
 
     /// The responder and the rounds, on a thread inside this host's namespace.
-    #[allow(clippy::too_many_arguments)]
     fn rounds(
         &self,
-        plan: &MeshPlan,
+        plan: &MeshNodePlan,
         state: &HostState,
-        schedule: &NodeSchedule,
         nics: &[NicSeen],
         start_ms: u64,
         end_ms: u64,
@@ -169,6 +168,7 @@ impl Host {
         Vec<String>,
     ) {
         let o = &plan.options;
+        let schedule = &plan.schedule;
         // One reading of both clocks: a wall-clock time is turned into an
         // instant against it.
         let (wall, now) = (now_ms(), Instant::now());
@@ -182,9 +182,9 @@ impl Host {
         };
         let deadline = at(end_ms);
         let token = echo::digest(&o.token);
-        let plan_word = echo::plan_word(&plan.id);
+        let plan_word = echo::plan_word(&schedule.plan);
         let mut notes = Vec::new();
-        let rdma = self.rdma_serve(plan, schedule, &mut notes);
+        let rdma = self.rdma_serve(plan, &mut notes);
         let here = |cmd: &str| over_ssh(&state.hostname, &in_netns(state.netns.as_deref(), cmd));
         // Routes first, one socket: what the kernel decides for each pair.
         let mut egress = HashMap::new();
@@ -198,18 +198,6 @@ impl Host {
                     });
             }
         }
-        let macs: HashMap<String, String> = plan
-            .inventory
-            .nodes
-            .iter()
-            .flat_map(|n| {
-                n.nics.iter().filter_map(move |k| {
-                    k.mac
-                        .as_ref()
-                        .map(|m| (m.to_ascii_lowercase(), format!("{} {}", n.host, k.name)))
-                })
-            })
-            .collect();
         let seen: HashMap<String, NicSeen> =
             nics.iter().map(|n| (n.name.clone(), n.clone())).collect();
         let setup = Setup {
@@ -228,13 +216,8 @@ impl Host {
             by_round.entry(p.round).or_default().push(p);
         }
         let mut records = Vec::new();
-        let responder_done = AtomicBool::new(false);
         let report = std::thread::scope(|scope| {
-            let resp = scope.spawn(|| {
-                let r = responder::serve(&setup);
-                responder_done.store(true, Ordering::Relaxed);
-                r
-            });
+            let resp = scope.spawn(|| responder::serve(&setup));
             for (round, probes) in &by_round {
                 let begin_ms = start_ms + u64::from(*round) * schedule.round_ms;
                 let slot_end = at(begin_ms + schedule.round_ms);
@@ -261,7 +244,7 @@ impl Host {
                     options: o,
                     token,
                     plan: plan_word,
-                    macs: &macs,
+                    macs: &plan.macs,
                     egress: &egress,
                     seen: &seen,
                     here: &here,
@@ -291,12 +274,8 @@ impl Host {
     }
 
     /// Whether and how this node serves RDMA.
-    fn rdma_serve(
-        &self,
-        plan: &MeshPlan,
-        schedule: &NodeSchedule,
-        notes: &mut Vec<String>,
-    ) -> Option<RdmaServe> {
+    fn rdma_serve(&self, plan: &MeshNodePlan, notes: &mut Vec<String>) -> Option<RdmaServe> {
+        let schedule = &plan.schedule;
         if !schedule.incoming.iter().any(|p| p.levels.rdma) {
             return None;
         }
@@ -315,17 +294,13 @@ impl Host {
             ));
             return None;
         }
-        let node = plan
-            .inventory
-            .nodes
-            .iter()
-            .find(|n| n.host == schedule.host)?;
         Some(RdmaServe {
             timeout: Duration::from_millis(plan.options.rdma_ms),
-            ports: node
+            ports: schedule
                 .nics
                 .iter()
-                .map(|n| (n.name.clone(), plan.rdma_port(node, &n.name)))
+                .enumerate()
+                .map(|(k, n)| (n.name.clone(), plan.options.port + 1 + k as u16))
                 .collect(),
         })
     }

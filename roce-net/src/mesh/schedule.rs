@@ -707,6 +707,66 @@ fn intra_probes(plan: &MeshPlan, layout: &Layout, ni: u32, out: &mut Vec<MeshPro
     }
 }
 
+/// What one node needs of a plan to run its part (`Host::mesh_run`): the
+/// options, its schedule, and the MACs of the NICs of every node it probes or
+/// is probed by (to name whose MAC answered). Small: a few dozen KB whatever
+/// the cluster's size, so an orchestrator can hand each node its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct MeshNodePlan {
+    /// [`MESH_PLAN_VERSION`].
+    pub version: u32,
+    /// The plan's options (its token and start time).
+    pub options: MeshOptions,
+    /// The node's share of the schedule.
+    pub schedule: NodeSchedule,
+    /// MAC (lower case) -> `host nic`, for this node's NICs and those of every
+    /// node in its schedule.
+    pub macs: BTreeMap<String, String>,
+}
+
+impl MeshPlan {
+    /// The part of the plan node `host` runs. `NotFound` when the plan has no
+    /// such node.
+    pub fn node_plan(&self, host: &str) -> Result<MeshNodePlan> {
+        let s = self.node_schedule(host)?;
+        Ok(self.node_plan_of(s))
+    }
+
+    /// Every node's part, node after node (one layout of the plan for all).
+    pub fn node_plans(&self) -> impl Iterator<Item = MeshNodePlan> + '_ {
+        self.node_schedules().map(move |s| self.node_plan_of(s))
+    }
+
+    fn node_plan_of(&self, schedule: NodeSchedule) -> MeshNodePlan {
+        let mut hosts: BTreeSet<&str> = BTreeSet::new();
+        hosts.insert(schedule.host.as_str());
+        for p in schedule.outgoing.iter().chain(schedule.incoming.iter()) {
+            hosts.insert(p.from_host.as_str());
+            hosts.insert(p.to_host.as_str());
+        }
+        let macs = self
+            .inventory
+            .nodes
+            .iter()
+            .filter(|n| hosts.contains(n.host.as_str()))
+            .flat_map(|n| {
+                n.nics.iter().filter_map(move |k| {
+                    k.mac
+                        .as_ref()
+                        .map(|m| (m.to_ascii_lowercase(), format!("{} {}", n.host, k.name)))
+                })
+            })
+            .collect();
+        MeshNodePlan {
+            version: MESH_PLAN_VERSION,
+            options: self.options.clone(),
+            schedule,
+            macs,
+        }
+    }
+}
+
 /// One probe as a node runs it: the peer's name, address and RDMA port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]

@@ -391,3 +391,27 @@ fn results_of_another_plan_or_node_are_refused() {
     r.host = "stranger".into();
     assert!(mesh_report(&p, vec![r]).is_err());
 }
+
+#[test]
+fn a_node_plan_holds_its_schedule_and_the_macs_of_the_nodes_it_meets() {
+    let p = plan(12, 4);
+    let np = p.node_plan("h5").unwrap();
+    assert_eq!(np.schedule, p.node_schedule("h5").unwrap());
+    assert_eq!(np.options, p.options);
+    let met: BTreeSet<&str> = np
+        .schedule
+        .outgoing
+        .iter()
+        .chain(np.schedule.incoming.iter())
+        .flat_map(|x| [x.from_host.as_str(), x.to_host.as_str()])
+        .collect();
+    // Every NIC of every node it meets, and none of the others'.
+    assert_eq!(np.macs.len(), met.len() * 4, "{:?}", np.macs);
+    assert_eq!(np.macs["02:00:00:00:05:02"], "h5 r2");
+    assert!(met.len() < 12, "a node meets only its peers: {met:?}");
+    assert_eq!(p.node_plans().count(), 12);
+    let file = MeshPlanFile::Node(np.clone());
+    assert_eq!(file.for_node("h5").unwrap(), np);
+    let e = file.for_node("h6").unwrap_err();
+    assert!(e.message().contains("for node h5, not for h6"), "{e}");
+}

@@ -41,8 +41,14 @@ fn options(start_in_ms: u64) -> MeshOptions {
 /// The plan from every host's snapshot.
 fn plan(hosts: &[Host], o: &MeshOptions) -> MeshPlan {
     let states: Vec<_> = hosts.iter().map(|h| h.snapshot().unwrap()).collect();
-    let inv = MeshInventory::from_states(&states, RailBy::Auto);
+    let inv = MeshInventory::from_states(&states, RailBy::Auto, None);
     roce_net::mesh_plan(&inv, o).unwrap()
+}
+
+/// The host's part of the plan (by its name, as the plan was made).
+fn part(h: &Host, plan: &MeshPlan) -> roce_net::MeshNodePlan {
+    let name = roce_net::fleet_host_label(&h.snapshot().unwrap());
+    plan.node_plan(&name).unwrap()
 }
 
 /// Every host runs its part at once; the merged report.
@@ -50,7 +56,12 @@ fn run_all(hosts: &[Host], plan: &MeshPlan) -> MeshReport {
     let results: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = hosts
             .iter()
-            .map(|h| s.spawn(move || h.mesh_run(plan, &MeshRunOptions::default()).unwrap()))
+            .map(|h| {
+                s.spawn(move || {
+                    h.mesh_run(&part(h, plan), &MeshRunOptions::default())
+                        .unwrap()
+                })
+            })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
@@ -227,7 +238,9 @@ fn the_responder_ends_at_its_bound_when_a_peer_never_comes_and_at_once_when_stop
     let p = plan(&hosts, &o);
     let end_ms =
         o.start_at_ms + u64::from(p.round_count()) * p.round_ms() + roce_net::MESH_END_GRACE_MS;
-    let r = hosts[0].mesh_run(&p, &MeshRunOptions::default()).unwrap();
+    let r = hosts[0]
+        .mesh_run(&part(&hosts[0], &p), &MeshRunOptions::default())
+        .unwrap();
     let over = now_ms().saturating_sub(end_ms);
     assert_eq!(r.responder.stopped, "deadline", "{:#?}", r.responder);
     assert!(over < 1000, "the run ended {over} ms after its bound");
@@ -255,8 +268,10 @@ fn the_responder_ends_at_its_bound_when_a_peer_never_comes_and_at_once_when_stop
     let mut opts = MeshRunOptions::default();
     opts.stop = Some(stop.clone());
     let t0 = Instant::now();
+    let (h0, opts) = (&hosts[0], &opts);
     let r = std::thread::scope(|s| {
-        let h = s.spawn(|| hosts[0].mesh_run(&p, &opts).unwrap());
+        let np = part(h0, &p);
+        let h = s.spawn(move || h0.mesh_run(&np, opts).unwrap());
         std::thread::sleep(Duration::from_millis(1500));
         let asked = Instant::now();
         stop.store(true, Ordering::Relaxed);
