@@ -119,8 +119,6 @@ pub struct MeshSummary {
     pub not_run: usize,
     /// Failed probes by cause.
     pub causes: BTreeMap<String, usize>,
-    /// Probes by level that ran: passed and failed.
-    pub levels: BTreeMap<String, (usize, usize)>,
 }
 
 /// The merged result.

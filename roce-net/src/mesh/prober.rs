@@ -507,6 +507,18 @@ fn rdma(ctx: &Ctx<'_>, p: &ScheduledProbe) -> LevelResult {
     use crate::probe::rdma::RdmaProbeOptions;
     let t0 = Instant::now();
     let w = &ctx.options.rdma_workload;
+    let token = match super::responder::token(&ctx.options.token) {
+        Ok(t) => t,
+        Err(e) => {
+            return LevelResult::not_passed(
+                MeshLevel::Rdma,
+                MeshStatus::Fail,
+                causes::PROBE_ERROR,
+                format!("the run's token cannot be a probe rdma token: {e}"),
+                0,
+            )
+        }
+    };
     let opts = RdmaProbeOptions {
         source: Some(p.from.address),
         tcp_port: p.rdma_port,
@@ -514,6 +526,7 @@ fn rdma(ctx: &Ctx<'_>, p: &ScheduledProbe) -> LevelResult {
         latency_iterations: w.latency_iterations,
         write_size: w.write_size as usize,
         write_iterations: w.write_iterations,
+        token,
         ..RdmaProbeOptions::default()
     };
     let refresh = || ctx.host.snapshot().ok();

@@ -43,8 +43,12 @@ pub(crate) struct Setup<'a> {
 pub(crate) struct RdmaServe {
     /// Each session's bound.
     pub timeout: Duration,
-    /// The TCP port of each NIC's server, by NIC name.
-    pub ports: BTreeMap<String, u16>,
+    /// The TCP port every NIC's server listens on (on the NIC's address).
+    pub port: u16,
+    /// The run's token, which the probes prove they hold.
+    pub token: String,
+    /// The largest RDMA write a client may ask for.
+    pub write_size: usize,
 }
 
 /// Serve until done, the deadline or a stop; the report.
@@ -231,15 +235,22 @@ fn start_rdma(
         if !nic.rdma || clients == 0 {
             continue;
         }
-        let Some(&port) = r.ports.get(&nic.name) else {
-            continue;
+        let token = match token(&r.token) {
+            Ok(t) => t,
+            Err(e) => {
+                rep.errors
+                    .push(format!("the RDMA server of {}: {e}", nic.name));
+                continue;
+            }
         };
         let opts = RdmaProbeOptions {
             source: Some(nic.address),
-            tcp_port: port,
+            tcp_port: r.port,
             timeout: r.timeout,
             clients: clients.min(crate::probe::rdma::MAX_CLIENTS),
             duration,
+            write_size: r.write_size.max(1),
+            token,
             ..RdmaProbeOptions::default()
         };
         let state = s.state.clone();
@@ -291,6 +302,16 @@ fn start_rdma(
         }
     }
     Some((rx, started))
+}
+
+/// The run's token as `probe rdma`'s shared token (none for a plan made
+/// without one).
+#[cfg(feature = "verbs")]
+pub(crate) fn token(t: &str) -> crate::error::Result<Option<crate::probe::rdma::ProbeToken>> {
+    if t.is_empty() {
+        return Ok(None);
+    }
+    crate::probe::rdma::ProbeToken::new(t.as_bytes()).map(Some)
 }
 
 #[cfg(not(feature = "verbs"))]

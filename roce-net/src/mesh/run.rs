@@ -296,12 +296,9 @@ impl Host {
         }
         Some(RdmaServe {
             timeout: Duration::from_millis(plan.options.rdma_ms),
-            ports: schedule
-                .nics
-                .iter()
-                .enumerate()
-                .map(|(k, n)| (n.name.clone(), plan.options.port + 1 + k as u16))
-                .collect(),
+            port: plan.options.port + 1,
+            token: plan.options.token.clone(),
+            write_size: plan.options.rdma_workload.write_size as usize,
         })
     }
 }

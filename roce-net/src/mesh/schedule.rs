@@ -105,8 +105,8 @@ pub struct MeshOptions {
     pub rotation: u32,
     /// The levels.
     pub levels: MeshLevels,
-    /// UDP port of the IP echo on every NIC; the RDMA exchange of a node's
-    /// `k`-th NIC (natural name order) listens on TCP `port + 1 + k`.
+    /// UDP port of the IP echo on every NIC; the RDMA exchange of every NIC
+    /// listens on TCP `port + 1` on the NIC's own address.
     pub port: u16,
     /// Neighbour level: how long each probe listens for answers, ms.
     pub neighbor_ms: u64,
@@ -168,12 +168,10 @@ impl MeshOptions {
                 self.rounds
             ));
         }
-        if self.port == 0 || self.port > 65535 - 1 - super::inventory::MESH_MAX_NICS as u16 {
+        if self.port == 0 || self.port == 65535 {
             return bad(format!(
-                "port {} out of range: 1 to {} (the RDMA exchanges use the {} ports above it)",
-                self.port,
-                65535 - 1 - super::inventory::MESH_MAX_NICS as u16,
-                super::inventory::MESH_MAX_NICS + 1
+                "port {} out of range: 1 to 65534 (the RDMA exchanges use the port above it)",
+                self.port
             ));
         }
         for (name, v, max) in [
@@ -421,10 +419,10 @@ impl MeshPlan {
         None
     }
 
-    /// The TCP port of the RDMA exchange of `nic` on `node`.
-    pub fn rdma_port(&self, node: &MeshNode, nic: &str) -> u16 {
-        let k = node.nics.iter().position(|n| n.name == nic).unwrap_or(0);
-        self.options.port + 1 + k as u16
+    /// The TCP port of the RDMA exchanges: each NIC's server listens on its
+    /// own address, all on this one port.
+    pub fn rdma_port(&self) -> u16 {
+        self.options.port + 1
     }
 
     /// Every probe of the schedule, round by round, in a stable order.
@@ -585,7 +583,7 @@ impl MeshPlan {
             to_host: tnode.host.clone(),
             to: to.clone(),
             levels: pair_levels(&self.options.levels, from, to, p.intra),
-            rdma_port: self.rdma_port(tnode, &to.name),
+            rdma_port: self.rdma_port(),
         }
     }
 }
