@@ -24,7 +24,12 @@
 //!   verify by a third snapshot and a re-plan);
 //! * (d) the CLI end to end: `roce-net --netns NS ... apply --yes` as a child
 //!   (process start, lock, one snapshot and plan under the lock, journal, every
-//!   change, verify, report).
+//!   change, verify, each NIC's announcement, report);
+//! * (r) the CLI's `rollback` of that apply, as a child, timed side by side
+//!   with it: the same number of changes undone, journalled and checked, but
+//!   nothing announced, so `d - r` bounds what the announcements cost (`--methods
+//!   abcdr`; it runs after (d) on the host (d) fixed, and the host is checked
+//!   to be back to the unfixed state).
 //!
 //! Children run without the `LD_LIBRARY_PATH` that `cargo bench` sets.
 //! Locks and journals go to a directory on tmpfs (`/dev/shm`), as
@@ -58,7 +63,7 @@ struct Opts {
     nics: Vec<usize>,
     runs_small: usize,
     runs_large: usize,
-    /// Which of a, b, c, d to run.
+    /// Which of a, b, c, d, r to run.
     methods: String,
     /// Keep the previous apply's journal between runs (the steady state of a
     /// host applied to again) instead of starting from an empty state directory.
@@ -420,14 +425,19 @@ impl Bench {
             self.state.clear();
         }
         if self.plan_len > 0 {
-            let st = self.host().snapshot().expect("snapshot");
-            let p = roce_net::plan(&st, &self.policy).expect("plan");
-            assert_eq!(
-                p.changes.len(),
-                self.plan_len,
-                "the reset must restore the unfixed state"
-            );
+            self.assert_unfixed("the reset");
         }
+    }
+
+    /// Panics unless the host plans as many changes as the unfixed one.
+    fn assert_unfixed(&self, by: &str) {
+        let st = self.host().snapshot().expect("snapshot");
+        let p = roce_net::plan(&st, &self.policy).expect("plan");
+        assert_eq!(
+            p.changes.len(),
+            self.plan_len,
+            "{by} must restore the unfixed state"
+        );
     }
 
     /// What the fix leaves, comparable across methods; panics unless the fix is
@@ -481,6 +491,8 @@ struct Times {
     c_total: Vec<Duration>,
     d: Vec<Duration>,
     e: Vec<Duration>,
+    /// The CLI's `rollback` of (d)'s apply.
+    r: Vec<Duration>,
     netns_exec: Vec<Duration>,
     /// One trivial process (`true`), spawned and waited for as every method is.
     one_process: Vec<Duration>,
@@ -609,6 +621,15 @@ fn bench(n: usize, runs: usize, o: &Opts) -> Times {
                 times.d.push(took);
             }
             check("roce-net CLI", b.outcome("roce-net CLI"));
+            if !alt && methods.contains('r') {
+                times.r.push(run(Command::new(bin)
+                    .args(["--netns", &b.ns, "--etc-root"])
+                    .arg(b.etc.path())
+                    .arg("--state-dir")
+                    .arg(b.state.path())
+                    .arg("rollback")));
+                b.assert_unfixed("rollback");
+            }
         }
 
         // The fixed cost `ip netns exec` adds to (a) and (b).
@@ -678,9 +699,9 @@ fn main() {
     // moves from VM to VM far more than the work itself.
     println!();
     println!(
-        "| NICs | one process (`true`) | (a) in processes | (b) in processes | (d) in processes | (d) minus one process |"
+        "| NICs | one process (`true`) | (a) in processes | (b) in processes | (d) in processes | (r) rollback in processes | (d) minus one process |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     for (n, _, t) in &rows {
         let p = ms(median(&t.one_process));
         let units = |v: &[Duration]| {
@@ -696,10 +717,11 @@ fn main() {
             format!("{:.1} ms", ms(median(&t.d)) - p)
         };
         println!(
-            "| {n} | {p:.2} ms | {} | {} | {} | {d_less} |",
+            "| {n} | {p:.2} ms | {} | {} | {} | {} | {d_less} |",
             units(&t.a),
             units(&t.b),
             units(&t.d),
+            units(&t.r),
         );
     }
     if let Some(alt) = &o.cli_alt {
@@ -715,6 +737,21 @@ fn main() {
             );
         }
     }
+    if rows.iter().any(|(_, _, t)| !t.r.is_empty()) {
+        // What apply does that rollback does not (each NIC's announcement,
+        // the verify re-read), side by side.
+        println!();
+        println!("| NICs | (d) CLI apply | (r) CLI rollback | d - r | d / r |");
+        println!("|---:|---:|---:|---:|---:|");
+        for (n, _, t) in &rows {
+            let (d, r) = (ms(median(&t.d)), ms(median(&t.r)));
+            println!(
+                "| {n} | {d:.1} ms | {r:.1} ms | {:.1} ms | {:.2}x |",
+                d - r,
+                d / r
+            );
+        }
+    }
     println!();
     for (n, _, t) in &rows {
         let all = |v: &[Duration]| {
@@ -724,13 +761,14 @@ fn main() {
                 .join(" ")
         };
         println!(
-            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}] e [{}]",
+            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}] e [{}] r [{}]",
             all(&t.a),
             all(&t.b),
             all(&t.c_apply),
             all(&t.c_plan),
             all(&t.d),
-            all(&t.e)
+            all(&t.e),
+            all(&t.r)
         );
     }
 }
