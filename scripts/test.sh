@@ -44,6 +44,8 @@ all)
   command -v strings >/dev/null || need+=(binutils)
   # The lab tests compare the ethtool ioctl reader with `ethtool -S`.
   command -v ethtool >/dev/null || need+=(ethtool)
+  # The CLI test of apply's announcements counts its packet sockets with strace.
+  command -v strace >/dev/null || need+=(strace)
   command -v objdump >/dev/null || need+=(binutils)
   command -v dpkg-deb >/dev/null || need+=(dpkg)
   command -v gzip >/dev/null || need+=(gzip)

@@ -19,6 +19,7 @@
 mod support;
 use roce_net_testkit as test_support;
 
+mod announce;
 mod cli;
 mod cli_input;
 mod cli_mesh;

@@ -289,9 +289,9 @@ impl Effects for Kernel<'_> {
         }
     }
 
-    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()> {
+    fn announce(&mut self, list: &[(String, std::net::IpAddr)]) -> Vec<String> {
         // This thread is in the host's namespace (apply runs there), so the
         // packet socket is the namespace's.
-        crate::probe::announce(ifname, address, 2)
+        crate::probe::announce_all(list)
     }
 }

@@ -64,8 +64,8 @@ impl Effects for Faulty<'_, '_> {
         (self.before_step)(index)?;
         self.inner.change(index, change)
     }
-    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()> {
-        self.inner.announce(ifname, address)
+    fn announce(&mut self, list: &[(String, IpAddr)]) -> Vec<String> {
+        self.inner.announce(list)
     }
     fn table_names(
         &mut self,

@@ -54,9 +54,10 @@ pub(crate) trait Effects {
     /// Undo step `index`, checking that what is restored is what was recorded.
     /// `Some(note)`: restored by being gone (with its interface), in words.
     fn undo(&mut self, index: usize, step: &Step) -> Result<Option<String>>;
-    /// Announce a NIC's address from the NIC (gratuitous ARP), so peers that
-    /// learned another NIC's MAC for it take the right one now.
-    fn announce(&mut self, ifname: &str, address: std::net::Ipv4Addr) -> Result<()>;
+    /// Announce each NIC's address from the NIC (gratuitous ARP), so peers
+    /// that learned another NIC's MAC for it take the right one now; one line
+    /// per address saying what was sent (all of them from one socket).
+    fn announce(&mut self, list: &[(String, std::net::IpAddr)]) -> Vec<String>;
 }
 
 /// The namespace and state directory a transaction works with, under its lock.
@@ -462,22 +463,20 @@ fn verify(fx: &mut dyn Effects, plan: &Plan) -> Result<()> {
 }
 
 /// After a verified apply, each managed NIC announces its address (gratuitous
-/// ARP, twice): a peer whose neighbour entry holds another NIC's MAC, learned
-/// during ARP flux, takes the right one at once instead of keeping the stale
-/// entry while it is in use (docs/rdma-probe.md, "Peers heal"). Best effort:
-/// an announcement that cannot be sent is reported, never undoes the apply.
+/// ARP, twice; not on a NIC whose ARP is off): a peer whose neighbour entry
+/// holds another NIC's MAC, learned during ARP flux, takes the right one at
+/// once instead of keeping the stale entry while it is in use
+/// (docs/rdma-probe.md, "Peers heal"). Best effort: an announcement that
+/// cannot be sent is reported, never undoes the apply.
 fn announce(fx: &mut dyn Effects, plan: &Plan) -> Vec<String> {
-    let mut out = Vec::new();
-    for nic in &plan.desired.nics {
-        let std::net::IpAddr::V4(a) = nic.address else {
-            continue;
-        };
-        out.push(match fx.announce(&nic.ifname, a) {
-            Ok(()) => format!("announced {a} on {} (gratuitous ARP)", nic.ifname),
-            Err(e) => format!("could not announce {a} on {}: {e}", nic.ifname),
-        });
-    }
-    out
+    let list: Vec<(String, std::net::IpAddr)> = plan
+        .desired
+        .nics
+        .iter()
+        .filter(|nic| nic.address.is_ipv4())
+        .map(|nic| (nic.ifname.clone(), nic.address))
+        .collect();
+    fx.announce(&list)
 }
 
 /// Undo every started step in reverse after `cause`; return the error to report.

@@ -1,10 +1,14 @@
 //! ARP probe over an `AF_PACKET` socket.
+use super::packet::{
+    bind, hw_addr, ifindex, ifname_bytes, packet_socket, primary_ipv4, recv, send, sockaddr_ll,
+    socket, wait_readable, ETH_ALEN, PACKET_OUTGOING,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::HwAddr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 /// The longest ARP probe (one hour): `Instant + timeout` must not overflow.
@@ -84,9 +88,6 @@ impl ArpProbeResult {
 const ARP_LEN: usize = 28;
 const ARPOP_REQUEST: u16 = 1;
 const ARPOP_REPLY: u16 = 2;
-const ETH_ALEN: usize = 6;
-/// `PACKET_OUTGOING` (linux/if_packet.h): a frame this host sent.
-const PACKET_OUTGOING: u8 = 4;
 
 /// Send ARP requests for `target` out of `dev` and collect every distinct MAC
 /// that replies within `opts.timeout`.
@@ -130,7 +131,7 @@ pub fn probe_arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<A
     let ctl = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
         .map_err(|e| Error::io(e, format!("opening a control socket for {dev}")))?;
     let ifindex = ifindex(&ctl, &ifr_name, dev)?;
-    let mac = hw_addr(&ctl, &ifr_name, dev)?;
+    let mac = hw_addr(&ctl, &ifr_name, dev, "ARP probing")?;
     let source = match opts.source {
         Some(s) => s,
         None => primary_ipv4(&ctl, &ifr_name, dev)?,
@@ -138,27 +139,12 @@ pub fn probe_arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<A
     drop(ctl);
 
     let proto = (libc::ETH_P_ARP as u16).to_be();
-    let sock = socket(libc::AF_PACKET, libc::SOCK_DGRAM, i32::from(proto))
+    let sock = packet_socket(proto)
         .map_err(|e| Error::io(e, format!("opening an ARP packet socket on {dev}")))?;
-    let mut sll = sockaddr_ll(ifindex, proto);
-    // SAFETY: sll is a valid sockaddr_ll and the length matches it.
-    let rc = unsafe {
-        libc::bind(
-            sock.as_raw_fd(),
-            std::ptr::addr_of!(sll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            std::io::Error::last_os_error(),
-            format!("binding an ARP packet socket to {dev}"),
-        ));
-    }
-
+    let sll = sockaddr_ll(ifindex, proto, [0xff; ETH_ALEN]);
+    bind(&sock, &sll)
+        .map_err(|e| Error::io(e, format!("binding an ARP packet socket to {dev}")))?;
     let request = build_request(&mac, source, target);
-    sll.sll_halen = ETH_ALEN as u8;
-    sll.sll_addr[..ETH_ALEN].copy_from_slice(&[0xff; ETH_ALEN]);
 
     let start = Instant::now();
     let deadline = start + opts.timeout;
@@ -199,159 +185,8 @@ pub fn probe_arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<A
     })
 }
 
-/// Announce `address` from `dev`: gratuitous ARP requests (sender and target
-/// IP both `address`, sender MAC `dev`'s own), broadcast, `count` of them.
-///
-/// A peer that already holds a neighbour entry for `address` takes the MAC of
-/// the announcement at once (Linux `arp_process` overrides an entry for a
-/// gratuitous ARP even within its lock time), so a peer that learned another
-/// NIC's MAC during ARP flux heals without waiting for its entry to age out.
-/// Peers with no entry do not create one (unless their `arp_accept` is set).
-/// Works in the calling thread's network namespace and needs `CAP_NET_RAW`.
-pub fn announce(dev: &str, address: Ipv4Addr, count: u32) -> Result<()> {
-    let ifr_name = ifname_bytes(dev)?;
-    let ctl = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
-        .map_err(|e| Error::io(e, format!("opening a control socket for {dev}")))?;
-    let ifindex = ifindex(&ctl, &ifr_name, dev)?;
-    let mac = hw_addr(&ctl, &ifr_name, dev)?;
-    drop(ctl);
-    let proto = (libc::ETH_P_ARP as u16).to_be();
-    let sock = socket(libc::AF_PACKET, libc::SOCK_DGRAM, i32::from(proto))
-        .map_err(|e| Error::io(e, format!("opening an ARP packet socket on {dev}")))?;
-    let mut sll = sockaddr_ll(ifindex, proto);
-    sll.sll_halen = ETH_ALEN as u8;
-    sll.sll_addr[..ETH_ALEN].copy_from_slice(&[0xff; ETH_ALEN]);
-    let garp = build_request(&mac, address, address);
-    for _ in 0..count.clamp(1, MAX_COUNT) {
-        send(&sock, &garp, &sll).map_err(|e| {
-            Error::io(
-                e,
-                format!("announcing {address} on {dev} (gratuitous ARP; is {dev} up?)"),
-            )
-        })?;
-    }
-    Ok(())
-}
-
-fn ifname_bytes(dev: &str) -> Result<[libc::c_char; libc::IFNAMSIZ]> {
-    let b = dev.as_bytes();
-    if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) || b.contains(&b'/') {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("{dev:?} is not a valid interface name"),
-        ));
-    }
-    let mut out = [0 as libc::c_char; libc::IFNAMSIZ];
-    for (o, c) in out.iter_mut().zip(b) {
-        *o = *c as libc::c_char;
-    }
-    Ok(out)
-}
-
-fn socket(domain: i32, ty: i32, proto: i32) -> std::io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call; the fd is owned right away.
-    let fd = unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, proto) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn ifreq(name: &[libc::c_char; libc::IFNAMSIZ]) -> libc::ifreq {
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut r: libc::ifreq = unsafe { std::mem::zeroed() };
-    r.ifr_name = *name;
-    r
-}
-
-fn ioctl(ctl: &OwnedFd, req: libc::c_ulong, r: &mut libc::ifreq) -> std::io::Result<()> {
-    // SAFETY: the request numbers used here read or fill an ifreq we own.
-    let rc = unsafe { libc::ioctl(ctl.as_raw_fd(), req as _, r as *mut libc::ifreq) };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn no_such_device(e: std::io::Error, dev: &str, doing: &str) -> Error {
-    if e.raw_os_error() == Some(libc::ENODEV) {
-        Error::new(
-            ErrorKind::NotFound,
-            format!("interface {dev:?} does not exist in this network namespace; check `ip link`"),
-        )
-        .with_errno(libc::ENODEV)
-    } else {
-        Error::io(e, format!("{doing} of {dev}"))
-    }
-}
-
-fn ifindex(ctl: &OwnedFd, name: &[libc::c_char; libc::IFNAMSIZ], dev: &str) -> Result<i32> {
-    let mut r = ifreq(name);
-    ioctl(ctl, libc::SIOCGIFINDEX, &mut r)
-        .map_err(|e| no_such_device(e, dev, "reading the index"))?;
-    // SAFETY: SIOCGIFINDEX filled the ifindex member.
-    Ok(unsafe { r.ifr_ifru.ifru_ifindex })
-}
-
-fn hw_addr(ctl: &OwnedFd, name: &[libc::c_char; libc::IFNAMSIZ], dev: &str) -> Result<[u8; 6]> {
-    let mut r = ifreq(name);
-    ioctl(ctl, libc::SIOCGIFHWADDR, &mut r)
-        .map_err(|e| no_such_device(e, dev, "reading the hardware address"))?;
-    // SAFETY: SIOCGIFHWADDR filled the hwaddr member.
-    let sa = unsafe { r.ifr_ifru.ifru_hwaddr };
-    if sa.sa_family != libc::ARPHRD_ETHER {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "{dev} is not an Ethernet device (hardware type {}); ARP probing needs one",
-                sa.sa_family
-            ),
-        ));
-    }
-    let mut mac = [0u8; 6];
-    for (m, c) in mac.iter_mut().zip(sa.sa_data.iter()) {
-        *m = *c as u8;
-    }
-    Ok(mac)
-}
-
-fn primary_ipv4(
-    ctl: &OwnedFd,
-    name: &[libc::c_char; libc::IFNAMSIZ],
-    dev: &str,
-) -> Result<Ipv4Addr> {
-    let mut r = ifreq(name);
-    match ioctl(ctl, libc::SIOCGIFADDR, &mut r) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!("{dev} has no IPv4 address; give the probe a source address"),
-            ))
-        }
-        Err(e) => return Err(no_such_device(e, dev, "reading the IPv4 address")),
-    }
-    // SAFETY: SIOCGIFADDR filled the addr member (an AF_INET sockaddr: two bytes
-    // of port, then the address in network order).
-    let sa = unsafe { r.ifr_ifru.ifru_addr };
-    let d = sa.sa_data;
-    Ok(Ipv4Addr::new(
-        d[2] as u8, d[3] as u8, d[4] as u8, d[5] as u8,
-    ))
-}
-
-fn sockaddr_ll(ifindex: i32, proto_be: u16) -> libc::sockaddr_ll {
-    // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = proto_be;
-    sll.sll_ifindex = ifindex;
-    sll
-}
-
 /// An Ethernet/IPv4 ARP request (the link layer header is added by the kernel).
-fn build_request(mac: &[u8; 6], source: Ipv4Addr, target: Ipv4Addr) -> [u8; ARP_LEN] {
+pub(super) fn build_request(mac: &[u8; 6], source: Ipv4Addr, target: Ipv4Addr) -> [u8; ARP_LEN] {
     let mut p = [0u8; ARP_LEN];
     p[0..2].copy_from_slice(&1u16.to_be_bytes()); // hardware type: Ethernet
     p[2..4].copy_from_slice(&0x0800u16.to_be_bytes()); // protocol: IPv4
@@ -383,50 +218,6 @@ fn parse_reply(p: &[u8]) -> Option<([u8; 6], Ipv4Addr, Ipv4Addr)> {
     Some((mac, spa, tpa))
 }
 
-fn send(sock: &OwnedFd, pkt: &[u8], to: &libc::sockaddr_ll) -> std::io::Result<()> {
-    loop {
-        // SAFETY: pkt and to are valid for the lengths given.
-        let rc = unsafe {
-            libc::sendto(
-                sock.as_raw_fd(),
-                pkt.as_ptr().cast(),
-                pkt.len(),
-                0,
-                std::ptr::addr_of!(*to).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc >= 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Wait up to `d` for the socket to become readable.
-fn wait_readable(sock: &OwnedFd, d: Duration) -> std::io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd: sock.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // Round up so a sub-millisecond remainder does not spin.
-    let ms = d.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if rc < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            return Ok(false);
-        }
-        return Err(e);
-    }
-    Ok(rc > 0)
-}
-
 /// Read every queued frame without blocking, recording matching replies.
 fn drain(
     sock: &OwnedFd,
@@ -435,33 +226,10 @@ fn drain(
     replies: &mut Vec<ArpReply>,
 ) -> std::io::Result<()> {
     let mut buf = [0u8; 256];
-    loop {
-        // SAFETY: sockaddr_ll is plain old data.
-        let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: buf and from are valid for the lengths given.
-        let n = unsafe {
-            libc::recvfrom(
-                sock.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-                std::ptr::addr_of_mut!(from).cast(),
-                &mut len,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.kind() {
-                std::io::ErrorKind::WouldBlock => Ok(()),
-                std::io::ErrorKind::Interrupted => continue,
-                _ => Err(e),
-            };
-        }
+    while let Some((n, from)) = recv(sock, &mut buf)? {
         if from.sll_pkttype == PACKET_OUTGOING {
             continue;
         }
-        let n = usize::try_from(n).unwrap_or(0).min(buf.len());
         let Some((mac, spa, tpa)) = parse_reply(&buf[..n]) else {
             continue;
         };
@@ -478,6 +246,7 @@ fn drain(
             }),
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

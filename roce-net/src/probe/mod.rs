@@ -10,11 +10,14 @@
 //! With the `verbs` feature, `rdma` runs RDMA traffic between two hosts
 //! ([`Host::probe_rdma`](crate::host::Host::probe_rdma)), like `ib_write_bw`.
 
+mod announce;
 mod arp;
+mod packet;
 #[cfg(feature = "verbs")]
 pub(crate) mod rdma;
 
-pub use arp::{announce, probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+pub(crate) use announce::announce_all;
+pub use arp::{probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
 
 use crate::error::Result;
 use crate::host::Host;

@@ -27,7 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // A snapshot is saved through files' link-safe whole-file writer.
     ("model", &["error", "input", "named", "files"]),
     ("netns", &["error"]),
-    // The raw getrandom and renameat2 system calls.
+    // The raw getrandom and renameat2 system calls, and the forked closer.
     ("sys", &[]),
     // The private state directory, its locks, the link-safe walk.
     ("files", &["error", "input", "sys"]),
@@ -78,7 +78,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // apply reaches its state files through input's `open_at`, and after a
-    // verified apply announces each NIC's address with probe's ARP sender.
+    // verified apply announces each NIC's address with probe's announcer.
     (
         "apply",
         &[
