@@ -95,6 +95,9 @@ all)
   command -v cc >/dev/null || need+=(gcc)
   # libfuzzer-sys compiles libFuzzer (C++) for the fuzz smoke run.
   command -v c++ >/dev/null || need+=(g++)
+  # strace's fault injection kills persist at each of its system calls
+  # (tests/it/cli.rs, a_reboot_after_persist_is_killed_at_any_syscall_...).
+  command -v strace >/dev/null || need+=(strace)
   if [ "${SKIP_INSTALL:-0}" != 1 ] &&
     { [ ${#need[@]} -gt 0 ] || [ ${#boot[@]} -gt 0 ] || [ ${#unpack[@]} -gt 0 ]; }; then
     what=()

@@ -406,6 +406,19 @@ pub fn persist(
             let _ = writeln!(s, "note: {}: {}", f.path.display(), hint(n, Some(&f.path)));
         }
     }
+    if let Some(p) = &report.boot_repair {
+        let _ = writeln!(
+            s,
+            "{} {}: the boot-time repair of a persist interrupted while switching files (a \
+             systemd generator; it runs before the network starts)",
+            if report.dry_run {
+                "would install"
+            } else {
+                "installed"
+            },
+            p.display()
+        );
+    }
     let verb = if report.dry_run {
         "would remove"
     } else {

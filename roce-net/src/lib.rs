@@ -178,7 +178,7 @@ pub use persist::{
     remove_stale_persistence, render_persistence, write_persistence, write_persistence_at, Claim,
     DiffStatus, FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig,
     PersistPlan, PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX, ORIGINAL_SUFFIX,
+    BACKUP_SUFFIX, BOOT_REPAIR_PATH, ORIGINAL_SUFFIX,
 };
 pub use rt_tables::{
     table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,

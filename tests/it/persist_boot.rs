@@ -1206,3 +1206,57 @@ fn persist_honours_etc_root_and_dry_run_compares_the_given_root() {
         content
     );
 }
+
+/// The boot-time repair of an interrupted persist, as systemd meets it: the
+/// script run as a generator (three output directories, as systemd passes
+/// them) writes `roce-net-persist-repair.service` and its
+/// `sysinit.target.wants` link, ordered before `systemd-sysctl.service` and
+/// `network-pre.target`, and `systemd-analyze verify` (systemd 252) says
+/// nothing about the unit (it warns of an unknown key, an `ExecStart` that
+/// cannot run, a dependency that does not load). Run with no directory it
+/// writes nothing and succeeds.
+#[test]
+#[ignore = "needs root and systemd-analyze (scripts/test.sh runs it)"]
+fn the_boot_repair_generator_writes_a_unit_systemd_accepts() {
+    require(
+        "the_boot_repair_generator_writes_a_unit_systemd_accepts",
+        &["systemd-analyze"],
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("roce-net/src/persist/boot_repair.sh");
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new("/bin/sh")
+        .arg(&script)
+        .args([out.path(), out.path(), out.path()])
+        .output()
+        .unwrap();
+    assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));
+    let unit = out.path().join("roce-net-persist-repair.service");
+    let text_of_unit = std::fs::read_to_string(&unit).unwrap();
+    for want in [
+        "Before=systemd-sysctl.service network-pre.target",
+        "Wants=network-pre.target",
+        "After=systemd-remount-fs.service",
+        "ExecStart=/bin/sh /etc/systemd/system-generators/roce-net-persist-repair --repair /etc",
+    ] {
+        assert!(text_of_unit.contains(want), "{want}: {text_of_unit}");
+    }
+    let link = out
+        .path()
+        .join("sysinit.target.wants/roce-net-persist-repair.service");
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../roce-net-persist-repair.service")
+    );
+    let o = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&unit)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && o.stderr.is_empty() && o.stdout.is_empty(),
+        "systemd-analyze verify: {}",
+        text(&o)
+    );
+    let o = Command::new("/bin/sh").arg(&script).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -1250,6 +1250,11 @@ class WriteReport(_Record):
     #: What was put back of an earlier persist that was interrupted while
     #: switching files (a ``kill -9``), before this one looked at anything.
     recovered: Tuple[str, ...]
+    #: The boot-time repair of an interrupted persist
+    #: (``BOOT_REPAIR_PATH``) on disk, when this
+    #: persist installed or updated it (would, in a dry run) before switching
+    #: its files.
+    boot_repair: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)

@@ -9,14 +9,17 @@
 //! 2. [`render_persistence`] turns the desired state into [`RenderedFile`]s (absolute paths as on
 //!    the target host, content, mode, and a note for the operator);
 //! 3. [`diff_persistence`] shows what would change under a root directory;
-//! 4. [`write_persistence`] writes them atomically, keeps the previous content as
-//!    `<file>.roce-net.bak`, never writes through a symlink, and leaves unchanged
-//!    files alone.
+//! 4. [`write_persistence`] writes them as one set, all or nothing, keeps the
+//!    previous content as `<file>.roce-net.bak`, never writes through a symlink,
+//!    and leaves unchanged files alone; a set a killed persist left half switched
+//!    is repaired by the next persist and, at boot, by the repair it installs
+//!    ([`BOOT_REPAIR_PATH`]).
 //!
 //! Every backend includes the sysctl drop-in, the routing-table names and the
 //! protocol name, so each one alone is a complete boot-persistent fix;
 //! `docs/persistence.md` says exactly what each backend writes and why.
 
+mod boot_repair;
 mod common;
 mod config;
 mod diff;
@@ -33,6 +36,7 @@ pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).
 pub use crate::policy::Backend;
+pub use boot_repair::BOOT_REPAIR_PATH;
 pub use config::{Claim, NetplanRenderer, NicConfig, NodeConfig};
 pub use diff::{diff_persistence, DiffStatus, FileDiff};
 pub use discover::{choose_backend, discover_config};
@@ -85,6 +89,7 @@ pub(crate) const OWNED_PATHS: &[&str] = &[
     NM_REMOVE_PATH,
     IFUP_HOOK_PATH,
     IFDOWN_HOOK_PATH,
+    BOOT_REPAIR_PATH,
 ];
 
 /// One file to write on the target host.

@@ -51,7 +51,8 @@ pub fn remove_stale_persistence(
     let backend = plan.backend;
     let partial = matches!(backend, Backend::SysctlD | Backend::RtTablesD);
     remove_where(target, &plan.files, dry_run, &|host: &Path| {
-        if rendered.contains(&host) {
+        // The boot-time repair serves every set: only a full removal takes it.
+        if rendered.contains(&host) || host == Path::new(super::BOOT_REPAIR_PATH) {
             return Decide::Skip;
         }
         match routing_backend_of(host) {
@@ -95,10 +96,11 @@ mod tests {
             (super::super::SYSCTL_PATH, None),
             (super::super::RT_TABLES_PATH, None),
             (super::super::RT_PROTOS_PATH, None),
+            (super::super::BOOT_REPAIR_PATH, None),
         ] {
             assert_eq!(routing_backend_of(Path::new(p)), b, "{p}");
         }
         // Every fixed path is classified on purpose: a new one must be added above.
-        assert_eq!(super::super::OWNED_PATHS.len(), 9);
+        assert_eq!(super::super::OWNED_PATHS.len(), 10);
     }
 }

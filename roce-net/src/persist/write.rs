@@ -59,7 +59,7 @@ impl PersistRoot {
 
     /// The directory a host path lives under and the path relative to it, as an
     /// absolute path (`/etc/x` -> (`etc`, `/x`)).
-    fn locate(&self, host: &Path) -> Result<(&Path, PathBuf)> {
+    pub(crate) fn locate(&self, host: &Path) -> Result<(&Path, PathBuf)> {
         relative(host)?;
         for (prefix, base) in [("/etc", &self.etc), ("/run", &self.run)] {
             // The default layout is walked from the root itself, so that a
@@ -100,6 +100,12 @@ pub struct WriteReport {
     /// What was put back of an earlier persist that was interrupted while
     /// switching files (a `kill -9`), before this one looked at anything.
     pub recovered: Vec<String>,
+    /// The boot-time repair of an interrupted persist
+    /// ([`BOOT_REPAIR_PATH`](super::BOOT_REPAIR_PATH)) on disk, when this
+    /// persist installed or updated it (would, in a dry run) before switching
+    /// its files.
+    #[serde(default)]
+    pub boot_repair: Option<PathBuf>,
 }
 
 /// Write `files` under `root` (`/` on a real host; their absolute paths are taken
@@ -158,9 +164,16 @@ pub fn write_persistence_at(
         }
         report.diffs.push(d);
     }
+    if !todo.is_empty() {
+        report.boot_repair = install_boot_repair(target, dry_run)?;
+    }
     if dry_run {
         return Ok(report);
     }
+    // Netplan's YAML last: its systemd generator reads it at boot before the
+    // boot-time repair can run, and the last file switched decides whether
+    // the repair keeps the new set or puts the old one back.
+    todo.sort_by_key(|(f, ..)| f.path == Path::new(super::NETPLAN_PATH));
     let mut items = Vec::new();
     // The host-wide lock of the table names, held until the set is switched.
     let mut held = Vec::new();
@@ -171,6 +184,52 @@ pub fn write_persistence_at(
     super::switch::write_all(&items)?;
     drop(held);
     Ok(report)
+}
+
+/// Install the boot-time repair of an interrupted persist
+/// ([`super::boot_repair`]) under `target` unless it is there already; with
+/// `dry_run` only say whether it would be. Returns the file on disk when it
+/// was (or would be) written.
+fn install_boot_repair(target: &PersistRoot, dry_run: bool) -> Result<Option<PathBuf>> {
+    use super::boot_repair::{BOOT_REPAIR_PATH, MODE, SCRIPT};
+    let (base, hp) = target.locate(Path::new(BOOT_REPAIR_PATH))?;
+    let on_disk = base.join(relative(&hp)?);
+    let now = inspect(base, &hp)?;
+    match &now.content {
+        Some(c) if c == SCRIPT.as_bytes() && now.mode == Some(MODE) => return Ok(None),
+        Some(c) if !is_ours(c) => {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{} exists and was not written by roce-net; move it aside so persist can \
+                     install its boot-time repair there",
+                    on_disk.display()
+                ),
+            ))
+        }
+        _ => {}
+    }
+    if dry_run {
+        return Ok(Some(on_disk));
+    }
+    let Some((dir, name)) = walk_parent(base, &hp, true)? else {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!("could not create the directory of {}", on_disk.display()),
+        ));
+    };
+    let item = super::switch::Item {
+        target: super::switch::Target {
+            dir,
+            name,
+            shown: on_disk.clone(),
+        },
+        content: Some(SCRIPT.as_bytes().to_vec()),
+        mode: MODE,
+    };
+    super::switch::write_all(&[item])
+        .map_err(|e| e.context("installing the boot-time repair of an interrupted persist"))?;
+    Ok(Some(on_disk))
 }
 
 /// [`recover_interrupted`] alone, for tests.
@@ -197,11 +256,13 @@ fn recover_interrupted(
             None => by_base.push((base.to_path_buf(), vec![hp])),
         }
     }
-    let mut said = Vec::new();
+    // Every directory first: whether a persist finished its switch is
+    // decided over its whole set, which may span the etc root and the root.
+    let mut found = Vec::new();
     for (base, paths) in by_base {
-        said.extend(super::switch::recover(&base, &paths, dry_run)?);
+        found.extend(super::switch::scan(&base, &paths)?);
     }
-    Ok(said)
+    super::switch::repair(&found, dry_run)
 }
 
 fn suffixed(p: &Path, suffix: &str) -> PathBuf {
@@ -612,7 +673,7 @@ fn stage_one(
                 name: bak,
                 shown: bak_shown,
             },
-            content: old.clone(),
+            content: Some(old.clone()),
             mode,
         });
         if keep_orig {
@@ -629,14 +690,14 @@ fn stage_one(
                     name: orig,
                     shown: suffixed(&shown, ORIGINAL_SUFFIX),
                 },
-                content: old.clone(),
+                content: Some(old.clone()),
                 mode,
             });
         }
     }
     items.push(Item {
         target: Target { dir, name, shown },
-        content: f.content.as_bytes().to_vec(),
+        content: Some(f.content.as_bytes().to_vec()),
         mode: f.mode & 0o7777,
     });
     Ok(())

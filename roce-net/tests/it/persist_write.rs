@@ -54,7 +54,14 @@ fn writes_new_files_with_parents_and_mode_and_no_temp_leftovers() {
     assert_eq!(mode_of(&p2), 0o600);
     assert_eq!(r.diffs[0].status, DiffStatus::Create);
     assert!(r.diffs[0].diff.contains("+a = 1\n"));
-    // Only the two files and their directories: no temp files left behind.
+    // The boot-time repair of an interrupted switch, installed first.
+    let repair = root
+        .path()
+        .join(roce_net::BOOT_REPAIR_PATH.trim_start_matches('/'));
+    assert_eq!(r.boot_repair.as_deref(), Some(repair.as_path()));
+    assert_eq!(mode_of(&repair), 0o755);
+    // Only the two files, the repair and their directories: no temp files
+    // left behind.
     let names: Vec<String> = tree(root.path())
         .iter()
         .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
@@ -66,9 +73,16 @@ fn writes_new_files_with_parents_and_mode_and_no_temp_leftovers() {
             "etc/netplan",
             "etc/netplan/90-roce-net.yaml",
             "etc/sysctl.d",
-            "etc/sysctl.d/90-roce-net.conf"
+            "etc/sysctl.d/90-roce-net.conf",
+            "etc/systemd",
+            "etc/systemd/system-generators",
+            "etc/systemd/system-generators/roce-net-persist-repair",
         ]
     );
+    // Installed once: a persist that finds it in place leaves it alone.
+    let again = [file("/etc/sysctl.d/90-roce-net.conf", "a = 2\n", 0o644)];
+    let r = roce_net::write_persistence(&again, root.path(), false).unwrap();
+    assert_eq!(r.boot_repair, None);
 }
 
 #[test]
