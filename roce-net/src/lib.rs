@@ -166,10 +166,10 @@ pub use policy::{
 // Apply as a transaction.
 pub use apply::{
     apply, apply_policy, apply_status, archive_journal, arm_confirm, confirm, namespace_id,
-    namespace_key, require_net_admin, rollback, stop_on_signals, watchdog, watchdog_until,
-    ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState, NamespaceId,
-    NamespaceRecord, NsLock, RollbackReport, Step, StepStatus, WatchdogOutcome, WatchdogRecord,
-    DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
+    namespace_key, refuse_persist_while_unsettled, require_net_admin, rollback, stop_on_signals,
+    watchdog, watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal,
+    JournalState, NamespaceId, NamespaceRecord, NsLock, RollbackReport, Step, StepStatus,
+    WatchdogOutcome, WatchdogRecord, DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
 };
 
 // Persist.

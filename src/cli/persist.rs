@@ -27,6 +27,15 @@ pub(super) fn run(
     }
     let policy = load_policy(policy)?;
     let h = host(cli)?;
+    if !dry_run {
+        // Nothing is persisted for an apply that is not settled: files
+        // written now would bring an unconfirmed change back at the next boot.
+        let opts = roce_net::ApplyOptions {
+            state_dir: cli.state_dir.clone(),
+            ..Default::default()
+        };
+        roce_net::refuse_persist_while_unsettled(&h, &opts)?;
+    }
     let st = h.snapshot()?;
     let desired = roce_net::desired_state(&st, &policy)?;
     let chosen = chosen_backend(backend, &policy);

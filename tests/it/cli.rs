@@ -898,6 +898,77 @@ fn persist_never_takes_away_another_backends_files_unasked() {
     );
 }
 
+/// Nothing is persisted for an apply that awaits confirmation: `persist`
+/// after `apply --confirm-timeout` is refused (exit 75) naming `confirm`, and
+/// writes nothing under the etc root or the root; its dry run still answers.
+/// Once confirmed, the same `persist` writes.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn persist_is_refused_while_an_apply_awaits_confirmation() {
+    require_root("persist_is_refused_while_an_apply_awaits_confirmation");
+    let lab = LabCli::new("pendpersist");
+    let root = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        bin()
+            .args(lab.args())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let persist = |extra: &[&str]| {
+        let mut a = vec!["persist", "--backend", "sysctl.d", "--root"];
+        a.push(root.path().to_str().unwrap());
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    let o = run(&["apply", "--yes", "--confirm-timeout", "600"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (etc, files) = (tree_of(lab.etc.path()), tree_of(root.path()));
+
+    let o = persist(&[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(75), "{t}");
+    assert!(
+        t.contains("awaits confirmation") && t.contains(" confirm`, then persist"),
+        "{t}"
+    );
+    assert_eq!(
+        tree_of(lab.etc.path()),
+        etc,
+        "nothing written under the etc root"
+    );
+    assert_eq!(
+        tree_of(root.path()),
+        files,
+        "nothing written under the root"
+    );
+    let o = persist(&["--dry-run"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a dry run writes nothing: {}",
+        text(&o)
+    );
+    assert_eq!(tree_of(lab.etc.path()), etc);
+
+    let o = run(&["confirm"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = persist(&[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "confirmed, persisted: {}",
+        text(&o)
+    );
+    assert!(
+        tree_of(lab.etc.path())
+            .keys()
+            .any(|p| p.starts_with("sysctl.d")),
+        "the sysctl.d file written once confirmed"
+    );
+}
+
 /// A real `kill -9` of `persist` (ifupdown, rule priorities 2001..) at
 /// spread-out points over its run (0..60 ms, 30 runs) on a node where an
 /// earlier persist wrote the 1001.. set. After each kill the two hooks are both

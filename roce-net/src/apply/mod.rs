@@ -56,7 +56,7 @@ pub use journal::{
     Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord, JOURNAL_VERSION,
 };
 pub use lock::NsLock;
-pub use status::{apply_status, archive_journal, ArchiveReport};
+pub use status::{apply_status, archive_journal, refuse_persist_while_unsettled, ArchiveReport};
 pub use watchdog::{stop_on_signals, watchdog, watchdog_until, WatchdogOutcome};
 
 use crate::error::{Error, ErrorKind, Result};

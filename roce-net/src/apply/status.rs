@@ -4,7 +4,7 @@
 
 use super::clock::now;
 use super::identity::{describe_target, namespace_id};
-use super::journal::Journal;
+use super::journal::{Journal, JournalState};
 use super::{ApplyOptions, NsLock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::statedir::StateDir;
@@ -20,6 +20,37 @@ pub fn apply_status(host: &Host, opts: &ApplyOptions) -> Result<Option<Journal>>
         return Ok(None);
     };
     Journal::load(&dir, &id.key(), &id, &describe_target(host))
+}
+
+/// Refuse to write boot-persistent configuration for this namespace while its
+/// last apply is not settled: awaiting confirmation (`pending_confirm`), or
+/// still `applying` or `rolling_back`. Files written then would bring the
+/// change back at the next boot even after its watchdog (or `rollback`)
+/// undid it live, with no watchdog at that boot. Nothing is changed here;
+/// the error ([`ErrorKind::Locked`]) says what to run first. No journal, or a
+/// settled one (`committed`, `rolled_back`, `rollback_failed`), is `Ok`.
+pub fn refuse_persist_while_unsettled(host: &Host, opts: &ApplyOptions) -> Result<()> {
+    let Some(j) = apply_status(host, opts)? else {
+        return Ok(());
+    };
+    let why = match j.state {
+        JournalState::PendingConfirm { deadline } => format!(
+            "the last apply in {} awaits confirmation (its watchdog rolls it back {} unless \
+             confirmed); persisting it now would bring it back at the next boot even if it \
+             is rolled back. Check the node is reachable, run `roce-net confirm`, then persist",
+            describe_target(host),
+            crate::model::relative_time(deadline, now())
+        ),
+        JournalState::Applying | JournalState::RollingBack => format!(
+            "the last apply in {} is {} (not finished: crashed, killed or still running); \
+             nothing is persisted for a change that is not settled. See `roce-net status`, \
+             then `roce-net rollback` (or `roce-net confirm`) before persisting",
+            describe_target(host),
+            j.state.name()
+        ),
+        _ => return Ok(()),
+    };
+    Err(Error::new(ErrorKind::Locked, why))
 }
 
 /// What [`archive_journal`] moved.
