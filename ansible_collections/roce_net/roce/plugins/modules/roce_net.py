@@ -24,7 +24,13 @@ description:
     with O(persist), a unified diff of each persistent file to be written.
   - With O(persist), the persistent configuration is rendered before anything
     is applied, so a backend that does not configure the NICs fails the task
-    with the host untouched. A failed task reports C(changed=true) only when
+    with the host untouched.
+  - Nothing is persisted for a change that is not confirmed. O(persist) together
+    with O(confirm_timeout) fails the task before anything changes; put
+    O(persist) on the O(state=confirmed) task instead, which writes the files
+    only once it has confirmed the apply (see the examples). O(persist) is also
+    refused while an earlier apply of the namespace awaits confirmation or did
+    not finish. A failed task reports C(changed=true) only when
     something was applied or written before the failure.
   - O(state=confirmed) and O(state=rolled_back) settle the last apply of the
     namespace from its journal; in check mode they report exactly what the
@@ -63,11 +69,20 @@ options:
   confirm_timeout:
     description: Roll back on its own unless confirmed within this many seconds
       (use when the change could cut the SSH session; confirm with
-      O(state=confirmed)). V(0) means no confirmation.
+      O(state=confirmed)). V(0) means no confirmation. Not together with
+      O(persist) (persist on the confirming task).
     type: int
     default: 0
   persist:
-    description: Also write boot-persistent configuration with this backend.
+    description:
+      - Also write boot-persistent configuration with this backend.
+      - With O(state=applied), after the apply; refused with O(confirm_timeout)
+        and while an apply of the namespace awaits confirmation.
+      - With O(state=confirmed), after the confirmation (or when the last apply
+        is already kept); needs O(policy) or O(policy_file) (the same as the
+        applying task) and writes nothing when the last apply was rolled back
+        or did not finish.
+      - Not with O(state=rolled_back).
     type: str
     choices: [sysctl.d, rt_tables.d, networkd, netplan, networkmanager, ifupdown]
   persist_root:
@@ -124,6 +139,23 @@ EXAMPLES = r"""
   roce_net.roce.roce_net:
     state: confirmed
   become: true
+# The same, persisted for boot only once confirmed (persist is refused on the
+# task with confirm_timeout: the watchdog would undo the change live, and the
+# next boot would bring it back):
+- name: Apply, rolling back by itself unless confirmed within 120 s
+  roce_net.roce.roce_net:
+    policy_file: /etc/roce-net/policy.yml
+    confirm_timeout: 120
+  become: true
+- name: Still reachable?
+  ansible.builtin.wait_for_connection:
+    timeout: 60
+- name: Keep the change, then persist it for boot with systemd-networkd
+  roce_net.roce.roce_net:
+    state: confirmed
+    policy_file: /etc/roce-net/policy.yml
+    persist: networkd
+  become: true
 """
 
 RETURN = r"""
@@ -145,7 +177,8 @@ applied:
 persisted:
   description: The write report (written, unchanged, backups, per-file unified
     diffs); in check mode what would be written.
-  returned: when O(state=applied) and O(persist) is set
+  returned: when O(persist) is set with O(state=applied), or with
+    O(state=confirmed) once the apply is confirmed or already kept
   type: dict
 journal_state:
   description: Where the last apply of the namespace stood before this run
@@ -242,31 +275,74 @@ def load_policy(module, rn):
     return rn.Policy.from_yaml(text)
 
 
+# Journal states after which the live state is the kept apply (or no apply
+# was ever made), so the confirming task may persist it.
+SETTLED_KEPT = (None, "committed")
+# Journal states in which an apply is not settled: nothing is persisted.
+UNSETTLED = ("applying", "pending_confirm", "rolling_back")
+
+
+def write_persist(module, rn, host, result, diffs):
+    """Render O(persist) from the policy onto the live state and write it (a dry
+    run in check mode); whether a file changed."""
+    p = module.params
+    policy = load_policy(module, rn)
+    state = host.snapshot()
+    plan = rn.plan(state, policy)
+    files = rn.render_persistence(plan, p["persist"], root=p["persist_root"], state=state)
+    report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode)
+    result["persisted"] = report.to_dict()
+    if module._diff:
+        diffs += [file_diff(d) for d in report.diffs if d.status != "unchanged"]
+    return bool(report.written)
+
+
 def settle(module, rn):
-    """O(state=confirmed) / O(state=rolled_back): settle the last apply."""
+    """O(state=confirmed) / O(state=rolled_back): settle the last apply; with
+    O(persist) (confirmed only), persist once the apply is kept."""
     p = module.params
     host = host_from_params(p)
+    persist = bool(p["persist"])
+    diffs = []
     try:
         journal = host.apply_status(state_dir=p["state_dir"])
         journal_state = None if journal is None else journal.get("state")
         result = dict(journal_state=journal_state)
-        if not would_change(p["state"], journal_state):
-            what = "confirm" if p["state"] == "confirmed" else "roll back"
-            module.exit_json(
-                changed=False,
-                msg="nothing to %s (the last apply is %s)" % (what, journal_state or "absent"),
-                **result
-            )
-        if module.check_mode:
-            verb = "confirm" if p["state"] == "confirmed" else "roll back"
-            module.exit_json(changed=True, msg="would %s the last apply" % verb, **result)
-        if p["state"] == "confirmed":
+        changed = would_change(p["state"], journal_state)
+        what = "confirm" if p["state"] == "confirmed" else "roll back"
+        if not changed:
+            msg = "nothing to %s (the last apply is %s)" % (what, journal_state or "absent")
+            if not persist:
+                module.exit_json(changed=False, msg=msg, **result)
+            if journal_state not in SETTLED_KEPT:
+                module.fail_json(
+                    changed=False,
+                    msg="nothing persisted: the last apply is %s, not kept (a change that is not "
+                    "confirmed is never persisted); apply the policy again, confirm it, then persist"
+                    % journal_state,
+                    **result
+                )
+        elif module.check_mode:
+            msg = "would %s the last apply" % what
+        elif p["state"] == "confirmed":
             host.confirm(state_dir=p["state_dir"])
-            module.exit_json(changed=True, msg="apply confirmed", **result)
-        report = host.rollback(state_dir=p["state_dir"])
-        module.exit_json(changed=True, msg="last apply rolled back", rolled_back=report.to_dict(), **result)
+            msg = "apply confirmed"
+        else:
+            report = host.rollback(state_dir=p["state_dir"])
+            module.exit_json(changed=True, msg="last apply rolled back", rolled_back=report.to_dict(), **result)
+        if persist:
+            # Only here: the apply is confirmed (or would be, in check mode), or
+            # the last one is already kept.
+            written = write_persist(module, rn, host, result, diffs)
+            changed = changed or written
+            msg += "; persisted with %s" % p["persist"] if written else "; persisted files unchanged"
+        if diffs:
+            result["diff"] = diffs if len(diffs) > 1 else diffs[0]
+        module.exit_json(changed=changed, msg=msg, **result)
     except rn.NotFoundError as err:
         # Settled by the watchdog or another run since the journal was read.
+        if persist:
+            module.fail_json(changed=False, msg="%s; nothing persisted" % err, journal_state=None)
         module.exit_json(changed=False, msg=str(err), journal_state=None)
     except rn.RoceNetError as err:
         module.fail_json(**error_result(err))
@@ -290,9 +366,26 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["persist"] and p["state"] == "rolled_back":
+        module.fail_json(changed=False, msg="persist is not taken with state=rolled_back (a rollback writes no boot "
+                         "configuration; persist --remove undoes what persist wrote)")
+    if p["persist"] and p["state"] == "confirmed" and p["policy"] is None and p["policy_file"] is None:
+        module.fail_json(changed=False, msg="persist with state=confirmed needs policy or policy_file (the policy "
+                         "the confirmed apply applied)")
+    if p["persist"] and p["confirm_timeout"]:
+        module.fail_json(
+            changed=False,
+            msg="persist with confirm_timeout would write the boot configuration before the change is "
+            "confirmed, so a change the watchdog rolls back would come back at the next boot; apply "
+            "with confirm_timeout here and give persist (with the same policy) to the state=confirmed "
+            "task, which persists after confirming"
+        )
     if p["state"] != "applied":
-        settle(module, require_roce_net(module, "Host.apply_status", "Host.confirm", "Host.rollback"))
-    calls = ["Policy", "plan", "Host.snapshot"]
+        calls = ["Host.apply_status", "Host.confirm", "Host.rollback"]
+        if p["persist"]:
+            calls += ["Policy", "plan", "Host.snapshot", "render_persistence", "write_persistence"]
+        settle(module, require_roce_net(module, *calls))
+    calls = ["Policy", "plan", "Host.snapshot", "Host.apply_status"]
     if not module.check_mode:
         calls.append("Host.apply")
     if p["persist"]:
@@ -313,6 +406,15 @@ def main():
         diffs = [plan_diff(plan)] if module._diff else []
         files = None
         if p["persist"]:
+            # Nothing is persisted for an apply that is not settled (one an
+            # earlier task made with confirm_timeout awaits confirmation).
+            journal = host.apply_status(state_dir=p["state_dir"])
+            if journal is not None and journal.get("state") in UNSETTLED:
+                module.fail_json(
+                    msg="nothing persisted: the last apply of this namespace is %s; confirm it "
+                    "(state=confirmed, with persist there) or roll it back first" % journal.get("state"),
+                    **result
+                )
             # Rendered before anything is applied: a backend that does not
             # configure these NICs fails the task with the host untouched. Onto
             # the node's own configuration under persist_root (roce-net never

@@ -71,3 +71,28 @@ def test_applied_without_a_policy_fails(capsys):
 def test_a_bad_policy_fails_with_the_field_path(capsys, tmp_path):
     out = run(dict(policy=dict(version=1, rp_filter="sideways"), state_dir=str(tmp_path)), capsys, check=True)
     assert out["failed"] is True and "rp_filter" in out["msg"], out
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_persist_with_a_confirm_timeout_is_refused_before_anything(tmp_path, capsys, check):
+    """Nothing is persisted for a change that is not confirmed: the module never
+    confirms by itself, so persist belongs on the state=confirmed task."""
+    args = dict(policy=dict(version=1), confirm_timeout=120, persist="sysctl.d",
+                persist_root=str(tmp_path), state_dir=str(tmp_path / "run"))
+    out = run(args, capsys, check=check)
+    assert out["failed"] is True and out.get("changed", False) is False, out
+    assert "state=confirmed" in out["msg"] and "confirm_timeout" in out["msg"], out
+    assert "plan" not in out and "applied" not in out and "persisted" not in out, out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_persist_on_the_confirming_task_needs_the_policy(tmp_path, capsys):
+    out = run(dict(state="confirmed", persist="sysctl.d", state_dir=str(tmp_path)), capsys)
+    assert out["failed"] is True and "policy" in out["msg"], out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_persist_is_not_taken_with_a_rollback(tmp_path, capsys):
+    out = run(dict(state="rolled_back", persist="sysctl.d", state_dir=str(tmp_path)), capsys)
+    assert out["failed"] is True and "rolled_back" in out["msg"], out
+    assert list(tmp_path.iterdir()) == []
