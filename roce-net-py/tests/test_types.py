@@ -166,8 +166,7 @@ def test_change_and_plan_types_round_trip():
             "nics": [
                 {
                     "ifname": "eth0",
-                    "address": "198.18.0.11",
-                    "prefix_len": 24,
+                    "addresses": ["198.18.0.11/24", "fd00:198:18::11/64"],
                     "table": 1000,
                     "table_name": "rn_eth0",
                     "rule_priority": 1000,

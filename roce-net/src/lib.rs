@@ -66,14 +66,14 @@ pub use error::{Error, ErrorKind, Result};
 // The model: the snapshot and its parts.
 pub use model::{
     active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, ifname_word,
-    in_netns, over_ssh, port_is_active, protocol, shell_word, Address, AddressFlag, Combine,
-    ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType, HostState, HwAddr,
-    Interface, InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState, Neighbor, NextHop,
-    OperState, PhysState, PortRef, PortState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route,
-    RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType, Rule, RuleAction, RuleKey, Scope,
-    SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId,
-    Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT, RT_TABLE_LOCAL,
-    RT_TABLE_MAIN, RT_TABLE_UNSPEC,
+    in_netns, over_ssh, port_is_active, protocol, shell_word, Address, AddressFamilies,
+    AddressFlag, Combine, ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType,
+    HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState,
+    Neighbor, NextHop, OperState, PhysState, PortRef, PortState, Qos, RdmaCmPort, RdmaDevice,
+    RdmaPort, Route, RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType, Rule, RuleAction,
+    RuleKey, Scope, SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue,
+    SysctlView, TableId, Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
 };
 pub use model::{
     ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
@@ -158,9 +158,9 @@ pub use plan::{
     PollutedNeighbor, PollutionReason,
 };
 pub use policy::{
-    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, HealthPolicy, NeighborPolicy,
-    NicSelection, PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
-    DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
+    ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, Gateways, HealthPolicy, Ipv6Policy,
+    NeighborPolicy, NicSelection, PersistBackend, PersistencePolicy, Policy, RoutingPolicy,
+    RpFilter, TuningPolicy, DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 // Apply as a transaction.
@@ -186,6 +186,6 @@ pub use rt_tables::{
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
 pub use lab::{
-    Lab, LabInterrupted, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST, SEED_MAX_NICS,
-    SEED_PEER_HOST, SWITCH_BRIDGE,
+    Lab, LabInterrupted, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST,
+    SEED_IPV6_PREFIX, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE,
 };

@@ -142,6 +142,16 @@ impl NicScope {
     /// subnets or prefixes, either family (empty vector when the NIC is alone
     /// in its subnets).
     pub fn subnet_peers(&self) -> BTreeMap<String, Vec<String>> {
+        self.peers_where(|_| true)
+    }
+
+    /// [`NicScope::subnet_peers`] counting only subnets of `family` (ARP flux
+    /// needs a shared IPv4 subnet; IPv6 egress a shared IPv6 prefix).
+    pub fn subnet_peers_in(&self, family: Family) -> BTreeMap<String, Vec<String>> {
+        self.peers_where(|a| Family::of(&a.address) == family)
+    }
+
+    fn peers_where(&self, counts: impl Fn(&Address) -> bool) -> BTreeMap<String, Vec<String>> {
         let mut out = BTreeMap::new();
         for n in &self.nics {
             let mut peers: Vec<String> = self
@@ -149,9 +159,11 @@ impl NicScope {
                 .iter()
                 .filter(|o| o.ifname != n.ifname)
                 .filter(|o| {
-                    n.global
-                        .iter()
-                        .any(|a| o.global.iter().any(|b| a.network() == b.network()))
+                    n.global.iter().filter(|a| counts(a)).any(|a| {
+                        o.global
+                            .iter()
+                            .any(|b| counts(b) && a.network() == b.network())
+                    })
                 })
                 .map(|o| o.ifname.clone())
                 .collect();

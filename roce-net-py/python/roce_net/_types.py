@@ -825,15 +825,16 @@ class NicDesired(_Record):
     _RUST: ClassVar[str] = "NicDesired"
     #: Interface name.
     ifname: str
-    #: The NIC's address used as the rule's source.
-    address: str
-    #: Its prefix length.
-    prefix_len: int
-    #: The NIC's routing table id.
+    #: The NIC's managed addresses with their prefix lengths (``198.18.0.11/24``,
+    #: ``fd00:198:18::11/64``), one per managed family, IPv4 first: each the source
+    #: of its family's rule into the NIC's table.
+    addresses: Tuple[str, ...]
+    #: The NIC's routing table id (the same for both families).
     table: int
     #: The table's name.
     table_name: str
-    #: The ``from <address> lookup <table>`` rule's priority.
+    #: The ``from <address> lookup <table>`` rules' priority (the same for both
+    #: families: the kernel keeps IPv4 and IPv6 rules apart).
     rule_priority: int
 
 
@@ -1284,10 +1285,13 @@ class LabNic(_Record):
     namespace: str
     #: Interface name inside that namespace (``r0``, ``p0``, ...).
     name: str
-    #: Its address.
+    #: Its first address (the IPv4 one of a dual-stack lab).
     address: str
     #: Prefix length of the address.
     prefix_len: int
+    #: Every address it has, with prefix lengths, the first one first
+    #: (``198.18.0.11/24``, ``fd00:198:18::11/64``).
+    addresses: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)

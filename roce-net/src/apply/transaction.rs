@@ -473,8 +473,10 @@ fn announce(fx: &mut dyn Effects, plan: &Plan) -> Vec<String> {
         .desired
         .nics
         .iter()
-        .filter(|nic| nic.address.is_ipv4())
-        .map(|nic| (nic.ifname.clone(), nic.address))
+        .filter_map(|nic| {
+            let a = nic.addresses.iter().find(|a| a.addr().is_ipv4())?;
+            Some((nic.ifname.clone(), a.addr()))
+        })
         .collect();
     fx.announce(&list)
 }

@@ -1,14 +1,20 @@
 //! `arp-announce`: a NIC in scope may announce another NIC's address as ARP source.
 
 use super::{max_sysctl_fix, sysctl_evidence, Ctx, Finding, Subject};
-use crate::model::ConfKey;
+use crate::model::{ConfKey, Family};
 
 /// Check id.
 pub const ID: &str = "arp-announce";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for nic in &ctx.scope.nics {
+    // IPv4 sysctls: only NICs with IPv4 to answer ARP for, or to filter.
+    for nic in ctx
+        .scope
+        .nics
+        .iter()
+        .filter(|n| n.global_of(Family::Inet).next().is_some())
+    {
         let Some(eff) = ctx
             .state
             .sysctls
@@ -21,7 +27,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         }
         let f = Finding::new(
             ID,
-            ctx.flux_severity(&nic.ifname),
+            ctx.flux_severity_in(&nic.ifname, Family::Inet),
             Subject::interface(&nic.ifname),
             format!(
                 "{} uses arp_announce={eff}: its ARP requests may carry another NIC's address, \
@@ -30,7 +36,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             ),
         );
         let f = sysctl_evidence(f, ctx.state, &nic.ifname, ConfKey::ArpAnnounce)
-            .evidence("shares_subnet_with", ctx.peers.get(&nic.ifname))
+            .evidence(
+                "shares_subnet_with",
+                ctx.peers_in(&nic.ifname, Family::Inet),
+            )
             .fix(
                 max_sysctl_fix(ctx.state, &nic.ifname, ConfKey::ArpAnnounce, 2),
                 Some("arp.arp_announce: 2"),

@@ -1,14 +1,20 @@
 //! `arp-ignore`: a NIC in scope answers ARP requests for addresses it does not own.
 
 use super::{max_sysctl_fix, sysctl_evidence, Ctx, Finding, Subject};
-use crate::model::ConfKey;
+use crate::model::{ConfKey, Family};
 
 /// Check id.
 pub const ID: &str = "arp-ignore";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for nic in &ctx.scope.nics {
+    // IPv4 sysctls: only NICs with IPv4 to answer ARP for, or to filter.
+    for nic in ctx
+        .scope
+        .nics
+        .iter()
+        .filter(|n| n.global_of(Family::Inet).next().is_some())
+    {
         let Some(eff) = ctx.state.sysctls.effective(&nic.ifname, ConfKey::ArpIgnore) else {
             continue;
         };
@@ -22,7 +28,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         };
         let f = Finding::new(
             ID,
-            ctx.flux_severity(&nic.ifname),
+            ctx.flux_severity_in(&nic.ifname, Family::Inet),
             Subject::interface(&nic.ifname),
             format!(
                 "{} {why}; peers can learn another NIC's MAC for its address (want arp_ignore=1)",
@@ -30,7 +36,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             ),
         );
         let f = sysctl_evidence(f, ctx.state, &nic.ifname, ConfKey::ArpIgnore)
-            .evidence("shares_subnet_with", ctx.peers.get(&nic.ifname))
+            .evidence(
+                "shares_subnet_with",
+                ctx.peers_in(&nic.ifname, Family::Inet),
+            )
             .fix(
                 max_sysctl_fix(ctx.state, &nic.ifname, ConfKey::ArpIgnore, 1),
                 Some("arp.arp_ignore: 1"),

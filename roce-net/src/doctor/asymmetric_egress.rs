@@ -10,7 +10,7 @@ pub const ID: &str = "asymmetric-egress";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (nic, a) in ctx.scope.addressed_in(crate::model::Family::Inet) {
+    for (nic, a) in ctx.scope.addressed() {
         let Some(peer) = representative_peer(ctx.state, &nic.ifname, a) else {
             continue;
         };
@@ -43,13 +43,18 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 a.network()
             )
         };
+        let what = match a.address {
+            std::net::IpAddr::V4(_) => "RoCE replies and ARP go out the wrong NIC",
+            std::net::IpAddr::V6(_) => {
+                "RoCE replies, TCP bootstrap and neighbour solicitations go out the wrong NIC"
+            }
+        };
         let f = Finding::new(
             ID,
             Severity::Error,
             Subject::interface(&nic.ifname).with_address(a.address),
             format!(
-                "traffic from {} to {to} leaves by {egress}, not {}: \
-                         RoCE replies and ARP go out the wrong NIC",
+                "traffic from {} to {to} leaves by {egress}, not {}: {what}",
                 a.address, nic.ifname
             ),
         )
@@ -65,7 +70,12 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .as_ref()
                 .map(|r| format!("{} dev {}", r.dst, r.dev.as_deref().unwrap_or("-"))),
         );
-        out.push(ctx.routing_fix(f, &nic.ifname, culprit.as_ref()));
+        out.push(ctx.routing_fix(
+            f,
+            &nic.ifname,
+            crate::model::Family::of(&a.address),
+            culprit.as_ref(),
+        ));
     }
     out
 }

@@ -40,7 +40,8 @@ mod udp_mem_low;
 mod verbs_sysfs_mismatch;
 
 use crate::model::{
-    ConfKey, ConfTarget, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    ConfKey, ConfTarget, Family, HostState, IpVerb, Rule, RuleAction, Sysctl, RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
 };
 use crate::plan::{Change, NicDesired, Plan};
 use crate::policy::{ForeignObject, Obstacle, Policy};
@@ -479,8 +480,9 @@ pub(crate) struct Ctx<'a> {
     pub state: &'a HostState,
     pub opts: &'a DoctorOptions,
     pub scope: NicScope,
-    /// For each NIC in scope: the other NICs sharing one of its subnets.
-    pub peers: BTreeMap<String, Vec<String>>,
+    /// For each NIC in scope and each family (IPv4's, IPv6's): the other NICs
+    /// sharing one of its subnets of that family.
+    family_peers: [BTreeMap<String, Vec<String>>; 2],
     /// The policy's plan, or why the policy cannot be planned on this host.
     pub remedy: std::result::Result<Remedy, crate::Error>,
 }
@@ -488,7 +490,10 @@ pub(crate) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(state: &'a HostState, opts: &'a DoctorOptions) -> Ctx<'a> {
         let scope = nic_scope(state);
-        let peers = scope.subnet_peers();
+        let family_peers = [
+            scope.subnet_peers_in(Family::Inet),
+            scope.subnet_peers_in(Family::Inet6),
+        ];
         let default_policy;
         let policy = match &opts.policy {
             Some(p) => p,
@@ -503,23 +508,24 @@ impl<'a> Ctx<'a> {
             state,
             opts,
             scope,
-            peers,
+            family_peers,
             remedy,
         }
     }
 
-    /// True when the NIC shares a subnet with another NIC in scope (then ARP flux
-    /// and wrong-egress problems are certain, not just possible).
-    pub fn shares_subnet(&self, ifname: &str) -> bool {
-        self.peers
-            .get(ifname)
-            .map(|v| !v.is_empty())
-            .unwrap_or(false)
+    /// The other NICs in scope sharing one of `ifname`'s subnets of `family`.
+    pub fn peers_in(&self, ifname: &str, family: Family) -> Option<&Vec<String>> {
+        let i = match family {
+            Family::Inet => 0,
+            Family::Inet6 => 1,
+        };
+        self.family_peers[i].get(ifname)
     }
 
-    /// Error when the NIC shares a subnet, else Warning.
-    pub fn flux_severity(&self, ifname: &str) -> Severity {
-        if self.shares_subnet(ifname) {
+    /// Error when the NIC shares a subnet of `family` with another NIC in
+    /// scope, else Warning.
+    pub fn flux_severity_in(&self, ifname: &str, family: Family) -> Severity {
+        if self.peers_in(ifname, family).is_some_and(|v| !v.is_empty()) {
             Severity::Error
         } else {
             Severity::Warning
@@ -532,12 +538,19 @@ impl<'a> Ctx<'a> {
         r.plan.desired.nics.iter().find(|n| n.ifname == ifname)
     }
 
-    /// Attach the routing fix of a NIC to a finding: the commands that remove
-    /// what is in the way (`culprit`: a rule that steers the NIC's traffic before
-    /// the planned rule can), then the plan's own route and rule changes for the
-    /// NIC. When the policy cannot be planned here, the finding says why
-    /// (`plan_error`) and carries no commands.
-    pub fn routing_fix(&self, f: Finding, ifname: &str, culprit: Option<&Rule>) -> Finding {
+    /// Attach the routing fix of a NIC's address of `family` to a finding: the
+    /// commands that remove what is in the way (`culprit`: a rule that steers the
+    /// NIC's traffic before the planned rule can), then the plan's own route and
+    /// rule changes for the NIC in that family. When the policy cannot be
+    /// planned here, or does not manage the NIC in that family, the finding says
+    /// why (`plan_error`) and carries no commands.
+    pub fn routing_fix(
+        &self,
+        f: Finding,
+        ifname: &str,
+        family: Family,
+        culprit: Option<&Rule>,
+    ) -> Finding {
         let remedy = match &self.remedy {
             Ok(r) => r,
             Err(e) => {
@@ -551,6 +564,24 @@ impl<'a> Ctx<'a> {
                 .evidence("plan_error", format!("the policy does not manage {ifname}"))
                 .fix(Vec::new(), Some("nics.include"));
         };
+        if !nd.addresses.iter().any(|a| Family::of(&a.addr()) == family) {
+            return f
+                .evidence(
+                    "plan_error",
+                    format!(
+                        "the policy does not manage {ifname} in {} (family: {})",
+                        match family {
+                            Family::Inet => "IPv4",
+                            Family::Inet6 => "IPv6",
+                        },
+                        serde_json::to_value(remedy.plan.policy.family)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default()
+                    ),
+                )
+                .fix(Vec::new(), Some("family: both"));
+        }
         let mut cmds: Vec<String> = Vec::new();
         let mut push = |c: String| {
             if !cmds.contains(&c) {
@@ -567,29 +598,34 @@ impl<'a> Ctx<'a> {
         let mine = || remedy.obstacles.iter().filter(|o| o.ifname == ifname);
         for o in mine() {
             if let ForeignObject::Rule(r) = &o.object {
-                push(r.ip_command(IpVerb::Delete));
+                if r.family == family {
+                    push(r.ip_command(IpVerb::Delete));
+                }
             }
         }
         for o in mine() {
             if let ForeignObject::Route(r) = &o.object {
-                push(r.ip_command(IpVerb::Delete));
+                if r.family == family {
+                    push(r.ip_command(IpVerb::Delete));
+                }
             }
         }
+        let mine = |r: &crate::model::Route| r.table == nd.table && r.family == family;
         for c in &remedy.plan.changes {
             match c {
-                Change::AddRoute { route } if route.table == nd.table => {
+                Change::AddRoute { route } if mine(route) => {
                     push(route.ip_command(IpVerb::Replace))
                 }
-                Change::ReplaceRoute { after, .. } if after.table == nd.table => {
+                Change::ReplaceRoute { after, .. } if mine(after) => {
                     push(after.ip_command(IpVerb::Replace))
                 }
-                Change::DeleteRoute { route } if route.table == nd.table => {
+                Change::DeleteRoute { route } if mine(route) => {
                     push(route.ip_command(IpVerb::Delete))
                 }
-                Change::AddRule { rule } if rule_is_for(rule, nd) => {
+                Change::AddRule { rule } if rule.family == family && rule_is_for(rule, nd) => {
                     push(rule.ip_command(IpVerb::Add))
                 }
-                Change::DeleteRule { rule } if rule_is_for(rule, nd) => {
+                Change::DeleteRule { rule } if rule.family == family && rule_is_for(rule, nd) => {
                     push(rule.ip_command(IpVerb::Delete))
                 }
                 _ => {}
@@ -606,8 +642,9 @@ impl<'a> Ctx<'a> {
 fn rule_is_for(r: &Rule, nd: &NicDesired) -> bool {
     r.table == nd.table
         || r.priority == nd.rule_priority
-        || r.src
-            .is_some_and(|s| s.prefix_len() > 0 && s.contains(&nd.address))
+        || r.src.is_some_and(|s| {
+            s.prefix_len() > 0 && nd.addresses.iter().any(|a| s.contains(&a.addr()))
+        })
 }
 
 /// `sysctl -w` commands that make the effective value of a max-combined

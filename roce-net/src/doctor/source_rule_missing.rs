@@ -8,7 +8,7 @@ pub const ID: &str = "source-rule-missing";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (nic, a) in ctx.scope.addressed_in(crate::model::Family::Inet) {
+    for (nic, a) in ctx.scope.addressed() {
         let rule = source_rule_for(ctx.state, a.address);
         let shadowed = match &rule {
             Some(r) if !r.shadowed_by_main => continue,
@@ -27,7 +27,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         };
         let f = Finding::new(
             ID,
-            ctx.flux_severity(&nic.ifname),
+            ctx.flux_severity_in(&nic.ifname, crate::model::Family::of(&a.address)),
             Subject::interface(&nic.ifname).with_address(a.address),
             msg,
         )
@@ -38,8 +38,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             "main_rule_priority",
             super::main_rule_priority(ctx.state, a.address),
         )
-        .evidence("shares_subnet_with", ctx.peers.get(&nic.ifname));
-        out.push(ctx.routing_fix(f, &nic.ifname, None));
+        .evidence(
+            "shares_subnet_with",
+            ctx.peers_in(&nic.ifname, crate::model::Family::of(&a.address)),
+        );
+        out.push(ctx.routing_fix(f, &nic.ifname, crate::model::Family::of(&a.address), None));
     }
     out
 }

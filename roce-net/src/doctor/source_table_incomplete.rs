@@ -10,7 +10,7 @@ pub const ID: &str = "source-table-incomplete";
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (nic, a) in ctx.scope.addressed_in(crate::model::Family::Inet) {
+    for (nic, a) in ctx.scope.addressed() {
         let Some(rule) = source_rule_for(ctx.state, a.address) else {
             continue;
         };
@@ -21,13 +21,16 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .state
             .routes
             .iter()
-            .filter(|r| r.table == rule.table && r.family == Family::Inet)
+            .filter(|r| r.table == rule.table && r.family == Family::of(&a.address))
             .collect();
-        let selected = || {
-            let IpAddr::V4(v4) = a.address else {
-                return false;
-            };
-            crate::fib::inet_select_addr(ctx.state, &nic.ifname, None, Scope::Link) == Some(v4)
+        // Without a `src`, an IPv4 route's source is the one the kernel selects
+        // on the NIC; an IPv6 route needs none (the rule already pins the
+        // source, and roce-net's own IPv6 routes carry none).
+        let selected = || match a.address {
+            IpAddr::V4(v4) => {
+                crate::fib::inet_select_addr(ctx.state, &nic.ifname, None, Scope::Link) == Some(v4)
+            }
+            IpAddr::V6(_) => true,
         };
         let good = routes.iter().any(|r| {
             r.dst == a.network()
@@ -64,14 +67,23 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 )
         } else {
             (
-                format!(
-                    "table {} lacks the route {} dev {} src {}",
-                    rule.table,
-                    a.network(),
-                    nic.ifname,
-                    a.address
-                ),
-                ctx.flux_severity(&nic.ifname),
+                match a.address {
+                    IpAddr::V4(_) => format!(
+                        "table {} lacks the route {} dev {} src {}",
+                        rule.table,
+                        a.network(),
+                        nic.ifname,
+                        a.address
+                    ),
+                    IpAddr::V6(_) => format!(
+                        "table {} lacks the route {} dev {} (for {})",
+                        rule.table,
+                        a.network(),
+                        nic.ifname,
+                        a.address
+                    ),
+                },
+                ctx.flux_severity_in(&nic.ifname, crate::model::Family::of(&a.address)),
             )
         };
         let f = Finding::new(
@@ -87,7 +99,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         // A rule into another table than the planned one, ahead of the
         // planned rule, keeps steering the traffic: the fix removes it.
         let culprit = super::first_source_rule(ctx.state, a.address);
-        out.push(ctx.routing_fix(f, &nic.ifname, culprit.as_ref()));
+        out.push(ctx.routing_fix(f, &nic.ifname, Family::of(&a.address), culprit.as_ref()));
     }
     out
 }

@@ -67,6 +67,11 @@ pub const FLEET_MAX_HOSTS: usize = 200;
 /// Most NICs per host [`Lab::fleet`] accepts.
 pub const FLEET_MAX_NICS: usize = 16;
 
+/// The seed lab's IPv6 prefix (a unique local one, never routed): NIC `r<i>`
+/// has `fd00:198:18::<11 + i>` (the digits of its IPv4 address's last octet),
+/// the peer `fd00:198:18::100`.
+pub const SEED_IPV6_PREFIX: &str = "fd00:198:18::/64";
+
 /// One lab interface: a veth end in a lab namespace, plugged into the switch.
 #[derive(
     Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
@@ -76,10 +81,15 @@ pub struct LabNic {
     pub namespace: String,
     /// Interface name inside that namespace (`r0`, `p0`, ...).
     pub name: String,
-    /// Its address.
+    /// Its first address (the IPv4 one of a dual-stack lab).
     pub address: IpAddr,
     /// Prefix length of the address.
     pub prefix_len: u8,
+    /// Every address it has, with prefix lengths, the first one first
+    /// (`198.18.0.11/24`, `fd00:198:18::11/64`).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub addresses: Vec<ipnet::IpNet>,
 }
 
 /// A set of network namespaces removed on drop (see the module docs).
@@ -147,6 +157,21 @@ impl Lab {
     /// bridge in `...-sw`. All links are up; sysctls are the kernel defaults
     /// (`arp_ignore` 0 etc.), no fix applied.
     pub fn seed_tagged(tag: &str, nics: usize) -> Result<Lab> {
+        Lab::seed_families(tag, nics, crate::model::AddressFamilies::Ipv4)
+    }
+
+    /// The seed scenario with the NICs addressed in `families`: IPv4 as
+    /// [`Lab::seed_tagged`]; IPv6 in [`SEED_IPV6_PREFIX`] (`r0` =
+    /// `fd00:198:18::11/64`, ..., the peer `fd00:198:18::100/64`: one prefix
+    /// route per NIC in the main table, the same asymmetric egress); both for a
+    /// dual-stack host. IPv6 addresses are added with `nodad`, so they are
+    /// usable at once (no other host holds them); the link-local ones go through
+    /// duplicate address detection as usual.
+    pub fn seed_families(
+        tag: &str,
+        nics: usize,
+        families: crate::model::AddressFamilies,
+    ) -> Result<Lab> {
         if nics == 0 || nics > SEED_MAX_NICS {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -157,13 +182,29 @@ impl Lab {
         lab.add_switch("sw")?;
         let host = lab.add_namespace("host")?;
         let peer = lab.add_namespace("peer")?;
+        // Host `last_octet` of the seed's IPv4 /24 and of its IPv6 prefix.
+        let addrs = |last_octet: u8| -> Vec<ipnet::IpNet> {
+            let mut v = Vec::new();
+            if families.includes(crate::model::Family::Inet) {
+                let ip = IpAddr::V4(Ipv4Addr::new(198, 18, 0, last_octet));
+                v.extend(ipnet::IpNet::new(ip, 24));
+            }
+            if families.includes(crate::model::Family::Inet6) {
+                // The octet's decimal digits as the last group: .11 -> ::11.
+                let group = u16::from_str_radix(&last_octet.to_string(), 16).unwrap_or(0);
+                let ip = IpAddr::V6(std::net::Ipv6Addr::new(
+                    0xfd00, 0x198, 0x18, 0, 0, 0, 0, group,
+                ));
+                v.extend(ipnet::IpNet::new(ip, 64));
+            }
+            v
+        };
         for i in 0..nics {
-            let ip = IpAddr::V4(Ipv4Addr::new(198, 18, 0, SEED_HOST_FIRST + i as u8));
-            let nic = lab.connect(&host, &format!("r{i}"), ip, 24)?;
+            let nic =
+                lab.connect_addrs(&host, &format!("r{i}"), &addrs(SEED_HOST_FIRST + i as u8))?;
             lab.nics.push(nic);
         }
-        let ip = IpAddr::V4(Ipv4Addr::new(198, 18, 0, SEED_PEER_HOST));
-        lab.peer_nic = Some(lab.connect(&peer, "p0", ip, 24)?);
+        lab.peer_nic = Some(lab.connect_addrs(&peer, "p0", &addrs(SEED_PEER_HOST))?);
         lab.host = Some(host);
         lab.peer = Some(peer);
         lab.wait_links_up()?;
@@ -383,6 +424,29 @@ impl Lab {
         ip: IpAddr,
         prefix_len: u8,
     ) -> Result<LabNic> {
+        let net = ipnet::IpNet::new(ip, prefix_len).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("lab address {ip}/{prefix_len} for {ifname}: {e}"),
+            )
+        })?;
+        self.connect_addrs(ns, ifname, &[net])
+    }
+
+    /// [`Lab::connect`] with several addresses (at least one; IPv6 ones added
+    /// with `nodad`, usable at once).
+    pub fn connect_addrs(
+        &mut self,
+        ns: &str,
+        ifname: &str,
+        addrs: &[ipnet::IpNet],
+    ) -> Result<LabNic> {
+        let Some(first) = addrs.first().copied() else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("lab NIC {ifname} needs at least one address"),
+            ));
+        };
         let Some(sw) = self.switch.clone() else {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -402,13 +466,21 @@ impl Lab {
         })?;
         in_ns(ns, |nl| {
             nl.link_set_up(ifname)?;
-            nl.addr_add(ifname, ip, prefix_len)
+            for a in addrs {
+                if a.addr().is_ipv6() {
+                    nl.addr_add_nodad(ifname, a.addr(), a.prefix_len())?;
+                } else {
+                    nl.addr_add(ifname, a.addr(), a.prefix_len())?;
+                }
+            }
+            Ok(())
         })?;
         Ok(LabNic {
             namespace: ns.to_string(),
             name: ifname.to_string(),
-            address: ip,
-            prefix_len,
+            address: first.addr(),
+            prefix_len: first.prefix_len(),
+            addresses: addrs.to_vec(),
         })
     }
 

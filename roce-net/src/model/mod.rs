@@ -117,6 +117,51 @@ impl Family {
     }
 }
 
+/// A set of address families: what a policy manages (its `family`), what a
+/// lab addresses its NICs with.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum AddressFamilies {
+    /// IPv4 and IPv6 (a policy's default: each NIC's managed address of either
+    /// family gets a rule into the NIC's table, one table per NIC for both).
+    #[default]
+    Both,
+    /// IPv4 only (IPv6 left alone).
+    Ipv4,
+    /// IPv6 only (IPv4 left alone, ARP and `rp_filter` included).
+    Ipv6,
+}
+
+impl AddressFamilies {
+    /// Whether `family` is in the set.
+    pub fn includes(self, family: Family) -> bool {
+        match self {
+            AddressFamilies::Both => true,
+            AddressFamilies::Ipv4 => family == Family::Inet,
+            AddressFamilies::Ipv6 => family == Family::Inet6,
+        }
+    }
+
+    /// The families in the set, IPv4 first.
+    pub fn list(self) -> Vec<Family> {
+        [Family::Inet, Family::Inet6]
+            .into_iter()
+            .filter(|f| self.includes(*f))
+            .collect()
+    }
+}
+
 /// Well-known routing protocol numbers (`/etc/iproute2/rt_protos`).
 pub mod protocol {
     /// Unspecified.
@@ -129,6 +174,8 @@ pub mod protocol {
     pub const BOOT: u8 = 3;
     /// Installed by the administrator.
     pub const STATIC: u8 = 4;
+    /// Learned from an IPv6 router advertisement.
+    pub const RA: u8 = 9;
     /// Installed by DHCP.
     pub const DHCP: u8 = 16;
     /// roce-net's default ownership marker. Registered as `roce-net` in
@@ -143,6 +190,7 @@ pub mod protocol {
             2 => "kernel",
             3 => "boot",
             4 => "static",
+            9 => "ra",
             16 => "dhcp",
             ROCE_NET_DEFAULT => "roce-net",
             _ => return None,

@@ -359,7 +359,8 @@ impl fmt::Display for RouteType {
 }
 
 /// What makes two routes compete for one place in the kernel: family, table,
-/// destination, TOS and metric (none and 0 are the same metric). An exclusive
+/// destination, TOS and metric (none is the family's default: 0 for IPv4, 1024
+/// for IPv6, which the kernel gives a route added without one). An exclusive
 /// add of one fails while the other is there; `ip route replace` replaces the
 /// route with this key. Routes equal by [`Route::same`] have equal keys.
 ///
@@ -375,9 +376,14 @@ pub struct RouteKey {
     pub dst: ipnet::IpNet,
     /// TOS / DSCP selector.
     pub tos: u8,
-    /// Metric, 0 when none was reported.
+    /// Metric, the family's default when none was reported
+    /// ([`Route::effective_metric`]).
     pub metric: u32,
 }
+
+/// The metric the kernel gives an IPv6 route added without one
+/// (`IP6_RT_PRIO_USER`, include/net/ip6_route.h).
+pub const IP6_RT_PRIO_USER: u32 = 1024;
 
 impl Route {
     /// Its identity in the kernel: see [`RouteKey`].
@@ -387,21 +393,42 @@ impl Route {
             table: self.table,
             dst: self.dst,
             tos: self.tos,
-            metric: self.metric.unwrap_or(0),
+            metric: self.effective_metric(),
         }
     }
 
-    /// The route as compared: a metric of 0 is no metric (the kernel reports
-    /// either for the same route).
+    /// The metric the kernel gives the route: its own, else the family's
+    /// default. IPv4 keeps 0; IPv6 makes 0 (or none) `IP6_RT_PRIO_USER`, 1024
+    /// (`ip6_route_info_create` in net/ipv6/route.c: `ip -6 route add` without
+    /// a metric shows `metric 1024`).
+    pub fn effective_metric(&self) -> u32 {
+        match (self.family, self.metric) {
+            (Family::Inet6, None | Some(0)) => IP6_RT_PRIO_USER,
+            (_, m) => m.unwrap_or(0),
+        }
+    }
+
+    /// The route as compared: the family's default metric is no metric (the
+    /// kernel reports a metric of 0, or 1024 for IPv6, for a route added
+    /// without one), and an IPv6 route's scope is global (the kernel keeps no
+    /// scope for IPv6 routes and reports every one as `global`).
     pub fn normalized(&self) -> Route {
         let mut r = self.clone();
-        if r.metric == Some(0) {
+        let default = match r.family {
+            Family::Inet => 0,
+            Family::Inet6 => IP6_RT_PRIO_USER,
+        };
+        if r.metric == Some(0) || r.metric == Some(default) {
             r.metric = None;
+        }
+        if r.family == Family::Inet6 {
+            r.scope = Scope::Universe;
         }
         r
     }
 
-    /// Equal to `other` however a metric of 0 was reported: the same route.
+    /// Equal to `other` however the default metric (or an IPv6 scope) was
+    /// reported: the same route.
     pub fn same(&self, other: &Route) -> bool {
         self.normalized() == other.normalized()
     }
@@ -475,9 +502,12 @@ impl Route {
     }
 
     /// The scope `ip route add` picks when none is given: host for local routes,
-    /// global for gateway, multipath or device-less routes, link otherwise.
+    /// global for gateway, multipath or device-less routes, link otherwise; for
+    /// IPv6 always global (the kernel keeps no scope for IPv6 routes).
     pub fn implied_scope(&self) -> Scope {
-        if self.kind == RouteType::Local {
+        if self.family == Family::Inet6 {
+            Scope::Universe
+        } else if self.kind == RouteType::Local {
             Scope::Host
         } else if self.gateway.is_some() || !self.multipath.is_empty() || self.dev.is_none() {
             Scope::Universe

@@ -160,7 +160,10 @@ fn route_owner(d: &DesiredState, r: &Route) -> Result<usize> {
     let by = |f: &dyn Fn(&NicDesired) -> bool| d.nics.iter().position(f);
     let found = match &r.dev {
         Some(dev) => by(&|n| &n.ifname == dev),
-        None => by(&|n| Some(n.address) == r.prefsrc).or_else(|| by(&|n| n.table == r.table)),
+        None => r
+            .prefsrc
+            .and_then(|src| by(&|n| n.has_address(src)))
+            .or_else(|| by(&|n| n.table == r.table)),
     };
     found.ok_or_else(|| {
         Error::new(
@@ -180,7 +183,7 @@ fn rule_owner(d: &DesiredState, r: &Rule) -> Result<usize> {
     let by = |f: &dyn Fn(&NicDesired) -> bool| d.nics.iter().position(f);
     let found = r
         .src
-        .and_then(|s| by(&|n| s.contains(&n.address)))
+        .and_then(|s| by(&|n| n.addresses.iter().any(|a| s.contains(&a.addr()))))
         .or_else(|| {
             let dev = r.iif.as_ref().or(r.oif.as_ref())?;
             by(&|n| &n.ifname == dev)

@@ -66,12 +66,20 @@ pub(crate) fn render(
                 prof.uuid.as_deref().unwrap_or("no uuid")
             );
         }
-        let fam = if item.nic.address.is_ipv4() {
-            "ipv4"
-        } else {
-            "ipv6"
-        };
-        let _ = writeln!(s, "if check_profile {q} {fam}; then");
+        let mut fams: Vec<&str> = Vec::new();
+        for f in item
+            .routes
+            .iter()
+            .map(|r| r.family)
+            .chain(item.rules.iter().map(|r| r.family))
+        {
+            let f = family_prefix(f);
+            if !fams.contains(&f) {
+                fams.push(f);
+            }
+        }
+        fams.sort();
+        let _ = writeln!(s, "if check_profile {q} {}; then", fams.join(" "));
         let _ = writeln!(u, "if exists {q}; then");
         for r in &item.routes {
             let v = sh_quote(&route_value(r));
@@ -142,16 +150,23 @@ add() {
 	fi
 }
 
-# check_profile SELECTOR CONNECTION FAMILY: the profile must exist; warn about route-table.
+# check_profile SELECTOR CONNECTION FAMILY...: the profile must exist; warn
+# about each family's route-table.
 check_profile() {
-	if ! t=$(nmcli -g "$3.route-table" connection show "$1" "$2" 2>/dev/null); then
-		echo "roce-net: NetworkManager has no connection with $1 '$2'; skipped (find it with: nmcli -f GENERAL.CONNECTION,GENERAL.CON-UUID device show <ifname>)" >&2
+	sel=$1
+	con=$2
+	shift 2
+	if ! nmcli -g connection.uuid connection show "$sel" "$con" >/dev/null 2>&1; then
+		echo "roce-net: NetworkManager has no connection with $sel '$con'; skipped (find it with: nmcli -f GENERAL.CONNECTION,GENERAL.CON-UUID device show <ifname>)" >&2
 		rc=1
 		return 1
 	fi
-	if [ -n "$t" ] && [ "$t" != 0 ]; then
-		echo "roce-net: warning: connection $1 '$2' sets $3.route-table=$t; NetworkManager then removes routes it did not configure from all tables on its device" >&2
-	fi
+	for fam in "$@"; do
+		t=$(nmcli -g "$fam.route-table" connection show "$sel" "$con" 2>/dev/null) || t=
+		if [ -n "$t" ] && [ "$t" != 0 ]; then
+			echo "roce-net: warning: connection $sel '$con' sets $fam.route-table=$t; NetworkManager then removes routes it did not configure from all tables on its device" >&2
+		fi
+	done
 	return 0
 }
 "#;
@@ -192,9 +207,10 @@ fn route_value(r: &Route) -> String {
     }
     // Always a metric: without one NetworkManager gives the route its
     // device's metric (100 and up for Ethernet), and the route at boot is not
-    // the one roce-net plans (metric 0), so `plan` would add a second one
-    // (seen on NetworkManager 1.52 running as a service, tests/vm/test_stacks.py).
-    let _ = write!(s, " {}", r.metric.unwrap_or(0));
+    // the one roce-net plans (metric 0; 1024 for IPv6, the kernel's default),
+    // so `plan` would add a second one (seen on NetworkManager 1.52 running as
+    // a service, tests/vm/test_stacks.py).
+    let _ = write!(s, " {}", r.effective_metric());
     let _ = write!(s, " table={}", r.table);
     if let Some(p) = r.prefsrc {
         let _ = write!(s, " src={p}");

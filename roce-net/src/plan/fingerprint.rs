@@ -33,12 +33,14 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 /// install for IPv6 addresses.
 fn is_volatile_ipv6(r: &crate::model::Route) -> bool {
     r.family == crate::model::Family::Inet6
-        && (r.protocol == crate::model::protocol::KERNEL || r.protocol == 9)
+        && (r.protocol == crate::model::protocol::KERNEL
+            || r.protocol == crate::model::protocol::RA)
 }
 
 /// The fingerprint of the state a plan depends on: interfaces (name, index, MAC,
-/// MTU, admin state), IPv4 addresses, routes (less the IPv6 ones the kernel and
-/// router advertisements manage), rules, configured sysctls (not effective
+/// MTU, admin state), IPv4 addresses, the global IPv6 addresses a NIC can be
+/// managed by (not their DAD progress), routes (less the IPv6 ones the kernel
+/// and router advertisements manage), rules, configured sysctls (not effective
 /// values) and table names. Counters, neighbours, RDMA data, warnings, the host
 /// name and the capture time are left out, as is the order of lists.
 ///
@@ -69,16 +71,31 @@ pub fn fingerprint(host: &HostState) -> String {
             })
             .collect(),
     );
-    // The planner manages IPv4. IPv6 addresses and the routes the kernel or router
-    // advertisements derive from them come and go on their own (link-local
-    // addresses after DAD, SLAAC privacy addresses), so they are left out: a plan
-    // made a moment before a link-local address appears is still valid.
+    // IPv6 addresses, and the routes the kernel or router advertisements derive
+    // from them, partly come and go on their own (link-local addresses after
+    // DAD, SLAAC privacy addresses, `tentative` turning usable): a plan made a
+    // moment before must stay valid. So of IPv6 only the global addresses a NIC
+    // can be managed by count (`scope::nic_address`), without their flags but
+    // whether DAD failed, which decides if one is managed.
     section(
         "addresses",
         host.addresses
             .iter()
-            .filter(|a| a.address.is_ipv4())
-            .map(json)
+            .filter_map(|a| match a.address {
+                std::net::IpAddr::V4(_) => Some(json(a)),
+                std::net::IpAddr::V6(_)
+                    if a.is_global() && !a.has(crate::model::AddressFlag::Temporary) =>
+                {
+                    Some(format!(
+                        "{}|{}/{}|{}",
+                        a.ifname,
+                        a.address,
+                        a.prefix_len,
+                        a.has(crate::model::AddressFlag::Dadfailed)
+                    ))
+                }
+                std::net::IpAddr::V6(_) => None,
+            })
             .collect(),
     );
     section(
@@ -185,5 +202,32 @@ mod volatile_tests {
         let mut owned = v6.clone();
         owned.routes[0].protocol = 201;
         assert_ne!(fingerprint(&owned), fp);
+    }
+
+    /// A global IPv6 address a NIC can be managed by is part of what a plan
+    /// depends on; its DAD finishing is not, its DAD failing is; a privacy
+    /// address is not.
+    #[test]
+    fn managed_ipv6_addresses_count_but_not_their_dad_progress() {
+        use crate::model::AddressFlag;
+        let base = HostState::empty("h");
+        let mut a = addr("fd00:198:18::11");
+        a.scope = Scope::Universe;
+        a.flags = vec![AddressFlag::Tentative];
+        let mut tentative = base.clone();
+        tentative.addresses.push(a.clone());
+        assert_ne!(fingerprint(&tentative), fingerprint(&base));
+        let mut usable = base.clone();
+        a.flags.clear();
+        usable.addresses.push(a.clone());
+        assert_eq!(fingerprint(&usable), fingerprint(&tentative));
+        let mut failed = base.clone();
+        a.flags = vec![AddressFlag::Dadfailed, AddressFlag::Tentative];
+        failed.addresses.push(a.clone());
+        assert_ne!(fingerprint(&failed), fingerprint(&tentative));
+        let mut private = base.clone();
+        a.flags = vec![AddressFlag::Temporary];
+        private.addresses.push(a);
+        assert_eq!(fingerprint(&private), fingerprint(&base));
     }
 }

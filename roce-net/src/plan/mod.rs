@@ -42,16 +42,25 @@ use std::net::IpAddr;
 pub struct NicDesired {
     /// Interface name.
     pub ifname: String,
-    /// The NIC's address used as the rule's source.
-    pub address: IpAddr,
-    /// Its prefix length.
-    pub prefix_len: u8,
-    /// The NIC's routing table id.
+    /// The NIC's managed addresses with their prefix lengths (`198.18.0.11/24`,
+    /// `fd00:198:18::11/64`), one per managed family, IPv4 first: each the source
+    /// of its family's rule into the NIC's table.
+    #[schemars(with = "Vec<String>")]
+    pub addresses: Vec<ipnet::IpNet>,
+    /// The NIC's routing table id (the same for both families).
     pub table: u32,
     /// The table's name.
     pub table_name: String,
-    /// The `from <address> lookup <table>` rule's priority.
+    /// The `from <address> lookup <table>` rules' priority (the same for both
+    /// families: the kernel keeps IPv4 and IPv6 rules apart).
     pub rule_priority: u32,
+}
+
+impl NicDesired {
+    /// Whether `ip` is one of its managed addresses.
+    pub fn has_address(&self, ip: IpAddr) -> bool {
+        self.addresses.iter().any(|a| a.addr() == ip)
+    }
 }
 
 /// The full desired state a policy produces on a host; the plan is its diff

@@ -58,8 +58,14 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
     for nic in &layout.nics {
         d.nics.push(NicDesired {
             ifname: nic.ifname.clone(),
-            address: IpAddr::V4(nic.address),
-            prefix_len: nic.network.prefix_len(),
+            addresses: nic
+                .families
+                .iter()
+                .map(|f| {
+                    ipnet::IpNet::new(f.address, f.network.prefix_len())
+                        .unwrap_or_else(|_| ipnet::IpNet::from(f.address))
+                })
+                .collect(),
             table: nic.table,
             table_name: nic.table_name.clone(),
             rule_priority: nic.priority,
@@ -70,83 +76,133 @@ fn build_desired(layout: &Layout, policy: &Policy) -> DesiredState {
         if policy.register_table_names {
             d.table_names.insert(nic.table, nic.table_name.clone());
         }
-        let src = Some(IpAddr::V4(nic.address));
-        let route = |dst: ipnet::IpNet, gateway: Option<IpAddr>, metric: Option<u32>| Route {
-            family: Family::Inet,
-            table: nic.table,
-            dst,
-            kind: RouteType::Unicast,
-            dev: Some(nic.ifname.clone()),
-            prefsrc: src,
-            gateway,
-            scope: if gateway.is_some() {
-                Scope::Universe
-            } else {
-                Scope::Link
-            },
-            protocol: p,
-            metric: metric.filter(|m| *m != 0),
-            tos: 0,
-            multipath: Vec::new(),
-        };
-        if policy.routing.subnet_route {
-            d.routes
-                .push(route(ipnet::IpNet::V4(nic.network), None, None));
+        // One table per NIC for both families (the kernel keeps an IPv4 and an
+        // IPv6 table under one number apart): each managed address's subnet
+        // route, extra routes and default route go to it, and its rule sends
+        // traffic from that address there.
+        for fam in &nic.families {
+            let family = fam.family();
+            let route = |dst: ipnet::IpNet, gateway: Option<IpAddr>, metric: Option<u32>| Route {
+                family,
+                table: nic.table,
+                dst,
+                kind: RouteType::Unicast,
+                dev: Some(nic.ifname.clone()),
+                // IPv4 routes name the NIC's address as their source. IPv6 ones
+                // do not: the rule already pins the source, and the kernel
+                // refuses an IPv6 `src` while the address is still tentative
+                // (`ip6_route_check_prefsrc`: "Invalid source address"), which
+                // would fail an apply, or a boot, during DAD.
+                prefsrc: match family {
+                    Family::Inet => Some(fam.address),
+                    Family::Inet6 => None,
+                },
+                gateway,
+                scope: if gateway.is_some() || family == Family::Inet6 {
+                    Scope::Universe
+                } else {
+                    Scope::Link
+                },
+                protocol: p,
+                metric: metric.filter(|m| *m != 0),
+                tos: 0,
+                multipath: Vec::new(),
+            };
+            if policy.routing.subnet_route {
+                d.routes.push(route(fam.network, None, None));
+            }
+            for e in nic
+                .extra_routes
+                .iter()
+                .filter(|e| Family::of(&e.dst.addr()) == family)
+            {
+                d.routes.push(route(e.dst, e.via, e.metric));
+            }
+            if let Some(gw) = fam.gateway {
+                let any = match family {
+                    Family::Inet => ipnet::IpNet::V4(ipnet::Ipv4Net::default()),
+                    Family::Inet6 => ipnet::IpNet::V6(ipnet::Ipv6Net::default()),
+                };
+                d.routes.push(route(any, Some(gw), None));
+            }
+            d.rules
+                .push(Rule::source(fam.address, nic.table, nic.priority).protocol(p));
         }
-        for e in &nic.extra_routes {
-            d.routes.push(route(e.dst, e.via, e.metric));
-        }
-        if let Some(gw) = nic.gateway {
-            let any = ipnet::IpNet::V4(ipnet::Ipv4Net::default());
-            d.routes.push(route(any, Some(IpAddr::V4(gw)), None));
-        }
-        d.rules
-            .push(Rule::source(IpAddr::V4(nic.address), nic.table, nic.priority).protocol(p));
     }
 
-    let nic_targets: Vec<ConfTarget> = layout
-        .nics
-        .iter()
-        .map(|n| ConfTarget::Interface(n.ifname.clone()))
-        .collect();
-    d.sysctls = desired_sysctls(policy, &nic_targets);
+    let with = |family: Family| -> Vec<ConfTarget> {
+        layout
+            .nics
+            .iter()
+            .filter(|n| n.family(family).is_some())
+            .map(|n| ConfTarget::Interface(n.ifname.clone()))
+            .collect()
+    };
+    let v4 = with(Family::Inet);
+    let v6 = with(Family::Inet6);
+    // A family's host-wide keys only where some NIC is managed in it: an
+    // IPv6-only host gets no ARP setting (no NIC has IPv4 to answer for).
+    d.sysctls = desired_sysctls(policy, &v4, !v4.is_empty(), &v6);
     d
 }
 
 /// The sysctls `policy` sets, with their values: the ARP keys, then
-/// `rp_filter`, then tuning; the per-interface ones for each of `nic_targets`.
-fn desired_sysctls(policy: &Policy, nic_targets: &[ConfTarget]) -> Vec<(Sysctl, String)> {
+/// `rp_filter` (IPv4's: their `all`/`default` targets when `ipv4_shared`, the
+/// per-interface ones for each of `v4_targets`), then the IPv6 keys (each of
+/// `v6_targets`), then tuning.
+fn desired_sysctls(
+    policy: &Policy,
+    v4_targets: &[ConfTarget],
+    ipv4_shared: bool,
+    v6_targets: &[ConfTarget],
+) -> Vec<(Sysctl, String)> {
     let mut out = Vec::new();
     let targets_for = |scopes: &[ConfScope]| -> Vec<ConfTarget> {
         let mut t = Vec::new();
         for want in [ConfScope::All, ConfScope::Default, ConfScope::Nics] {
             if scopes.contains(&want) {
                 match want {
-                    ConfScope::All => t.push(ConfTarget::All),
-                    ConfScope::Default => t.push(ConfTarget::Default),
-                    ConfScope::Nics => t.extend(nic_targets.iter().cloned()),
+                    ConfScope::All if ipv4_shared => t.push(ConfTarget::All),
+                    ConfScope::Default if ipv4_shared => t.push(ConfTarget::Default),
+                    ConfScope::Nics => t.extend(v4_targets.iter().cloned()),
+                    _ => {}
                 }
             }
         }
         t
     };
-    for (key, value) in [
-        (ConfKey::ArpIgnore, policy.arp.arp_ignore),
-        (ConfKey::ArpAnnounce, policy.arp.arp_announce),
-    ] {
-        for target in targets_for(&policy.arp.scope) {
-            out.push((Sysctl::Conf { target, key }, value.to_string()));
+    if policy.family.includes(Family::Inet) {
+        for (key, value) in [
+            (ConfKey::ArpIgnore, policy.arp.arp_ignore),
+            (ConfKey::ArpAnnounce, policy.arp.arp_announce),
+        ] {
+            for target in targets_for(&policy.arp.scope) {
+                out.push((Sysctl::Conf { target, key }, value.to_string()));
+            }
+        }
+        if let Some(v) = policy.rp_filter.value() {
+            for target in targets_for(&[ConfScope::All, ConfScope::Nics]) {
+                out.push((
+                    Sysctl::Conf {
+                        target,
+                        key: ConfKey::RpFilter,
+                    },
+                    v.to_string(),
+                ));
+            }
         }
     }
-    if let Some(v) = policy.rp_filter.value() {
-        for target in targets_for(&[ConfScope::All, ConfScope::Nics]) {
-            out.push((
-                Sysctl::Conf {
-                    target,
-                    key: ConfKey::RpFilter,
-                },
-                v.to_string(),
-            ));
+    if policy.family.includes(Family::Inet6) {
+        for (key, value) in policy.ipv6.wanted() {
+            for target in v6_targets {
+                out.push((
+                    Sysctl::Conf {
+                        target: target.clone(),
+                        key,
+                    },
+                    value.to_string(),
+                ));
+            }
         }
     }
     for key in TuningKey::ALL {
@@ -161,7 +217,7 @@ fn desired_sysctls(policy: &Policy, nic_targets: &[ConfTarget]) -> Vec<(Sysctl, 
 /// that planning `policy` reads: the ones it may set. Apply's plan snapshot reads
 /// only these; the per-interface values come with the link dump.
 pub(crate) fn shared_sysctls(policy: &Policy) -> Vec<Sysctl> {
-    desired_sysctls(policy, &[])
+    desired_sysctls(policy, &[], true, &[])
         .into_iter()
         .map(|(s, _)| s)
         .collect()

@@ -65,6 +65,15 @@ impl Policy {
                 ));
             }
         }
+        for (key, v) in self.ipv6.wanted() {
+            let range = key.valid_range();
+            if !range.contains(&v) {
+                return Err(policy_err(
+                    &format!("ipv6.{}", key.file_name()),
+                    format!("{v} is out of range {}..={}", range.start(), range.end()),
+                ));
+            }
+        }
         self.check_routing()?;
         self.check_tuning()?;
         self.check_health()?;
@@ -118,18 +127,37 @@ impl Policy {
             check_ifname_literal(&path, name)?;
             check_table_id(&path, *t)?;
         }
-        for (name, gw) in &r.default_gateway {
+        for (name, gws) in &r.default_gateway {
             let path = de::join_key("routing.default_gateway", name);
             check_ifname_pattern(&path, name)?;
-            check_gateway(&path, gw)?;
+            if gws.0.is_empty() {
+                return Err(policy_err(
+                    &path,
+                    "an empty list gives no gateway; leave the NIC out instead",
+                ));
+            }
+            for (i, gw) in gws.0.iter().enumerate() {
+                let at = if gws.0.len() == 1 {
+                    path.clone()
+                } else {
+                    de::join_index(&path, i)
+                };
+                check_gateway(&at, gw)?;
+                if gws.0[..i].iter().any(|o| o.is_ipv4() == gw.is_ipv4()) {
+                    return Err(policy_err(
+                        &at,
+                        format!("a NIC has one default gateway per family; {gw} is the second"),
+                    ));
+                }
+            }
         }
         for (i, e) in r.extra_routes.iter().enumerate() {
             let path = de::join_index("routing.extra_routes", i);
             check_ifname_literal(&format!("{path}.dev"), &e.dev)?;
-            if !e.dst.addr().is_ipv4() {
+            if let Some(via) = e.via.filter(|v| v.is_ipv4() != e.dst.addr().is_ipv4()) {
                 return Err(policy_err(
-                    &format!("{path}.dst"),
-                    format!("{} is not IPv4; roce-net manages IPv4 tables only", e.dst),
+                    &format!("{path}.via"),
+                    format!("{via} is not of {}'s family", e.dst),
                 ));
             }
             if e.dst.trunc() != e.dst {
@@ -298,23 +326,19 @@ fn check_table_id(path: &str, t: u32) -> Result<()> {
 }
 
 fn check_gateway(path: &str, gw: &IpAddr) -> Result<()> {
-    match gw {
-        IpAddr::V6(_) => Err(policy_err(
-            path,
-            format!("{gw} is IPv6; roce-net manages IPv4 tables only"),
-        )),
+    let bad = match gw {
+        IpAddr::V6(v6) => v6.is_unspecified() || v6.is_multicast() || v6.is_loopback(),
         IpAddr::V4(v4) => {
-            if v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast() || v4.is_loopback() {
-                Err(policy_err(
-                    path,
-                    format!(
-                        "{gw} cannot be a gateway (unspecified, loopback, multicast or broadcast)"
-                    ),
-                ))
-            } else {
-                Ok(())
-            }
+            v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast() || v4.is_loopback()
         }
+    };
+    if bad {
+        Err(policy_err(
+            path,
+            format!("{gw} cannot be a gateway (unspecified, loopback, multicast or broadcast)"),
+        ))
+    } else {
+        Ok(())
     }
 }
 

@@ -1,8 +1,9 @@
 //! The desired state a user writes (YAML, JSON, or a value from Python), validated
 //! with field paths.
 //!
-//! A [`Policy`] says which NICs roce-net manages and how: ARP sysctls, `rp_filter`,
-//! one routing table and one source rule per NIC, the neighbour flush, optional
+//! A [`Policy`] says which NICs roce-net manages and how: which address families,
+//! ARP sysctls, `rp_filter`, IPv6 settings, one routing table per NIC with a
+//! source rule for each of its managed addresses, the neighbour flush, optional
 //! tuning, the protocol number that marks ownership, and where the result is
 //! persisted. Every section has defaults, so an empty document is a valid policy.
 //! Unknown fields are refused everywhere, and every error names the field path
@@ -22,9 +23,9 @@ pub(crate) mod yaml;
 
 pub use backend::Backend;
 pub use schema::{
-    ArpPolicy, ConfScope, ExtraRoute, FlushMode, HealthPolicy, NeighborPolicy, NicSelection,
-    PersistBackend, PersistencePolicy, Policy, RoutingPolicy, RpFilter, TuningPolicy,
-    DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
+    ArpPolicy, ConfScope, ExtraRoute, FlushMode, Gateways, HealthPolicy, Ipv6Policy,
+    NeighborPolicy, NicSelection, PersistBackend, PersistencePolicy, Policy, RoutingPolicy,
+    RpFilter, TuningPolicy, DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
 };
 
 pub(crate) use host_tuning::wanted as tuning_wanted;

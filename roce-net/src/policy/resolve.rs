@@ -5,22 +5,44 @@ use super::de::{join_index, join_key};
 use super::glob::{glob_match, is_glob};
 use super::{policy_err, ExtraRoute, Policy};
 use crate::error::Result;
-use crate::model::{HostState, Route, RuleAction};
+use crate::model::{Family, HostState, Route, RuleAction};
 use crate::scope::natural_cmp;
-use ipnet::Ipv4Net;
-use std::net::{IpAddr, Ipv4Addr};
+use ipnet::IpNet;
+use std::net::IpAddr;
 
-/// One managed NIC, fully resolved.
+/// One managed address of a NIC: the source of its family's rule, its subnet
+/// (the route in the NIC's table) and the family's default gateway, if given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NicFamily {
+    pub(crate) address: IpAddr,
+    pub(crate) network: IpNet,
+    pub(crate) gateway: Option<IpAddr>,
+}
+
+impl NicFamily {
+    pub(crate) fn family(&self) -> Family {
+        Family::of(&self.address)
+    }
+}
+
+/// One managed NIC, fully resolved: one table and one rule priority for all
+/// its families, a [`NicFamily`] for each managed family it has an address of
+/// (IPv4 first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NicLayout {
     pub(crate) ifname: String,
-    pub(crate) address: Ipv4Addr,
-    pub(crate) network: Ipv4Net,
+    pub(crate) families: Vec<NicFamily>,
     pub(crate) table: u32,
     pub(crate) table_name: String,
     pub(crate) priority: u32,
-    pub(crate) gateway: Option<Ipv4Addr>,
     pub(crate) extra_routes: Vec<ExtraRoute>,
+}
+
+impl NicLayout {
+    /// Its managed address of `family`.
+    pub(crate) fn family(&self, family: Family) -> Option<&NicFamily> {
+        self.families.iter().find(|f| f.family() == family)
+    }
 }
 
 /// The resolved layout of a policy on a host.
@@ -29,19 +51,31 @@ pub(crate) struct Layout {
     pub(crate) nics: Vec<NicLayout>,
 }
 
-/// The managed address of a NIC ([`crate::scope::nic_address`]) as IPv4.
-fn nic_ipv4(host: &HostState, ifname: &str) -> Option<(Ipv4Addr, u8)> {
-    let a = crate::scope::nic_address(host, ifname, crate::model::Family::Inet)?;
-    match a.address {
-        IpAddr::V4(v4) => Some((v4, a.prefix_len.min(32))),
-        IpAddr::V6(_) => None,
-    }
+/// The managed addresses of a NIC ([`crate::scope::nic_address`]) of the
+/// families the policy manages, IPv4 first, with their prefix lengths.
+fn nic_addrs(policy: &Policy, host: &HostState, ifname: &str) -> Vec<(IpAddr, u8)> {
+    policy
+        .family
+        .list()
+        .into_iter()
+        .filter_map(|f| crate::scope::nic_address(host, ifname, f))
+        .map(|a| (a.address, a.prefix_len))
+        .collect()
 }
 
-fn net_of(addr: Ipv4Addr, len: u8) -> Ipv4Net {
-    Ipv4Net::new(addr, len)
+fn net_of(addr: IpAddr, len: u8) -> IpNet {
+    IpNet::new(addr, len)
         .map(|n| n.trunc())
-        .unwrap_or_else(|_| Ipv4Net::from(addr))
+        .unwrap_or_else(|_| IpNet::from(addr))
+}
+
+/// The words for the families a policy manages, as errors say them.
+fn family_words(policy: &Policy) -> &'static str {
+    match policy.family {
+        crate::model::AddressFamilies::Both => "global IPv4 or IPv6",
+        crate::model::AddressFamilies::Ipv4 => "global IPv4",
+        crate::model::AddressFamilies::Ipv6 => "global IPv6",
+    }
 }
 
 fn list_names(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
@@ -95,11 +129,15 @@ fn obstacles(
         }
     };
     for (nic, tpath) in nics.iter().zip(table_paths) {
-        for fr in host
-            .routes
-            .iter()
-            .filter(|rt| rt.table == nic.table && rt.protocol != p && !is_adoptable_route(rt, nic))
-        {
+        // The kernel keeps each family's tables and rules apart: only those of
+        // the families this NIC is managed in are in the way.
+        let managed = |f: Family| nic.family(f).is_some();
+        for fr in host.routes.iter().filter(|rt| {
+            rt.table == nic.table
+                && managed(rt.family)
+                && rt.protocol != p
+                && !is_adoptable_route(rt, nic)
+        }) {
             push(
                 &nic.ifname,
                 ForeignObject::Route(fr.clone()),
@@ -115,6 +153,7 @@ fn obstacles(
         }
         for fr in host.rules.iter().filter(|ru| {
             ru.table == nic.table
+                && managed(ru.family)
                 && ru.action == RuleAction::ToTable
                 && ru.protocol != p
                 && !is_adoptable_rule(ru, nic)
@@ -133,7 +172,10 @@ fn obstacles(
             );
         }
         for fr in host.rules.iter().filter(|ru| {
-            ru.priority == nic.priority && ru.protocol != p && !is_adoptable_rule(ru, nic)
+            ru.priority == nic.priority
+                && managed(ru.family)
+                && ru.protocol != p
+                && !is_adoptable_rule(ru, nic)
         }) {
             push(
                 &nic.ifname,
@@ -228,8 +270,9 @@ fn resolve_inner(
 /// name (`nics.include[i]`).
 type Candidate = (String, Option<String>);
 
-/// A selected NIC: its name, managed IPv4 address and prefix length.
-type AddressedNic = (String, Ipv4Addr, u8);
+/// A selected NIC: its name and managed addresses with their prefix lengths
+/// (IPv4 first).
+type AddressedNic = (String, Vec<(IpAddr, u8)>);
 
 /// Step 1: the NICs in scope, or those `nics.include` names (literally, or by
 /// a glob over `all_ifs`); a literal name that does not exist refuses the policy.
@@ -275,8 +318,9 @@ fn candidates(policy: &Policy, host: &HostState, all_ifs: &[&str]) -> Result<Vec
 }
 
 /// Step 3: the candidates left after the exclusions (`cands`; `matched` before
-/// them) that have a managed IPv4 address, in natural name order. A literal
-/// name without one, no NIC left, or two NICs with one address refuse the policy.
+/// them) that have a managed address of a family the policy manages, in
+/// natural name order. A literal name without one, no NIC left, or two NICs
+/// with one address refuse the policy.
 fn addressed(
     policy: &Policy,
     host: &HostState,
@@ -286,30 +330,34 @@ fn addressed(
 ) -> Result<Vec<AddressedNic>> {
     let mut nics: Vec<AddressedNic> = Vec::new();
     for (name, literal) in cands {
-        match nic_ipv4(host, name) {
-            Some((a, l)) => nics.push((name.clone(), a, l)),
-            None => {
-                if let Some(path) = literal {
-                    return Err(policy_err(
-                        path,
-                        format!(
-                            "interface {name} has no global IPv4 address; give it one or leave it out"
-                        ),
-                    ));
-                }
-            }
+        let addrs = nic_addrs(policy, host, name);
+        if !addrs.is_empty() {
+            nics.push((name.clone(), addrs));
+        } else if let Some(path) = literal {
+            return Err(policy_err(
+                path,
+                format!(
+                    "interface {name} has no {} address; give it one or leave it out",
+                    family_words(policy)
+                ),
+            ));
         }
     }
     if nics.is_empty() {
         return Err(no_nic_to_manage(policy, all_ifs, cands, matched));
     }
     nics.sort_by(|a, b| natural_cmp(&a.0, &b.0));
-    for (i, (n, a, _)) in nics.iter().enumerate() {
-        if let Some((m, _, _)) = nics[..i].iter().find(|(_, b, _)| b == a) {
-            return Err(policy_err(
-                "nics",
-                format!("{m} and {n} both have address {a}; one source rule cannot serve both"),
-            ));
+    for (i, (n, addrs)) in nics.iter().enumerate() {
+        for (a, _) in addrs {
+            if let Some((m, _)) = nics[..i]
+                .iter()
+                .find(|(_, b)| b.iter().any(|(x, _)| x == a))
+            {
+                return Err(policy_err(
+                    "nics",
+                    format!("{m} and {n} both have address {a}; one source rule cannot serve both"),
+                ));
+            }
         }
     }
     Ok(nics)
@@ -325,7 +373,7 @@ fn no_nic_to_manage(
 ) -> crate::Error {
     let how = if policy.nics.is_auto() {
         "automatic selection found none: no RDMA device has a netdev here and no two NICs \
-         share an IPv4 subnet; list them in nics.include"
+         share an IPv4 subnet or an IPv6 prefix; list them in nics.include"
             .to_string()
     } else if matched.is_empty() {
         // Only globs can match nothing: a literal name that does not exist
@@ -349,8 +397,9 @@ fn no_nic_to_manage(
     } else {
         let left: Vec<&str> = cands.iter().map(|(n, _)| n.as_str()).collect();
         format!(
-            "none of the selected interfaces ({}) has a global IPv4 address",
-            left.join(", ")
+            "none of the selected interfaces ({}) has a {} address",
+            left.join(", "),
+            family_words(policy)
         )
     };
     policy_err("nics", format!("no NIC to manage: {how}"))
@@ -391,7 +440,7 @@ fn tables_and_priorities(
     let mut out: Vec<NicLayout> = Vec::new();
     let mut table_paths: Vec<String> = Vec::new();
     let slots = stable_slots(policy, host, nics);
-    for (i, (name, addr, len)) in nics.iter().enumerate() {
+    for (i, (name, addrs)) in nics.iter().enumerate() {
         let n = slots[i];
         let (table, tpath) = match r.tables.get(name) {
             Some(t) => (*t, join_key("routing.tables", name)),
@@ -435,12 +484,17 @@ fn tables_and_priorities(
         }
         out.push(NicLayout {
             ifname: name.clone(),
-            address: *addr,
-            network: net_of(*addr, *len),
+            families: addrs
+                .iter()
+                .map(|(a, len)| NicFamily {
+                    address: *a,
+                    network: net_of(*a, *len),
+                    gateway: None,
+                })
+                .collect(),
             table,
             table_name: format!("{}{name}", r.table_name_prefix),
             priority,
-            gateway: None,
             extra_routes: Vec::new(),
         });
         table_paths.push(tpath);
@@ -502,8 +556,11 @@ fn check_table_names(host: &HostState, nics: &[NicLayout], protocol: u8) -> Resu
     Ok(())
 }
 
-/// Step 7: each NIC's default gateway, from its exact `routing.default_gateway`
-/// key or the one glob that matches it, checked to be on its link.
+/// Step 7: each NIC's default gateways, from its exact `routing.default_gateway`
+/// key or the one glob that matches it, each checked to be on its link and
+/// given to the NIC's address of its family. A gateway of a family the NIC is
+/// not managed in is refused under the NIC's own key, and left out when a glob
+/// gave it (`"*": [198.18.0.1, "fe80::1"]` on a host whose NICs have IPv4 only).
 fn gateways(
     policy: &Policy,
     host: &HostState,
@@ -518,14 +575,11 @@ fn gateways(
         }
     }
     for nic in nics.iter_mut() {
-        let exact = r
-            .default_gateway
-            .get(&nic.ifname)
-            .map(|g| (nic.ifname.clone(), *g));
+        let exact = r.default_gateway.get_key_value(&nic.ifname);
         let chosen = match exact {
             Some(x) => Some(x),
             None => {
-                let globs: Vec<(&String, &IpAddr)> = r
+                let globs: Vec<(&String, &super::Gateways)> = r
                     .default_gateway
                     .iter()
                     .filter(|(k, _)| is_glob(k) && glob_match(k, &nic.ifname))
@@ -539,20 +593,48 @@ fn gateways(
                         ),
                     ));
                 }
-                globs.first().map(|(k, g)| ((*k).clone(), **g))
+                globs.first().copied()
             }
         };
-        if let Some((key, gw)) = chosen {
-            let path = join_key("routing.default_gateway", &key);
-            let gw4 = check_on_link(&path, nic, &gw)?;
-            nic.gateway = Some(gw4);
+        let Some((key, gws)) = chosen else {
+            continue;
+        };
+        let path = join_key("routing.default_gateway", key);
+        for gw in &gws.0 {
+            let family = Family::of(gw);
+            if nic.family(family).is_none() {
+                if is_glob(key) {
+                    continue;
+                }
+                return Err(policy_err(
+                    &path,
+                    format!(
+                        "gateway {gw}: {} is not managed in {} (it has no global address \
+                         of that family, or the policy's family leaves it out)",
+                        nic.ifname,
+                        family_name(family)
+                    ),
+                ));
+            }
+            let gw = check_on_link(&path, nic, gw)?;
+            if let Some(f) = nic.families.iter_mut().find(|f| f.family() == family) {
+                f.gateway = Some(gw);
+            }
         }
     }
     Ok(())
 }
 
-/// Step 8: each extra route given to its managed NIC, its `via` on the link,
-/// and not a route the default gateway or the subnet route already adds.
+fn family_name(f: Family) -> &'static str {
+    match f {
+        Family::Inet => "IPv4",
+        Family::Inet6 => "IPv6",
+    }
+}
+
+/// Step 8: each extra route given to its managed NIC (in its table, for the
+/// NIC's address of the route's family), its `via` on the link, and not a route
+/// the default gateway or the subnet route already adds.
 fn extra_routes(
     policy: &Policy,
     host: &HostState,
@@ -565,11 +647,25 @@ fn extra_routes(
         let Some(nic) = nics.iter_mut().find(|n| n.ifname == e.dev) else {
             return Err(not_managed(host, &format!("{path}.dev"), &e.dev, selected));
         };
+        let family = Family::of(&e.dst.addr());
+        let Some(fam) = nic.family(family).cloned() else {
+            return Err(policy_err(
+                &format!("{path}.dst"),
+                format!(
+                    "{} is {} but {} is not managed in {} (it has no global address of \
+                     that family, or the policy's family leaves it out)",
+                    e.dst,
+                    family_name(family),
+                    nic.ifname,
+                    family_name(family)
+                ),
+            ));
+        };
         if let Some(via) = &e.via {
             check_on_link(&format!("{path}.via"), nic, via)?;
         }
         if e.metric.is_none() {
-            if e.dst.prefix_len() == 0 && nic.gateway.is_some() {
+            if e.dst.prefix_len() == 0 && fam.gateway.is_some() {
                 return Err(policy_err(
                     &format!("{path}.dst"),
                     format!(
@@ -578,7 +674,7 @@ fn extra_routes(
                     ),
                 ));
             }
-            if r.subnet_route && e.dst == ipnet::IpNet::V4(nic.network) {
+            if r.subnet_route && e.dst == fam.network {
                 return Err(policy_err(
                     &format!("{path}.dst"),
                     format!(
@@ -596,8 +692,9 @@ fn extra_routes(
 /// Each NIC's slot `n` (table `table_base + n`, priority
 /// `rule_priority_base + n`). A NIC keeps the slot it already has on the host
 /// while it exists, so that one NIC losing its address or vanishing never
-/// moves the others to other tables and priorities: the slot of its source rule
-/// (roce-net's protocol, `from` its address, at `rule_priority_base + n`, in
+/// moves the others to other tables and priorities: the slot of one of its
+/// source rules (roce-net's protocol, `from` one of its managed addresses, the
+/// IPv4 one first, at `rule_priority_base + n`, in
 /// `table_base + n` or its `routing.tables` entry): this namespace's own kernel
 /// state, unlike the host-wide table names (another namespace's NIC may have the
 /// same name), and tied to the NIC's address as it is now. The other NICs take
@@ -608,8 +705,8 @@ fn stable_slots(policy: &Policy, host: &HostState, nics: &[AddressedNic]) -> Vec
     let max = u32::try_from(host.interfaces.len())
         .unwrap_or(u32::MAX)
         .saturating_add(nics.len() as u32);
-    let from_rule = |name: &str, addr: Ipv4Addr| -> Option<u32> {
-        let src = ipnet::IpNet::from(IpAddr::V4(addr));
+    let from_rule = |name: &str, addr: IpAddr| -> Option<u32> {
+        let src = ipnet::IpNet::from(addr);
         host.rules.iter().find_map(|ru| {
             let n = ru.priority.checked_sub(r.rule_priority_base)?;
             let table_ok = match r.tables.get(name) {
@@ -624,8 +721,10 @@ fn stable_slots(policy: &Policy, host: &HostState, nics: &[AddressedNic]) -> Vec
         })
     };
     let mut slots: Vec<Option<u32>> = Vec::with_capacity(nics.len());
-    for (name, addr, _) in nics {
-        let n = from_rule(name, *addr).filter(|n| !slots.contains(&Some(*n)));
+    for (name, addrs) in nics {
+        let n = addrs
+            .iter()
+            .find_map(|(a, _)| from_rule(name, *a).filter(|n| !slots.contains(&Some(*n))));
         slots.push(n);
     }
     let mut next = 1u32;
@@ -645,32 +744,47 @@ fn stable_slots(policy: &Policy, host: &HostState, nics: &[AddressedNic]) -> Vec
         .collect()
 }
 
-fn check_on_link(path: &str, nic: &NicLayout, gw: &IpAddr) -> Result<Ipv4Addr> {
-    let IpAddr::V4(g) = gw else {
-        return Err(policy_err(
-            path,
-            format!("{gw} is IPv6; roce-net manages IPv4 tables only"),
-        ));
-    };
-    if !nic.network.contains(g) {
+/// A gateway on the NIC's link for its family: in the subnet of the NIC's
+/// address of that family (and not that address, the subnet's own or, for
+/// IPv4, its broadcast), or for IPv6 a link-local address (what routers
+/// advertise, on-link on every NIC).
+fn check_on_link(path: &str, nic: &NicLayout, gw: &IpAddr) -> Result<IpAddr> {
+    let family = Family::of(gw);
+    let Some(f) = nic.family(family) else {
         return Err(policy_err(
             path,
             format!(
-                "gateway {g} is not in {}'s subnet {}; the kernel would refuse it",
-                nic.ifname, nic.network
+                "{gw} is {} but {} is not managed in {}",
+                family_name(family),
+                nic.ifname,
+                family_name(family)
+            ),
+        ));
+    };
+    if let IpAddr::V6(v6) = gw {
+        if (v6.segments()[0] & 0xffc0) == 0xfe80 {
+            return Ok(*gw);
+        }
+    }
+    if !f.network.contains(gw) {
+        return Err(policy_err(
+            path,
+            format!(
+                "gateway {gw} is not in {}'s subnet {}; the kernel would refuse it",
+                nic.ifname, f.network
             ),
         ));
     }
-    if *g == nic.address || *g == nic.network.network() || *g == nic.network.broadcast() {
+    if *gw == f.address || *gw == f.network.network() || *gw == f.network.broadcast() {
         return Err(policy_err(
             path,
             format!(
-                "gateway {g} is {}'s own, network or broadcast address",
+                "gateway {gw} is {}'s own, network or broadcast address",
                 nic.ifname
             ),
         ));
     }
-    Ok(*g)
+    Ok(*gw)
 }
 
 /// The reserved table name, if the id is reserved.
@@ -687,25 +801,36 @@ pub(crate) fn reserved_table(t: u32) -> Option<&'static str> {
 /// A foreign route that is exactly what roce-net would install in this NIC's
 /// table but for its protocol: what networkd, netplan, NetworkManager or a boot
 /// script recreates from roce-net's persisted configuration (they cannot set
-/// roce-net's protocol). It satisfies the policy and is left alone.
+/// roce-net's protocol). It satisfies the policy and is left alone. Either
+/// family: the subnet route of the NIC's address of the route's family (with
+/// that address as `src` for IPv4; IPv6 routes carry none), or a default route
+/// through a gateway.
 pub(crate) fn is_adoptable_route(rt: &crate::model::Route, nic: &NicLayout) -> bool {
+    let Some(f) = nic.family(rt.family) else {
+        return false;
+    };
+    let src_ok = match rt.family {
+        Family::Inet => rt.prefsrc == Some(f.address),
+        Family::Inet6 => rt.prefsrc.is_none(),
+    };
     rt.table == nic.table
         && rt.dev.as_deref() == Some(nic.ifname.as_str())
-        && ((rt.dst == ipnet::IpNet::V4(nic.network)
-            && rt.prefsrc == Some(std::net::IpAddr::V4(nic.address))
-            && rt.gateway.is_none())
+        && ((rt.dst == f.network && src_ok && rt.gateway.is_none())
             || (rt.dst.prefix_len() == 0 && rt.gateway.is_some()))
 }
 
 /// A foreign rule that is exactly roce-net's `from <nic-ip> lookup <table>` at the
-/// NIC's priority but for its protocol (see [`is_adoptable_route`]).
+/// NIC's priority, for one of its managed addresses, but for its protocol (see
+/// [`is_adoptable_route`]).
 pub(crate) fn is_adoptable_rule(ru: &crate::model::Rule, nic: &NicLayout) -> bool {
     ru.priority == nic.priority
         && ru.table == nic.table
         && ru.action == RuleAction::ToTable
-        && ru
-            .src
-            .is_some_and(|s| s.addr() == std::net::IpAddr::V4(nic.address) && s.prefix_len() == 32)
+        && ru.src.is_some_and(|s| {
+            nic.families
+                .iter()
+                .any(|f| s.addr() == f.address && s.prefix_len() == s.max_prefix_len())
+        })
         && ru.dst.is_none()
         && ru.iif.is_none()
         && ru.oif.is_none()

@@ -2,7 +2,7 @@
 //! written in YAML/JSON (`docs/policy.md` is the reference).
 
 use super::Backend;
-use crate::model::protocol;
+use crate::model::{protocol, AddressFamilies, ConfKey, Family};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -21,10 +21,17 @@ pub struct Policy {
     pub version: u32,
     /// Which NICs are managed.
     pub nics: NicSelection,
+    /// Which address families roce-net manages: `both` (the default), `ipv4`
+    /// or `ipv6`. A family left out is left alone: no tables or rules of it,
+    /// none of its sysctls (ARP and `rp_filter` are IPv4's, [`Ipv6Policy`]
+    /// IPv6's).
+    pub family: AddressFamilies,
     /// ARP sysctls.
     pub arp: ArpPolicy,
     /// `rp_filter` mode applied to `all` and each managed NIC.
     pub rp_filter: RpFilter,
+    /// IPv6 settings of each NIC managed in IPv6 (none set by default).
+    pub ipv6: Ipv6Policy,
     /// Per-NIC routing tables and source rules.
     pub routing: RoutingPolicy,
     /// Which neighbour entries are flushed.
@@ -47,8 +54,10 @@ impl Default for Policy {
         Policy {
             version: POLICY_VERSION,
             nics: NicSelection::default(),
+            family: AddressFamilies::default(),
             arp: ArpPolicy::default(),
             rp_filter: RpFilter::default(),
+            ipv6: Ipv6Policy::default(),
             routing: RoutingPolicy::default(),
             neighbors: NeighborPolicy::default(),
             tuning: TuningPolicy::default(),
@@ -140,6 +149,51 @@ impl<'de> Deserialize<'de> for NicSelection {
     }
 }
 
+/// IPv6 settings written to `net.ipv6.conf.<nic>` of every NIC managed in IPv6.
+/// A key left out (the default for every key) is left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Ipv6Policy {
+    /// `accept_ra` (0..=2): process router advertisements (2: even when forwarding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accept_ra: Option<i32>,
+    /// `accept_ra_defrtr` (0..=1): 0 keeps a router advertisement on a RoCE NIC
+    /// from installing a default route (`proto ra`) in the main table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accept_ra_defrtr: Option<i32>,
+    /// `autoconf` (0..=1): addresses from advertised prefixes (SLAAC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoconf: Option<i32>,
+    /// `accept_dad` (0..=2): duplicate address detection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accept_dad: Option<i32>,
+    /// `ndisc_notify` (0..=1): unsolicited neighbour advertisements on link up,
+    /// MAC change and when an address finishes DAD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ndisc_notify: Option<i32>,
+    /// `keep_addr_on_down` (-1..=1): 1 keeps static addresses, and their GIDs,
+    /// when the link goes down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_addr_on_down: Option<i32>,
+}
+
+impl Ipv6Policy {
+    /// The keys set, with their values, in [`ConfKey::ALL`]'s order.
+    pub fn wanted(&self) -> Vec<(ConfKey, i32)> {
+        [
+            (ConfKey::AcceptRa, self.accept_ra),
+            (ConfKey::AcceptRaDefrtr, self.accept_ra_defrtr),
+            (ConfKey::Autoconf, self.autoconf),
+            (ConfKey::AcceptDad, self.accept_dad),
+            (ConfKey::NdiscNotify, self.ndisc_notify),
+            (ConfKey::KeepAddrOnDown, self.keep_addr_on_down),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+    }
+}
+
 /// Where a per-interface sysctl is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -201,6 +255,62 @@ impl RpFilter {
     }
 }
 
+/// A NIC's default gateways: written as one address or a list of at most one
+/// per family (an IPv6 gateway may be link-local, as routers advertise
+/// themselves).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Gateways(pub Vec<IpAddr>);
+
+impl Gateways {
+    /// The gateway of `family`, if one is given.
+    pub fn of(&self, family: Family) -> Option<IpAddr> {
+        self.0.iter().copied().find(|g| Family::of(g) == family)
+    }
+}
+
+impl From<IpAddr> for Gateways {
+    fn from(g: IpAddr) -> Gateways {
+        Gateways(vec![g])
+    }
+}
+
+impl Serialize for Gateways {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [one] => one.serialize(s),
+            all => all.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Gateways {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Gateways;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an IP address, or a list of one IPv4 and one IPv6 address")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Gateways, E> {
+                s.parse::<IpAddr>()
+                    .map(Gateways::from)
+                    .map_err(|_| E::custom("invalid IP address syntax"))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Gateways, A::Error> {
+                let mut v = Vec::new();
+                while let Some(g) = seq.next_element::<IpAddr>()? {
+                    v.push(g);
+                }
+                Ok(Gateways(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// An extra route placed in a managed NIC's table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -235,8 +345,9 @@ pub struct RoutingPolicy {
     pub rule_priority_base: u32,
     /// Put the NIC's subnet route (with `src` = its address) in its table.
     pub subnet_route: bool,
-    /// Default gateway per NIC name (or glob) in that NIC's table.
-    pub default_gateway: BTreeMap<String, IpAddr>,
+    /// Default gateway per NIC name (or glob) in that NIC's table: one address,
+    /// or one of each family (`[198.18.0.1, "fe80::1"]`).
+    pub default_gateway: BTreeMap<String, Gateways>,
     /// Extra routes in NIC tables.
     pub extra_routes: Vec<ExtraRoute>,
 }

@@ -39,6 +39,7 @@ mod lab_fleet;
 mod lab_guard;
 mod lab_ifindex;
 mod lab_input;
+mod lab_ipv6;
 mod lab_mesh;
 mod lab_netlink_writes;
 mod lab_nic_hw;

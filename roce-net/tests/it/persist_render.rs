@@ -68,8 +68,7 @@ fn desired() -> DesiredState {
         let name = format!("rnet-{}", ifname.replace('.', "-"));
         d.nics.push(NicDesired {
             ifname: ifname.to_string(),
-            address: ip(addr),
-            prefix_len: 24,
+            addresses: vec![format!("{addr}/24").parse().unwrap()],
             table: *table,
             table_name: name.clone(),
             rule_priority: prio,
@@ -411,14 +410,18 @@ fn networkmanager_script_modifies_existing_profiles_only() {
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(
         lines[0],
-        "nmcli -g ipv4.route-table connection show uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000"
+        "nmcli -g connection.uuid connection show uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000"
     );
     assert_eq!(
         lines[1],
-        "nmcli connection modify uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000 -ipv4.routes 198.18.0.0/24 0 table=100000 src=198.18.0.10"
+        "nmcli -g ipv4.route-table connection show uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000"
     );
     assert_eq!(
         lines[2],
+        "nmcli connection modify uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000 -ipv4.routes 198.18.0.0/24 0 table=100000 src=198.18.0.10"
+    );
+    assert_eq!(
+        lines[3],
         "nmcli connection modify uuid 5fb0a4b3-0c5e-4d5c-9a4e-000000000000 +ipv4.routes 198.18.0.0/24 0 table=100000 src=198.18.0.10"
     );
     let adds = lines.iter().filter(|l| l.contains(" +ipv4.")).count();
@@ -536,8 +539,7 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
     };
     d.nics.push(NicDesired {
         ifname: "eth1".into(),
-        address: ip("2001:db8::10"),
-        prefix_len: 64,
+        addresses: vec!["2001:db8::10/64".parse().unwrap()],
         table: 100000,
         table_name: "rnet-eth1".into(),
         rule_priority: 1000,
@@ -562,7 +564,12 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
     );
     let up = roce_net::render_persistence(&d, Backend::Ifupdown, &o).unwrap();
     let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
-    assert!(hook.contains("\tip -6 route replace 2001:db8::/64 dev eth1 src 2001:db8::10 scope global table 100000 proto 201 || rc=1\n"), "{hook}");
+    assert!(
+        hook.contains(
+            "\tip -6 route replace 2001:db8::/64 dev eth1 src 2001:db8::10 table 100000 proto 201 || rc=1\n"
+        ),
+        "{hook}"
+    );
     assert!(
         hook.contains(
             "\tip -6 rule add from 2001:db8::10 lookup 100000 pref 1000 proto 201 || rc=1\n"
@@ -576,8 +583,9 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
         "{script}"
     );
     assert!(
-        script
-            .contains("add id 'eth1' ipv6.routes '2001:db8::/64 0 table=100000 src=2001:db8::10'"),
+        script.contains(
+            "add id 'eth1' ipv6.routes '2001:db8::/64 1024 table=100000 src=2001:db8::10'"
+        ),
         "{script}"
     );
     assert!(

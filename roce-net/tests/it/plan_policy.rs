@@ -84,8 +84,29 @@ fn bad_values_name_the_field() {
         "routing.extra_routes[0].dst: invalid IP address syntax",
     );
     parse_err(
-        "routing:\n  default_gateway:\n    r1: 2001:db8::1\n",
-        "routing.default_gateway.r1: 2001:db8::1 is IPv6",
+        "routing:\n  default_gateway:\n    r1: [198.18.0.1, 198.18.0.2]\n",
+        "routing.default_gateway.r1[1]: a NIC has one default gateway per family; 198.18.0.2 is the second",
+    );
+    parse_err(
+        "routing:\n  default_gateway:\n    r1: []\n",
+        "routing.default_gateway.r1: an empty list gives no gateway",
+    );
+    parse_err(
+        "routing:\n  default_gateway:\n    r1: [198.18.0.1, \"ff02::1\"]\n",
+        "routing.default_gateway.r1[1]: ff02::1 cannot be a gateway",
+    );
+    parse_err(
+        "routing:\n  extra_routes:\n    - {dev: r1, dst: \"fd00:198:18:9::/64\", via: 198.18.0.1}\n",
+        "routing.extra_routes[0].via: 198.18.0.1 is not of fd00:198:18:9::/64's family",
+    );
+    parse_err("family: ipv5\n", "family: unknown variant `ipv5`");
+    parse_err(
+        "ipv6: {accept_ra_defrtr: 2}\n",
+        "ipv6.accept_ra_defrtr: 2 is out of range 0..=1",
+    );
+    parse_err(
+        "ipv6: {disable_ipv6: 1}\n",
+        "ipv6.disable_ipv6: unknown field `disable_ipv6`",
     );
     parse_err(
         "routing:\n  default_gateway:\n    r1: 224.0.0.1\n",
@@ -249,7 +270,7 @@ fn missing_nics_are_refused() {
     host_err(
         &h2,
         "nics: {include: [r1, r3]}\n",
-        "nics.include[1]: interface r3 has no global IPv4 address",
+        "nics.include[1]: interface r3 has no global IPv4 or IPv6 address",
     );
     // Globs skip such NICs instead.
     let p = Policy::from_yaml("nics: {include: [\"r*\"]}\n").unwrap();
@@ -445,7 +466,9 @@ fn a_selection_of_no_nic_says_why() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("none of the selected interfaces (r1, r2, r3, r4) has a global IPv4 address"),
+        e.contains(
+            "none of the selected interfaces (r1, r2, r3, r4) has a global IPv4 or IPv6 address"
+        ),
         "{e}"
     );
 }

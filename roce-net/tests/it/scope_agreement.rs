@@ -70,7 +70,7 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
     // with the scope's address, numbered in scope order.
     let policy = Policy::default();
     let addressed: Vec<(String, std::net::IpAddr, u8)> = scope
-        .addressed_in(roce_net::Family::Inet)
+        .addressed()
         .map(|(n, a)| (n.ifname.clone(), a.address, a.prefix_len))
         .collect();
     let desired = roce_net::desired_state(st, &policy);
@@ -79,7 +79,11 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
             let got: Vec<(String, std::net::IpAddr, u8)> = d
                 .nics
                 .iter()
-                .map(|n| (n.ifname.clone(), n.address, n.prefix_len))
+                .flat_map(|n| {
+                    n.addresses
+                        .iter()
+                        .map(|a| (n.ifname.clone(), a.addr(), a.prefix_len()))
+                })
                 .collect();
             assert_eq!(got, addressed, "{name}: planner vs scope");
             for (i, n) in d.nics.iter().enumerate() {
@@ -105,8 +109,15 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
             .get(ifname)
             .unwrap_or_else(|| panic!("{name}: {} on {ifname}, not in scope", f.id));
         if ROUTING.contains(&f.id.as_str()) {
+            let said: std::net::IpAddr = f
+                .subject
+                .address
+                .as_deref()
+                .expect("a routing finding names its address")
+                .parse()
+                .unwrap();
             let a = nic
-                .address(roce_net::Family::Inet)
+                .address(roce_net::Family::of(&said))
                 .expect("routing finding on an addressed NIC");
             assert_eq!(
                 f.subject.address.as_deref(),

@@ -4,7 +4,7 @@ use super::{Families, IfNames, Netlink};
 use crate::error::Result;
 use crate::model::{Address, AddressFlag, Interface, Scope};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
-use netlink_packet_route::address::{AddressAttribute, AddressMessage, AddressScope};
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage, AddressScope};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
 
@@ -67,9 +67,27 @@ impl Netlink {
         Ok(out)
     }
 
-    /// Add an address (`ip addr add IP/PREFIX dev IFNAME`). For IPv4 the kernel
-    /// also installs the subnet route in table main.
+    /// Add an address (`ip addr add IP/PREFIX dev IFNAME`). The kernel also
+    /// installs the subnet route in table main. An IPv6 address is `tentative`
+    /// until duplicate address detection finishes (about a second).
     pub fn addr_add(&mut self, ifname: &str, ip: IpAddr, prefix_len: u8) -> Result<()> {
+        self.addr_add_with(ifname, ip, prefix_len, false)
+    }
+
+    /// [`Netlink::addr_add`] of an IPv6 address without duplicate address
+    /// detection (`ip addr add ... nodad`): usable at once (a lab's addresses,
+    /// which no other host holds).
+    pub fn addr_add_nodad(&mut self, ifname: &str, ip: IpAddr, prefix_len: u8) -> Result<()> {
+        self.addr_add_with(ifname, ip, prefix_len, true)
+    }
+
+    fn addr_add_with(
+        &mut self,
+        ifname: &str,
+        ip: IpAddr,
+        prefix_len: u8,
+        nodad: bool,
+    ) -> Result<()> {
         let what = format!("adding address {ip}/{prefix_len} to {ifname}");
         let max = if ip.is_ipv4() { 32 } else { 128 };
         if prefix_len > max {
@@ -90,6 +108,10 @@ impl Netlink {
         m.header.scope = AddressScope::Universe;
         m.attributes.push(AddressAttribute::Local(ip));
         m.attributes.push(AddressAttribute::Address(ip));
+        if nodad {
+            m.attributes
+                .push(AddressAttribute::Flags(AddressFlags::Nodad));
+        }
         self.request(
             RouteNetlinkMessage::NewAddress(m),
             NLM_F_CREATE | NLM_F_EXCL,
