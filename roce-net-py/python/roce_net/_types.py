@@ -423,7 +423,7 @@ class ConfValues(_Record):
 
     _RUST: ClassVar[str] = "ConfValues"
     _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset(
-        {"disable_ipv6", "accept_ra", "accept_ra_defrtr", "autoconf", "accept_dad", "ndisc_notify", "keep_addr_on_down"}
+        {"disable_ipv6", "accept_ra", "accept_ra_defrtr", "autoconf", "accept_dad", "ndisc_notify", "keep_addr_on_down", "forwarding"}
     )
     #: ``arp_ignore``.
     arp_ignore: Optional[int]
@@ -451,6 +451,8 @@ class ConfValues(_Record):
     ndisc_notify: Optional[int] = None
     #: IPv6 ``keep_addr_on_down``.
     keep_addr_on_down: Optional[int] = None
+    #: IPv6 ``forwarding``.
+    forwarding: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)

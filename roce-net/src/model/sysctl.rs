@@ -60,11 +60,16 @@ pub enum ConfKey {
     /// IPv6 `keep_addr_on_down` (-1..=1): static global addresses survive the link
     /// going down (>0); by default (0) they are flushed, and their GIDs go.
     KeepAddrOnDown,
+    /// IPv6 `forwarding` (0..=1): the interface acts as a router; its neighbour
+    /// advertisements carry the router flag (net/ipv6/ndisc.c,
+    /// `ndisc_send_na`), and a peer drops a router whose advertisement clears
+    /// it (`rt6_clean_tohost`).
+    Forwarding,
 }
 
 impl ConfKey {
     /// Every key, in a stable order: IPv4's, then IPv6's.
-    pub const ALL: [ConfKey; 13] = [
+    pub const ALL: [ConfKey; 14] = [
         ConfKey::ArpIgnore,
         ConfKey::ArpAnnounce,
         ConfKey::ArpFilter,
@@ -78,6 +83,7 @@ impl ConfKey {
         ConfKey::AcceptDad,
         ConfKey::NdiscNotify,
         ConfKey::KeepAddrOnDown,
+        ConfKey::Forwarding,
     ];
 
     /// The keys of one family, in [`ConfKey::ALL`]'s order.
@@ -116,6 +122,7 @@ impl ConfKey {
             ConfKey::AcceptDad => "accept_dad",
             ConfKey::NdiscNotify => "ndisc_notify",
             ConfKey::KeepAddrOnDown => "keep_addr_on_down",
+            ConfKey::Forwarding => "forwarding",
         }
     }
 
@@ -141,7 +148,8 @@ impl ConfKey {
             ConfKey::DisableIpv6
             | ConfKey::AcceptRa
             | ConfKey::AcceptRaDefrtr
-            | ConfKey::Autoconf => Combine::Own,
+            | ConfKey::Autoconf
+            | ConfKey::Forwarding => Combine::Own,
         }
     }
 
@@ -159,7 +167,8 @@ impl ConfKey {
             | ConfKey::DisableIpv6
             | ConfKey::AcceptRaDefrtr
             | ConfKey::Autoconf
-            | ConfKey::NdiscNotify => 0..=1,
+            | ConfKey::NdiscNotify
+            | ConfKey::Forwarding => 0..=1,
         }
     }
 
@@ -442,6 +451,9 @@ pub struct ConfValues {
     /// IPv6 `keep_addr_on_down`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_addr_on_down: Option<i32>,
+    /// IPv6 `forwarding`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarding: Option<i32>,
 }
 
 impl ConfValues {
@@ -460,6 +472,7 @@ impl ConfValues {
             ConfKey::AcceptDad => &mut self.accept_dad,
             ConfKey::NdiscNotify => &mut self.ndisc_notify,
             ConfKey::KeepAddrOnDown => &mut self.keep_addr_on_down,
+            ConfKey::Forwarding => &mut self.forwarding,
         }
     }
     /// The value of one key.
@@ -628,7 +641,7 @@ mod tests {
             s.write_command("0"),
             "sysctl -w net.ipv6.conf.eth0/100.accept_ra_defrtr=0"
         );
-        assert_eq!(ConfKey::of(Family::Inet6).count(), 7);
+        assert_eq!(ConfKey::of(Family::Inet6).count(), 8);
         assert_eq!(ConfKey::of(Family::Inet).count(), 6);
     }
 

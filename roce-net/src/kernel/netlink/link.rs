@@ -42,6 +42,7 @@ const DEVCONF: [(ConfKey, usize); ConfKey::ALL.len()] = [
     (ConfKey::AcceptDad, 27),
     (ConfKey::NdiscNotify, 29),
     (ConfKey::KeepAddrOnDown, 42),
+    (ConfKey::Forwarding, 0),
 ];
 
 impl InetConf {
@@ -576,6 +577,7 @@ mod tests {
                 ConfKey::AcceptDad => 2,
                 ConfKey::NdiscNotify => 1,
                 ConfKey::KeepAddrOnDown => -1,
+                ConfKey::Forwarding => 7,
             };
             assert_eq!(inet.get(k), Some(want), "{k:?}");
         }

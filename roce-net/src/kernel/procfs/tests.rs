@@ -84,11 +84,11 @@ fn ipv6_keys_come_from_net_ipv6_conf() {
     assert_eq!(v.interfaces["r0"].configured.accept_ra, None);
     assert_eq!(v.all.ndisc_notify, None);
     // disable_ipv6, accept_ra, accept_ra_defrtr, autoconf, accept_dad,
-    // ndisc_notify, keep_addr_on_down
+    // ndisc_notify, keep_addr_on_down, forwarding
     for (dir, vals) in [
-        ("all", [0, 1, 1, 1, 1, 1, 0]),
-        ("default", [0, 1, 1, 1, 1, 0, 0]),
-        ("r0", [0, 2, 0, 1, 0, 0, 1]),
+        ("all", [0, 1, 1, 1, 1, 1, 0, 0]),
+        ("default", [0, 1, 1, 1, 1, 0, 0, 0]),
+        ("r0", [0, 2, 0, 1, 0, 0, 1, 1]),
     ] {
         let p = d.path().join("net/ipv6/conf").join(dir);
         std::fs::create_dir_all(&p).unwrap();
