@@ -517,6 +517,55 @@ pub fn persist_remove(r: &roce_net::RemoveReport) -> String {
     s
 }
 
+/// The `fix:` and `check:` lines of findings printed one after another, so
+/// that the `fix:` lines, run top to bottom (a script with `set -e`), run each
+/// command once: two findings fixed by one command (`asymmetric-egress` and
+/// `source-rule-missing` both add a NIC's source rule, and a second `ip rule
+/// add` fails with "File exists") print it under the first, and the second
+/// says where it is. `check:` lines only show more (they change nothing and
+/// some fail where there is nothing to show) and are printed once too.
+#[derive(Default)]
+struct Remedies {
+    /// Every command printed so far, with the finding it was printed under.
+    printed: std::collections::BTreeMap<String, String>,
+}
+
+impl Remedies {
+    fn write(&mut self, s: &mut String, f: &roce_net::Finding) {
+        let here = format!("[{}] {}", f.id, f.subject);
+        let mut above: Vec<String> = Vec::new();
+        let mut new = 0;
+        for c in &f.remediation.commands {
+            match self.printed.get(c) {
+                Some(at) => {
+                    if !above.contains(at) {
+                        above.push(at.clone());
+                    }
+                }
+                None => {
+                    new += 1;
+                    let _ = writeln!(s, "      fix: {c}");
+                    self.printed.insert(c.clone(), here.clone());
+                }
+            }
+        }
+        if !above.is_empty() {
+            let _ = writeln!(
+                s,
+                "      (fixed{} by the fix above under {})",
+                if new > 0 { " also" } else { "" },
+                above.join(" and ")
+            );
+        }
+        for c in &f.remediation.checks {
+            if !self.printed.contains_key(c) {
+                let _ = writeln!(s, "      check: {c}");
+                self.printed.insert(c.clone(), here.clone());
+            }
+        }
+    }
+}
+
 /// `roce-net doctor`: findings grouped by severity, most severe first.
 pub fn doctor(st: &HostState, findings: &[roce_net::Finding]) -> String {
     use roce_net::Severity;
@@ -530,6 +579,7 @@ pub fn doctor(st: &HostState, findings: &[roce_net::Finding]) -> String {
         "doctor: host {}{ns}: {} error(s), {} warning(s), {} info\n",
         st.hostname, sum.error, sum.warning, sum.info
     );
+    let mut remedies = Remedies::default();
     for sev in [Severity::Error, Severity::Warning, Severity::Info] {
         let group: Vec<_> = findings.iter().filter(|f| f.severity == sev).collect();
         if group.is_empty() {
@@ -549,9 +599,7 @@ pub fn doctor(st: &HostState, findings: &[roce_net::Finding]) -> String {
                     .collect();
                 let _ = writeln!(s, "      evidence: {}", ev.join(", "));
             }
-            for c in &f.remediation.commands {
-                let _ = writeln!(s, "      fix: {c}");
-            }
+            remedies.write(&mut s, f);
             if let Some(p) = &f.remediation.policy {
                 let _ = writeln!(s, "      policy: {p}");
             }
@@ -637,15 +685,14 @@ pub fn nccl_check(env: &roce_net::NcclEnv, findings: &[roce_net::Finding]) -> St
         s.push_str("no findings: NCCL will use the GIDs and interfaces this host means\n");
         return s;
     }
+    let mut remedies = Remedies::default();
     for f in findings {
         let _ = writeln!(
             s,
             "  {} [{}] {}: {}",
             f.severity, f.id, f.subject, f.message
         );
-        for c in &f.remediation.commands {
-            let _ = writeln!(s, "      fix: {c}");
-        }
+        remedies.write(&mut s, f);
     }
     s
 }
@@ -687,15 +734,14 @@ pub fn fleet(r: &roce_net::FleetReport) -> String {
         s.push_str("\nno cross-host findings\n");
     } else {
         s.push_str("\nCross-host findings\n");
+        let mut remedies = Remedies::default();
         for f in &r.findings {
             let _ = writeln!(
                 s,
                 "  {} [{}] {}: {}",
                 f.severity, f.id, f.subject, f.message
             );
-            for c in &f.remediation.commands {
-                let _ = writeln!(s, "      fix: {c}");
-            }
+            remedies.write(&mut s, f);
         }
     }
     s

@@ -27,6 +27,7 @@ mod cli_review;
 mod cli_snapshot;
 mod cli_views;
 mod crash;
+mod first_day;
 mod first_hour;
 mod health;
 mod health_metrics;

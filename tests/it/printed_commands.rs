@@ -257,9 +257,15 @@ fn check_all(shell: &Shell, cmds: &[String]) -> BTreeSet<String> {
     seen
 }
 
+/// The commands printed to paste: `fix:` lines and `check:` lines (which only
+/// show more, but are pasted all the same).
 fn fix_lines(out: &str) -> Vec<String> {
     out.lines()
-        .filter_map(|l| l.trim_start().strip_prefix("fix: "))
+        .filter_map(|l| {
+            let l = l.trim_start();
+            l.strip_prefix("fix: ")
+                .or_else(|| l.strip_prefix("check: "))
+        })
         .map(str::to_string)
         .collect()
 }

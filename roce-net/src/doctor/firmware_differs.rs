@@ -65,23 +65,21 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("common", common)
                 .evidence("model", &model)
                 .evidence("devices", &all)
-                .fix(
-                    vec![
-                        // Only commands to paste; the update is said in the message.
-                        format!(
-                            "mstflint -d {} query",
-                            shell_word(
-                                &ctx.state
-                                    .rdma
-                                    .iter()
-                                    .find(|d| d.name == *name)
-                                    .and_then(|d| d.pci_addr.clone())
-                                    .unwrap_or_else(|| name.to_string())
-                            )
-                        ),
-                    ],
-                    None,
-                ),
+                .checks(vec![
+                    // Nothing to run that updates firmware: the update is said in
+                    // the message, the query shows what runs.
+                    format!(
+                        "mstflint -d {} query",
+                        shell_word(
+                            &ctx.state
+                                .rdma
+                                .iter()
+                                .find(|d| d.name == *name)
+                                .and_then(|d| d.pci_addr.clone())
+                                .unwrap_or_else(|| name.to_string())
+                        )
+                    ),
+                ]),
             );
         }
     }

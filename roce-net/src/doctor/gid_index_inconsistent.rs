@@ -46,13 +46,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("gid_index", i)
             .evidence("common_index", common)
             .evidence("indices", &idx)
-            .fix(
-                vec![
-                    "unset NCCL_IB_GID_INDEX".to_string(),
-                    "roce-net nccl-env".to_string(),
-                ],
-                None,
-            ),
+            .fix(vec!["unset NCCL_IB_GID_INDEX".to_string()], None)
+            .checks(vec!["roce-net nccl-env".to_string()]),
         );
     }
     out

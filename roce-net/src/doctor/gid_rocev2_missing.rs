@@ -53,13 +53,12 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     )
                     .evidence("gids", present)
                     .evidence("port_state", &p.state)
-                    .fix(
-                        vec![
-                            format!("cat /sys/class/infiniband/{}/ports/{}/gid_attrs/types/*", shell_word(&d.name), p.port),
-                            a.ip_command(crate::model::IpVerb::Replace),
-                        ],
-                        None,
-                    ),
+                    .fix(vec![a.ip_command(crate::model::IpVerb::Replace)], None)
+                    .checks(vec![format!(
+                        "cat /sys/class/infiniband/{}/ports/{}/gid_attrs/types/*",
+                        shell_word(&d.name),
+                        p.port
+                    )]),
                 );
             }
         }

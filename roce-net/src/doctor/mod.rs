@@ -198,6 +198,13 @@ pub struct Remediation {
     pub commands: Vec<String>,
     /// The roce-net policy setting that fixes it for good, e.g. `arp.arp_ignore: 1`.
     pub policy: Option<String>,
+    /// Commands that show more about the finding and change nothing (`rdma link
+    /// show`, `ethtool -S DEV`), quoted and placed like `commands`: to look
+    /// with, not to fix with. Some fail where there is nothing to show (no RDMA
+    /// subsystem, a driver without the counter), so they are never listed as
+    /// fixes, which a script runs with `set -e`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// One problem found on a host.
@@ -240,12 +247,17 @@ impl Finding {
         self
     }
 
-    /// Set the remediation.
+    /// Set the remediation's fix: commands and policy setting.
     pub fn fix(mut self, commands: Vec<String>, policy: Option<&str>) -> Finding {
-        self.remediation = Remediation {
-            commands,
-            policy: policy.map(str::to_string),
-        };
+        self.remediation.commands = commands;
+        self.remediation.policy = policy.map(str::to_string);
+        self
+    }
+
+    /// Set the remediation's diagnostics: commands that show more and change
+    /// nothing ([`Remediation::checks`]).
+    pub fn checks(mut self, commands: Vec<String>) -> Finding {
+        self.remediation.checks = commands;
         self
     }
 }
@@ -394,7 +406,8 @@ pub(crate) fn in_snapshot_netns(state: &HostState, findings: &mut [Finding]) {
         return;
     };
     for f in findings {
-        for c in &mut f.remediation.commands {
+        let r = &mut f.remediation;
+        for c in r.commands.iter_mut().chain(r.checks.iter_mut()) {
             *c = crate::model::in_netns(Some(ns), c);
         }
     }

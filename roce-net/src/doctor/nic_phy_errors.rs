@@ -37,14 +37,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 ),
             )
             .evidence("counters", &seen)
-            .fix(
-                vec![
-                    format!("ethtool {}", ifname_word(nic.ifname)),
-                    format!("ethtool -m {}", ifname_word(nic.ifname)),
-                    format!("ethtool -S {} | grep -E '_phy:'", ifname_word(nic.ifname)),
-                ],
-                None,
-            ),
+            .checks(vec![
+                format!("ethtool {}", ifname_word(nic.ifname)),
+                format!("ethtool -m {}", ifname_word(nic.ifname)),
+                format!("ethtool -S {} | grep -E '_phy:'", ifname_word(nic.ifname)),
+            ]),
         );
     }
     out

@@ -33,16 +33,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("rx_discards_phy", v)
             .evidence("rx_packets_phy", s.get("rx_packets_phy"))
             .evidence("pfc_enabled", pfc)
-            .fix(
-                vec![
-                    format!(
-                        "ethtool -S {} | grep -E 'discard|out_of_buffer|prio[0-7]_pause'",
-                        ifname_word(nic.ifname)
-                    ),
-                    format!("dcb pfc show dev {}", ifname_word(nic.ifname)),
-                ],
-                None,
-            ),
+            .checks(vec![
+                format!(
+                    "ethtool -S {} | grep -E 'discard|out_of_buffer|prio[0-7]_pause'",
+                    ifname_word(nic.ifname)
+                ),
+                format!("dcb pfc show dev {}", ifname_word(nic.ifname)),
+            ]),
         );
     }
     out

@@ -32,13 +32,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             )
             .evidence("rx_out_of_buffer", v)
             .fix(
-                vec![
-                    format!("ethtool -g {}", ifname_word(nic.ifname)),
-                    format!("ethtool -G {} rx 8192", ifname_word(nic.ifname)),
-                    format!("ethtool -l {}", ifname_word(nic.ifname)),
-                ],
+                vec![format!("ethtool -G {} rx 8192", ifname_word(nic.ifname))],
                 None,
-            ),
+            )
+            .checks(vec![
+                format!("ethtool -g {}", ifname_word(nic.ifname)),
+                format!("ethtool -l {}", ifname_word(nic.ifname)),
+            ]),
         );
     }
     out

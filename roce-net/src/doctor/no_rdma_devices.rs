@@ -20,11 +20,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         ),
     )
     .evidence("nics_in_scope", ctx.scope.names())
-    .fix(
-        vec![
-            "rdma link show".to_string(),
-            "ls /sys/class/infiniband".to_string(),
-        ],
-        None,
-    )]
+    .checks(vec![
+        "rdma link show".to_string(),
+        "ls /sys/class/infiniband".to_string(),
+    ])]
 }

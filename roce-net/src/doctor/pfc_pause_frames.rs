@@ -56,16 +56,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     .evidence("rx_pause", r)
                     .evidence("tx_pause", t)
                     .evidence("pfc_enabled", &pfc)
-                    .fix(
-                        vec![
-                            format!("dcb pfc show dev {}", ifname_word(nic.ifname)),
-                            format!(
-                                "ethtool -S {} | grep -E 'prio{p}_'",
-                                ifname_word(nic.ifname)
-                            ),
-                        ],
-                        None,
-                    ),
+                    .checks(vec![
+                        format!("dcb pfc show dev {}", ifname_word(nic.ifname)),
+                        format!(
+                            "ethtool -S {} | grep -E 'prio{p}_'",
+                            ifname_word(nic.ifname)
+                        ),
+                    ]),
             );
         }
     }

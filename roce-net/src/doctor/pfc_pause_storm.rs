@@ -38,16 +38,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     "tx_pause_per_priority",
                     hw::per_prio(s, "tx_prio", "_pause"),
                 )
-                .fix(
-                    vec![
-                        format!(
-                            "ethtool -S {} | grep -E 'pause|discard|out_of_buffer'",
-                            ifname_word(nic.ifname)
-                        ),
-                        "dmesg | grep -i 'pause storm'".to_string(),
-                    ],
-                    None,
-                ),
+                .checks(vec![
+                    format!(
+                        "ethtool -S {} | grep -E 'pause|discard|out_of_buffer'",
+                        ifname_word(nic.ifname)
+                    ),
+                    "dmesg | grep -i 'pause storm'".to_string(),
+                ]),
         );
     }
     out

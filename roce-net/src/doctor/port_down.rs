@@ -26,13 +26,14 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             let mut subject = Subject::default().with_port(&d.name, p.port);
             subject.interface = nd.clone();
             let mut cmds = Vec::new();
+            let mut checks = Vec::new();
             if let Some(n) = &nd {
                 if admin_up == Some(false) {
                     cmds.push(format!("ip link set dev {} up", ifname_word(n)));
                 }
-                cmds.push(format!("ethtool {}", ifname_word(n)));
+                checks.push(format!("ethtool {}", ifname_word(n)));
             }
-            cmds.push(format!("rdma link show {}/{}", shell_word(&d.name), p.port));
+            checks.push(format!("rdma link show {}/{}", shell_word(&d.name), p.port));
             out.push(
                 Finding::new(
                     ID,
@@ -56,7 +57,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("netdev", &nd)
                 .evidence("netdev_admin_up", admin_up)
                 .evidence("netdev_carrier", iface.and_then(|i| i.carrier))
-                .fix(cmds, None),
+                .fix(cmds, None)
+                .checks(checks),
             );
         }
     }

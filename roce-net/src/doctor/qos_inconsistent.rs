@@ -73,13 +73,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("qos", s)
             .evidence("common", &common)
             .evidence("nics", &all)
-            .fix(
-                vec![
-                    format!("dcb pfc show dev {}", ifname_word(n.ifname)),
-                    format!("dcb app show dev {}", ifname_word(n.ifname)),
-                ],
-                None,
-            )
+            .checks(vec![
+                format!("dcb pfc show dev {}", ifname_word(n.ifname)),
+                format!("dcb app show dev {}", ifname_word(n.ifname)),
+            ])
         })
         .collect()
 }

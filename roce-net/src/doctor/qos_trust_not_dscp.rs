@@ -36,12 +36,16 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("dscp", tos >> 2)
             .evidence("trust", "pcp")
             .fix(
-                vec![
-                    format!("mlnx_qos -i {} --trust dscp", ifname_word(nic.ifname)),
-                    format!("dcb app show dev {}", ifname_word(nic.ifname)),
-                ],
+                vec![format!(
+                    "mlnx_qos -i {} --trust dscp",
+                    ifname_word(nic.ifname)
+                )],
                 None,
-            ),
+            )
+            .checks(vec![format!(
+                "dcb app show dev {}",
+                ifname_word(nic.ifname)
+            )]),
         );
     }
     out

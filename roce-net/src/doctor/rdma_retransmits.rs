@@ -55,20 +55,17 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     ),
                 )
                 .evidence("counters", &seen)
-                .fix(
-                    vec![
-                        format!(
-                            "rdma statistic show link {}/{}",
-                            shell_word(&d.name),
-                            p.port
-                        ),
-                        format!(
-                            "ip neigh show dev {}",
-                            ifname_word(&crate::scope::port_netdev(d, p).unwrap_or_default())
-                        ),
-                    ],
-                    None,
-                ),
+                .checks(vec![
+                    format!(
+                        "rdma statistic show link {}/{}",
+                        shell_word(&d.name),
+                        p.port
+                    ),
+                    format!(
+                        "ip neigh show dev {}",
+                        ifname_word(&crate::scope::port_netdev(d, p).unwrap_or_default())
+                    ),
+                ]),
             );
         }
     }

@@ -52,7 +52,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         };
         // Every fix entry is a command to paste; the other way out (a traffic
         // class PFC already covers) is said in the message.
-        let mut fix = vec![format!("dcb pfc show dev {}", ifname_word(nic.ifname))];
+        let checks = vec![format!("dcb pfc show dev {}", ifname_word(nic.ifname))];
+        let mut fix = Vec::new();
         let mut msg = msg;
         if let Some(first) = pfc.first() {
             msg.push_str(&format!(
@@ -71,7 +72,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("priority", prio)
                 .evidence("trust", &trust)
                 .evidence("pfc_enabled", pfc)
-                .fix(fix, None),
+                .fix(fix, None)
+                .checks(checks),
         );
     }
     out

@@ -37,16 +37,13 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             .evidence("rx_packets", s.rx_packets)
             .evidence("rx_errors", s.rx_errors)
             .evidence("ratio", ratio)
-            .fix(
-                vec![
-                    format!(
-                        "ethtool -S {} | grep -iE 'drop|discard|out_of_buffer'",
-                        ifname_word(&nic.ifname)
-                    ),
-                    format!("ethtool -g {}", ifname_word(&nic.ifname)),
-                ],
-                None,
-            ),
+            .checks(vec![
+                format!(
+                    "ethtool -S {} | grep -iE 'drop|discard|out_of_buffer'",
+                    ifname_word(&nic.ifname)
+                ),
+                format!("ethtool -g {}", ifname_word(&nic.ifname)),
+            ]),
         );
     }
     out

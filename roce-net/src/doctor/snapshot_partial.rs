@@ -28,13 +28,12 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     .evidence("warnings", list)
     // Re-reading each unreadable file shows the error first hand; capture the
     // snapshot again as root once it reads.
-    .fix(
+    .checks(
         ctx.state
             .warnings
             .iter()
             .filter(|w| w.source.starts_with('/'))
             .map(|w| format!("cat {}", crate::model::shell_word(&w.source)))
             .collect(),
-        None,
     )]
 }

@@ -97,14 +97,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 .evidence("sysfs_devices", &names)
                 .evidence("reason", n.reason)
                 .evidence("library", &v.library)
-                .fix(
-                    vec![
-                        "ibv_devinfo".to_string(),
-                        "ls -l /dev/infiniband".to_string(),
-                        "dpkg -l ibverbs-providers || rpm -q libibverbs".to_string(),
-                    ],
-                    None,
-                ),
+                .checks(vec![
+                    "ibv_devinfo".to_string(),
+                    "ls -l /dev/infiniband".to_string(),
+                    "dpkg -l ibverbs-providers || rpm -q libibverbs".to_string(),
+                ]),
             );
         }
         return out;
@@ -129,10 +126,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     "verbs_devices",
                     v.devices.iter().map(|x| x.name.clone()).collect::<Vec<_>>(),
                 )
-                .fix(
-                    vec!["ibv_devices".to_string(), "rdma dev show".to_string()],
-                    None,
-                ),
+                .checks(vec!["ibv_devices".to_string(), "rdma dev show".to_string()]),
             );
             continue;
         };
@@ -148,13 +142,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     format!("libibverbs lists {} but cannot read it: {e}", d.name),
                 )
                 .evidence("error", e)
-                .fix(
-                    vec![
-                        format!("ibv_devinfo -d {}", shell_word(&d.name)),
-                        "ls -l /dev/infiniband".to_string(),
-                    ],
-                    None,
-                ),
+                .checks(vec![
+                    format!("ibv_devinfo -d {}", shell_word(&d.name)),
+                    "ls -l /dev/infiniband".to_string(),
+                ]),
             );
             continue;
         }
@@ -181,13 +172,10 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 )
                 .evidence("differences", &diff)
                 .evidence("gid_query", v.gid_query)
-                .fix(
-                    vec![
-                        format!("roce-net gids {}", shell_word(&d.name)),
-                        format!("ibv_devinfo -v -d {} -i {}", shell_word(&d.name), p.port),
-                    ],
-                    None,
-                ),
+                .checks(vec![
+                    format!("roce-net gids {}", shell_word(&d.name)),
+                    format!("ibv_devinfo -v -d {} -i {}", shell_word(&d.name), p.port),
+                ]),
             );
         }
     }
@@ -208,7 +196,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                     ),
                 )
                 .evidence("sysfs_devices", &names)
-                .fix(vec!["ls /sys/class/infiniband".to_string()], None),
+                .checks(vec!["ls /sys/class/infiniband".to_string()]),
             );
         }
     }

@@ -476,7 +476,7 @@ fn hca<'a>(
                 )
                 .evidence("entry", &e.text)
                 .evidence("devices", &names)
-                .fix(vec!["roce-net nccl-env".into()], None),
+                .checks(vec!["roce-net nccl-env".into()]),
             );
             continue;
         }
@@ -911,12 +911,14 @@ fn traffic_class(
             .evidence("priority", prio)
             .evidence("pfc_enabled", pfc)
             .fix(
-                match good.iter().find(|d| **d == 26).or(good.first()) {
-                    Some(dscp) => vec![format!("NCCL_IB_TC={}", u32::from(*dscp) << 2)],
-                    None => vec![format!("dcb pfc show dev {}", ifname_word(&nd))],
-                },
+                good.iter()
+                    .find(|d| **d == 26)
+                    .or(good.first())
+                    .map(|dscp| vec![format!("NCCL_IB_TC={}", u32::from(*dscp) << 2)])
+                    .unwrap_or_default(),
                 None,
-            ),
+            )
+            .checks(vec![format!("dcb pfc show dev {}", ifname_word(&nd))]),
         );
     }
 }

@@ -517,8 +517,10 @@ fn port_down() {
     assert_eq!(x.subject.interface.as_deref(), Some("ens4"));
     assert_eq!(x.evidence["state"], json!("DOWN"));
     assert_eq!(x.evidence["phys_state"], json!("Disabled"));
+    // Up already: nothing to run that fixes a port; the diagnostics are checks.
+    assert!(x.remediation.commands.is_empty(), "{x:#?}");
     assert_eq!(
-        x.remediation.commands,
+        x.remediation.checks,
         vec!["ethtool ens4", "rdma link show mlx5_3/1"]
     );
 }
@@ -705,7 +707,7 @@ fn snapshot_partial() {
         json!(["/proc/sys/net/ipv4/conf/ens2/rp_filter: permission denied"])
     );
     assert_eq!(
-        x.remediation.commands,
+        x.remediation.checks,
         vec!["cat /proc/sys/net/ipv4/conf/ens2/rp_filter"]
     );
 }
@@ -727,10 +729,24 @@ fn every_check_has_a_bad_fixture_and_findings_are_sorted_and_serialisable() {
         for x in &f {
             assert!(!x.evidence.is_empty(), "{} has no evidence", x.id);
             assert!(
-                !x.remediation.commands.is_empty(),
+                !x.remediation.commands.is_empty() || !x.remediation.checks.is_empty(),
                 "{} has no commands",
                 x.id
             );
+            // A diagnostic is never listed as a fix: run as fixes (a script
+            // with `set -e`) it would fail where there is nothing to show.
+            for c in &x.remediation.commands {
+                for look in [
+                    " show",
+                    "ls ",
+                    "cat ",
+                    "ethtool -S",
+                    "ethtool -g",
+                    "ibv_dev",
+                ] {
+                    assert!(!c.contains(look), "{}: fix {c:?} only looks", x.id);
+                }
+            }
             let back: Finding = serde_json::from_str(&serde_json::to_string(x).unwrap()).unwrap();
             assert_eq!(&back, x);
         }

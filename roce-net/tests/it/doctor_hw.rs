@@ -82,7 +82,11 @@ fn rx_out_of_buffer() {
     stat(&mut b, "ens3", "rx_out_of_buffer", 5_000);
     let s = fixture("nic-rx-out-of-buffer.bad.json", b);
     let f = only(&s, "nic-rx-out-of-buffer");
-    assert!(f[0].remediation.commands[1].contains("ethtool -G ens3 rx"));
+    assert_eq!(f[0].remediation.commands, vec!["ethtool -G ens3 rx 8192"]);
+    assert_eq!(
+        f[0].remediation.checks,
+        vec!["ethtool -g ens3", "ethtool -l ens3"]
+    );
 }
 
 #[test]

@@ -1,0 +1,122 @@
+//! A newcomer's first day, round two: what the tool prints is meant to be run
+//! as printed, so each test here runs it, as printed, against the real thing.
+
+use crate::support;
+
+use std::process::Command;
+use support::{bin, text};
+
+/// The seed lab's host namespace and a private `/etc` root for it.
+struct Seed {
+    lab: roce_net::Lab,
+    etc: tempfile::TempDir,
+}
+
+impl Seed {
+    fn new(tag: &str) -> Seed {
+        let lab = roce_net::Lab::seed_tagged(tag, 4).unwrap();
+        // The peer asks for every host address, as RDMA traffic would: the
+        // host then knows the peer as a neighbour, and the doctor checks egress
+        // toward it. (ARP flux: several MACs answer, exit 6.)
+        let peer = lab.peer_ns().unwrap();
+        let p0 = lab.peer_nic().unwrap().name.clone();
+        for n in lab.nics() {
+            let o = bin()
+                .args([
+                    "--netns", peer, "probe", "arp", "--dev", &p0, "--count", "1",
+                ])
+                .args(["--target", &n.address.to_string()])
+                .output()
+                .unwrap();
+            assert!(matches!(o.status.code(), Some(0 | 6)), "{}", text(&o));
+        }
+        Seed {
+            lab,
+            etc: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn host(&self) -> &str {
+        self.lab.host_ns().unwrap()
+    }
+
+    /// `roce-net --netns HOST --etc-root ETC ARGS`.
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        bin()
+            .args(["--netns", self.host(), "--etc-root"])
+            .arg(self.etc.path())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+/// Every `fix:` line `roce-net doctor` prints on the seed lab, pasted in the
+/// order printed into a real shell with `set -e`, runs (the same source rule
+/// was printed by `asymmetric-egress` and by `source-rule-missing`, and the
+/// second `ip rule add` failed with "File exists"), and together they fix
+/// every error. Diagnostics (`rdma link show`, which fails where there is no
+/// RDMA subsystem) are printed as `check:`, never as `fix:`.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn the_doctors_fix_lines_run_in_printed_order_on_the_seed_lab() {
+    support::require_root("the_doctors_fix_lines_run_in_printed_order_on_the_seed_lab");
+    let seed = Seed::new("fixorder");
+    let o = seed.run(&["doctor"]);
+    let t = text(&o);
+    for id in [
+        "arp-ignore",
+        "arp-announce",
+        "asymmetric-egress",
+        "source-rule-missing",
+        "no-rdma-devices",
+    ] {
+        assert!(t.contains(&format!("[{id}]")), "{id} missing: {t}");
+    }
+    let fixes: Vec<&str> = t
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("fix: "))
+        .collect();
+    for (i, c) in fixes.iter().enumerate() {
+        assert!(!fixes[..i].contains(c), "{c:?} printed twice:\n{t}");
+        assert!(
+            !c.contains("rdma link show") && !c.contains("ls /sys"),
+            "a diagnostic printed as a fix: {c:?}"
+        );
+    }
+    assert!(
+        t.contains(&format!(
+            "check: ip netns exec {} rdma link show",
+            seed.host()
+        )),
+        "{t}"
+    );
+    // The findings whose fix was printed above say so.
+    assert!(
+        t.contains("(fixed by the fix above under [asymmetric-egress] r1 198.18.0.12)"),
+        "{t}"
+    );
+    let script = format!("set -e\n{}\n", fixes.join("\n"));
+    let sh = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success() && sh.stderr.is_empty(),
+        "{script}\nfailed: {}",
+        text(&sh)
+    );
+    eprintln!("{} fix lines ran with set -e", fixes.len());
+    let after = seed.run(&["--json", "doctor"]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&after.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&after)));
+    let left: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
+    assert!(left.is_empty(), "left after the fixes: {left:#?}");
+}
