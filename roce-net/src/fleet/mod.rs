@@ -6,18 +6,24 @@
 //! cross-host checks read is kept, so memory grows with the number of hosts, not
 //! with the size of their snapshots.
 //!
-//! Hosts are compared with the majority: for each property (GID index, MTUs, number
-//! of NICs in scope, subnets) the most common value wins (ties go to the smallest
-//! value), and every host that differs gets a finding naming the host.
+//! Hosts are compared with each other: for each property (GID index, MTUs, number
+//! of NICs in scope, subnets) a host whose value differs from the one more hosts
+//! hold than any other gets a finding naming it; when values tie for most common
+//! no side is taken as right and every host is named ([`consensus`]).
 //!
 //! A host is named by [`fleet_host_label`]: its host name, and for a snapshot taken
 //! inside a named network namespace `hostname:netns` (lab hosts share the
 //! machine's host name). The cross-host checks that need more than one
-//! host's findings live in their own files: [`neighbors`] (a peer's entry for another host's address holding
+//! host's findings live in their own files: [`neighbors`] (a peer's entry for
+//! another host's address holding
 //! the wrong MAC) and [`subnets`] (NIC count and MTU per subnet).
 
+mod consensus;
 mod neighbors;
+mod nic_count;
 mod subnets;
+
+use consensus::Consensus;
 
 use crate::doctor::{self, DoctorOptions, Finding, Severity, Subject, Summary};
 use crate::error::Result;
@@ -33,7 +39,7 @@ pub const FLEET_CHECK_IDS: &[&str] = &[
     "fleet-gid-index-differs",
     "fleet-mtu-differs",
     "fleet-duplicate-address",
-    "fleet-nic-count-differs",
+    nic_count::ID,
     "fleet-subnet-layout-differs",
     neighbors::ID,
     subnets::NIC_COUNT_ID,
@@ -184,19 +190,6 @@ pub fn summarize_host(state: &HostState, opts: &DoctorOptions) -> HostSummary {
             .map(crate::doctor::qos_signature)
             .collect(),
     }
-}
-
-/// The most common value (ties: the smallest).
-pub(super) fn majority<T: Ord + Clone>(values: &[T]) -> Option<T> {
-    let mut count: BTreeMap<&T, usize> = BTreeMap::new();
-    for v in values {
-        *count.entry(v).or_default() += 1;
-    }
-    let best = count.values().copied().max()?;
-    count
-        .into_iter()
-        .find(|(_, c)| *c == best)
-        .map(|(v, _)| v.clone())
 }
 
 fn host_subject(h: &str) -> Subject {
@@ -412,111 +405,102 @@ fn compare_all(
         hosts,
         states,
         findings,
-        "fleet-gid-index-differs",
-        Severity::Warning,
-        |h| h.gid_index.map(|i| i.to_string()),
-        "NCCL GID index",
-        "a job-wide NCCL_IB_GID_INDEX is wrong on this host; leave it unset (NCCL 2.21 \
-             and later select per device: `roce-net nccl-env` on the host shows what they pick \
-             and whether NCCL_IB_ADDR_RANGE is needed), or align the GID tables",
-        |_, s, _| {
-            (
-                vec![
-                    "unset NCCL_IB_GID_INDEX".to_string(),
-                    on_state(s, "roce-net nccl-env"),
-                ],
-                None,
-            )
+        Comparison {
+            id: "fleet-gid-index-differs",
+            key: |h| h.gid_index.map(|i| i.to_string()),
+            what: "NCCL GID index",
+            why: "a job-wide NCCL_IB_GID_INDEX cannot be right on hosts that differ; leave \
+                  it unset (NCCL 2.21 and later select per device: `roce-net nccl-env` on \
+                  the host shows what they pick and whether NCCL_IB_ADDR_RANGE is needed), \
+                  or align the GID tables",
+            fix: |_, s, _, f| {
+                f.fix(vec!["unset NCCL_IB_GID_INDEX".to_string()], None)
+                    .checks(vec![on_state(s, "roce-net nccl-env")])
+            },
         },
     );
     compare(
         hosts,
         states,
         findings,
-        "fleet-mtu-differs",
-        Severity::Warning,
-        |h| (!h.mtus.is_empty()).then(|| join(&h.mtus)),
-        "NIC MTUs",
-        "set the same MTU on every host (`ip link set`, and in the node's own network \
-             configuration so it survives a reboot; roce-net's policy does not manage MTUs), \
-             or RDMA path MTU negotiation falls to the smaller one and large messages fail \
-             on mismatched links",
-        |h, s, common| match common.parse::<u32>() {
-            // A single majority MTU: set it on every NIC of the host.
-            Ok(m) => (
-                h.nics
-                    .iter()
-                    .map(|n| on_state(s, &format!("ip link set dev {} mtu {m}", ifname_word(n))))
-                    .collect(),
-                // No policy key: the planner does not change MTUs.
-                None,
-            ),
-            Err(_) => (vec![on_state(s, "ip -br link")], None),
+        Comparison {
+            id: "fleet-mtu-differs",
+            key: |h| (!h.mtus.is_empty()).then(|| join(&h.mtus)),
+            what: "NIC MTUs",
+            why: "set the same MTU on every host (`ip link set`, and in the node's own \
+                  network configuration so it survives a reboot; roce-net's policy does not \
+                  manage MTUs), or RDMA path MTU negotiation falls to the smaller one and \
+                  large messages fail on mismatched links",
+            fix: |h, s, common, f| match common.map(str::parse::<u32>) {
+                // A single most common MTU: set it on every NIC of the host.
+                Some(Ok(m)) => f.fix(
+                    h.nics
+                        .iter()
+                        .map(|n| {
+                            on_state(s, &format!("ip link set dev {} mtu {m}", ifname_word(n)))
+                        })
+                        .collect(),
+                    // No policy key: the planner does not change MTUs.
+                    None,
+                ),
+                // Several MTUs on the common hosts, or no common value: which
+                // MTU is right is the operator's call.
+                _ => f.checks(vec![on_state(s, "ip -br link")]),
+            },
         },
     );
+    nic_count::check(hosts, states, findings);
     compare(
         hosts,
         states,
         findings,
-        "fleet-nic-count-differs",
-        Severity::Warning,
-        |h| Some(h.nics.len().to_string()),
-        "number of NICs in scope",
-        "a NIC is missing or down on this host: NCCL rings use fewer rails here",
-        |_, s, _| {
-            (
-                vec![on_state(s, "rdma link show"), on_state(s, "ip -br link")],
-                None,
-            )
+        Comparison {
+            id: "fleet-subnet-layout-differs",
+            key: |h| (!h.subnets.is_empty()).then(|| join(&h.subnets)),
+            what: "NIC subnets",
+            why: "hosts whose NICs sit in different subnets reach each other's rails only \
+                  through routing",
+            fix: |_, s, _, f| f.checks(vec![on_state(s, "ip -br -4 addr")]),
         },
-    );
-    compare(
-        hosts,
-        states,
-        findings,
-        "fleet-subnet-layout-differs",
-        Severity::Warning,
-        |h| (!h.subnets.is_empty()).then(|| join(&h.subnets)),
-        "NIC subnets",
-        "the NICs of this host sit in other subnets than the rest of the fleet: peers on \
-             other rails are unreachable without routing",
-        |_, s, _| (vec![on_state(s, "ip -br -4 addr")], None),
     );
     firmware(hosts, states, findings);
     compare(
         hosts,
         states,
         findings,
-        "fleet-rate-differs",
-        Severity::Warning,
-        |h| (!h.rates.is_empty()).then(|| join(&h.rates)),
-        "RDMA port rates (Gb/s)",
-        "a slower rail on one host slows every collective that crosses it",
-        |_, s, _| {
-            (
-                vec![on_state(s, "cat /sys/class/infiniband/*/ports/*/rate")],
-                None,
-            )
+        Comparison {
+            id: "fleet-rate-differs",
+            key: |h| (!h.rates.is_empty()).then(|| join(&h.rates)),
+            what: "RDMA port rates (Gb/s)",
+            why: "a slower rail on one host slows every collective that crosses it",
+            fix: |_, s, _, f| {
+                f.checks(vec![on_state(
+                    s,
+                    "cat /sys/class/infiniband/*/ports/*/rate",
+                )])
+            },
         },
     );
     compare(
         hosts,
         states,
         findings,
-        "fleet-qos-differs",
-        Severity::Warning,
-        |h| (!h.qos.is_empty()).then(|| h.qos.iter().cloned().collect::<Vec<_>>().join("; ")),
-        "NIC QoS",
-        "hosts that disagree on the lossless priority, trust or DSCP map drop or pause \
-             each other's RoCE traffic",
-        |h, s, _| {
-            (
-                h.nics
-                    .iter()
-                    .map(|n| on_state(s, &format!("dcb pfc show dev {}", ifname_word(n))))
-                    .collect(),
-                None,
-            )
+        Comparison {
+            id: "fleet-qos-differs",
+            key: |h| {
+                (!h.qos.is_empty()).then(|| h.qos.iter().cloned().collect::<Vec<_>>().join("; "))
+            },
+            what: "NIC QoS",
+            why: "hosts that disagree on the lossless priority, trust or DSCP map drop or \
+                  pause each other's RoCE traffic",
+            fix: |h, s, _, f| {
+                f.checks(
+                    h.nics
+                        .iter()
+                        .map(|n| on_state(s, &format!("dcb pfc show dev {}", ifname_word(n))))
+                        .collect(),
+                )
+            },
         },
     );
     duplicates(states, findings);
@@ -525,7 +509,8 @@ fn compare_all(
 }
 
 /// `fleet-firmware-differs`: per device model, hosts whose firmware set differs
-/// from the majority of the hosts with that model.
+/// from the most common one among the hosts with that model (every such host
+/// when sets tie for most common).
 fn firmware(hosts: &[HostSummary], states: &[HostState], out: &mut Vec<Finding>) {
     let models: BTreeSet<&String> = hosts.iter().flat_map(|h| h.firmware.keys()).collect();
     for model in models {
@@ -534,39 +519,39 @@ fn firmware(hosts: &[HostSummary], states: &[HostState], out: &mut Vec<Finding>)
             .zip(states)
             .filter_map(|(h, s)| h.firmware.get(model).map(|v| (h, s, join(v))))
             .collect();
-        let only: Vec<String> = vals.iter().map(|(_, _, k)| k.clone()).collect();
-        let Some(common) = majority(&only) else {
+        let Some(agreed) = Consensus::of(vals.iter().map(|(_, _, k)| k)) else {
             continue;
         };
-        let all: BTreeMap<&str, &str> = vals
+        if !agreed.disagrees() {
+            continue;
+        }
+        let all: BTreeMap<&str, String> = vals
             .iter()
-            .map(|(h, _, k)| (h.hostname.as_str(), k.as_str()))
+            .map(|(h, _, k)| (h.hostname.as_str(), k.clone()))
             .collect();
+        let says = agreed.says(&format!("hosts with {model}"), &all, |v| v.clone());
         for (h, s, k) in &vals {
-            if *k == common {
+            if agreed.is_common(k) {
                 continue;
             }
-            out.push(
-                Finding::new(
-                    "fleet-firmware-differs",
-                    Severity::Warning,
-                    host_subject(&h.hostname),
-                    format!(
-                        "{}: {model} firmware {k}, most hosts run {common}: firmware \
-                         differences change congestion control and RoCE behaviour between \
-                         the two ends of a connection",
-                        h.hostname
-                    ),
-                )
-                .evidence("model", model)
-                .evidence("value", k)
-                .evidence("majority", &common)
-                .evidence("hosts", &all)
-                .fix(
-                    vec![on_state(s, "cat /sys/class/infiniband/*/fw_ver")],
-                    None,
+            let mut f = Finding::new(
+                "fleet-firmware-differs",
+                Severity::Warning,
+                host_subject(&h.hostname),
+                format!(
+                    "{}: {model} firmware {k}; {says}: firmware differences change \
+                     congestion control and RoCE behaviour between the two ends of a \
+                     connection",
+                    h.hostname
                 ),
-            );
+            )
+            .evidence("model", model)
+            .evidence("value", k)
+            .evidence("hosts", &all);
+            for (name, v) in agreed.evidence(|v| serde_json::json!(v)) {
+                f = f.evidence(name, v);
+            }
+            out.push(f.checks(vec![on_state(s, "cat /sys/class/infiniband/*/fw_ver")]));
         }
     }
 }
@@ -578,53 +563,76 @@ fn join<T: std::fmt::Display>(v: &BTreeSet<T>) -> String {
         .join(",")
 }
 
-#[allow(clippy::too_many_arguments)]
-fn compare(
+/// One host-level comparison: `key` gives each host's value (`None`: not
+/// compared), `what` names it, `why` says what a difference breaks (in words
+/// that blame neither side: on a tie neither is right), and `fix` adds the
+/// remediation for a host, given the most common value when there is one.
+struct Comparison<'a, K, F>
+where
+    K: Fn(&HostSummary) -> Option<String>,
+    F: Fn(&HostSummary, &HostState, Option<&str>, Finding) -> Finding,
+{
+    id: &'a str,
+    key: K,
+    what: &'a str,
+    why: &'a str,
+    fix: F,
+}
+
+/// Name every host whose value differs from the most common one, or every host
+/// when values tie for most common ([`consensus`]).
+fn compare<K, F>(
     hosts: &[HostSummary],
     states: &[HostState],
     out: &mut Vec<Finding>,
-    id: &str,
-    sev: Severity,
-    key: impl Fn(&HostSummary) -> Option<String>,
-    what: &str,
-    why: &str,
-    fix: impl Fn(&HostSummary, &HostState, &str) -> (Vec<String>, Option<String>),
-) {
+    c: Comparison<'_, K, F>,
+) where
+    K: Fn(&HostSummary) -> Option<String>,
+    F: Fn(&HostSummary, &HostState, Option<&str>, Finding) -> Finding,
+{
     let vals: Vec<(&HostSummary, &HostState, String)> = hosts
         .iter()
         .zip(states)
-        .filter_map(|(h, s)| key(h).map(|k| (h, s, k)))
+        .filter_map(|(h, s)| (c.key)(h).map(|k| (h, s, k)))
         .collect();
-    let only: Vec<String> = vals.iter().map(|(_, _, k)| k.clone()).collect();
-    let Some(common) = majority(&only) else {
+    let Some(agreed) = Consensus::of(vals.iter().map(|(_, _, k)| k)) else {
         return;
     };
-    let all: BTreeMap<&str, &str> = vals
+    if !agreed.disagrees() {
+        return;
+    }
+    let all: BTreeMap<&str, String> = vals
         .iter()
-        .map(|(h, _, k)| (h.hostname.as_str(), k.as_str()))
+        .map(|(h, _, k)| (h.hostname.as_str(), k.clone()))
         .collect();
     // Evidence stays bounded however large the fleet (every host's value in every
     // finding made a 10 000-host report quadratic): see `bounded`.
-    let (sample, counts) = bounded(&all, &common.as_str());
+    let odd_one = agreed.common().cloned().unwrap_or_default();
+    let (sample, counts) = bounded(&all, &odd_one);
+    let says = agreed.says("hosts", &all, |v| v.clone());
     for (summary, state, k) in &vals {
-        if *k == common {
+        if agreed.is_common(k) {
             continue;
         }
         let h = &summary.hostname;
-        let (cmds, policy) = fix(summary, state, &common);
-        out.push(
-            Finding::new(
-                id,
-                sev,
-                host_subject(h),
-                format!("{h}: {what} {k}, most hosts have {common}: {why}"),
-            )
-            .evidence("value", k)
-            .evidence("majority", &common)
-            .evidence("hosts", &sample)
-            .evidence("counts", &counts)
-            .fix(cmds, policy.as_deref()),
-        );
+        let mut f = Finding::new(
+            c.id,
+            Severity::Warning,
+            host_subject(h),
+            format!("{h}: {} {k}; {says}: {}", c.what, c.why),
+        )
+        .evidence("value", k)
+        .evidence("hosts", &sample)
+        .evidence("counts", &counts);
+        for (name, v) in agreed.evidence(|v| serde_json::json!(v)) {
+            f = f.evidence(name, v);
+        }
+        out.push((c.fix)(
+            summary,
+            state,
+            agreed.common().map(String::as_str),
+            f,
+        ));
     }
 }
 

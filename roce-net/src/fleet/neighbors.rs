@@ -11,6 +11,12 @@
 //! and the owner's own tables do not hold the entry. The finding carries the
 //! evidence from both snapshots: the entry on the peer and the owner's NIC with
 //! its real MAC, and which interface of which host the learned MAC belongs to.
+//!
+//! Only a learned MAC of another NIC of the owner is ARP flux on the owner. A MAC
+//! of another host means that host answered for an address it does not hold
+//! (proxy ARP, or it held the address before); a MAC no host has is a stale entry
+//! (the address moved, a NIC was replaced) or a device outside the report. Those
+//! are not the owner's doing, and the finding says so instead of blaming it.
 
 use crate::doctor::{Finding, Severity, Subject};
 use crate::model::{HostState, NeighState, Scope};
@@ -36,14 +42,14 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
     // Every universe-scope address with its owning interface's MAC.
     let mut owners: BTreeMap<IpAddr, Vec<Owner<'_>>> = BTreeMap::new();
     // Every interface MAC in the fleet: which host/interface has it.
-    let mut mac_owners: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut mac_owners: BTreeMap<String, BTreeSet<(usize, String)>> = BTreeMap::new();
     for (h, s) in states.iter().enumerate() {
         for i in &s.interfaces {
             if let Some(m) = i.mac.as_ref().filter(|m| !m.is_zero()) {
                 mac_owners
                     .entry(m.to_string())
                     .or_default()
-                    .insert(format!("{}/{}", labels[h], i.name));
+                    .insert((h, format!("{}/{}", labels[h], i.name)));
             }
         }
         for a in &s.addresses {
@@ -89,15 +95,35 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
             }
             let ohost = &labels[owner.host];
             let bhost = &labels[b];
-            let belongs: Vec<String> = mac_owners
-                .get(&learned)
-                .map(|s| s.iter().cloned().collect())
+            let holders = mac_owners.get(&learned);
+            let belongs: Vec<String> = holders
+                .map(|s| s.iter().map(|(_, l)| l.clone()).collect())
                 .unwrap_or_default();
-            let whose = if belongs.is_empty() {
-                "a MAC no host in the fleet has (a stale entry, or a device not in the report)"
-                    .to_string()
+            let flux = holders.is_some_and(|s| s.iter().any(|(h, _)| *h == owner.host));
+            let (whose, cause) = if flux {
+                (
+                    format!("the MAC of {}", belongs.join(", ")),
+                    format!(
+                        "ARP flux on {ohost}: fix ARP there (policy arp_ignore 1, \
+                         arp_announce 2, per-NIC routing)"
+                    ),
+                )
+            } else if belongs.is_empty() {
+                (
+                    "a MAC no host in the fleet has".to_string(),
+                    format!(
+                        "not {ohost}'s doing: a stale entry (the address moved, or a NIC was \
+                         replaced) or a device not in the report answered"
+                    ),
+                )
             } else {
-                format!("the MAC of {}", belongs.join(", "))
+                (
+                    format!("the MAC of {}", belongs.join(", ")),
+                    format!(
+                        "not {ohost}'s doing: that host answered for an address it does not \
+                         hold (proxy ARP), or held it before"
+                    ),
+                )
             };
             let del = super::on_state(
                 peer,
@@ -121,9 +147,8 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
                     format!(
                         "{bhost}: the neighbour entry for {ip} on {dev} holds {learned}, \
                          {whose}, but {ip} is {ohost}/{oif} with MAC {omac}: traffic and \
-                         RoCE connections from {bhost} to {ip} go to the wrong NIC (ARP flux \
-                         on {ohost}); fix ARP on {ohost} (policy arp_ignore 1, arp_announce 2, \
-                         per-NIC routing) and flush the entry on {bhost}",
+                         RoCE connections from {bhost} to {ip} go to the wrong NIC ({cause}); \
+                         flush the entry on {bhost}",
                         ip = n.ip,
                         dev = n.ifname,
                         oif = owner.ifname,
@@ -150,7 +175,10 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
                     }),
                 )
                 .evidence("learned_mac_belongs_to", &belongs)
-                .fix(vec![del], Some("arp: {arp_ignore: 1, arp_announce: 2}")),
+                .fix(
+                    vec![del],
+                    flux.then_some("arp: {arp_ignore: 1, arp_announce: 2}"),
+                ),
             );
         }
     }

@@ -3,13 +3,17 @@
 //! hosts that have it.
 //!
 //! - `fleet-subnet-nic-count-differs`: a host serves a subnet with more or fewer
-//!   NICs than most hosts that serve it (a rail missing or cabled into the wrong
-//!   subnet: NCCL builds fewer rings there, or crosses rails).
+//!   NICs than the other hosts that serve it (a rail missing or cabled into the
+//!   wrong subnet: NCCL builds fewer rings there, or crosses rails), said from
+//!   its side as [`super::nic_count`] says it for the whole host.
 //! - `fleet-subnet-mtu-differs`: a NIC's MTU differs from the MTU most NICs on
 //!   its subnet have (RDMA path MTU falls to the smaller one and large frames are
 //!   dropped on the mismatched link), named per NIC with every MTU on the segment.
+//!
+//! Neither claims a majority where there is none ([`super::consensus`]): on a
+//! tie every host (NIC) is named and no MTU is proposed.
 
-use super::majority;
+use super::consensus::{count_evidence, side, Consensus};
 use crate::doctor::{Finding, Severity, Subject};
 use crate::model::HostState;
 use ipnet::IpNet;
@@ -85,52 +89,55 @@ fn nic_counts(
     if per_host.len() < 2 {
         return;
     }
-    let counts: Vec<usize> = per_host.values().map(Vec::len).collect();
-    let Some(common) = majority(&counts) else {
-        return;
-    };
     let all: BTreeMap<&str, usize> = per_host
         .iter()
         .map(|(h, v)| (labels[*h].as_str(), v.len()))
         .collect();
+    let Some(agreed) = Consensus::of(all.values()) else {
+        return;
+    };
+    if !agreed.disagrees() {
+        return;
+    }
+    let says = agreed.says(&format!("hosts serving {net}"), &all, |v| v.to_string());
     // Bounded for a segment of any size (see `fleet::bounded`).
-    let (all, counts) = super::bounded(&all, &common);
+    let (sample, counts) = super::bounded(&all, agreed.common().unwrap_or(&usize::MAX));
     for (h, names) in &per_host {
-        if names.len() == common {
+        if agreed.is_common(&names.len()) {
             continue;
         }
         let host = &labels[*h];
-        out.push(
-            Finding::new(
-                NIC_COUNT_ID,
-                Severity::Warning,
-                Subject {
-                    host: Some(host.clone()),
-                    address: Some(net.to_string()),
-                    ..Default::default()
-                },
-                format!(
-                    "{host}: {} NIC(s) in {net} ({}), most hosts serving {net} have {common}: \
-                     a rail is missing, down or in the wrong subnet on this host, so NCCL \
-                     uses fewer or crossed rails here",
+        let mut f = Finding::new(
+            NIC_COUNT_ID,
+            Severity::Warning,
+            Subject {
+                host: Some(host.clone()),
+                address: Some(net.to_string()),
+                ..Default::default()
+            },
+            format!(
+                "{host}: {} NIC(s) in {net} ({}); {says}: {}",
+                names.len(),
+                names.join(", "),
+                super::nic_count::meaning(
+                    side(names.len(), &agreed),
                     names.len(),
-                    names.join(", ")
-                ),
-            )
-            .evidence("subnet", net.to_string())
-            .evidence("nics", names)
-            .evidence("value", names.len())
-            .evidence("majority", common)
-            .evidence("hosts", &all)
-            .evidence("counts", &counts)
-            .fix(
-                vec![
-                    super::on_state(&states[*h], "ip -br -4 addr"),
-                    super::on_state(&states[*h], "rdma link show"),
-                ],
-                None,
+                    &format!(" in {net}")
+                )
             ),
-        );
+        )
+        .evidence("subnet", net.to_string())
+        .evidence("nics", names)
+        .evidence("value", names.len())
+        .evidence("hosts", &sample)
+        .evidence("counts", &counts);
+        for (key, v) in count_evidence(&agreed) {
+            f = f.evidence(key, v);
+        }
+        out.push(f.checks(vec![
+            super::on_state(&states[*h], "ip -br -4 addr"),
+            super::on_state(&states[*h], "rdma link show"),
+        ]));
     }
 }
 
@@ -145,41 +152,48 @@ fn mtus(
     if hosts.len() < 2 {
         return;
     }
-    let values: Vec<u32> = nics.iter().map(|n| n.mtu).collect();
-    let Some(common) = majority(&values) else {
-        return;
-    };
     let all: BTreeMap<String, u32> = nics
         .iter()
         .map(|n| (format!("{}/{}", labels[n.host], n.ifname), n.mtu))
         .collect();
-    let (all, counts) = super::bounded(&all, &common);
-    for n in nics.iter().filter(|n| n.mtu != common) {
+    let Some(agreed) = Consensus::of(all.values()) else {
+        return;
+    };
+    if !agreed.disagrees() {
+        return;
+    }
+    let says = agreed.says(&format!("NICs on {net}"), &all, |v| v.to_string());
+    let (sample, counts) = super::bounded(&all, agreed.common().unwrap_or(&0));
+    for n in nics.iter().filter(|n| !agreed.is_common(&n.mtu)) {
         let host = &labels[n.host];
-        out.push(
-            Finding::new(
-                MTU_ID,
-                Severity::Warning,
-                Subject {
-                    host: Some(host.clone()),
-                    interface: Some(n.ifname.to_string()),
-                    address: Some(net.to_string()),
-                    ..Default::default()
-                },
-                format!(
-                    "{host}/{}: MTU {} on {net}, where most NICs have {common}: RDMA path MTU \
-                     falls to the smaller one and frames larger than {} are dropped on this link",
-                    n.ifname,
-                    n.mtu,
-                    n.mtu.min(common)
-                ),
-            )
-            .evidence("subnet", net.to_string())
-            .evidence("value", n.mtu)
-            .evidence("majority", common)
-            .evidence("nics", &all)
-            .evidence("counts", &counts)
-            .fix(
+        let smaller = match agreed.common() {
+            Some(c) => n.mtu.min(*c),
+            None => all.values().copied().min().unwrap_or(n.mtu),
+        };
+        let mut f = Finding::new(
+            MTU_ID,
+            Severity::Warning,
+            Subject {
+                host: Some(host.clone()),
+                interface: Some(n.ifname.to_string()),
+                address: Some(net.to_string()),
+                ..Default::default()
+            },
+            format!(
+                "{host}/{}: MTU {} on {net}; {says}: RDMA path MTU falls to the smaller \
+                 one and frames larger than {smaller} are dropped on mismatched links",
+                n.ifname, n.mtu,
+            ),
+        )
+        .evidence("subnet", net.to_string())
+        .evidence("value", n.mtu)
+        .evidence("nics", &sample)
+        .evidence("counts", &counts);
+        for (key, v) in agreed.evidence(|v| serde_json::json!(v)) {
+            f = f.evidence(key, v);
+        }
+        out.push(match agreed.common() {
+            Some(common) => f.fix(
                 vec![super::on_state(
                     &states[n.host],
                     &format!(
@@ -189,6 +203,8 @@ fn mtus(
                 )],
                 None,
             ),
-        );
+            // No MTU most NICs share: which is right is the operator's call.
+            None => f.checks(vec![super::on_state(&states[n.host], "ip -br link")]),
+        });
     }
 }

@@ -115,11 +115,8 @@ fn odd_host_is_named_in_every_fleet_finding() {
         json!("3")
     );
     assert_eq!(by("fleet-mtu-differs").evidence["value"], json!("4200"));
-    assert_eq!(by("fleet-nic-count-differs").evidence["value"], json!("3"));
-    assert_eq!(
-        by("fleet-nic-count-differs").evidence["majority"],
-        json!("4")
-    );
+    assert_eq!(by("fleet-nic-count-differs").evidence["value"], json!(3));
+    assert_eq!(by("fleet-nic-count-differs").evidence["majority"], json!(4));
     assert_eq!(
         by("fleet-subnet-layout-differs").evidence["value"],
         json!("198.18.1.0/24")
@@ -164,9 +161,25 @@ fn fleet_findings_carry_fixes() {
         by("fleet-duplicate-address").remediation.commands,
         vec!["ssh gpu3 ip addr del 198.18.0.11/24 dev eno1"]
     );
+    // Every finding says what to run: a fix, or (where nothing can be run
+    // that fixes it, such as a missing NIC) the commands that show more.
     for f in &r.findings {
-        assert!(!f.remediation.commands.is_empty(), "{}", f.id);
+        let rem = &f.remediation;
+        assert!(
+            !rem.commands.is_empty() || !rem.checks.is_empty(),
+            "{}",
+            f.id
+        );
     }
+    // Diagnostics are never fixes.
+    assert!(by("fleet-nic-count-differs")
+        .remediation
+        .commands
+        .is_empty());
+    assert_eq!(
+        by("fleet-nic-count-differs").remediation.checks,
+        vec!["ssh gpu3 rdma link show", "ssh gpu3 ip -br link"]
+    );
 }
 
 /// Lab hosts share the machine's host name: a fix command without the
@@ -191,7 +204,8 @@ fn fleet_fixes_for_hosts_in_namespaces_run_in_the_namespace() {
         assert!(ids.contains(id), "{id} missing: {ids:?}");
     }
     for f in &r.findings {
-        for c in &f.remediation.commands {
+        let rem = &f.remediation;
+        for c in rem.commands.iter().chain(&rem.checks) {
             if c == "unset NCCL_IB_GID_INDEX" {
                 continue;
             }
@@ -219,12 +233,10 @@ fn fleet_fixes_for_hosts_in_namespaces_run_in_the_namespace() {
         .iter()
         .find(|f| f.id == "fleet-gid-index-differs")
         .unwrap();
+    assert_eq!(gid.remediation.commands, vec!["unset NCCL_IB_GID_INDEX"]);
     assert_eq!(
-        gid.remediation.commands,
-        vec![
-            "unset NCCL_IB_GID_INDEX",
-            "ssh lab roce-net --netns rnt-t-h2 nccl-env"
-        ]
+        gid.remediation.checks,
+        vec!["ssh lab roce-net --netns rnt-t-h2 nccl-env"]
     );
 }
 
@@ -268,14 +280,15 @@ fn the_same_host_given_twice_is_named_not_a_duplicate_address() {
         dup[0].remediation.commands,
         vec!["ssh lab ip -n rnt-t-b addr del 198.18.0.11/24 dev eno1"]
     );
-    // Two hosts, so no majority: 1 vs 1 ties go to the smallest value, and the
-    // repeat must not have made a 2-1 majority for gpu1's MTU.
+    // Two hosts, so no majority: a 1:1 tie names both, and the repeat must not
+    // have made a 2-1 majority for gpu1's MTU.
     let mtu: Vec<_> = r
         .findings
         .iter()
         .filter(|f| f.id == "fleet-mtu-differs")
         .collect();
-    assert_eq!(mtu.len(), 1);
+    assert_eq!(mtu.len(), 2);
+    assert!(mtu.iter().all(|f| !f.evidence.contains_key("majority")));
     assert_eq!(mtu[0].evidence["counts"].as_object().unwrap().len(), 2);
     assert!(mtu[0].evidence["counts"]
         .as_object()

@@ -31,6 +31,7 @@ mod doctor_hw;
 mod doctor_nccl;
 mod doctor_verbs;
 mod fleet_cross_host;
+mod fleet_ties;
 mod health;
 mod lab_apply;
 mod lab_doctor;
