@@ -188,10 +188,8 @@ enum Cmd {
         /// Policy file; the built-in default policy when omitted.
         #[arg(short = 'f', long = "policy", value_name = "FILE")]
         policy: Option<PathBuf>,
-        /// sysctl.d, rt_tables.d, networkd, netplan, networkmanager or ifupdown;
-        /// when omitted, the policy's persistence.backend, detected from the
-        /// host when that is auto.
-        #[arg(long, value_name = "BACKEND", value_parser = parse_backend)]
+        /// What to write (the help text is `backend_help`).
+        #[arg(long, value_name = "BACKEND", value_parser = parse_backend, help = backend_help())]
         backend: Option<roce_net::Backend>,
         /// Show what would be written (or removed), change nothing.
         #[arg(long)]
@@ -324,6 +322,15 @@ enum ProbeCmd {
 }
 
 /// `persist --backend`: a usage error (exit 64) when it names no backend.
+/// `persist --backend`'s help: what each backend writes, as the library renders it.
+fn backend_help() -> String {
+    format!(
+        "{}; when omitted, the policy's persistence.backend, detected from the host \
+         when that is auto",
+        roce_net::Backend::choices()
+    )
+}
+
 fn parse_backend(s: &str) -> Result<roce_net::Backend, String> {
     s.parse::<roce_net::Backend>().map_err(|e| e.to_string())
 }

@@ -378,12 +378,15 @@ pub fn notes(lines: &[String]) -> String {
 
 /// `roce-net persist`. `hint` completes the commands a note names (given the
 /// rendered file the note is about, if any) so they act where persist wrote;
-/// the files' contents are shown as written.
+/// `place` gives where a file the node reads at a path is on disk (under
+/// `--root` or `--etc-root`), the path shown; the files' contents are shown as
+/// written.
 pub fn persist(
     plan: &roce_net::PersistPlan,
     report: &roce_net::WriteReport,
     stale: &roce_net::RemoveReport,
     hint: &dyn Fn(&str, Option<&Path>) -> String,
+    place: &dyn Fn(&Path) -> std::path::PathBuf,
 ) -> String {
     let mut s = format!("backend {} ({})\n", plan.backend.name(), plan.reason);
     for r in report.recovered.iter().chain(&stale.recovered) {
@@ -393,7 +396,7 @@ pub fn persist(
         let _ = writeln!(s, "warning: {}", hint(w, None));
     }
     for d in &report.diffs {
-        let _ = writeln!(s, "{:?} {}", d.status, d.path.display());
+        let _ = writeln!(s, "{:?} {}", d.status, place(&d.path).display());
         if !d.diff.is_empty() {
             s.push_str(&d.diff);
             if !d.diff.ends_with('\n') {
@@ -403,7 +406,12 @@ pub fn persist(
     }
     for f in &plan.files {
         if let Some(n) = &f.note {
-            let _ = writeln!(s, "note: {}: {}", f.path.display(), hint(n, Some(&f.path)));
+            let _ = writeln!(
+                s,
+                "note: {}: {}",
+                place(&f.path).display(),
+                hint(n, Some(&f.path))
+            );
         }
     }
     if let Some(p) = &report.boot_repair {

@@ -139,7 +139,8 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert "net.ipv4.conf.r1.arp_ignore 0" in plan_diff["before"], plan_diff
     assert "net.ipv4.conf.r1.arp_ignore 1" in plan_diff["after"], plan_diff
     assert len(file_diffs) == len(res["persisted"]["written"]), res
-    assert "+++ /etc/sysctl.d/90-roce-net.conf" in out["out"]  # shown by --diff
+    # shown by --diff, named where it is written (under persist_root)
+    assert f"+++ {tmp_path}/root/etc/sysctl.d/90-roce-net.conf" in out["out"]
     assert routing_view(host.snapshot()) == routing_view(before), "check mode changed the host"
 
     out = run_playbook(ns, tmp_path, *persist)

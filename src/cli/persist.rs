@@ -53,8 +53,11 @@ pub(super) fn run(
             "stale": stale,
         }))?;
     } else {
-        let hint = persist_hints(cli, root, &target);
-        out(&render::persist(&plan, &report, &stale, &hint));
+        let hint = persist_hints(cli, root, &target, dry_run);
+        // Every path shown is where the file is on disk: under --etc-root or
+        // --root, not the /etc a user who gave them means to stay off.
+        let place = |p: &Path| target.on_disk(p).unwrap_or_else(|_| p.to_path_buf());
+        out(&render::persist(&plan, &report, &stale, &hint, &place));
     }
     Ok(exit::OK)
 }
@@ -87,11 +90,13 @@ fn chosen_backend(given: Option<Backend>, policy: &roce_net::Policy) -> Option<(
 /// `roce-net persist ...` with the global options and `--root`, and the
 /// sysctl file's "load it now" as `sysctl -p` of the file written, inside the
 /// `--netns` namespace (a bare `sysctl --system` loads the machine's own
-/// `/etc/sysctl.d` into the machine's own namespace).
+/// `/etc/sysctl.d` into the machine's own namespace). In a dry run nothing was
+/// written: the note says the command loads the file once persist writes it.
 fn persist_hints<'a>(
     cli: &'a Context,
     root: &'a std::path::Path,
     target: &'a roce_net::PersistRoot,
+    dry_run: bool,
 ) -> impl Fn(&str, Option<&std::path::Path>) -> String + 'a {
     move |text: &str, file: Option<&std::path::Path>| {
         let mut t = text.to_string();
@@ -112,9 +117,23 @@ fn persist_hints<'a>(
                 }
                 cmd.push_str("sysctl -p ");
                 cmd.push_str(&roce_net::shell_word(&disk.to_string_lossy()));
-                t.replace("`sysctl --system`", &format!("`{cmd}`"))
+                load_now(&t, &format!("`{cmd}`"), dry_run)
             }
-            _ => t,
+            _ => load_now(&t, "`sysctl --system`", dry_run),
         }
+    }
+}
+
+/// A note's "run `sysctl --system` to load it now" with `cmd` as the command;
+/// in a dry run, which wrote nothing, said as what loads the file once written.
+fn load_now(note: &str, cmd: &str, dry_run: bool) -> String {
+    const RUN: &str = "run `sysctl --system` to load it now";
+    if dry_run {
+        note.replace(
+            RUN,
+            &format!("once persist has written it (run without --dry-run), {cmd} loads it"),
+        )
+    } else {
+        note.replace("`sysctl --system`", cmd)
     }
 }

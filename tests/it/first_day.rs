@@ -120,3 +120,98 @@ fn the_doctors_fix_lines_run_in_printed_order_on_the_seed_lab() {
         .collect();
     assert!(left.is_empty(), "left after the fixes: {left:#?}");
 }
+
+/// `persist --backend`'s help says what each backend writes as it renders it:
+/// it said `rt_tables.d` wrote the table names alone, and it writes the sysctl
+/// file and the protocol names too.
+#[test]
+fn the_backend_help_says_what_each_backend_writes() {
+    let o = bin().args(["persist", "--help"]).output().unwrap();
+    let t = text(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(o.status.success(), "{t}");
+    assert!(!t.contains("table names alone"), "{t}");
+    assert!(
+        t.contains("rt_tables.d the sysctls and the table and protocol names, no routes or rules"),
+        "{t}"
+    );
+    assert!(t.contains("sysctl.d writes the sysctls alone"), "{t}");
+}
+
+/// The paths `persist` shows are where it writes: under `--etc-root CONF`, no
+/// `/etc/...` path (`Create /etc/sysctl.d/...`, `+++ /etc/...` named files it
+/// wrote under CONF, for a user who gave `--etc-root` to stay off `/etc`); and
+/// a dry run, which writes nothing, suggests loading no file as if it were
+/// there (`sysctl -p CONF/...` failed with "cannot open").
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn persist_names_only_the_paths_it_writes() {
+    support::require_root("persist_names_only_the_paths_it_writes");
+    let lab = support::Lab::new("pst", 2);
+    let t = tempfile::tempdir().unwrap();
+    // Not under a directory named etc: any "/etc" in the output is the machine's.
+    let conf = t.path().join("conf");
+    let net = conf.join("systemd/network");
+    std::fs::create_dir_all(&net).unwrap();
+    for (i, nic) in ["r0", "r1"].iter().enumerate() {
+        std::fs::write(
+            net.join(format!("10-{nic}.network")),
+            format!(
+                "[Match]\nName={nic}\n\n[Network]\nAddress=198.18.2.{}/24\n",
+                11 + i
+            ),
+        )
+        .unwrap();
+    }
+    let conf_s = conf.to_str().unwrap();
+    let persist = |args: &[&str]| {
+        let o = bin()
+            .args(["--netns", &lab.ns.0, "--etc-root", conf_s, "persist"])
+            .args(args)
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(o.status.success(), "persist {args:?}: {t}");
+        t
+    };
+    for backend in ["sysctl.d", "rt_tables.d", "networkd"] {
+        let out = persist(&["--dry-run", "--backend", backend]);
+        // Prose may name the directory networkd reads ("/etc"), never a file in it.
+        assert!(
+            !out.contains("/etc/"),
+            "persist --dry-run --backend {backend}:\n{out}"
+        );
+        let shown: Vec<&str> = out
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("Create ")
+                    .or_else(|| l.strip_prefix("Modify "))
+                    .or_else(|| l.strip_prefix("+++ "))
+                    .or_else(|| l.strip_prefix("note: ").and_then(|n| n.split(": ").next()))
+            })
+            .collect();
+        assert!(shown.len() >= 3, "{backend}: {out}");
+        for p in shown {
+            assert!(
+                p.starts_with(conf_s),
+                "{backend}: {p} is not under {conf_s}:\n{out}"
+            );
+        }
+        assert!(!out.contains("to load it now"), "{backend}: {out}");
+        assert!(
+            out.contains("once persist has written it (run without --dry-run)"),
+            "{backend}: {out}"
+        );
+        assert!(!conf.join("sysctl.d").exists(), "a dry run wrote: {out}");
+    }
+    // Written for real: the file the note names is there, and loads.
+    let out = persist(&["--backend", "sysctl.d"]);
+    assert!(!out.contains("/etc/"), "{out}");
+    let file = conf.join("sysctl.d/90-roce-net.conf");
+    let load = format!(
+        "`ip netns exec {} sysctl -p {}` to load it now",
+        lab.ns.0,
+        file.display()
+    );
+    assert!(out.contains(&load), "{out}");
+    assert!(file.exists(), "{out}");
+}

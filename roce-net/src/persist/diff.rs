@@ -32,7 +32,9 @@ pub struct FileDiff {
     /// Mode it would get.
     pub mode_after: u32,
     /// Unified diff of the content (`---`/`+++` headers, `@@` hunks, 3 lines of
-    /// context); empty when the content is the same.
+    /// context); empty when the content is the same. The headers name the file
+    /// where it is on disk (under `--root` or `--etc-root`), as `diff -u` of
+    /// the real files would: `path` is where the node reads it.
     pub diff: String,
 }
 
@@ -43,12 +45,14 @@ pub fn diff_persistence(files: &[RenderedFile], root: &Path) -> Result<Vec<FileD
         .iter()
         .map(|f| {
             let existing = inspect(root, &f.path)?;
-            Ok(diff_one(&merged_names(f, &existing), &existing))
+            let on_disk = root.join(f.path.strip_prefix("/").unwrap_or(&f.path));
+            Ok(diff_one(&merged_names(f, &existing), &existing, &on_disk))
         })
         .collect()
 }
 
-pub(crate) fn diff_one(f: &RenderedFile, existing: &Existing) -> FileDiff {
+/// The change `f` makes to `existing`, the file at `on_disk`.
+pub(crate) fn diff_one(f: &RenderedFile, existing: &Existing, on_disk: &Path) -> FileDiff {
     let mode_after = f.mode & 0o7777;
     let (status, old) = match &existing.content {
         None => (DiffStatus::Create, String::new()),
@@ -67,12 +71,13 @@ pub(crate) fn diff_one(f: &RenderedFile, existing: &Existing) -> FileDiff {
     let diff = if old == f.content {
         String::new()
     } else {
+        let to = on_disk.display().to_string();
         let from = if existing.content.is_some() {
-            f.path.display().to_string()
+            to.clone()
         } else {
             "/dev/null".to_string()
         };
-        unified(&old, &f.content, &from, &f.path.display().to_string())
+        unified(&old, &f.content, &from, &to)
     };
     FileDiff {
         path: f.path.clone(),

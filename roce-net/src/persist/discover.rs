@@ -204,10 +204,9 @@ pub fn choose_backend(cfg: &NodeConfig) -> crate::Result<(Backend, String)> {
             ErrorKind::InvalidInput,
             format!(
                 "cannot tell which stack to persist into: {}. Fix the node's configuration, or \
-                 choose with --backend: sysctl.d or rt_tables.d persist the sysctls or the table \
-                 names alone; networkd, netplan, networkmanager or ifupdown add the routes and \
-                 rules to that stack's own configuration of the NICs",
-                problems.join("; ")
+                 choose with --backend: {}",
+                problems.join("; "),
+                crate::policy::Backend::choices()
             ),
         ));
     }

@@ -144,7 +144,11 @@ pub fn write_persistence_at(
     for f in files {
         let (base, hp) = target.locate(&f.path)?;
         let existing = inspect(base, &hp)?;
-        let d = diff_one(&merged_names(f, &existing), &existing);
+        let d = diff_one(
+            &merged_names(f, &existing),
+            &existing,
+            &target.on_disk(&f.path)?,
+        );
         let on_disk = base.join(relative(&hp)?);
         match d.status {
             DiffStatus::Unchanged => report.unchanged.push(on_disk),

@@ -9,10 +9,11 @@ use std::str::FromStr;
 /// Where persistent configuration is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Backend {
-    /// `/etc/sysctl.d/` drop-in only.
+    /// The `/etc/sysctl.d/` drop-in alone.
     #[serde(rename = "sysctl.d")]
     SysctlD,
-    /// `/etc/iproute2/rt_tables.d/` drop-in only.
+    /// The `/etc/sysctl.d/` drop-in and the table and protocol names
+    /// (`/etc/iproute2/rt_tables.d/`, `rt_protos.d/`): no routes or rules.
     #[serde(rename = "rt_tables.d")]
     RtTablesD,
     /// systemd-networkd `.network` drop-ins.
@@ -40,6 +41,34 @@ impl Backend {
             Backend::NetworkManager,
             Backend::Ifupdown,
         ]
+    }
+
+    /// What persisting with this backend writes, for people: the files
+    /// [`crate::render_persistence`] renders for it (a test holds the two
+    /// together).
+    pub fn persists(self) -> &'static str {
+        match self {
+            Backend::SysctlD => "the sysctls alone",
+            Backend::RtTablesD => {
+                "the sysctls and the table and protocol names, no routes or rules"
+            }
+            Backend::Networkd | Backend::Netplan | Backend::NetworkManager | Backend::Ifupdown => {
+                "the sysctls, the names, and the routes and rules in that stack's own \
+                 configuration of the NICs"
+            }
+        }
+    }
+
+    /// Every backend and what it writes, in one sentence (the CLI's `--backend`
+    /// help and the error asking for a backend say it).
+    pub fn choices() -> String {
+        format!(
+            "sysctl.d writes {}; rt_tables.d {}; networkd, netplan, networkmanager or \
+             ifupdown {}",
+            Backend::SysctlD.persists(),
+            Backend::RtTablesD.persists(),
+            Backend::Networkd.persists()
+        )
     }
 
     /// The stable name (the same as in JSON, and as accepted by [`FromStr`]).

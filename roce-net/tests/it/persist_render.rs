@@ -261,6 +261,33 @@ fn every_backend_has_sysctls_and_all_but_sysctl_d_have_names() {
     }
 }
 
+/// What `persist --backend`'s help and the error asking for a backend say each
+/// backend writes ([`Backend::persists`]) is what it renders: the help said
+/// `rt_tables.d` wrote the table names alone, while it renders the sysctl file
+/// and the protocol names too.
+#[test]
+fn what_each_backend_is_said_to_write_is_what_it_renders() {
+    let d = desired();
+    for b in Backend::all() {
+        let files = roce_net::render_persistence(&d, b, &options()).unwrap();
+        let has = |p: &str| files.iter().any(|f| f.path == Path::new(p));
+        let said = b.persists();
+        assert!(has("/etc/sysctl.d/90-roce-net.conf") && said.contains("sysctls"));
+        let names = has("/etc/iproute2/rt_tables.d/roce-net.conf")
+            && has("/etc/iproute2/rt_protos.d/roce-net.conf");
+        assert_eq!(names, said.contains("names"), "{b}: {said}");
+        // Anything beyond the sysctls and the names holds routes and rules.
+        let routes = files.len() > 3;
+        assert_eq!(
+            routes,
+            said.contains("routes and rules") && !said.contains("no routes"),
+            "{b}: {said}"
+        );
+        assert_eq!(said.contains("alone"), files.len() == 1, "{b}: {said}");
+        assert!(Backend::choices().contains(b.name()), "{b}");
+    }
+}
+
 #[test]
 fn networkd_drop_ins_go_next_to_the_known_files() {
     let files = roce_net::render_persistence(&desired(), Backend::Networkd, &options()).unwrap();

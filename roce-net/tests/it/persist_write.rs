@@ -177,9 +177,13 @@ fn dry_run_writes_nothing_and_reports_what_would_change() {
     let d = roce_net::diff_persistence(&files, root.path()).unwrap();
     assert_eq!(d, r.diffs);
     assert_eq!(d[1].status, DiffStatus::Create);
-    assert!(d[1]
-        .diff
-        .starts_with("--- /dev/null\n+++ /etc/network/if-up.d/roce-net\n"));
+    // The diff names the file where it is on disk, under the root.
+    let header = format!(
+        "--- /dev/null\n+++ {}/etc/network/if-up.d/roce-net\n",
+        root.path().display()
+    );
+    assert!(d[1].diff.starts_with(&header), "{}", d[1].diff);
+    assert_eq!(d[1].path, Path::new("/etc/network/if-up.d/roce-net"));
 }
 
 #[test]
