@@ -970,12 +970,19 @@ class Remediation(_Record):
     """How to fix a finding: commands for now, the policy setting for good."""
 
     _RUST: ClassVar[str] = "Remediation"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"checks"})
     #: Exact commands that fix it now (not persistent across reboots), each
     #: quoted for a POSIX shell (``crate::shell_word``) and, for a snapshot taken
     #: in a named network namespace, acting in it (``crate::in_netns``).
     commands: Tuple[str, ...]
     #: The roce-net policy setting that fixes it for good, e.g. ``arp.arp_ignore: 1``.
     policy: Optional[str]
+    #: Commands that show more about the finding and change nothing (``rdma link
+    #: show``, ``ethtool -S DEV``), quoted and placed like ``commands``: to look
+    #: with, not to fix with. Some fail where there is nothing to show (no RDMA
+    #: subsystem, a driver without the counter), so they are never listed as
+    #: fixes, which a script runs with ``set -e``.
+    checks: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
@@ -1274,7 +1281,9 @@ class FileDiff(_Record):
     #: Mode it would get.
     mode_after: int
     #: Unified diff of the content (``---``/``+++`` headers, ``@@`` hunks, 3 lines of
-    #: context); empty when the content is the same.
+    #: context); empty when the content is the same. The headers name the file
+    #: where it is on disk (under ``--root`` or ``--etc-root``), as ``diff -u`` of
+    #: the real files would: ``path`` is where the node reads it.
     diff: str
 
 
