@@ -232,3 +232,119 @@ def test_install_role_puts_the_wheel_in_a_venv_the_modules_use(tmp_path, capsys)
     v = subprocess.run([f"{venv}/bin/python", "-c", "import roce_net; print(roce_net.__version__)"],
                        capture_output=True, text=True, check=True)
     assert v.stdout.strip() == roce_net.__version__
+
+
+def _wheel() -> Path:
+    wheels = sorted((ROOT / "dist").glob("roce_net-*.whl"))
+    if not wheels:
+        cannot_run("no wheel in dist/ (scripts/build-artifacts.sh wheel, run by scripts/test-python.sh, builds it)")
+    return wheels[-1]
+
+
+def _run_role(tmp: Path, interpreter: str, **role_vars: str) -> subprocess.CompletedProcess:
+    """The install role alone on localhost, its variables given, the node's
+    interpreter INTERPRETER (an inventory variable, so the role can override it)."""
+    pb = tmp / "role.yml"
+    pb.write_text(
+        "- hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  roles:\n"
+        "    - role: roce_net.roce.install\n"
+        + "".join(f"      {k}: '{v}'\n" for k, v in role_vars.items())
+    )
+    inv = tmp / "inventory.ini"
+    inv.write_text(f"localhost ansible_connection=local ansible_python_interpreter={interpreter}\n")
+    return subprocess.run(
+        [_bin("ansible-playbook"), "-i", str(inv), str(pb)],
+        env=ansible_env(tmp), capture_output=True, text=True, timeout=600,
+    )
+
+
+def _recap(out: str) -> dict:
+    m = re.search(r"^localhost\s*:\s*(ok=.*)$", out, re.M)
+    assert m, out[-3000:]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+
+
+def _sha256(p: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.mark.needs_root
+def test_install_role_needs_only_the_nodes_python_and_its_venv_module(tmp_path):
+    """A node as minimal as the docs promise: its Python has no pip, setuptools,
+    pkg_resources or packaging (Debian's python3 and python3-venv alone). The
+    role ran ansible.builtin.pip under that Python, which stopped with "needs
+    the Python library packaging"; the venv's own pip needs none of it. A
+    second run changes nothing."""
+    wheel = _wheel()
+    base = f"{sys.base_prefix}/bin/python3"
+    bare = tmp_path / "node-python"
+    subprocess.run([base, "-m", "venv", "--without-pip", str(bare)], check=True)
+    node_python = str(bare / "bin" / "python3")
+    # From a directory of its own: `-c` puts the working directory on sys.path,
+    # and the repository's packaging/ folder would import as `packaging`.
+    for lib in ("pip", "setuptools", "pkg_resources", "packaging"):
+        r = subprocess.run([node_python, "-c", f"import {lib}"], capture_output=True, cwd=tmp_path)
+        assert r.returncode != 0, f"the node's Python has {lib}: not a minimal node"
+    venv = tmp_path / "venv"
+    role = dict(
+        roce_net_install_wheel=str(wheel),
+        roce_net_install_venv=str(venv),
+        roce_net_install_tmp=str(tmp_path / "cache"),
+        roce_net_install_python=base,
+    )
+    r = _run_role(tmp_path, node_python, **role)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    v = subprocess.run([f"{venv}/bin/python", "-c", "import roce_net; print(roce_net.__version__)"],
+                       capture_output=True, text=True, check=True)
+    assert v.stdout.strip() == roce_net.__version__
+    again = _run_role(tmp_path, node_python, **role)
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert _recap(again.stdout)["changed"] == 0, again.stdout[-4000:]
+
+
+@pytest.mark.needs_root
+def test_install_role_takes_over_a_directory_another_account_made_and_checks_the_hash(tmp_path):
+    """roce_net_install_tmp made by another account (here uid 65534, mode 0777,
+    with its own file where the wheel goes) could swap the wheel root installs:
+    the role takes the directory over (root's, 0700), replaces the planted
+    file, and installs only a wheel whose SHA-256 is the controller's (and the
+    pinned one, when given); a link in the directory's place is refused."""
+    wheel = _wheel()
+    base = f"{sys.base_prefix}/bin/python3"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    planted = cache / wheel.name
+    planted.write_bytes(b"not the wheel")
+    for p in (cache, planted):
+        os.chown(p, 65534, 65534)
+    os.chmod(cache, 0o777)
+    venv = tmp_path / "venv"
+    role = dict(roce_net_install_wheel=str(wheel), roce_net_install_venv=str(venv),
+                roce_net_install_tmp=str(cache), roce_net_install_python=base)
+
+    # A pinned hash the wheel does not have: refused before anything is copied.
+    r = _run_role(tmp_path, sys.executable, roce_net_install_wheel_sha256="0" * 64, **role)
+    assert r.returncode != 0 and "nothing was installed" in r.stdout, r.stdout[-4000:]
+    assert not venv.exists()
+    assert planted.read_bytes() == b"not the wheel"
+
+    r = _run_role(tmp_path, sys.executable, roce_net_install_wheel_sha256=_sha256(wheel), **role)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    st = os.lstat(cache)
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o700), st
+    assert _sha256(planted) == _sha256(wheel)
+    assert os.lstat(planted).st_uid == 0
+    assert (venv / "roce-net-wheel.sha256").read_text().strip() == _sha256(wheel)
+
+    # A link where the directory should be (planted by someone else): refused.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    r = _run_role(tmp_path, sys.executable, **dict(role, roce_net_install_tmp=str(link)))
+    assert r.returncode != 0 and "is a symbolic link" in r.stdout, r.stdout[-4000:]
+    assert list(elsewhere.iterdir()) == []

@@ -48,6 +48,29 @@ def require_roce_net(module, *calls):
     return roce_net
 
 
+#: The largest value of each unsigned integer type the binding's parameters
+#: take (roce-net-py/src/rdma.rs and host.rs: u16, u32, usize on 64 bits).
+U16_MAX = (1 << 16) - 1
+U32_MAX = (1 << 32) - 1
+USIZE_MAX = (1 << 64) - 1
+
+
+def check_int_ranges(module, params, limits):
+    """Fail the module, naming the option, when an integer option is outside
+    ``limits`` (option -> (lowest, highest or None)). The binding takes fixed-width
+    integers: a Python int beyond one (``size: 2**70``) would fail inside it
+    as an OverflowError that names no option."""
+    for name, (low, high) in limits.items():
+        value = params.get(name)
+        if value is None:
+            continue
+        if value < low:
+            module.fail_json(msg="%s %d: must be at least %d" % (name, value, low))
+        if high is not None and value > high:
+            module.fail_json(msg="%s %d: must be at most %d (the largest the roce_net library takes)"
+                             % (name, value, high))
+
+
 def host_from_params(params):
     """A roce_net.Host for the module's netns / sysfs_root / etc_root options."""
     return roce_net.Host(

@@ -111,6 +111,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.roce_net.roce.plugins.module_utils.common import (
     HOST_ARGS,
+    U32_MAX,
+    check_int_ranges,
     error_result,
     host_from_params,
     require_roce_net,
@@ -140,6 +142,8 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     rn = require_roce_net(module, "Host.probe_arp", "fleet_report")
     p = module.params
+    # count is the binding's u32 (roce-net-py/src/host.rs, Host.probe_arp).
+    check_int_ranges(module, p, dict(count=(1, U32_MAX)))
     try:
         targets = sorted(set(str(ipaddress.IPv4Address(t)) for t in p["targets"]))
     except ValueError as err:

@@ -350,6 +350,10 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 from ansible_collections.roce_net.roce.plugins.module_utils.common import (
     HOST_ARGS,
+    U16_MAX,
+    U32_MAX,
+    USIZE_MAX,
+    check_int_ranges,
     error_result,
     host_from_params,
     require_roce_net,
@@ -364,6 +368,20 @@ STATUSES = ("ok", "failed", "no_rdma", "error", "would_probe")
 DEFAULT_CLIENTS = 1
 DEFAULT_DURATION = 60.0
 DEFAULT_PARALLEL = 8
+#: Each integer option's range: what the library accepts, within the width of
+#: the binding's parameter (roce-net-py/src/rdma.rs; parallel is the module's
+#: own thread count).
+INT_RANGES = dict(
+    port=(1, U32_MAX),
+    gid_index=(0, U32_MAX),
+    tcp_port=(1, U16_MAX),
+    clients=(1, USIZE_MAX),
+    size=(1, USIZE_MAX),
+    iterations=(1, U32_MAX),
+    latency_size=(1, USIZE_MAX),
+    latency_iterations=(1, U32_MAX),
+    parallel=(1, None),
+)
 #: Pause between attempts while a server refuses the connection.
 RETRY_PAUSE = 0.5
 
@@ -501,16 +519,12 @@ def check_args(module, p):
         module.fail_json(msg="peers: give at least one probe server address")
     if len(set(peers)) != len(peers):
         module.fail_json(msg="peers: %s listed twice" % sorted(x for x in peers if peers.count(x) > 1)[0])
-    for k in ("clients", "parallel", "size", "iterations", "latency_size", "latency_iterations", "port", "gid_index"):
-        if p.get(k) is not None and p[k] < (0 if k == "gid_index" else 1):
-            module.fail_json(msg="%s %d: must be at least %d" % (k, p[k], 0 if k == "gid_index" else 1))
+    check_int_ranges(module, p, INT_RANGES)
     for k in ("timeout", "duration"):
         if p.get(k) is not None and not p[k] > 0:
             module.fail_json(msg="%s %s: must be more than 0 seconds" % (k, p[k]))
     if p.get("connect_retry") is not None and p["connect_retry"] < 0:
         module.fail_json(msg="connect_retry %s: must not be negative" % p["connect_retry"])
-    if not 1 <= p["tcp_port"] <= 65535:
-        module.fail_json(msg="tcp_port %d: give 1 to 65535" % p["tcp_port"])
     return source, peers
 
 

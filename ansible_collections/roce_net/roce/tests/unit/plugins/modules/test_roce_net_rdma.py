@@ -30,6 +30,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.roce_net.roce.plugins.module_utils import common
 from ansible_collections.roce_net.roce.plugins.modules import roce_net_rdma_matrix as matrix_mod
+from ansible_collections.roce_net.roce.plugins.modules import roce_net_probe as arp_mod
 from ansible_collections.roce_net.roce.plugins.modules import roce_net_rdma_probe as probe_mod
 
 DATA = os.path.join(os.path.dirname(__file__), *([os.pardir] * 7), "roce-net", "tests", "fixtures", "rdma")
@@ -309,6 +310,40 @@ def test_bad_arguments_fail_before_anything_runs(fake, capsys, args, text):
     out = run(probe_mod, args, capsys)
     assert out["failed"] is True and text in out["msg"], out
     assert rn.calls == []
+
+
+#: Each integer option the probe passes to the binding, with a value beyond the
+#: binding's type (u16, u32, usize) and the mode that takes it.
+BEYOND = [
+    ("client", "size", 2 ** 70),
+    ("client", "latency_size", 2 ** 64),
+    ("client", "iterations", 2 ** 32),
+    ("client", "latency_iterations", 2 ** 40),
+    ("client", "port", 2 ** 32),
+    ("client", "gid_index", 2 ** 33),
+    ("client", "gid_index", -1),
+    ("client", "tcp_port", 2 ** 70),
+    ("server", "clients", 2 ** 70),
+    ("server", "port", -5),
+]
+
+
+@pytest.mark.parametrize("mode, option, value", BEYOND)
+def test_integers_beyond_the_bindings_range_fail_naming_the_option(capsys, mode, option, value):
+    """With the real library: a value its parameter cannot hold failed inside the
+    binding as an OverflowError naming nothing (a module traceback)."""
+    args = dict(mode="client", peers=["198.18.0.2"]) if mode == "client" else dict(mode="server", source="198.18.0.1")
+    args[option] = value
+    out = run(probe_mod, args, capsys)
+    assert out["failed"] is True, out
+    assert out["msg"].startswith("%s %d: must be at " % (option, value)), out["msg"]
+    assert "Traceback" not in json.dumps(out) and "OverflowError" not in json.dumps(out), out
+
+
+@pytest.mark.parametrize("count", [2 ** 32, 2 ** 70, 0])
+def test_the_arp_probe_count_beyond_the_bindings_range_fails_naming_it(capsys, count):
+    out = run(arp_mod, dict(targets=["198.18.0.2"], count=count), capsys)
+    assert out["failed"] is True and out["msg"].startswith("count %d: must be at " % count), out
 
 
 @pytest.mark.skipif(KERNEL_RDMA, reason="this kernel has RDMA support; the no_kernel_support answer cannot be seen")
