@@ -215,3 +215,34 @@ fn persist_names_only_the_paths_it_writes() {
     assert!(out.contains(&load), "{out}");
     assert!(file.exists(), "{out}");
 }
+
+/// `rollback` names the tables as `plan` does (`lookup roce_r0(1001)`): it
+/// showed the bare numbers for the tables the plan had just shown by name.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn rollback_names_the_tables_as_plan_does() {
+    support::require_root("rollback_names_the_tables_as_plan_does");
+    let lab = support::Lab::new("rbnames", 2);
+    let plan = lab.run(&["plan"]);
+    let p = text(&plan);
+    assert!(p.contains("lookup roce_r0(1001)"), "{p}");
+    let a = lab.run(&["apply", "--yes"]);
+    assert!(a.status.success(), "{}", text(&a));
+    let r = lab.run(&["rollback"]);
+    let t = text(&r);
+    assert!(r.status.success(), "{t}");
+    assert!(
+        t.contains("delete rule from 198.18.2.11 lookup roce_r0(1001)"),
+        "{t}"
+    );
+    assert!(t.contains("table roce_r1(1002)"), "{t}");
+    for l in t
+        .lines()
+        .filter(|l| l.contains("route ") || l.contains(" rule "))
+    {
+        assert!(
+            !l.contains("table 100") && !l.contains("lookup 100"),
+            "a table shown by number where plan names it: {l}\n{t}"
+        );
+    }
+}

@@ -627,6 +627,15 @@ fn undo_journal(
 /// journal and undoing goes on.
 fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) -> Vec<String> {
     let mut undone = Vec::new();
+    // Tables by name, as the plan showed them: the names this apply
+    // registered, and roce-net's names file as it is before anything is undone
+    // (only for the report's words: a file that cannot be read leaves numbers).
+    let mut names = fx.own_table_names().unwrap_or_default();
+    for step in &j.steps {
+        if let Change::RegisterTableName { id, name, .. } = &step.change {
+            names.insert(*id, name.clone());
+        }
+    }
     j.errors.clear();
     let todo = |st: StepStatus| matches!(st, StepStatus::Started | StepStatus::Done);
     let mut i = j.steps.len();
@@ -666,7 +675,7 @@ fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) ->
             match fx.table_names(start, &updates, true) {
                 Ok(_) => {
                     for k in idx {
-                        undone.push(j.steps[k].inverse.describe());
+                        undone.push(j.steps[k].inverse.describe_named(&names));
                         match log.as_deref_mut() {
                             Some(l) => l.set(j, k, StepStatus::Undone),
                             None => j.steps[k].status = StepStatus::Undone,
@@ -684,7 +693,7 @@ fn undo(fx: &mut dyn Effects, j: &mut Journal, mut log: Option<&mut StepLog>) ->
         }
         match fx.undo(i, &j.steps[i]) {
             Ok(note) => {
-                let what = j.steps[i].inverse.describe();
+                let what = j.steps[i].inverse.describe_named(&names);
                 undone.push(match note {
                     Some(n) => format!("{what} ({n})"),
                     None => what,

@@ -194,6 +194,26 @@ impl Change {
         }
     }
 
+    /// [`Change::describe`] with each route's and rule's table shown by the
+    /// name `names` has for it, as the plan's diff shows them (`lookup
+    /// roce_r1(1002)`); tables without a name stay numbers.
+    pub fn describe_named(&self, names: &BTreeMap<u32, String>) -> String {
+        match self {
+            Change::AddRoute { route } => format!("add route {}", route.with_table_names(names)),
+            Change::DeleteRoute { route } => {
+                format!("delete route {}", route.with_table_names(names))
+            }
+            Change::ReplaceRoute { before, after } => format!(
+                "replace route {} with {}",
+                before.with_table_names(names),
+                after.with_table_names(names)
+            ),
+            Change::AddRule { rule } => format!("add rule {}", rule.with_table_names(names)),
+            Change::DeleteRule { rule } => format!("delete rule {}", rule.with_table_names(names)),
+            other => other.describe(),
+        }
+    }
+
     /// The change as diff lines (`+` add, `-` delete, `~` change), tables shown
     /// with the given names.
     pub(crate) fn diff_lines(&self, names: &BTreeMap<u32, String>) -> Vec<String> {
