@@ -246,3 +246,52 @@ fn rollback_names_the_tables_as_plan_does() {
         );
     }
 }
+
+/// The plan says why it changes `rp_filter` when no finding asked for it (the
+/// doctor reports strict rp_filter only; the policy's default `loose` sets 2
+/// where the lab has 0), and names only the sysctls that were not strict.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn the_plan_says_why_it_changes_rp_filter_no_finding_asked_for() {
+    support::require_root("the_plan_says_why_it_changes_rp_filter_no_finding_asked_for");
+    let lab = support::Lab::new("rpf", 2);
+    let doctor = text(&lab.run(&["doctor"]));
+    assert!(
+        !doctor.contains("rp_filter") && !doctor.contains("rp-filter"),
+        "{doctor}"
+    );
+    let p = text(&lab.run(&["plan"]));
+    assert!(
+        p.contains("~ sysctl net.ipv4.conf.r0.rp_filter 0 -> 2"),
+        "{p}"
+    );
+    assert!(
+        p.contains("note: rp_filter becomes 2 on all, r0, r1 because the policy says so"),
+        "{p}"
+    );
+    // r0 strict: the doctor reports it, and its change is a fix, not a note.
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns.0,
+            "sysctl",
+            "-qw",
+            "net.ipv4.conf.r0.rp_filter=1",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let doctor = text(&lab.run(&["doctor"]));
+    assert!(doctor.contains("[rp-filter-strict] r0"), "{doctor}");
+    let p = text(&lab.run(&["plan"]));
+    assert!(
+        p.contains("note: rp_filter becomes 2 on all, r1 because"),
+        "{p}"
+    );
+    // With `rp_filter: keep` nothing of it is planned or noted.
+    let keep = lab.etc.join("keep.yaml");
+    std::fs::write(&keep, "rp_filter: keep\n").unwrap();
+    let p = text(&lab.run(&["plan", "-f", keep.to_str().unwrap()]));
+    assert!(!p.contains("rp_filter"), "{p}");
+}

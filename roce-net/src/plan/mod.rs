@@ -167,9 +167,50 @@ impl Plan {
     }
 
     /// What the user should know about this plan besides its changes, one line
-    /// each (empty when nothing): today, the table names it keeps
+    /// each (empty when nothing): the `rp_filter` changes no doctor finding
+    /// asked for ([`Plan::rp_filter_by_policy`]), the table names it keeps
     /// ([`Plan::kept_table_names`]) and how to get names of its own.
     pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let by_policy = self.rp_filter_by_policy();
+        if let Some((_, after)) = by_policy.first() {
+            let targets: Vec<&str> = by_policy.iter().map(|(t, _)| t.as_str()).collect();
+            out.push(format!(
+                "rp_filter becomes {after} on {} because the policy says so (`rp_filter`, \
+                 `loose` by default), not for a finding: the doctor reports strict \
+                 rp_filter (1) only, and none of these was strict; `rp_filter: keep` in the \
+                 policy leaves it as it is",
+                targets.join(", ")
+            ));
+        }
+        out.extend(self.table_name_notes());
+        out
+    }
+
+    /// The `rp_filter` sysctls the plan changes that were not strict (1)
+    /// before, with the value they get: what the policy sets, not what a
+    /// finding (`rp-filter-strict`) asked for. As (target, value).
+    pub fn rp_filter_by_policy(&self) -> Vec<(String, String)> {
+        self.changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::SetSysctl {
+                    sysctl:
+                        Sysctl::Conf {
+                            target,
+                            key: crate::model::ConfKey::RpFilter,
+                        },
+                    before,
+                    after,
+                } if before.as_deref().map(str::trim) != Some("1") => {
+                    Some((target.dir_name().to_string(), after.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn table_name_notes(&self) -> Vec<String> {
         let kept = self.kept_table_names();
         if kept.is_empty() {
             return Vec::new();
