@@ -21,6 +21,8 @@ use std::time::Duration;
 struct Observation {
     findings: Vec<roce_net::Finding>,
     probe: ArpProbeResult,
+    /// The host's NICs by MAC: whose MAC each ARP reply carries.
+    macs: std::collections::BTreeMap<String, String>,
     egress: Vec<(String, IpAddr, Option<String>)>,
 }
 
@@ -55,9 +57,17 @@ fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
         let d = host.route_get(peer.address, Some(n.address))?;
         egress.push((n.name.clone(), n.address, d.dev));
     }
+    let macs = nics
+        .iter()
+        .filter_map(|n| {
+            let mac = st.interface(&n.name)?.mac.as_ref()?;
+            Some((mac.to_string(), n.name.clone()))
+        })
+        .collect();
     Ok(Observation {
         findings,
         probe,
+        macs,
         egress,
     })
 }
@@ -94,8 +104,16 @@ fn describe(title: &str, lab: &Lab, o: &Observation) -> String {
         o.probe.replies.len(),
         if o.probe.is_flux() { ": ARP flux" } else { "" }
     ));
+    // Whose MAC each answer carries: the probed NIC's own is the right answer,
+    // another NIC's is ARP flux (that NIC answering for an address not its own).
     for r in &o.probe.replies {
-        s.push_str(&format!("  {}\n", r.mac));
+        let mac = r.mac.to_string();
+        let whose = match o.macs.get(&mac) {
+            Some(n) if *n == target.name => format!("{n}'s own MAC: the right answer"),
+            Some(n) => format!("{n}'s MAC: {n} answers for {}'s address", target.name),
+            None => "no NIC of the host has it".to_string(),
+        };
+        s.push_str(&format!("  {mac}  ({whose})\n"));
     }
     match lab.peer_nic() {
         Some(p) => s.push_str(&format!(
@@ -177,6 +195,7 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             json!({
                 "findings": o.findings,
                 "arp_probe": o.probe,
+                "nic_macs": o.macs,
                 "egress": o.egress.iter().map(|(n, a, d)| json!({"nic": n, "source": a, "dev": d})).collect::<Vec<_>>(),
             })
         };

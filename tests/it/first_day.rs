@@ -295,3 +295,43 @@ fn the_plan_says_why_it_changes_rp_filter_no_finding_asked_for() {
     let p = text(&lab.run(&["plan", "-f", keep.to_str().unwrap()]));
     assert!(!p.contains("rp_filter"), "{p}");
 }
+
+/// The lab's ARP probe says whose MAC each answer carries: the probed NIC's own
+/// (the right answer) or another NIC's (flux); it listed bare MACs.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn the_labs_arp_probe_says_which_mac_is_the_nics_own() {
+    support::require_root("the_labs_arp_probe_says_which_mac_is_the_nics_own");
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["lab", "--nics", "2"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let (before, after) = t.split_once("=== after ===").unwrap();
+    let answers = |part: &str| -> Vec<String> {
+        part.lines()
+            .skip_while(|l| !l.starts_with("wire:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(str::to_string)
+            .collect()
+    };
+    let b = answers(before);
+    assert_eq!(b.len(), 2, "{t}");
+    assert!(
+        b.iter()
+            .any(|l| l.ends_with("(r1's own MAC: the right answer)")),
+        "{t}"
+    );
+    assert!(
+        b.iter()
+            .any(|l| l.ends_with("(r0's MAC: r0 answers for r1's address)")),
+        "{t}"
+    );
+    let a = answers(after);
+    assert_eq!(a.len(), 1, "{t}");
+    assert!(a[0].ends_with("(r1's own MAC: the right answer)"), "{t}");
+}
