@@ -14,7 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/as-user.sh
 
-build_as_user cargo build --release --locked --bin roce-net
+# The one release build both demos run: scripts/vm-lab.sh builds exactly this
+# (with the `verbs` feature, which loads libibverbs at run time, so the binary
+# runs the same without it), so after this lab the VM demo builds nothing.
+build_as_user cargo build --release --locked --features verbs --bin roce-net
 bin="$(target_dir)/release/roce-net"
 # The script becomes the lab (exec; through sudo, it becomes sudo, which relays
 # signals to the lab), so Ctrl-C, a CI timeout's SIGTERM or a dropped session's

@@ -13,7 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/as-user.sh
 if [ "${1:-}" != --remove ] && [ -z "${ROCE_NET_VM_BIN:-}" ] && ! ls dist/roce-net-*-x86_64-linux-gnu >/dev/null 2>&1; then
-  echo "==> building roce-net with the verbs feature (the guests run it)"
+  # The build scripts/lab.sh made serves here as it is (the same command):
+  # cargo then only checks that it is up to date.
+  echo "==> roce-net with the verbs feature, the build scripts/lab.sh uses (the guests run it; built now unless it is there)"
   build_as_user cargo build --release --locked --features verbs --bin roce-net
   export ROCE_NET_VM_BIN=$(target_dir)/release/roce-net
 fi

@@ -247,6 +247,46 @@ fn rollback_names_the_tables_as_plan_does() {
     }
 }
 
+/// The lab's ARP probe says whose MAC each answer carries: the probed NIC's own
+/// (the right answer) or another NIC's (flux); it listed bare MACs.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn the_labs_arp_probe_says_which_mac_is_the_nics_own() {
+    support::require_root("the_labs_arp_probe_says_which_mac_is_the_nics_own");
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["lab", "--nics", "2"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let (before, after) = t.split_once("=== after ===").unwrap();
+    let answers = |part: &str| -> Vec<String> {
+        part.lines()
+            .skip_while(|l| !l.starts_with("wire:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(str::to_string)
+            .collect()
+    };
+    let b = answers(before);
+    assert_eq!(b.len(), 2, "{t}");
+    assert!(
+        b.iter()
+            .any(|l| l.ends_with("(r1's own MAC: the right answer)")),
+        "{t}"
+    );
+    assert!(
+        b.iter()
+            .any(|l| l.ends_with("(r0's MAC: r0 answers for r1's address)")),
+        "{t}"
+    );
+    let a = answers(after);
+    assert_eq!(a.len(), 1, "{t}");
+    assert!(a[0].ends_with("(r1's own MAC: the right answer)"), "{t}");
+}
+
 /// The plan says why it changes `rp_filter` when no finding asked for it (the
 /// doctor reports strict rp_filter only; the policy's default `loose` sets 2
 /// where the lab has 0), and names only the sysctls that were not strict.
@@ -296,42 +336,56 @@ fn the_plan_says_why_it_changes_rp_filter_no_finding_asked_for() {
     assert!(!p.contains("rp_filter"), "{p}");
 }
 
-/// The lab's ARP probe says whose MAC each answer carries: the probed NIC's own
-/// (the right answer) or another NIC's (flux); it listed bare MACs.
+/// One release build serves both demos: `scripts/lab.sh` built without the
+/// `verbs` feature, then `scripts/vm-lab.sh` built again with it (two fat-LTO
+/// builds, 16 and 20 minutes on a shared 2-core machine). Both now run the one
+/// command, which the README gives too (the feature loads libibverbs at run
+/// time: the binary runs without it).
 #[test]
-#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
-fn the_labs_arp_probe_says_which_mac_is_the_nics_own() {
-    support::require_root("the_labs_arp_probe_says_which_mac_is_the_nics_own");
-    let tmp = tempfile::tempdir().unwrap();
-    let o = bin()
-        .args(["lab", "--nics", "2"])
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
-    let (before, after) = t.split_once("=== after ===").unwrap();
-    let answers = |part: &str| -> Vec<String> {
-        part.lines()
-            .skip_while(|l| !l.starts_with("wire:"))
-            .skip(1)
-            .take_while(|l| l.starts_with("  "))
-            .map(str::to_string)
+fn one_release_build_serves_the_lab_and_the_vm_demo() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let build = |f: &str| -> Vec<String> {
+        std::fs::read_to_string(root.join(f))
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                l.split_once("cargo build ")
+                    .map(|(_, r)| format!("cargo build {r}"))
+            })
+            .map(|c| c.trim_end_matches(['`', ' ']).to_string())
             .collect()
     };
-    let b = answers(before);
-    assert_eq!(b.len(), 2, "{t}");
+    let want = "cargo build --release --locked --features verbs --bin roce-net";
+    for f in ["scripts/lab.sh", "scripts/vm-lab.sh"] {
+        assert_eq!(build(f), vec![want.to_string()], "{f}");
+    }
+    let readme = build("README.md");
+    assert!(readme.iter().any(|c| c.starts_with(want)), "{readme:#?}");
+    for c in &readme {
+        assert!(
+            !c.starts_with("cargo build --release") || c.starts_with(want),
+            "the README builds another binary than the demos: {c}"
+        );
+    }
+}
+
+/// A build without the `verbs` feature says how to get it with the README's
+/// own build line (it suggested `cargo build --features verbs`: a debug
+/// build of every binary).
+#[cfg(not(feature = "verbs"))]
+#[test]
+fn a_build_without_verbs_names_the_readmes_build_line() {
+    let o = bin().arg("verbs").output().unwrap();
+    let t = text(&o).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        b.iter()
-            .any(|l| l.ends_with("(r1's own MAC: the right answer)")),
+        t.contains("cargo build --release --locked --features verbs --bin roce-net"),
         "{t}"
     );
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
     assert!(
-        b.iter()
-            .any(|l| l.ends_with("(r0's MAC: r0 answers for r1's address)")),
-        "{t}"
+        readme.contains("cargo build --release --locked --features verbs --bin roce-net"),
+        "the README's build line changed: say the same in kernel/verbs/mod.rs"
     );
-    let a = answers(after);
-    assert_eq!(a.len(), 1, "{t}");
-    assert!(a[0].ends_with("(r1's own MAC: the right answer)"), "{t}");
 }

@@ -66,8 +66,9 @@ pub(crate) fn not_built() -> NoRdma {
     NoRdma {
         reason: NoRdmaReason::NotBuilt,
         detail: "this roce-net was built without the `verbs` cargo feature, so it cannot use \
-                 libibverbs; build it with `cargo build --features verbs` (the Python wheel \
-                 has it)"
+                 libibverbs; build it with `cargo build --release --locked --features verbs \
+                 --bin roce-net` (scripts/lab.sh builds that; the portable binary and the \
+                 Python wheel have it)"
             .to_string(),
     }
 }
