@@ -5,7 +5,8 @@ Run as root, with the wheel installed (docs/python.md), e.g. into a venv:
 
     scripts/build-artifacts.sh wheel
     python3 -m venv .venv && .venv/bin/pip install dist/roce_net-*.whl
-    sudo .venv/bin/python examples/python/fix_lab.py
+    # then, as root (with `sudo` in front if that is how you become root):
+    .venv/bin/python examples/python/fix_lab.py
 
 Everything happens in namespaces named rnt-py-* that the Lab removes on exit;
 /etc and /run are not written (table names and the journal go to temp dirs).

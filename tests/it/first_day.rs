@@ -369,6 +369,33 @@ fn one_release_build_serves_the_lab_and_the_vm_demo() {
     }
 }
 
+/// The README and the examples say "as root" rather than assuming `sudo`: their
+/// `sudo install ...` failed on a machine where the user is root and `sudo`
+/// is absent. No command they give starts with `sudo`.
+#[test]
+fn the_readme_and_examples_say_as_root_instead_of_assuming_sudo() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for dir in ["examples/python", "examples/ansible"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    let mut bad = Vec::new();
+    for f in &files {
+        let Ok(body) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for (i, l) in body.lines().enumerate() {
+            let l = l.trim_start();
+            if l.starts_with("sudo ") || l.starts_with("$ sudo ") {
+                bad.push(format!("{}:{}: {l}", f.display(), i + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "commands assuming sudo: {bad:#?}");
+}
+
 /// A build without the `verbs` feature says how to get it with the README's
 /// own build line (it suggested `cargo build --features verbs`: a debug
 /// build of every binary).
