@@ -10,6 +10,15 @@
 # about 2.5 GB of disk for the image; 5-10 minutes with TCG on 2 cores the first
 # time (the image is built once and cached), about half that later.
 set -euo pipefail
+# --remove DIR is where you ran this from: made absolute, its links resolved,
+# before the script moves to the repository.
+if [ "${1:-}" = --remove ] && [ $# -ge 2 ]; then
+  dir=$(realpath -e -- "$2") || {
+    echo "scripts/vm-lab.sh --remove: no such directory: $2" >&2
+    exit 66
+  }
+  set -- --remove "$dir" "${@:3}"
+fi
 cd "$(dirname "$0")/.."
 . scripts/lib/as-user.sh
 if [ "${1:-}" != --remove ] && [ -z "${ROCE_NET_VM_BIN:-}" ] && ! ls dist/roce-net-*-x86_64-linux-gnu >/dev/null 2>&1; then

@@ -13,7 +13,10 @@ command -v qemu-img >/dev/null || need+=(qemu-utils)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 { command -v ssh && command -v ssh-keygen; } >/dev/null || need+=(openssh-client)
-[ ${#need[@]} -eq 0 ] && exit 0
+if [ ${#need[@]} -eq 0 ]; then
+  echo "==> the VM tier's tools are installed (qemu-system-x86_64, qemu-img, debootstrap, mkfs.ext4, ssh)"
+  exit 0
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "scripts/vm/install-deps.sh: ${need[*]} missing; as root run: scripts/vm/install-deps.sh" >&2
   exit 77

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from vmbed import Bed, Guest, Result, VmError, log
 
@@ -258,28 +259,75 @@ def _last_lines(t: str, n: int = 6) -> str:
     return "\n".join(lines[-n:])
 
 
-def matrix(node: Guest, peer: Guest, gidx_node: int, gidx_peer: int, tools: tuple[str, ...] = ("ping", "ib_write_bw", "rping", "probe"), net: Net = SEED) -> list[Case]:
+#: What each direction means, for people: who starts the traffic, and why the
+#: seed's ARP flux breaks one direction and not the other.
+DIRECTIONS = {
+    "peer->node": "the peer starts each test toward one of the node's four addresses",
+    "node->peer": "the node starts each test from one of its four addresses toward the peer",
+}
+
+
+def matrix(
+    node: Guest,
+    peer: Guest,
+    gidx_node: int,
+    gidx_peer: int,
+    tools: tuple[str, ...] = ("ping", "ib_write_bw", "rping", "probe"),
+    net: Net = SEED,
+    progress: Optional[Callable[[str], None]] = None,
+) -> list[Case]:
     """The whole matrix, peer->node first: node-initiated traffic sends ARP
-    from the node's own NICs and so corrects the peer's cache."""
+    from the node's own NICs and so corrects the peer's cache. PROGRESS, when
+    given, hears a line as each tool starts and one with its result (the
+    matrix takes minutes under TCG)."""
     cases: list[Case] = []
+    runs = {
+        "ping": lambda d: ping(node, peer, d, net),
+        "ib_write_bw": lambda d: write_bw(node, peer, d, gidx_node, gidx_peer, net),
+        "rping": lambda d: rping(node, peer, d, net),
+        "probe": lambda d: probe(node, peer, d, net),
+    }
     for direction in ("peer->node", "node->peer"):
-        if "ping" in tools:
-            cases += ping(node, peer, direction, net)
-        if "ib_write_bw" in tools:
-            cases += write_bw(node, peer, direction, gidx_node, gidx_peer, net)
-        if "rping" in tools:
-            cases += rping(node, peer, direction, net)
-        if "probe" in tools:
-            cases += probe(node, peer, direction, net)
+        for tool in ("ping", "ib_write_bw", "rping", "probe"):
+            if tool not in tools:
+                continue
+            if progress:
+                progress(f"  {direction}: {tool} on the node's {len(net.node_ips)} NICs ...")
+            t0 = time.monotonic()
+            got = runs[tool](direction)
+            cases += got
+            if progress:
+                ok = sum(c.ok for c in got)
+                progress(f"  {direction}: {got[0].tool if got else tool}: {ok} of {len(got)} passed ({time.monotonic() - t0:.0f} s)")
     return cases
 
 
-def table(cases: list[Case]) -> str:
+def counts(cases: list[Case]) -> str:
+    """How many cells passed, per direction and tool: "peer->node: ping 4/4,
+    ib_write_bw 1/4, ..."."""
+    out = []
+    for direction in ("peer->node", "node->peer"):
+        cells = [c for c in cases if c.direction == direction]
+        if not cells:
+            continue
+        tools: dict[str, list[Case]] = {}
+        for c in cells:
+            tools.setdefault(c.tool, []).append(c)
+        out.append(f"{direction}: " + ", ".join(f"{t} {sum(c.ok for c in v)}/{len(v)}" for t, v in tools.items()))
+    return "; ".join(out)
+
+
+def table(cases: list[Case], words: Optional[Callable[[str], str]] = None) -> str:
     """One line per cell; under a failed one, its own last words (a probe's
-    diagnosis, a tool's last output lines)."""
+    diagnosis, a tool's last output lines), whole: long lines are wrapped,
+    never cut. WORDS, when given, rewrites each detail line first."""
     rows = []
     for c in cases:
         rows.append(f"  {'PASS' if c.ok else 'FAIL'}  {c.label()}")
         if not c.ok:
-            rows += [f"        {line[:300]}" for line in c.text.splitlines()[-4:]]
+            for line in c.text.splitlines()[-4:]:
+                text = words(line) if words else line
+                rows += textwrap.wrap(
+                    text, width=110, initial_indent="        ", subsequent_indent="          ", break_on_hyphens=False
+                ) or [""]
     return "\n".join(rows)

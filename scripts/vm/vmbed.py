@@ -575,6 +575,8 @@ class Bed:
             json.dumps(
                 {
                     "ns": self.ns,
+                    # Which namespace of that name: `remove` deletes no other.
+                    "ns_inode": _netns_inode(f"/run/netns/{self.ns}"),
                     "tmp": str(self.tmp),
                     "image": str(self.image),
                     "accel": self.accel,
@@ -658,18 +660,63 @@ def _is_our_qemu(pid: int, tmp: str) -> bool:
     return any(b"qemu-system" in a for a in argv) and any(tmp.encode() in a for a in argv)
 
 
-def remove(tmp: Path) -> None:
-    """Stop a kept bed's guests (by the pids it recorded) and remove its namespace and files."""
-    st = json.loads((tmp / "bed.json").read_text())
-    for g in st["guests"]:
-        pid = g.get("pid")
-        # Only a process that is still this bed's qemu (a recorded pid may
-        # have been reused since): its command line names the bed's directory.
-        if pid and _is_our_qemu(int(pid), str(tmp)):
+#: A bed's namespace name (`Bed._open`): nothing else is ever deleted by `remove`.
+BED_NS = re.compile(r"^rnt-vm-[0-9]+-[0-9]+$")
+
+
+def _netns_inode(path: str) -> Optional[int]:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def remove(given: Path) -> None:
+    """Stop a kept bed's guests (by the pids it recorded) and remove its
+    namespace and files. GIVEN may be relative or reached through a link: it is
+    resolved first, and the bed.json found there must name that very directory
+    (one `Bed` made: `rnt-vm-*`, this user's) and a bed's namespace
+    (`rnt-vm-<pid>-<n>`, the very one the bed made when bed.json recorded its
+    inode); otherwise nothing is touched. A recorded pid counts only while it is
+    still this bed's qemu (its command line names the bed's real directory);
+    each is waited for, and killed after 20 s, before its namespace and disk go."""
+    tmp = given.resolve(strict=True)
+    state = tmp / "bed.json"
+    st = json.loads(state.read_text())
+    recorded = Path(str(st.get("tmp", "")))
+    if recorded.resolve() != tmp or not tmp.name.startswith("rnt-vm-") or tmp.stat().st_uid != os.geteuid():
+        raise VmError(
+            f"{state} says its bed is {recorded}, not {tmp} (a bed's directory is an rnt-vm-* "
+            "directory of this user): nothing removed"
+        )
+    ns = str(st.get("ns", ""))
+    if not BED_NS.match(ns):
+        raise VmError(f"{state} names namespace {ns!r}, not a bed's (rnt-vm-<pid>-<n>): nothing removed")
+    have_ns = _netns_inode(f"/run/netns/{ns}")
+    if st.get("ns_inode") is not None and have_ns is not None and have_ns != st["ns_inode"]:
+        raise VmError(f"namespace {ns} is not the one the bed in {tmp} made (another of that name): nothing removed")
+    pids = [int(g["pid"]) for g in st.get("guests", []) if g.get("pid") and _is_our_qemu(int(g["pid"]), str(tmp))]
+    # A running guest of this bed is in the bed's namespace (its taps are there):
+    # if one is elsewhere, the recorded namespace is not this bed's.
+    want = _netns_inode(f"/run/netns/{ns}")
+    for pid in pids:
+        have = _netns_inode(f"/proc/{pid}/ns/net")
+        if want is not None and have is not None and have != want:
+            raise VmError(f"guest pid {pid} of {tmp} runs outside namespace {ns} that {state} names: nothing removed")
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 20
+    while any(_is_our_qemu(p, str(tmp)) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in pids:
+        if _is_our_qemu(pid, str(tmp)):
             try:
-                os.killpg(int(pid), signal.SIGTERM)
+                os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    time.sleep(1)
-    subprocess.run(["ip", "netns", "del", st["ns"]], check=False)
-    shutil.rmtree(st["tmp"], ignore_errors=True)
+    if want is not None:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import demo
 import seed
 from seed import NODE_IPS, NODE_MACS, PEER_IP, RN, Case
 
@@ -114,6 +115,11 @@ def test_before_fix_probe_rdma_explains_arp_flux_with_evidence_from_both_ends(se
         assert ev["mac_owner_on_peer"] in {f"eth{j}" for j in range(len(NODE_IPS)) if j != k}
         # Within its own bound, not perftest's retry-forever hang.
         assert r["elapsed_ms"] < 20_000
+        # The demo's words for it (scripts/vm/demo.py): the probe ran on the
+        # peer, so its "this host" is the peer and its "the peer" the node.
+        said = demo.in_demo_words(f["message"])
+        assert "this host" not in said and "the node" in said, said
+        assert "the peer" not in f["message"] or "the node" in said
 
 
 def test_doctor_on_the_node_names_every_cause(seed_bed):
