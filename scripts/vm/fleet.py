@@ -100,6 +100,30 @@ def configure(g: Guest, n: Node) -> None:
     g.ssh_setup(n.mgmt)
 
 
+#: What a node's Python may lack and the install role must not need: the
+#: packages the image carries for the other tests' pip (python3-pip pulls in
+#: setuptools, pkg_resources and wheel; ansible.builtin.pip needed
+#: pkg_resources or packaging in the node's system Python).
+NOT_ON_A_MINIMAL_NODE = ("python3-pip", "python3-setuptools", "python3-pkg-resources", "python3-wheel", "python3-packaging")
+#: The Python modules they bring, none of which the node's python3 may import then.
+MINIMAL_NODE_LACKS = ("pip", "setuptools", "pkg_resources", "wheel", "packaging")
+
+
+def make_minimal(g: Guest) -> str:
+    """G's Python as minimal as the docs ask of a Debian node: python3 and
+    python3-venv (with what python3-venv depends on), nothing of pip, removed
+    with dpkg (offline). Returns the python3 packages left, for the log; fails
+    when one of the modules is still importable or python3-venv went with them."""
+    # Packages that are not there are only warned about (exit 0).
+    g.ok("dpkg --purge " + " ".join(NOT_ON_A_MINIMAL_NODE), 600)
+    for mod in MINIMAL_NODE_LACKS:
+        r = g.sh(f"python3 -c 'import {mod}'")
+        if r.ok:
+            raise AssertionError(f"{g.name}: python3 still imports {mod} after removing {NOT_ON_A_MINIMAL_NODE}")
+    g.ok("dpkg-query -W -f '${Status}\\n' python3-venv | grep -qx 'install ok installed'")
+    return g.ok("dpkg -l 'python3*' 'python-*-whl' 2>/dev/null | awk '/^ii/ {print $2}' | tr '\\n' ' '")
+
+
 def teach_flux(guests: Sequence[Guest]) -> None:
     """Traffic between the nodes, as a cluster's first job would make: every
     node pings every other node's RDMA addresses, and each answers ARP for both

@@ -4,8 +4,12 @@ collection's own playbooks, run as a cluster engineer would, from the
 controller (the harness, in the bed's namespace) to nodes that have nothing of
 roce-net on them (scripts/vm/fleet.py, docs/vm.md, docs/ansible.md).
 
+0. The Debian 11 node is made as minimal as the docs promise: its Python
+   without pip, setuptools, pkg_resources, wheel or packaging (python3 and
+   python3-venv only; the image carries pip for the other tests).
 1. `fleet.yml --tags install`: the install role puts the wheel into a venv
-   made with each node's own Python.
+   made with each node's own Python (the minimal node's too: the role ran
+   ansible.builtin.pip, which stopped there without packaging).
 2. `fleet.yml --check --diff`: facts, the fleet report (ARP flux between the
    nodes), the plan and the persistent files as a diff; no node changes.
 3. `fleet.yml -e persist=networkd -e reboot=true`: apply, persist, reboot
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Iterator
 
 import pytest
@@ -55,6 +60,9 @@ def bed() -> Iterator[tuple[vmbed.Bed, list[vmbed.Guest]]]:
         b.boot()
         for g, n in zip(guests, fleet.NODES):
             fleet.configure(g, n)
+        t0 = time.monotonic()
+        left = fleet.make_minimal(guests[0])
+        print(f"node1 made minimal in {time.monotonic() - t0:.0f} s; its Python packages: {left}")
         for g in guests:
             seed.wait_active(g, 2, unit=stacks.RXE_SERVICE)
         yield b, guests
@@ -70,6 +78,9 @@ def test_the_fleet_is_three_debian_generations(bed):
         assert py == PY_VERSIONS[g.name], (g.name, py)
         # Nothing of roce-net on the node before the install role runs.
         assert g.sh("command -v roce-net || test -e /opt/roce-net").rc != 0, g.name
+    # The Debian 11 node's Python is as minimal as the docs promise.
+    for mod in fleet.MINIMAL_NODE_LACKS:
+        assert not guests[0].sh(f"python3 -c 'import {mod}'").ok, mod
 
 
 def test_ansible_over_ssh_installs_checks_applies_persists_reboots_and_proves(bed, tmp_path):
