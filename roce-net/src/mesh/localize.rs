@@ -29,7 +29,7 @@
 //! and its host's doctor findings. Memory is bounded for any fleet: per probe
 //! a few bytes, and the failures' details kept for a few per NIC.
 
-use super::result::{causes, MeshLevel, MeshNodeResult, MeshStatus};
+use super::result::{causes, MeshLevel, MeshNodeResult, MeshStatus, NicSeen};
 use super::schedule::{Layout, MeshPlan, MeshProbe};
 use crate::doctor::{Finding, Severity};
 use crate::error::{Error, ErrorKind, Result};
@@ -1184,10 +1184,21 @@ impl Merge {
             .copied()
             .filter(|&e| !self.edges[e as usize].explained)
             .collect();
-        let (cause, level, counts) = self.causes_of(&edges);
-        let (samples, mut fix) = self.samples(&edges, &cause);
+        let (mut cause, mut level, counts) = self.causes_of(&edges);
         let (host, nic) = self.nic_name(g);
         let (host, nic) = (host.to_string(), nic.to_string());
+        let seen = self.m.nodes[node as usize]
+            .as_ref()
+            .and_then(|i| i.nics.get(&nic))
+            .cloned();
+        // Its own node saw its link down: that is the cause, whichever
+        // direction of a pair failing both ways was read first (its peers
+        // only see `no-answer`).
+        if seen.as_ref().is_some_and(NicSeen::is_down) {
+            cause = causes::LINK_DOWN.to_string();
+            level = Some(MeshLevel::Neighbor);
+        }
+        let (samples, mut fix) = self.samples(&edges, &cause);
         let rail = self.rail_of(g).to_string();
         let peers: Vec<String> = edges
             .iter()
@@ -1199,10 +1210,6 @@ impl Merge {
                 format!("{h} {n}")
             })
             .collect();
-        let seen = self.m.nodes[node as usize]
-            .as_ref()
-            .and_then(|i| i.nics.get(&nic))
-            .cloned();
         let mut ev = BTreeMap::new();
         ev.insert("failed_pairs".into(), serde_json::json!(edges.len()));
         ev.insert("peers".into(), serde_json::json!(peers));

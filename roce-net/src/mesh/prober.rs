@@ -94,10 +94,7 @@ fn ms(t: Instant) -> u64 {
 /// The prober's NIC is not up: every level would fail, so none is sent.
 fn link_down(ctx: &Ctx<'_>, p: &ScheduledProbe) -> Option<LevelResult> {
     let s = ctx.seen.get(&p.from.name)?;
-    let up = s.oper_state.as_deref() == Some("UP")
-        // veth and some drivers report UNKNOWN with a carrier.
-        || (s.oper_state.as_deref() == Some("UNKNOWN") && s.carrier != Some(false));
-    if up {
+    if !s.is_down() {
         return None;
     }
     let state = s.oper_state.clone().unwrap_or_else(|| "gone".into());

@@ -241,6 +241,16 @@ pub struct NicSeen {
     pub mac: Option<String>,
 }
 
+impl NicSeen {
+    /// Whether nothing can leave the NIC: not operationally up (veth and some
+    /// drivers report `UNKNOWN` with a carrier, which counts as up).
+    pub fn is_down(&self) -> bool {
+        let up = self.oper_state.as_deref() == Some("UP")
+            || (self.oper_state.as_deref() == Some("UNKNOWN") && self.carrier != Some(false));
+        !up
+    }
+}
+
 /// One node's run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]

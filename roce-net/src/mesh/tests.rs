@@ -194,6 +194,42 @@ fn a_healthy_fleet_passes_with_every_probe_judged() {
 }
 
 #[test]
+fn a_pair_failing_both_ways_keeps_the_down_nics_own_cause() {
+    // Three nodes: each peer of h3 r1 probes it before h3 r1 probes that
+    // peer, so the pair's first failure is the peer's `no-answer`; h3's own
+    // run saw r1 down, so the NIC is named with its own `link-down`.
+    let down = |p: &ScheduledProbe| {
+        let at = |h: &str, n: &str| h == "h3" && n == "r1";
+        if p.intra {
+            return None;
+        }
+        if at(&p.from_host, &p.from.name) {
+            return Some((MeshLevel::Neighbor, causes::LINK_DOWN));
+        }
+        at(&p.to_host, &p.to.name).then_some((MeshLevel::Neighbor, causes::NO_ANSWER))
+    };
+    let p = plan(3, 2);
+    let mut res = results(&p, &down, &[]);
+    for r in res.iter_mut().filter(|r| r.host == "h3") {
+        r.nics.push(NicSeen {
+            name: "r1".into(),
+            oper_state: Some("LOWERLAYERDOWN".into()),
+            carrier: Some(false),
+            admin_up: Some(true),
+            mtu: Some(1500),
+            mac: None,
+        });
+    }
+    let r = mesh_report(&p, res).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["nic h3 r1 198.18.0.0/16#1 link-down"]),
+        "{:#?}",
+        r.faults
+    );
+}
+
+#[test]
 fn a_nic_whose_link_is_down_is_named_once_with_its_own_cause() {
     let p = plan(12, 4);
     let r = mesh_report(&p, results(&p, &link_down, &[])).unwrap();
