@@ -202,6 +202,8 @@ if want deb; then
     "$pkg/lib/systemd/system/roce-net-health.timer"
   install -D -m 0755 packaging/slurm/roce-net-slurm-health \
     "$pkg/usr/lib/roce-net/roce-net-slurm-health"
+  install -D -m 0755 packaging/slurm/roce-net-slurm-mesh \
+    "$pkg/usr/lib/roce-net/roce-net-slurm-mesh"
   install -D -m 0644 packaging/nhc/roce_net.nhc "$pkg/usr/share/roce-net/nhc/roce_net.nhc"
   install -D -m 0644 packaging/node-problem-detector/roce-net-monitor.json \
     "$pkg/usr/share/roce-net/node-problem-detector/roce-net-monitor.json"
@@ -241,7 +243,8 @@ EOF
   dpkg --root="$inst" -s roce-net | grep -q '^Status: install ok installed' \
     || die "dpkg does not list roce-net as installed in the scratch root"
   for f in lib/systemd/system/roce-net-health.service lib/systemd/system/roce-net-health.timer \
-    usr/lib/roce-net/roce-net-slurm-health usr/share/roce-net/nhc/roce_net.nhc \
+    usr/lib/roce-net/roce-net-slurm-health usr/lib/roce-net/roce-net-slurm-mesh \
+    usr/share/roce-net/nhc/roce_net.nhc \
     usr/share/roce-net/node-problem-detector/roce-net-monitor.json etc/default/roce-net; do
     [ -s "$inst/$f" ] || die "the .deb did not install /$f"
   done

@@ -254,6 +254,7 @@ fn the_slurm_program_and_the_nhc_check_parse() {
     for (shell, file) in [
         ("sh", "packaging/slurm/roce-net-slurm-health"),
         ("bash", "packaging/slurm/roce-net-slurm-health"),
+        ("sh", "packaging/slurm/roce-net-slurm-mesh"),
         ("bash", "packaging/nhc/roce_net.nhc"),
     ] {
         let o = Command::new(shell)

@@ -39,4 +39,5 @@ mod printed_commands;
 mod reliability;
 mod reliability_faults;
 mod slurm_health;
+mod slurm_mesh;
 mod watchdog_superseded;
