@@ -282,7 +282,8 @@ fn every_docs_page_named_in_the_tree_exists() {
     );
 }
 
-/// `issue 12`, `issues 8–13`, `Issue #7`: a citation of a tracker by number.
+/// The word "issue" (any case, singular or plural, with or without `#`) followed
+/// by a number or a range of numbers: a citation of a tracker by number.
 fn tracker_citations(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
     let b = lower.as_bytes();
