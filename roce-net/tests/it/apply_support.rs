@@ -21,9 +21,14 @@ impl Env {
     /// A seed lab of `nics` NICs for `test`, its namespaces tagged `tag`
     /// (each test binary its own); needs root and fails without it.
     pub fn new(test: &str, tag: &str, nics: usize) -> Env {
+        Env::of(test, || Lab::seed_tagged(tag, nics))
+    }
+
+    /// The lab `build` makes (after the root check), with the private `/etc`
+    /// and state directory: for labs other than the IPv4 seed.
+    pub fn of(test: &str, build: impl FnOnce() -> roce_net::Result<Lab>) -> Env {
         roce_net_testkit::require_root(test);
-        let lab =
-            Lab::seed_tagged(tag, nics).unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
+        let lab = build().unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
         let etc = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
         let host = lab.host().unwrap().with_etc_root(etc.path());

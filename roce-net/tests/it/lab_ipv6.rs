@@ -8,35 +8,14 @@
 //! IPv6 rules and routes are kept throughout. The lab's IPv6 addresses are
 //! added with `nodad` (usable at once); where DAD matters the test says so.
 
-use crate::lab_support::{ip, ip_json_numeric, require_root, s};
-use roce_net::{AddressFamilies, ApplyOptions, Family, Host, HostState, Lab, Policy};
+use crate::apply_support::Env;
+use crate::lab_support::{ip, ip_json_numeric, s};
+use roce_net::{AddressFamilies, Family, HostState, Lab, Policy};
 use std::net::IpAddr;
 use std::process::Command;
 
-struct Env {
-    lab: Lab,
-    host: Host,
-    opts: ApplyOptions,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
 fn env(test: &str, nics: usize, families: AddressFamilies) -> Env {
-    require_root(test);
-    let lab = Lab::seed_families("v6", nics, families)
-        .unwrap_or_else(|e| panic!("{test}: building lab: {e}"));
-    let etc = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let host = lab.host().unwrap().with_etc_root(etc.path());
-    let opts = ApplyOptions {
-        state_dir: state.path().to_path_buf(),
-        ..Default::default()
-    };
-    Env {
-        lab,
-        host,
-        opts,
-        _dirs: (etc, state),
-    }
+    Env::of(test, || Lab::seed_families("v6", nics, families))
 }
 
 /// Everything apply may change, comparable with `==`: routes other than the
