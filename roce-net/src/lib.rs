@@ -119,6 +119,7 @@ pub use nccl::{
     PickOutcome,
 };
 pub use probe::{probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+pub use probe::{probe_nd, NdProbeOptions, NdProbeResult, NdReply};
 // RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
 #[cfg(feature = "verbs")]
 pub use probe::rdma::{

@@ -463,7 +463,8 @@ fn verify(fx: &mut dyn Effects, plan: &Plan) -> Result<()> {
 }
 
 /// After a verified apply, each managed NIC announces its address (gratuitous
-/// ARP, twice; not on a NIC whose ARP is off): a peer whose neighbour entry
+/// ARP for IPv4, an unsolicited neighbour advertisement for IPv6, twice; not
+/// on a NIC whose ARP is off): a peer whose neighbour entry
 /// holds another NIC's MAC, learned during ARP flux, takes the right one at
 /// once instead of keeping the stale entry while it is in use
 /// (docs/rdma-probe.md, "Peers heal"). Best effort: an announcement that
@@ -473,9 +474,10 @@ fn announce(fx: &mut dyn Effects, plan: &Plan) -> Vec<String> {
         .desired
         .nics
         .iter()
-        .filter_map(|nic| {
-            let a = nic.addresses.iter().find(|a| a.addr().is_ipv4())?;
-            Some((nic.ifname.clone(), a.addr()))
+        .flat_map(|nic| {
+            nic.addresses
+                .iter()
+                .map(move |a| (nic.ifname.clone(), a.addr()))
         })
         .collect();
     fx.announce(&list)

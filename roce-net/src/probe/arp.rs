@@ -1,20 +1,14 @@
 //! ARP probe over an `AF_PACKET` socket.
 use super::packet::{
-    bind, hw_addr, ifindex, ifname_bytes, packet_socket, primary_ipv4, recv, send, sockaddr_ll,
-    socket, wait_readable, ETH_ALEN, PACKET_OUTGOING,
+    bind, check_probe, hw_addr, ifindex, ifname_bytes, packet_socket, primary_ipv4, sockaddr_ll,
+    socket, solicit, SolicitError, ETH_ALEN,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::model::HwAddr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
-use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
-
-/// The longest ARP probe (one hour): `Instant + timeout` must not overflow.
-const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
-/// The most requests one ARP probe sends.
-const MAX_COUNT: u32 = 1000;
+use std::time::Duration;
 
 /// How to probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,37 +90,7 @@ const ARPOP_REPLY: u16 = 2;
 /// Replies count when their sender IP is `target` and their target IP is our
 /// source address. The device must be an Ethernet-like device that is up.
 pub fn probe_arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<ArpProbeResult> {
-    if opts.count == 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "ARP probe count must be at least 1",
-        ));
-    }
-    if opts.timeout.is_zero() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "ARP probe timeout must be greater than zero",
-        ));
-    }
-    if opts.timeout > MAX_TIMEOUT {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "ARP probe timeout {:?} is longer than {} s",
-                opts.timeout,
-                MAX_TIMEOUT.as_secs()
-            ),
-        ));
-    }
-    if opts.count > MAX_COUNT {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "ARP probe count {} is more than {MAX_COUNT} requests (a probe, not a flood)",
-                opts.count
-            ),
-        ));
-    }
+    check_probe("ARP probe", opts.count, opts.timeout)?;
     let ifr_name = ifname_bytes(dev)?;
     let ctl = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
         .map_err(|e| Error::io(e, format!("opening a control socket for {dev}")))?;
@@ -146,39 +110,17 @@ pub fn probe_arp(dev: &str, target: Ipv4Addr, opts: ArpProbeOptions) -> Result<A
         .map_err(|e| Error::io(e, format!("binding an ARP packet socket to {dev}")))?;
     let request = build_request(&mac, source, target);
 
-    let start = Instant::now();
-    let deadline = start + opts.timeout;
-    let interval = opts.timeout / opts.count;
-    let mut sent = 0u32;
     let mut replies: Vec<ArpReply> = Vec::new();
-    loop {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        if sent < opts.count && now >= start + interval * sent {
-            send(&sock, &request, &sll).map_err(|e| {
-                Error::io(
-                    e,
-                    format!("sending an ARP request for {target} on {dev} (is {dev} up?)"),
-                )
-            })?;
-            sent += 1;
-            continue;
-        }
-        let wake = if sent < opts.count {
-            (start + interval * sent).min(deadline)
-        } else {
-            deadline
-        };
-        if !wait_readable(&sock, wake.saturating_duration_since(now))
-            .map_err(|e| Error::io(e, format!("waiting for ARP replies on {dev}")))?
-        {
-            continue;
-        }
-        drain(&sock, source, target, &mut replies)
-            .map_err(|e| Error::io(e, format!("receiving ARP replies on {dev}")))?;
-    }
+    let sent = solicit(&sock, &request, &sll, opts.count, opts.timeout, |p, _| {
+        record(p, source, target, &mut replies)
+    })
+    .map_err(|e| match e {
+        SolicitError::Send(e) => Error::io(
+            e,
+            format!("sending an ARP request for {target} on {dev} (is {dev} up?)"),
+        ),
+        SolicitError::Receive(e) => Error::io(e, format!("receiving ARP replies on {dev}")),
+    })?;
     Ok(ArpProbeResult {
         requests_sent: sent,
         replies,
@@ -218,40 +160,30 @@ fn parse_reply(p: &[u8]) -> Option<([u8; 6], Ipv4Addr, Ipv4Addr)> {
     Some((mac, spa, tpa))
 }
 
-/// Read every queued frame without blocking, recording matching replies.
-fn drain(
-    sock: &OwnedFd,
-    source: Ipv4Addr,
-    target: Ipv4Addr,
-    replies: &mut Vec<ArpReply>,
-) -> std::io::Result<()> {
-    let mut buf = [0u8; 256];
-    while let Some((n, from)) = recv(sock, &mut buf)? {
-        if from.sll_pkttype == PACKET_OUTGOING {
-            continue;
-        }
-        let Some((mac, spa, tpa)) = parse_reply(&buf[..n]) else {
-            continue;
-        };
-        if spa != target || tpa != source {
-            continue;
-        }
-        let mac = HwAddr(mac.to_vec());
-        match replies.iter_mut().find(|r| r.mac == mac) {
-            Some(r) => r.count += 1,
-            None => replies.push(ArpReply {
-                mac,
-                sender_ip: spa,
-                count: 1,
-            }),
-        }
+/// Record one received frame if it is a reply from `target` to `source`.
+fn record(p: &[u8], source: Ipv4Addr, target: Ipv4Addr, replies: &mut Vec<ArpReply>) {
+    let Some((mac, spa, tpa)) = parse_reply(p) else {
+        return;
+    };
+    if spa != target || tpa != source {
+        return;
     }
-    Ok(())
+    let mac = HwAddr(mac.to_vec());
+    match replies.iter_mut().find(|r| r.mac == mac) {
+        Some(r) => r.count += 1,
+        None => replies.push(ArpReply {
+            mac,
+            sender_ip: spa,
+            count: 1,
+        }),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::packet::{MAX_COUNT, MAX_TIMEOUT};
     use super::*;
+    use crate::error::ErrorKind;
 
     #[test]
     fn request_layout_and_reply_parsing() {

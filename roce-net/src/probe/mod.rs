@@ -2,7 +2,8 @@
 //!
 //! [`probe_arp`] sends ARP requests like `arping -I <dev> <target>` and reports every
 //! distinct MAC address that answers: more than one MAC for one address is ARP flux,
-//! the classic multi-NIC RoCE failure. Probes run in the calling thread's network
+//! the classic multi-NIC RoCE failure. [`probe_nd`] does the same for an IPv6
+//! address with neighbour solicitations (`nd.rs`). Probes run in the calling thread's network
 //! namespace; [`Host::probe_arp`](crate::host::Host::probe_arp) runs one inside a
 //! host's namespace. (These methods are defined here: probes use the host layer,
 //! the host layer knows nothing of probes.)
@@ -12,12 +13,14 @@
 
 mod announce;
 mod arp;
+mod nd;
 mod packet;
 #[cfg(feature = "verbs")]
 pub(crate) mod rdma;
 
 pub(crate) use announce::announce_all;
 pub use arp::{probe_arp, ArpProbeOptions, ArpProbeResult, ArpReply};
+pub use nd::{probe_nd, NdProbeOptions, NdProbeResult, NdReply};
 
 use crate::error::Result;
 use crate::host::Host;
@@ -33,6 +36,18 @@ impl Host {
         opts: ArpProbeOptions,
     ) -> Result<ArpProbeResult> {
         self.target().run(|| probe_arp(dev, target, opts))
+    }
+
+    /// Send neighbour solicitations for `target` out of `dev` inside this
+    /// host's namespace and report every distinct MAC advertised for it (see
+    /// [`probe_nd`]): IPv6's [`Host::probe_arp`].
+    pub fn probe_nd(
+        &self,
+        dev: &str,
+        target: std::net::Ipv6Addr,
+        opts: NdProbeOptions,
+    ) -> Result<NdProbeResult> {
+        self.target().run(|| probe_nd(dev, target, opts))
     }
 
     /// Probe RDMA to a `roce-net probe rdma --server` at `peer` (its TCP

@@ -249,3 +249,84 @@ pub(super) fn recv(
         return Ok(Some((n, from)));
     }
 }
+
+/// The longest neighbour probe (one hour): `Instant + timeout` must not overflow.
+pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// The most requests one neighbour probe sends.
+pub(super) const MAX_COUNT: u32 = 1000;
+
+/// Refuse a probe's `count` and `timeout` before anything is opened; `what`
+/// names the probe ("ARP probe").
+pub(super) fn check_probe(what: &str, count: u32, timeout: Duration) -> Result<()> {
+    let refuse = |m: String| Err(Error::new(ErrorKind::InvalidInput, m));
+    if count == 0 {
+        return refuse(format!("{what} count must be at least 1"));
+    }
+    if timeout.is_zero() {
+        return refuse(format!("{what} timeout must be greater than zero"));
+    }
+    if timeout > MAX_TIMEOUT {
+        return refuse(format!(
+            "{what} timeout {timeout:?} is longer than {} s",
+            MAX_TIMEOUT.as_secs()
+        ));
+    }
+    if count > MAX_COUNT {
+        return refuse(format!(
+            "{what} count {count} is more than {MAX_COUNT} requests (a probe, not a flood)"
+        ));
+    }
+    Ok(())
+}
+
+/// Where a [`solicit`] failed.
+pub(super) enum SolicitError {
+    /// Sending a request.
+    Send(std::io::Error),
+    /// Waiting for or reading an answer.
+    Receive(std::io::Error),
+}
+
+/// Send `request` to `to` `count` times spread evenly over `timeout` (the
+/// first at once) and hand every frame received meanwhile that this host did
+/// not send to `seen` (its bytes and sender). The requests actually sent.
+pub(super) fn solicit(
+    sock: &OwnedFd,
+    request: &[u8],
+    to: &libc::sockaddr_ll,
+    count: u32,
+    timeout: Duration,
+    mut seen: impl FnMut(&[u8], &libc::sockaddr_ll),
+) -> std::result::Result<u32, SolicitError> {
+    let start = std::time::Instant::now();
+    let deadline = start + timeout;
+    let interval = timeout / count.max(1);
+    let mut sent = 0u32;
+    let mut buf = [0u8; 512];
+    loop {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return Ok(sent);
+        }
+        if sent < count && now >= start + interval * sent {
+            send(sock, request, to).map_err(SolicitError::Send)?;
+            sent += 1;
+            continue;
+        }
+        let wake = if sent < count {
+            (start + interval * sent).min(deadline)
+        } else {
+            deadline
+        };
+        if !wait_readable(sock, wake.saturating_duration_since(now))
+            .map_err(SolicitError::Receive)?
+        {
+            continue;
+        }
+        while let Some((n, from)) = recv(sock, &mut buf).map_err(SolicitError::Receive)? {
+            if from.sll_pkttype != PACKET_OUTGOING {
+                seen(&buf[..n], &from);
+            }
+        }
+    }
+}

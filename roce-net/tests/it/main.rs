@@ -58,6 +58,7 @@ mod plan_persisted;
 mod plan_policy;
 mod plan_stable;
 mod probe_arp;
+mod probe_nd;
 mod prop_plan;
 mod scope_agreement;
 mod scope_families;
