@@ -5,7 +5,8 @@
 //! NIC, through its table (the kernel's own `ip -6 route get` answer, looked up
 //! with `RTM_F_LOOKUP_TABLE`, and iproute2's), a second plan is empty, and
 //! rollback restores IPv4 and IPv6 rules, routes and sysctls exactly; foreign
-//! IPv6 rules and routes are kept throughout. The lab's IPv6 addresses are
+//! IPv6 rules and routes are kept throughout; after apply each NIC announces
+//! its addresses in both families, so a peer's stale entries heal. The lab's IPv6 addresses are
 //! added with `nodad` (usable at once); where DAD matters the test says so.
 
 use crate::apply_support::Env;
@@ -47,6 +48,13 @@ fn addrs(lab: &Lab, family: Family) -> Vec<(String, IpAddr)> {
                 .map(move |a| (n.name.clone(), a.addr()))
         })
         .collect()
+}
+
+fn mac_of(st: &HostState, ifname: &str) -> String {
+    st.interface(ifname)
+        .and_then(|i| i.mac.as_ref())
+        .unwrap()
+        .to_string()
 }
 
 fn peer(lab: &Lab, family: Family) -> IpAddr {
@@ -287,13 +295,61 @@ fn dual_stack_rails_are_fixed_in_both_families_by_one_table_per_nic() {
         v6.desired.sysctls
     );
 
+    // The peer holds r0's MAC for every other NIC's addresses, both families,
+    // as a stale entry (what ARP flux teaches in IPv4).
+    let peer_ns = e.lab.peer_ns().unwrap().to_string();
+    let wrong = mac_of(&before, "r0");
+    let others: Vec<(String, IpAddr)> = addrs(&e.lab, Family::Inet)
+        .into_iter()
+        .chain(addrs(&e.lab, Family::Inet6))
+        .filter(|(n, _)| n != "r0")
+        .collect();
+    for (_, a) in &others {
+        // ip -n PEER neigh replace ADDR lladdr <r0's MAC> dev p0 nud stale
+        let a = a.to_string();
+        ip(
+            &peer_ns,
+            &[
+                "neigh", "replace", &a, "lladdr", &wrong, "dev", "p0", "nud", "stale",
+            ],
+        );
+    }
+
     let policy = Policy::default();
     let p = roce_net::plan(&before, &policy).unwrap();
     for (i, n) in p.desired.nics.iter().enumerate() {
         assert_eq!(n.addresses.len(), 2, "{n:?}");
         assert_eq!(n.table, 1001 + i as u32);
     }
-    roce_net::apply(&e.host, &p, &e.opts).unwrap();
+    let report = roce_net::apply(&e.host, &p, &e.opts).unwrap();
+
+    // Each NIC announced both its addresses (gratuitous ARP, unsolicited
+    // neighbour advertisement) and the peer's stale entries took each NIC's
+    // own MAC, with no command on the peer and before any traffic.
+    for (n, a) in addrs(&e.lab, Family::Inet)
+        .into_iter()
+        .chain(addrs(&e.lab, Family::Inet6))
+    {
+        let how = if a.is_ipv4() {
+            "gratuitous ARP"
+        } else {
+            "unsolicited neighbour advertisement"
+        };
+        let line = format!("announced {a} on {n} ({how})");
+        assert!(report.announced.contains(&line), "{:?}", report.announced);
+    }
+    let peer = roce_net::Host::netns(&peer_ns).unwrap().snapshot().unwrap();
+    for (n, a) in &others {
+        let held = peer
+            .neighbors
+            .iter()
+            .find(|x| x.ip == *a && x.ifname == "p0")
+            .and_then(|x| x.mac.as_ref())
+            .map(|m| m.to_string());
+        assert_eq!(held, Some(mac_of(&before, n)), "the peer's entry for {a}");
+    }
+    // (Checked before any traffic: the pings below would also make the peer
+    // solicit and heal.)
     egress(&e, Family::Inet, true);
     egress(&e, Family::Inet6, true);
     let after = e.host.snapshot().unwrap();
