@@ -368,6 +368,7 @@ pub fn terminal_safe(s: &str) -> String {
 /// [`terminal_safe`] that also escapes newlines and tabs: text that must stay
 /// one line of a report (what a `probe rdma` peer sends: its host name, its
 /// abort message), so it cannot start a line of its own.
+#[cfg(any(test, feature = "verbs"))]
 pub fn terminal_safe_line(s: &str) -> String {
     escape_where(s, not_shown)
 }

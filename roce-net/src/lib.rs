@@ -65,36 +65,28 @@ pub use error::{Error, ErrorKind, Result};
 
 // The model: the snapshot and its parts.
 pub use model::{
-    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_is_valid, ifname_to_kernel, ifname_word,
-    in_netns, over_ssh, port_is_active, protocol, shell_word, Address, AddressFamilies,
-    AddressFlag, Combine, ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType,
-    HostState, HwAddr, Interface, InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState,
-    Neighbor, NextHop, OperState, PhysState, PortRef, PortState, Qos, RdmaCmPort, RdmaDevice,
-    RdmaPort, Route, RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType, Rule, RuleAction,
-    RuleKey, Scope, SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue,
-    SysctlView, TableId, Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_DEFAULT,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN, RT_TABLE_UNSPEC,
-};
-pub use model::{
-    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
-    VerbsView,
+    active_mtu_for_netdev_mtu, ifname_from_kernel, ifname_to_kernel, ifname_word, in_netns,
+    over_ssh, port_is_active, protocol, shell_word, Address, AddressFamilies, AddressFlag, Combine,
+    ConfKey, ConfTarget, ConfValues, DcbApp, Family, GidEntry, GidType, HostState, HwAddr,
+    Interface, InterfaceConf, IpVerb, LinkLayer, LinkStats, NeighState, Neighbor, NextHop,
+    OperState, PhysState, PortRef, PortState, Qos, RdmaCmPort, RdmaDevice, RdmaPort, Route,
+    RouteDecision, RouteKey, RouteQuery, RouteReply, RouteType, Rule, RuleAction, RuleKey, Scope,
+    SnapshotFormat, Sysctl, SysctlAccess, SysctlAssignment, SysctlValue, SysctlView, TableId,
+    Trust, Tuning, TuningKey, Warning, WithTableNames, RT_TABLE_LOCAL, RT_TABLE_MAIN,
 };
 pub use model::{relative_time, utc_time};
+pub use model::{GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort, VerbsView};
 
 // Bounded reading of outside files (docs/reliability.md lists the limits).
-pub use input::{
-    excerpt, open_input, read_input, read_input_text, read_stream, terminal_safe,
-    terminal_safe_line, InputKind,
-};
+pub use input::{open_input, read_input, read_input_text, terminal_safe, InputKind};
 // A whole file written under a name the user gives, never through a planted link.
 pub use files::atomic::write_file_atomically;
 
 // Observe: the namespace-scoped host handle and the kernel I/O it drives.
 pub use host::{hostname, Host};
-pub use kernel::netlink::Netlink;
 pub use kernel::sysfs::read_rdma_sysfs;
-pub use kernel::verbs::{verbs_built, verbs_view, VerbsOptions};
-pub use netns::{netns_add, netns_del, netns_list, NetnsTarget, NETNS_RUN_DIR};
+pub use kernel::verbs::{verbs_view, VerbsOptions};
+pub use netns::NetnsTarget;
 
 // Which NICs are managed, and which address of each.
 pub use scope::{
@@ -110,7 +102,7 @@ pub use doctor::{
 pub use fib::{fib_lookup, fib_lookup_with, FibDecision, FibError, FibMode, Flow};
 pub use fleet::{
     fleet_host_label, fleet_report, fleet_report_with, FleetBuilder, FleetReport, HostSummary,
-    FLEET_CHECK_IDS, FLEET_MAX_EVIDENCE_HOSTS,
+    FLEET_CHECK_IDS,
 };
 pub use nccl::check::{nccl_check, NCCL_CHECK_IDS};
 pub use nccl::model::{nccl_select_gid, NcclEnv, NcclVersion, Selection};
@@ -123,10 +115,9 @@ pub use probe::{probe_nd, NdProbeOptions, NdProbeResult, NdReply};
 // RDMA traffic between two hosts (the `verbs` feature): `Host::probe_rdma`.
 #[cfg(feature = "verbs")]
 pub use probe::rdma::{
-    explain_rdma_failure, select_rdma_port, wc_status_name, Bandwidth, Cause, EndpointSummary,
-    ExplainInput, FailureValue, Latency, ProbeFailure, ProbeRole, ProbeToken, RdmaProbeOptions,
-    RdmaProbeReport, RdmaSelection, RdmaServerReport, RejectedConnection, Stage, DEFAULT_TCP_PORT,
-    MAX_PENDING_CONNECTIONS, MAX_REJECTED_LISTED, TOKEN_MAX_BYTES, TOKEN_MIN_BYTES,
+    Bandwidth, Cause, EndpointSummary, FailureValue, Latency, ProbeFailure, ProbeRole, ProbeToken,
+    RdmaProbeOptions, RdmaProbeReport, RdmaServerReport, RejectedConnection, Stage,
+    MAX_PENDING_CONNECTIONS,
 };
 
 // The cluster mesh: every NIC probed on its rail, the broken element named (docs/mesh.md).
@@ -149,9 +140,7 @@ pub use views::{
 // Monitor: Prometheus text for node_exporter's textfile collector.
 pub use metrics::{render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS};
 // Health: the doctor as a verdict for Nagios, node-problem-detector and Slurm.
-pub use health::{
-    health_verdict, validate_health_policy, HealthStatus, HealthVerdict, IdCount, NPD_MAX_LINE,
-};
+pub use health::{health_verdict, validate_health_policy, HealthStatus, HealthVerdict, IdCount};
 
 // Declare, plan.
 pub use plan::{
@@ -161,16 +150,16 @@ pub use plan::{
 pub use policy::{
     ArpPolicy, Backend, ConfScope, ExtraRoute, FlushMode, Gateways, HealthPolicy, Ipv6Policy,
     NeighborPolicy, NicSelection, PersistBackend, PersistencePolicy, Policy, RoutingPolicy,
-    RpFilter, TuningPolicy, DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
+    RpFilter, TuningPolicy,
 };
 
 // Apply as a transaction.
 pub use apply::{
-    apply, apply_policy, apply_status, archive_journal, arm_confirm, confirm, namespace_id,
-    namespace_key, refuse_persist_while_unsettled, require_net_admin, rollback, stop_on_signals,
-    watchdog, watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal,
-    JournalState, NamespaceId, NamespaceRecord, NsLock, RollbackReport, Step, StepStatus,
-    WatchdogOutcome, WatchdogRecord, DEFAULT_STATE_DIR, JOURNAL_VERSION, MAX_CONFIRM_TIMEOUT,
+    apply, apply_policy, apply_status, archive_journal, arm_confirm, confirm,
+    refuse_persist_while_unsettled, require_net_admin, rollback, stop_on_signals, watchdog,
+    watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState,
+    NamespaceId, NamespaceRecord, RollbackReport, Step, StepStatus, WatchdogOutcome,
+    WatchdogRecord, DEFAULT_STATE_DIR, MAX_CONFIRM_TIMEOUT,
 };
 
 // Persist.
@@ -179,14 +168,34 @@ pub use persist::{
     remove_stale_persistence, render_persistence, write_persistence, write_persistence_at, Claim,
     DiffStatus, FileDiff, NetplanDevice, NetplanRenderer, NicConfig, NmProfile, NodeConfig,
     PersistPlan, PersistRoot, RemoveReport, RenderOptions, RenderedFile, WriteReport,
-    BACKUP_SUFFIX, BOOT_REPAIR_PATH, ORIGINAL_SUFFIX,
 };
-pub use rt_tables::{
-    table_name_problem, MAX_TABLE_NAME_LEN, MAX_TABLE_PREFIX_LEN, TABLE_NAMES_FILE,
-};
+pub use rt_tables::table_name_problem;
 
 // Labs: throwaway network-namespace topologies for demos, tests and benchmarks.
-pub use lab::{
-    Lab, LabInterrupted, LabNic, FLEET_MAX_HOSTS, FLEET_MAX_NICS, SEED_HOST_FIRST,
-    SEED_IPV6_PREFIX, SEED_MAX_NICS, SEED_PEER_HOST, SWITCH_BRIDGE,
-};
+pub use lab::{Lab, LabInterrupted, LabNic, SEED_IPV6_PREFIX, SEED_MAX_NICS};
+
+// Test support, with the `testing` feature only: the raw netlink handle, the
+// namespace lock, namespace plumbing and limits the tests check. The test
+// targets enable it (a dev-dependency of each crate on this one with the
+// feature); the CLI's release build and the Python wheel do not
+// (docs/architecture.md, "The public API is a contract").
+#[cfg(feature = "testing")]
+pub use apply::{namespace_key, NsLock};
+#[cfg(feature = "testing")]
+pub use fleet::FLEET_MAX_EVIDENCE_HOSTS;
+#[cfg(feature = "testing")]
+pub use health::NPD_MAX_LINE;
+#[cfg(feature = "testing")]
+pub use kernel::netlink::Netlink;
+#[cfg(feature = "testing")]
+pub use lab::SEED_PEER_HOST;
+#[cfg(feature = "testing")]
+pub use model::RT_TABLE_DEFAULT;
+#[cfg(feature = "testing")]
+pub use netns::{netns_add, netns_del, netns_list};
+#[cfg(feature = "testing")]
+pub use persist::BOOT_REPAIR_PATH;
+#[cfg(feature = "testing")]
+pub use policy::DEFAULT_CRITICAL_CHECKS;
+#[cfg(feature = "testing")]
+pub use rt_tables::TABLE_NAMES_FILE;

@@ -329,6 +329,7 @@ pub fn netns_del(name: &str) -> Result<()> {
 }
 
 /// Names of the namespaces under `/run/netns` (like `ip netns list`), sorted.
+#[cfg(any(test, feature = "testing"))]
 pub fn netns_list() -> Result<Vec<String>> {
     let rd = match std::fs::read_dir(NETNS_RUN_DIR) {
         Ok(rd) => rd,

@@ -220,6 +220,7 @@ pub fn namespace_id(host: &Host) -> Result<NamespaceId> {
 }
 
 /// The key of the host's namespace lock and journal ([`NamespaceId::key`]).
+#[cfg(any(test, feature = "testing"))]
 pub fn namespace_key(host: &Host) -> Result<String> {
     namespace_id(host).map(|id| id.key())
 }

@@ -3,6 +3,7 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::lock::{take, who_holds, Held};
 use crate::files::statedir::StateDir;
+#[cfg(any(test, feature = "testing"))]
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,11 +14,13 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct NsLock {
     _held: Held,
+    #[cfg(any(test, feature = "testing"))]
     path: PathBuf,
 }
 
 impl NsLock {
     /// Take the lock without waiting; `ErrorKind::Locked` if another process holds it.
+    #[cfg(any(test, feature = "testing"))]
     pub fn acquire(state_dir: &Path, key: &str) -> Result<NsLock> {
         Self::acquire_in(&StateDir::create(state_dir)?, key, None)
     }
@@ -29,7 +32,13 @@ impl NsLock {
         let name = format!("{key}.lock");
         let path = dir.file(&name);
         let file = match take(dir, &name, wait, Duration::from_millis(20))? {
-            Ok(held) => return Ok(NsLock { _held: held, path }),
+            Ok(held) => {
+                return Ok(NsLock {
+                    _held: held,
+                    #[cfg(any(test, feature = "testing"))]
+                    path,
+                })
+            }
             Err(busy) => busy,
         };
         let waited = match wait {
@@ -52,6 +61,7 @@ impl NsLock {
     }
 
     /// The lock file.
+    #[cfg(any(test, feature = "testing"))]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -51,10 +51,10 @@ mod tests_faults;
 
 pub use clock::MAX_CONFIRM_TIMEOUT;
 pub use confirm::{arm_confirm, confirm, ConfirmGuard};
-pub use identity::{namespace_id, namespace_key, NamespaceId};
-pub use journal::{
-    Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord, JOURNAL_VERSION,
-};
+#[cfg(any(test, feature = "testing"))]
+pub use identity::namespace_key;
+pub use identity::NamespaceId;
+pub use journal::{Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord};
 pub use lock::NsLock;
 pub use status::{apply_status, archive_journal, refuse_persist_while_unsettled, ArchiveReport};
 pub use watchdog::{stop_on_signals, watchdog, watchdog_until, WatchdogOutcome};

@@ -19,6 +19,7 @@
 mod nagios;
 mod npd;
 
+#[cfg(any(test, feature = "testing"))]
 pub use npd::NPD_MAX_LINE;
 
 use crate::doctor::{Finding, Severity, Summary, CHECK_IDS};

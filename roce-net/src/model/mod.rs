@@ -79,10 +79,9 @@ pub use table::{
     RT_TABLE_UNSPEC,
 };
 pub use time::{relative_time, utc_time};
-pub use verbs::{
-    ib_mtu_bytes, ib_mtu_enum, GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort,
-    VerbsView,
-};
+#[cfg(feature = "verbs")]
+pub use verbs::{ib_mtu_bytes, ib_mtu_enum};
+pub use verbs::{GidQuery, NoRdma, NoRdmaReason, VerbsDevice, VerbsGid, VerbsPort, VerbsView};
 pub use warning::Warning;
 
 /// Address family of a route, rule or address.

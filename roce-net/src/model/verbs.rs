@@ -157,6 +157,7 @@ impl VerbsView {
 }
 
 /// An IB MTU enum value (`IBV_MTU_256` = 1 .. `IBV_MTU_4096` = 5) in bytes.
+#[cfg(any(test, feature = "verbs"))]
 pub fn ib_mtu_bytes(e: u32) -> Option<u32> {
     match e {
         1..=5 => Some(128 << e),
@@ -165,6 +166,7 @@ pub fn ib_mtu_bytes(e: u32) -> Option<u32> {
 }
 
 /// Bytes (256..4096) as the IB MTU enum value.
+#[cfg(any(test, feature = "verbs"))]
 pub fn ib_mtu_enum(bytes: u32) -> Option<u32> {
     (1..=5).find(|e| 128u32 << e == bytes)
 }

@@ -43,7 +43,7 @@ pub use discover::{choose_backend, discover_config};
 pub use stale::remove_stale_persistence;
 pub use write::{
     remove_persistence, write_persistence, write_persistence_at, PersistRoot, RemoveReport,
-    WriteReport, BACKUP_SUFFIX, ORIGINAL_SUFFIX,
+    WriteReport,
 };
 
 use crate::error::{Error, ErrorKind, Result};

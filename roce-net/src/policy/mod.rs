@@ -22,11 +22,14 @@ mod schema;
 pub(crate) mod yaml;
 
 pub use backend::Backend;
+#[cfg(any(test, feature = "testing"))]
+pub use schema::DEFAULT_CRITICAL_CHECKS;
 pub use schema::{
     ArpPolicy, ConfScope, ExtraRoute, FlushMode, Gateways, HealthPolicy, Ipv6Policy,
     NeighborPolicy, NicSelection, PersistBackend, PersistencePolicy, Policy, RoutingPolicy,
-    RpFilter, TuningPolicy, DEFAULT_CRITICAL_CHECKS, MAIN_RULE_PRIORITY, POLICY_VERSION,
+    RpFilter, TuningPolicy,
 };
+use schema::{MAIN_RULE_PRIORITY, POLICY_VERSION};
 
 pub(crate) use host_tuning::wanted as tuning_wanted;
 pub(crate) use resolve::{ForeignObject, Layout, Obstacle};

@@ -60,5 +60,6 @@ mod plan_stable;
 mod probe_arp;
 mod probe_nd;
 mod prop_plan;
+mod public_api;
 mod scope_agreement;
 mod scope_families;

@@ -55,11 +55,6 @@ impl VerbsOptions {
     }
 }
 
-/// Is this build able to use libibverbs at all (the `verbs` feature)?
-pub fn verbs_built() -> bool {
-    cfg!(feature = "verbs")
-}
-
 /// The message for a build without the feature.
 #[cfg(not(feature = "verbs"))]
 pub(crate) fn not_built() -> NoRdma {

@@ -24,10 +24,9 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use explain::{explain_rdma_failure, Cause, ExplainInput};
-pub use select::{select_rdma_port, RdmaSelection};
-pub use status::wc_status_name;
-pub use token::{ProbeToken, TOKEN_MAX_BYTES, TOKEN_MIN_BYTES};
+pub use explain::Cause;
+use select::RdmaSelection;
+pub use token::ProbeToken;
 
 use crate::error::Result;
 use crate::kernel::verbs::VerbsOptions;
