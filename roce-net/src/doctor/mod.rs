@@ -13,6 +13,8 @@ mod firmware_differs;
 mod gid_index_inconsistent;
 mod gid_rocev2_missing;
 mod hw;
+mod ipv6_dad;
+mod ipv6_disabled;
 mod link_degraded;
 mod mtu_mismatch;
 mod multiple_default_routes;
@@ -28,6 +30,7 @@ mod pfc_pause_storm;
 mod port_down;
 mod qos_inconsistent;
 mod qos_trust_not_dscp;
+mod ra_default_route;
 mod rdma_retransmits;
 mod roce_priority_no_pfc;
 mod rp_filter_strict;
@@ -62,6 +65,9 @@ pub const CHECK_IDS: &[&str] = &[
     source_rule_missing::ID,
     source_table_incomplete::ID,
     asymmetric_egress::ID,
+    ipv6_dad::ID,
+    ipv6_disabled::ID,
+    ra_default_route::ID,
     neighbor_conflict::ID,
     neighbor_failed::ID,
     duplicate_address::ID,
@@ -359,13 +365,16 @@ pub fn doctor(state: &HostState) -> Vec<Finding> {
 /// Run every check.
 pub fn doctor_with(state: &HostState, opts: &DoctorOptions) -> Vec<Finding> {
     let ctx = Ctx::new(state, opts);
-    let checks: [fn(&Ctx) -> Vec<Finding>; 31] = [
+    let checks: [fn(&Ctx) -> Vec<Finding>; 34] = [
         arp_ignore::check,
         arp_announce::check,
         rp_filter_strict::check,
         source_rule_missing::check,
         source_table_incomplete::check,
         asymmetric_egress::check,
+        ipv6_dad::check,
+        ipv6_disabled::check,
+        ra_default_route::check,
         neighbor_conflict::check,
         neighbor_failed::check,
         duplicate_address::check,

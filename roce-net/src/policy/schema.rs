@@ -477,12 +477,16 @@ pub struct HealthPolicy {
 }
 
 /// The checks whose error findings make a node CRITICAL by default: a node
-/// that cannot carry RDMA. No usable GID (`gid-rocev2-missing`), ARP flux
+/// that cannot carry RDMA. No usable GID (`gid-rocev2-missing`; on an IPv6
+/// rail an address that failed duplicate address detection, `ipv6-dad`, or
+/// IPv6 disabled on a NIC without IPv4, `ipv6-disabled`), ARP flux
 /// (`arp-ignore`, `arp-announce`), missing source routing on a rail
 /// (`source-rule-missing`, `source-table-incomplete`, and what it causes,
 /// `asymmetric-egress`), a NIC down (`port-down`).
 pub const DEFAULT_CRITICAL_CHECKS: &[&str] = &[
     "gid-rocev2-missing",
+    "ipv6-dad",
+    "ipv6-disabled",
     "arp-ignore",
     "arp-announce",
     "source-rule-missing",

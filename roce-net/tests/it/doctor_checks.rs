@@ -637,6 +637,22 @@ fn no_rdma_devices() {
     let x = one(&f, "no-rdma-devices");
     assert_eq!(x.severity, Severity::Info);
     assert_eq!(x.evidence["nics_in_scope"], json!(["veth1", "veth2"]));
+    assert_eq!(
+        x.message,
+        "no RDMA devices found; checking 2 interface(s) that share an IPv4 subnet instead"
+    );
+    // The same NICs on an IPv6 rail: the message names the IPv6 prefix.
+    let mut b = lab();
+    b.0.addresses.retain(|a| !a.ifname.starts_with("veth"));
+    b.addr("veth1", "fd00:198:18:5::1/64");
+    b.addr("veth2", "fd00:198:18:5::2/64");
+    let f = roce_net::doctor(&b.0);
+    let x = one(&f, "no-rdma-devices");
+    assert_eq!(x.evidence["nics_in_scope"], json!(["veth1", "veth2"]));
+    assert_eq!(
+        x.message,
+        "no RDMA devices found; checking 2 interface(s) that share an IPv6 prefix instead"
+    );
 }
 
 #[test]

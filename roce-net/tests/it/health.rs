@@ -45,9 +45,16 @@ fn the_default_policy_calls_a_host_that_cannot_carry_rdma_critical() {
         "port-down.bad.json",
         "arp-announce.bad.json",
         "asymmetric-egress.bad.json",
+        "ipv6-dad.bad.json",
     ] {
         let (_, v) = verdict(f, &p);
         assert_eq!(v.status, HealthStatus::Critical, "{f}: {v:?}");
+    }
+    // IPv6 disabled on a NIC whose IPv4 GID still works, an RA default route:
+    // the node still carries RDMA.
+    for f in ["ipv6-disabled.bad.json", "ra-default-route.bad.json"] {
+        let (_, v) = verdict(f, &p);
+        assert_eq!(v.status, HealthStatus::Warning, "{f}: {v:?}");
     }
 }
 

@@ -150,12 +150,14 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
     }
 
     // NCCL advice covers the active RoCE ports of the NICs in scope that have a
-    // GID of their NIC's address (`nccl::target_gid`); the others are left out
-    // and named in the reason. Its GID index is the one of each NIC's managed
-    // address.
+    // GID of their NIC's address (`nccl::target_gid`) in the job's family (IPv6
+    // when every such port's target is IPv6, else IPv4); the others are left
+    // out and named in the reason. Its GID index is the one of each NIC's
+    // managed address.
     let nccl = roce_net::nccl_env(st);
     let mut active: Vec<String> = Vec::new();
     let mut left_out: Vec<String> = Vec::new();
+    let mut targets = Vec::new();
     for r in scope.nics.iter().flat_map(|n| n.rdma_ports.iter()) {
         let Some(d) = st.rdma.iter().find(|d| d.name == r.device) else {
             continue;
@@ -166,9 +168,16 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
         if !(p.is_roce() && p.is_active()) {
             continue;
         }
-        match roce_net::target_gid(st, d, p) {
-            Some((_, a)) if a.is_ipv4() => active.push(r.to_string()),
-            _ => left_out.push(r.to_string()),
+        targets.push((r.to_string(), roce_net::target_gid(st, d, p)));
+    }
+    let ipv6_job = !targets.is_empty()
+        && targets
+            .iter()
+            .all(|(_, t)| t.is_some_and(|(_, a)| a.is_ipv6()));
+    for (r, t) in targets {
+        match t {
+            Some((_, a)) if a.is_ipv6() == ipv6_job => active.push(r),
+            _ => left_out.push(r),
         }
     }
     let hca = nccl.get("NCCL_IB_HCA");
@@ -192,7 +201,12 @@ fn agree(name: &str, st: &HostState) -> (usize, bool) {
     }
     if let Some(i) = nccl.get("NCCL_IB_GID_INDEX").and_then(|v| v.value.clone()) {
         let i: u32 = i.parse().unwrap();
-        for (nic, a) in scope.addressed_in(roce_net::Family::Inet) {
+        let fam = if ipv6_job {
+            roce_net::Family::Inet6
+        } else {
+            roce_net::Family::Inet
+        };
+        for (nic, a) in scope.addressed_in(fam) {
             for r in &nic.rdma_ports {
                 let d = st.rdma.iter().find(|d| d.name == r.device).unwrap();
                 let p = d.ports.iter().find(|p| p.port == r.port).unwrap();
