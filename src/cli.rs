@@ -33,7 +33,7 @@ use output::usage_error;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use context::Context;
 use roce_net::Error;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
 /// Exit codes (documented in docs/cli.md).
@@ -315,6 +315,29 @@ enum ProbeCmd {
         /// Seconds to listen for replies.
         #[arg(long, default_value_t = 2.0)]
         timeout: f64,
+        /// Sender IPv4 address; by default DEV's primary IPv4 address.
+        #[arg(long)]
+        source: Option<Ipv4Addr>,
+    },
+    /// Neighbour solicitations from DEV for an IPv6 TARGET (IPv6's `probe
+    /// arp`); every distinct MAC advertised for it.
+    Nd {
+        /// Device to send from.
+        #[arg(long)]
+        dev: String,
+        /// IPv6 address to resolve.
+        #[arg(long)]
+        target: Ipv6Addr,
+        /// Solicitations to send (1 to 1000).
+        #[arg(long, default_value_t = 3)]
+        count: u32,
+        /// Seconds to listen for advertisements.
+        #[arg(long, default_value_t = 2.0)]
+        timeout: f64,
+        /// Source IPv6 address; by default one of DEV's own (a global one in
+        /// TARGET's prefix, else any global one, else its link-local one).
+        #[arg(long)]
+        source: Option<Ipv6Addr>,
     },
     /// RDMA traffic with a `probe rdma --server` (like ib_write_bw): latency,
     /// bandwidth both ways, or the failure's likely cause.
@@ -477,8 +500,19 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     target,
                     count,
                     timeout,
+                    source,
                 },
-        } => probe::arp(cli, dev, *target, *count, *timeout),
+        } => probe::arp(cli, dev, *target, *count, *timeout, *source),
+        Cmd::Probe {
+            what:
+                ProbeCmd::Nd {
+                    dev,
+                    target,
+                    count,
+                    timeout,
+                    source,
+                },
+        } => probe::nd(cli, dev, *target, *count, *timeout, *source),
         Cmd::Plan { policy, output } => plan::run(cli, policy, output),
         Cmd::Apply {
             policy,
@@ -566,7 +600,9 @@ mod tests {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
         let probe = cmd.find_subcommand("probe").expect("probe");
-        assert!(probe.get_subcommands().any(|c| c.get_name() == "arp"));
+        for verb in ["arp", "nd"] {
+            assert!(probe.get_subcommands().any(|c| c.get_name() == verb));
+        }
         let apply = cmd.find_subcommand("apply").expect("apply");
         assert!(apply
             .get_arguments()

@@ -346,6 +346,30 @@ pub fn arp_probe(dev: &str, target: std::net::Ipv4Addr, r: &roce_net::ArpProbeRe
     s
 }
 
+/// `roce-net probe nd`.
+pub fn nd_probe(dev: &str, target: std::net::Ipv6Addr, r: &roce_net::NdProbeResult) -> String {
+    let mut s = format!(
+        "ND probe for {target} from {dev} (source {}): {} solicitation(s), {} distinct MAC(s) answered\n",
+        r.source,
+        r.requests_sent,
+        r.replies.len()
+    );
+    for rep in &r.replies {
+        let _ = writeln!(
+            s,
+            "  {}  ({} advertisement{}{})",
+            rep.mac,
+            rep.count,
+            if rep.count == 1 { "" } else { "s" },
+            if rep.router { ", router" } else { "" }
+        );
+    }
+    if r.is_several() {
+        s.push_str("several interfaces answer for one address (proxy ND, or the address on more than one NIC); peers may learn the wrong MAC\n");
+    }
+    s
+}
+
 /// `roce-net plan`: the diff and a count, then the plan's notes.
 pub fn plan(p: &roce_net::Plan) -> String {
     let mut s = if p.is_empty() {

@@ -31,8 +31,9 @@ pub const FAILURE: u8 = 70;
 /// The user declined at the prompt.
 pub const DECLINED: u8 = 5;
 /// A probe ran and what it found is wrong: `probe rdma`, RDMA failed (the
-/// report says the likely cause); `probe arp`, no MAC or more than one (ARP
-/// flux) answered.
+/// report says the likely cause); `probe arp` or `probe nd`, no MAC or more
+/// than one (ARP flux, or a second NIC answering for an IPv6 address)
+/// answered.
 pub const PROBE_FAILED: u8 = 6;
 /// RDMA is unavailable here: no libibverbs, no kernel support, no devices, no
 /// /dev/infiniband, or a build without the `verbs` feature (EX_UNAVAILABLE).
@@ -79,7 +80,7 @@ pub fn for_health(status: roce_net::HealthStatus, npd: bool) -> u8 {
     }
 }
 
-/// The exit code of a probe that ran (`probe arp`, `probe rdma`): 0 when what
+/// The exit code of a probe that ran (`probe arp`, `probe nd`, `probe rdma`): 0 when what
 /// it found is healthy, else [`PROBE_FAILED`].
 pub fn for_probe(healthy: bool) -> u8 {
     if healthy {

@@ -1392,3 +1392,113 @@ fn probe_arp_exit_code_says_flux_or_silence() {
     }
     assert_eq!(probe(&target), (Some(0), 1), "fixed: one MAC");
 }
+
+/// `probe nd`, IPv6's `probe arp`, gates alike: exit 0 when exactly one MAC is
+/// advertised for the address (Linux answers only from the NIC that holds
+/// it), 6 when a second NIC answers too (proxy ND on `r0` for `r1`'s
+/// address, a router then) or nobody holds the address; the text names the
+/// MACs and the source, `--source` is used.
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn probe_nd_exit_code_says_several_or_silence() {
+    require_root("probe_nd_exit_code_says_several_or_silence");
+    let lab = roce_net::Lab::seed_families("clind", 2, roce_net::AddressFamilies::Ipv6).unwrap();
+    let (host, peer) = (lab.host_ns().unwrap(), lab.peer_ns().unwrap());
+    let p0 = lab.peer_nic().unwrap().name.clone();
+    let target = lab.nics()[1].addresses[0].addr().to_string();
+    let mac = |dev: &str| {
+        let st = roce_net::Host::netns(host).unwrap().snapshot().unwrap();
+        st.interface(dev).unwrap().mac.as_ref().unwrap().to_string()
+    };
+    let probe = |target: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--netns",
+            peer,
+            "probe",
+            "nd",
+            "--dev",
+            &p0,
+            "--target",
+            target,
+            "--count",
+            "2",
+            "--timeout",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let json = |o: &Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+    };
+    let macs = |v: &serde_json::Value| -> Vec<String> {
+        let mut m: Vec<String> = v["replies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["mac"].as_str().unwrap().to_string())
+            .collect();
+        m.sort();
+        m
+    };
+
+    // Healthy: r1 alone answers, from its own MAC.
+    let o = probe(&target, &["--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(macs(&v), [mac("r1")], "{v}");
+    assert_eq!(v["source"], "fd00:198:18::100", "{v}");
+    assert_eq!(v["requests_sent"], 2, "{v}");
+    let o = probe(&target, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains(&format!(
+            "ND probe for {target} from {p0} (source fd00:198:18::100): 2 solicitation(s), 1 distinct MAC(s) answered"
+        )) && t.contains(&mac("r1")),
+        "{t}"
+    );
+
+    // Mis-set: r0 answers for r1's address too (proxy ND, which the kernel
+    // does only on a forwarding NIC; `router`: its advertisements carry the
+    // router flag, NTF_ROUTER of the proxy entry, ndisc_recv_ns):
+    // sysctl proxy_ndp=1 forwarding=1;
+    // ip -6 neigh add proxy fd00:198:18::12 dev r0 router
+    for k in ["proxy_ndp", "forwarding"] {
+        let s = Command::new("ip")
+            .args(["netns", "exec", host, "sysctl", "-qw"])
+            .arg(format!("net.ipv6.conf.r0.{k}=1"))
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+    ip(host, &format!("-6 neigh add proxy {target} dev r0 router"));
+    let o = probe(&target, &["--json"]);
+    assert_eq!(o.status.code(), Some(6), "several MACs: {}", text(&o));
+    let mut want = vec![mac("r0"), mac("r1")];
+    want.sort();
+    assert_eq!(macs(&json(&o)), want);
+    let t = text(&probe(&target, &[]));
+    assert!(
+        t.contains("several interfaces answer for one address"),
+        "{t}"
+    );
+    assert!(
+        t.contains(", router)"),
+        "r0's proxy entry says router, its advertisement too: {t}"
+    );
+
+    // Nobody holds the address, asked from an explicit source.
+    let o = probe(
+        "fd00:198:18::250",
+        &["--json", "--source", "fd00:198:18::101"],
+    );
+    assert_eq!(o.status.code(), Some(6), "no answer: {}", text(&o));
+    let v = json(&o);
+    assert!(macs(&v).is_empty(), "{v}");
+    assert_eq!(v["source"], "fd00:198:18::101", "{v}");
+
+    // Not an IPv6 address: a usage error, nothing sent.
+    let o = probe("198.18.0.12", &[]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+}
