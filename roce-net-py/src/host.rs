@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use roce_net::ApplyOptions;
 use roce_net::{Error, ErrorKind};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -152,24 +152,51 @@ impl Host {
                 IpAddr::V4(a) => Ok(a),
                 IpAddr::V6(a) => Err(py_err(Error::new(
                     ErrorKind::InvalidInput,
-                    format!("ARP probes IPv4 only; {what} {a} is IPv6"),
+                    format!("ARP probes IPv4 only; {what} {a} is IPv6 (probe_nd probes IPv6)"),
                 ))),
             }
         };
         let target = v4("target", target)?;
         let source = source.map(|s| v4("source", s)).transpose()?;
-        if !(timeout.is_finite() && timeout > 0.0 && timeout < 3600.0) {
-            return Err(py_err(Error::new(
-                ErrorKind::InvalidInput,
-                format!("ARP probe timeout {timeout} s is not between 0 and 3600"),
-            )));
-        }
-        let mut opts = roce_net::ArpProbeOptions::new(count, Duration::from_secs_f64(timeout));
+        let mut opts = roce_net::ArpProbeOptions::new(count, probe_timeout("ARP", timeout)?);
         if let Some(s) = source {
             opts = opts.with_source(s);
         }
         let h = self.inner.clone();
         let r = py.detach(move || h.probe_arp(&dev, target, opts)).py()?;
+        to_py(py, &r)
+    }
+
+    /// Send neighbour solicitations for the IPv6 `target` out of `dev` and
+    /// report every MAC advertised for it (IPv6's probe_arp; more than one: a
+    /// NIC answers for an address that is not its own). Needs CAP_NET_RAW.
+    #[pyo3(signature = (dev, target, *, count=3, timeout=2.0, source=None))]
+    fn probe_nd<'py>(
+        &self,
+        py: Python<'py>,
+        dev: String,
+        target: &Bound<'py, PyAny>,
+        count: u32,
+        timeout: f64,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v6 = |what: &str, v: &Bound<'py, PyAny>| -> PyResult<Ipv6Addr> {
+            match ip_arg(what, v)? {
+                IpAddr::V6(a) => Ok(a),
+                IpAddr::V4(a) => Err(py_err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("ND probes IPv6 only; {what} {a} is IPv4 (probe_arp probes IPv4)"),
+                ))),
+            }
+        };
+        let target = v6("target", target)?;
+        let source = source.map(|s| v6("source", s)).transpose()?;
+        let mut opts = roce_net::NdProbeOptions::new(count, probe_timeout("ND", timeout)?);
+        if let Some(s) = source {
+            opts = opts.with_source(s);
+        }
+        let h = self.inner.clone();
+        let r = py.detach(move || h.probe_nd(&dev, target, opts)).py()?;
         to_py(py, &r)
     }
 
@@ -332,4 +359,16 @@ impl Host {
             Some(p) => format!("Host(netns_path={:?})", p.display().to_string()),
         }
     }
+}
+
+/// A probe's `timeout` in seconds (`what`: "ARP", "ND"), checked: more than 0,
+/// less than an hour.
+fn probe_timeout(what: &str, timeout: f64) -> PyResult<Duration> {
+    if !(timeout.is_finite() && timeout > 0.0 && timeout < 3600.0) {
+        return Err(py_err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what} probe timeout {timeout} s is not between 0 and 3600"),
+        )));
+    }
+    Ok(Duration::from_secs_f64(timeout))
 }

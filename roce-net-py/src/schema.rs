@@ -122,7 +122,8 @@ exported_types! {
         // Plans.
         r::Plan, r::Change, r::DesiredState, r::NicDesired,
         // Host calls.
-        r::RouteDecision, r::ArpProbeResult, r::ArpReply, r::ApplyReport, r::RollbackReport,
+        r::RouteDecision, r::ArpProbeResult, r::ArpReply, r::NdProbeResult, r::NdReply,
+        r::ApplyReport, r::RollbackReport,
         // Analysis.
         r::Finding, r::Subject, r::Remediation, r::Summary, r::NcclAdvice, r::NcclVar,
         r::GidPick, r::GidChoice, r::PickOutcome, r::PortRef,

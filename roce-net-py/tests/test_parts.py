@@ -1,4 +1,4 @@
-"""Policy, plan, persistence, route get, ARP probe and the lab, through Python."""
+"""Policy, plan, persistence, route get, ARP and ND probes and the lab, through Python."""
 
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ def test_unknown_backend_is_invalid_input():
     assert ei.value.kind == "invalid_input"
 
 
-# ---- lab, route get, ARP probe (root) ----------------------------------------------
+# ---- lab, route get, ARP and ND probes (root) ----------------------------------------------
 
 
 @pytest.mark.needs_root
@@ -213,6 +213,58 @@ def test_seed_lab_shows_the_problem(seed_lab):
     st = host.snapshot()
     plan = roce_net.plan(st, roce_net.Policy.from_dict(SEED_POLICY))
     assert plan.netns == seed_lab.host_ns and not plan.is_empty()
+
+
+@pytest.mark.needs_root
+def test_nd_probe_names_the_mac_that_answers_for_an_ipv6_address(seed_lab):
+    """probe_nd, IPv6's probe_arp: one MAC, the owner's (Linux answers a
+    solicitation only on the NIC that holds the address); a second NIC made to
+    answer for it (proxy ND on r0, with the router flag) shows as a second MAC;
+    nobody answers for an address nobody holds."""
+    import subprocess
+
+    host, peer = seed_lab.host_ns, seed_lab.peer_ns
+
+    def ip(ns, *args):
+        subprocess.run(["ip", "-n", ns, *args], check=True, capture_output=True)
+
+    # ip -n HOST addr add fd00:198:18::11/64 dev r0 nodad (and ::12 on r1, ::100 on p0)
+    for dev, addr in [("r0", "fd00:198:18::11"), ("r1", "fd00:198:18::12")]:
+        ip(host, "addr", "add", addr + "/64", "dev", dev, "nodad")
+    ip(peer, "addr", "add", "fd00:198:18::100/64", "dev", "p0", "nodad")
+    macs = {i.name: i.mac for i in seed_lab.host().snapshot().interfaces}
+
+    one = seed_lab.peer().probe_nd("p0", "fd00:198:18::12", count=2, timeout=1.0)
+    assert isinstance(one, roce_net.NdProbeResult) and isinstance(one.replies[0], roce_net.NdReply)
+    assert one.source == "fd00:198:18::100" and one.requests_sent == 2
+    assert [r.mac for r in one.replies] == [macs["r1"]] and not one.is_several
+    assert not one.replies[0].router
+
+    # sysctl net.ipv6.conf.r0.{proxy_ndp,forwarding}=1; ip -6 neigh add proxy fd00:198:18::12 dev r0 router
+    for key in ("proxy_ndp", "forwarding"):
+        subprocess.run(
+            ["ip", "netns", "exec", host, "sysctl", "-qw", f"net.ipv6.conf.r0.{key}=1"], check=True
+        )
+    ip(host, "-6", "neigh", "add", "proxy", "fd00:198:18::12", "dev", "r0", "router")
+    two = seed_lab.peer().probe_nd("p0", "fd00:198:18::12", count=2, timeout=1.0)
+    assert two.is_several
+    assert {r.mac: r.router for r in two.replies} == {macs["r0"]: True, macs["r1"]: False}
+
+    none = seed_lab.peer().probe_nd(
+        "p0", "fd00:198:18::77", count=1, timeout=0.5, source="fd00:198:18::101"
+    )
+    assert none.replies == () and none.source == "fd00:198:18::101"
+
+
+def test_nd_probe_refuses_ipv4_and_arp_probe_ipv6_naming_the_other():
+    """Each probe takes its own family; the message names the probe that takes
+    the other (no root: refused before any socket)."""
+    with pytest.raises(roce_net.InvalidInputError, match="probe_arp probes IPv4"):
+        roce_net.Host().probe_nd("lo", "198.18.0.1")
+    with pytest.raises(roce_net.InvalidInputError, match="probe_nd probes IPv6"):
+        roce_net.Host().probe_arp("lo", "fd00:198:18::1")
+    with pytest.raises(roce_net.InvalidInputError, match="ND probe timeout 0"):
+        roce_net.Host().probe_nd("lo", "fd00:198:18::1", timeout=0)
 
 
 def test_lab_sizes_out_of_range_are_invalid_input_before_any_namespace():

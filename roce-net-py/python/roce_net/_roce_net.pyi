@@ -28,6 +28,7 @@ from ._types import (
     ApplyReport,
     FibDecision,
     ArpProbeResult,
+    NdProbeResult,
     Finding,
     FleetReport,
     GidRow,
@@ -171,6 +172,16 @@ class Host:
         source: Optional[Union[str, ipaddress.IPv4Address]] = None,
     ) -> ArpProbeResult:
         """ARP-probe ``target`` out of ``dev``; every MAC that answers (needs CAP_NET_RAW)."""
+    def probe_nd(
+        self,
+        dev: str,
+        target: Union[str, ipaddress.IPv6Address],
+        *,
+        count: int = 3,
+        timeout: float = 2.0,
+        source: Optional[Union[str, ipaddress.IPv6Address]] = None,
+    ) -> NdProbeResult:
+        """ND-probe the IPv6 ``target`` out of ``dev``; every MAC advertised for it (needs CAP_NET_RAW)."""
     def apply(
         self,
         plan: Plan,

@@ -889,6 +889,39 @@ class ArpReply(_Record):
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
+class NdProbeResult(_Record):
+    """What an ND probe saw: every distinct MAC advertised for the address, in order."""
+
+    _RUST: ClassVar[str] = "NdProbeResult"
+    #: The source address the solicitations carried.
+    source: str
+    #: Solicitations sent.
+    requests_sent: int
+    #: Distinct MACs advertised for the target, in the order they first came.
+    replies: Tuple[NdReply, ...]
+
+    @property
+    def is_several(self) -> bool:
+        """True when more than one MAC was advertised for the address (a NIC
+        answers for an address that is not its own)."""
+        return len(self.replies) > 1
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
+class NdReply(_Record):
+    """One MAC address advertised for the address an ND probe solicited."""
+
+    _RUST: ClassVar[str] = "NdReply"
+    #: The advertisement's target link-layer address (what a neighbour entry
+    #: takes), or the frame's source MAC when it carries none.
+    mac: str
+    #: The advertisement said its sender is a router (R flag).
+    router: bool
+    #: How many advertisements came with this MAC.
+    count: int
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class ApplyReport(_Record):
     """What an apply did; ``confirm_deadline`` (Unix seconds) when it awaits ``confirm()``."""
 
@@ -1507,6 +1540,8 @@ _ALL: Tuple[type, ...] = (
     RouteDecision,
     ArpProbeResult,
     ArpReply,
+    NdProbeResult,
+    NdReply,
     ApplyReport,
     RollbackReport,
     Finding,
