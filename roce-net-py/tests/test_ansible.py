@@ -197,15 +197,16 @@ def module_env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT))
 
 
-def run_module(args: dict, tmp_path: Path, check: bool = False) -> dict:
-    """Run the collection's roce_net module as Ansible's wrapper does: as
-    __main__, without its own directory on sys.path (where the module file would
-    shadow the package); ``check`` sets check mode as Ansible does."""
+def run_module(args: dict, tmp_path: Path, check: bool = False, module: str = "roce_net") -> dict:
+    """Run one of the collection's modules (default roce_net) as Ansible's
+    wrapper does: as __main__, without its own directory on sys.path (where the
+    module file would shadow the package); ``check`` sets check mode as Ansible
+    does."""
     f = tmp_path / "args.json"
     if check:
         args = {**args, "_ansible_check_mode": True}
     f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    mod = str(MODULES / "roce_net.py")
+    mod = str(MODULES / (module + ".py"))
     r = subprocess.run(
         [sys.executable, "-c",
          "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
@@ -316,3 +317,51 @@ def test_module_persists_only_after_the_confirmation_it_waits_for(seed_lab, tmp_
     out = run_module({**common, **pol, **persist, "state": "confirmed"}, tmp_path)
     assert out.get("failed") and "rolled_back" in out["msg"], out
     assert "persisted" not in out and not (root / "etc" / "sysctl.d").exists(), out
+
+
+@pytest.mark.needs_root
+def test_probe_module_picks_nd_for_ipv6_targets_and_names_a_second_nic(seed_lab, tmp_path):
+    """roce_net_probe probes an IPv6 target with neighbour solicitations (the
+    family picks the probe) from the NIC's own IPv6 address: one MAC, the
+    owner's; with r0 answering for r1's address too (proxy ND) the task fails
+    naming both MACs; an IPv4 target beside it still gets ARP."""
+    if importlib.util.find_spec("ansible") is None:
+        cannot_run("ansible-core not installed (pip install ansible-core)")
+    host_ns, peer_ns = seed_lab.host_ns, seed_lab.peer_ns
+
+    def ip(ns, *args):
+        subprocess.run(["ip", "-n", ns, *args], check=True, capture_output=True)
+
+    def sysctl(key):
+        subprocess.run(["ip", "netns", "exec", host_ns, "sysctl", "-qw", key], check=True)
+
+    # ip -n HOST addr add fd00:198:18::11/64 dev r0 nodad (::12 on r1, ::100 on p0)
+    for dev, addr in [("r0", "fd00:198:18::11"), ("r1", "fd00:198:18::12")]:
+        ip(host_ns, "addr", "add", addr + "/64", "dev", dev, "nodad")
+    ip(peer_ns, "addr", "add", "fd00:198:18::100/64", "dev", "p0", "nodad")
+    macs = {i.name: i.mac for i in seed_lab.host().snapshot().interfaces}
+    args = dict(netns=peer_ns, interfaces=["p0"], timeout=1.0, etc_root=str(tmp_path / "etc"))
+
+    out = run_module(dict(args, targets=["fd00:198:18::11", "fd00:198:18::12"]), tmp_path, module="roce_net_probe")
+    assert not out.get("failed") and out["changed"] is False, out
+    got = {(x["target"], x["probe"], x["source"]): x["macs"] for x in out["probes"]}
+    assert got == {
+        ("fd00:198:18::11", "nd", "fd00:198:18::100"): [macs["r0"]],
+        ("fd00:198:18::12", "nd", "fd00:198:18::100"): [macs["r1"]],
+    }, out
+    assert out["flux"] == [] and out["answered"] == 2
+
+    # r0 answers for r1's address too: sysctl proxy_ndp=1 forwarding=1 on r0,
+    # proxy_delay=0 (answer at once); ip -6 neigh add proxy fd00:198:18::12 dev r0
+    for key in ("conf.r0.proxy_ndp=1", "conf.r0.forwarding=1", "neigh.r0.proxy_delay=0"):
+        sysctl("net.ipv6." + key)
+    ip(host_ns, "-6", "neigh", "add", "proxy", "fd00:198:18::12", "dev", "r0")
+    out = run_module(dict(args, targets=["fd00:198:18::12", "198.18.0.12"]), tmp_path, module="roce_net_probe")
+    assert out.get("failed") is True, out
+    assert "several MACs answer neighbour solicitations: fd00:198:18::12 answered by" in out["msg"], out
+    (nd,) = [x for x in out["flux"] if x["probe"] == "nd"]
+    assert sorted(nd["macs"]) == sorted([macs["r0"], macs["r1"]]), out
+    # The seed host's IPv4 is ARP flux as ever (kernel defaults): its own probe.
+    (arp,) = [x for x in out["probes"] if x["probe"] == "arp"]
+    assert arp["target"] == "198.18.0.12" and arp["source"] == str(seed_lab.peer_nic.address), out
+    assert "ARP flux: 198.18.0.12" in out["msg"], out

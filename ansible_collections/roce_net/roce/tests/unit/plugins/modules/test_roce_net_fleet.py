@@ -97,18 +97,29 @@ def test_modules_report_a_missing_roce_net(capsys, monkeypatch):
     assert out["failed"] is True and "Failed to import the required Python library (roce_net)" in out["msg"]
 
 
-def test_probe_rejects_targets_that_are_not_ipv4(capsys):
-    out = run(roce_net_probe, dict(targets=["198.18.0.1", "fe80::1"]), capsys)
-    assert out["failed"] is True and "targets" in out["msg"], out
+@pytest.mark.parametrize(
+    "bad, says",
+    [("fe80::1", "fe80::1 is IPv6 link-local"), ("198.18.0.256", "198.18.0.256"), ("r0", "'r0'")],
+)
+def test_probe_rejects_targets_that_name_no_rail_address(capsys, bad, says):
+    """An IPv4 or a global/ULA IPv6 address is a target; a link-local one (on
+    every link at once) or a non-address fails the task naming it."""
+    out = run(roce_net_probe, dict(targets=["198.18.0.1", "fd00:198:18::1", bad]), capsys)
+    assert out["failed"] is True and out["msg"].startswith("targets: ") and says in out["msg"], out
 
 
 @pytest.mark.parametrize(
-    "dev, why",
-    [("rnt-nope-x9", "rnt-nope-x9 does not exist here"), ("lo", "lo has no global IPv4 address")],
+    "dev, target, why",
+    [
+        ("rnt-nope-x9", "198.18.0.1", "rnt-nope-x9 does not exist here"),
+        ("lo", "198.18.0.1", "lo has no global IPv4 address"),
+        ("lo", "fd00:198:18::1", "lo has no global IPv6 address"),
+    ],
 )
-def test_probe_fails_on_an_interface_it_cannot_probe_from(capsys, dev, why):
-    """A typo in interfaces fails the task instead of passing with no probe
-    (read-only: a snapshot of the test's namespace, nothing is sent)."""
-    out = run(roce_net_probe, dict(targets=["198.18.0.1"], interfaces=[dev]), capsys)
+def test_probe_fails_on_an_interface_it_cannot_probe_from(capsys, dev, target, why):
+    """A typo in interfaces, or a NIC without an address of the target's
+    family, fails the task instead of passing with no probe (read-only: a
+    snapshot of the test's namespace, nothing is sent)."""
+    out = run(roce_net_probe, dict(targets=[target], interfaces=[dev]), capsys)
     assert out["failed"] is True and why in out["msg"], out
     assert "probes" not in out, out
