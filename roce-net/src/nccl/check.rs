@@ -608,9 +608,39 @@ fn gids(
     } else {
         true
     };
-    for (d, p) in selected.iter().filter(|(_, p)| p.is_roce()) {
+    let roce: Vec<&(&RdmaDevice, &RdmaPort)> =
+        selected.iter().filter(|(_, p)| p.is_roce()).collect();
+    // On dual-stack rails the job may run over IPv6 GIDs when its environment
+    // asks for them: NCCL_IB_ADDR_FAMILY=AF_INET6 for the automatic selection
+    // (where every port has an IPv6 target), or an NCCL_IB_GID_INDEX that is the
+    // RoCE v2 GID of the NIC's IPv6 address on more ports than it is the IPv4
+    // one's. The target is then the IPv6 GID on every port, so the ports where
+    // the index is something else are the ones reported.
+    let v6: Vec<Option<(u32, IpAddr)>> =
+        roce.iter().map(|(d, p)| ipv6_target(state, d, p)).collect();
+    let ipv6_job = if fixed {
+        let hits = |t: &dyn Fn(usize) -> Option<u32>| {
+            roce.iter()
+                .enumerate()
+                .filter(|(k, (_, p))| {
+                    let i = nccl_select_gid(p, env, version).index();
+                    i.is_some() && i == t(*k)
+                })
+                .count()
+        };
+        env.get("NCCL_IB_GID_INDEX").is_some()
+            && hits(&|k| v6[k].map(|(i, _)| i))
+                > hits(&|k| target_gid(state, roce[k].0, roce[k].1).map(|(i, _)| i))
+    } else {
+        addr_family(env) == AddrFamily::Inet6 && !v6.is_empty() && v6.iter().all(Option::is_some)
+    };
+    for (k, (d, p)) in roce.iter().enumerate() {
         let sel = nccl_select_gid(p, env, version);
-        let target = target_gid(state, d, p);
+        let target = if ipv6_job {
+            v6[k]
+        } else {
+            target_gid(state, d, p)
+        };
         let subject = port_subject(d, p);
         let Selection::Index(i) = sel else {
             let Selection::Fails(why) = sel else { continue };
@@ -694,6 +724,13 @@ fn gids(
                 .fix(vec!["roce-net nccl-env".into()], None),
         );
     }
+}
+
+/// The RoCE v2 GID of the managed IPv6 address of the port's netdev.
+fn ipv6_target(state: &HostState, d: &RdmaDevice, p: &RdmaPort) -> Option<(u32, IpAddr)> {
+    let nd = port_netdev(d, p)?;
+    let a = crate::scope::nic_address(state, &nd, crate::model::Family::Inet6)?;
+    crate::scope::roce_v2_gid_index(p, a.address).map(|i| (i, a.address))
 }
 
 fn addr_range_check(env: &NcclEnv, version: NcclVersion, out: &mut Vec<Finding>) {

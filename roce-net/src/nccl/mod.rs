@@ -692,6 +692,11 @@ pub fn nccl_env_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
             .map(|a| (a.address, a.network()))
             .collect();
         gid_advice(&mut adv, &chosen, &nets, fam, &versions);
+        if fam == AddrFamily::Inet {
+            if let Some(note) = ipv6_alternative(state, &chosen, &nets, &versions) {
+                adv.notes.push(note);
+            }
+        }
     }
 
     // NCCL_SOCKET_IFNAME
@@ -702,6 +707,64 @@ pub fn nccl_env_with(state: &HostState, opts: &NcclOptions) -> NcclAdvice {
         adv.notes.push(note);
     }
     adv
+}
+
+/// The RoCE v2 GID of the managed address of `family` of the port's netdev.
+fn family_target(state: &HostState, c: &Candidate, family: Family) -> Option<(u32, IpAddr)> {
+    let a = nic_address(state, c.netdev.as_deref()?, family)?;
+    roce_v2_gid_index(c.port, a.address).map(|i| (i, a.address))
+}
+
+/// On dual-stack rails (every chosen port also holds the RoCE v2 GID of its
+/// NIC's IPv6 address) the advice is for the IPv4 GIDs, NCCL's default
+/// family. A job may run over IPv6 instead (every node the same way): the
+/// note says which setting makes NCCL pick the IPv6 GIDs, found by the same
+/// model and search as the main advice, and what it then picks.
+fn ipv6_alternative(
+    state: &HostState,
+    chosen: &[Candidate],
+    nets: &BTreeMap<IpAddr, ipnet::IpNet>,
+    v: &Versions,
+) -> Option<String> {
+    let alt: Vec<Candidate> = chosen
+        .iter()
+        .map(|c| {
+            family_target(state, c, Family::Inet6).map(|t| Candidate {
+                r: c.r.clone(),
+                port: c.port,
+                netdev: c.netdev.clone(),
+                target: Some(t),
+            })
+        })
+        .collect::<Option<_>>()?;
+    let mut scratch = NcclAdvice::default();
+    gid_advice(&mut scratch, &alt, nets, AddrFamily::Inet6, v);
+    let set = scratch.env_lines();
+    let targets = alt
+        .iter()
+        .filter_map(|c| c.target.map(|(i, a)| format!("{}={i} ({a})", c.r)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let how = if set.is_empty() {
+        "no NCCL variable makes NCCL pick them on every port: fix the GID tables \
+         (gid-index-inconsistent)"
+            .to_string()
+    } else {
+        let legacy = if set.iter().any(|l| l.starts_with("NCCL_IB_GID_INDEX=")) {
+            ""
+        } else {
+            " (NCCL 2.21 and later; before 2.21 no setting fits every port)"
+        };
+        format!(
+            "set {} instead of the GID variables above{legacy}",
+            set.join(" ")
+        )
+    };
+    Some(format!(
+        "the NICs are dual-stack: this advice makes NCCL use their IPv4 RoCE v2 GIDs \
+         (NCCL_IB_ADDR_FAMILY defaults to AF_INET); to run the job over their IPv6 GIDs \
+         instead ({targets}), on every node of the job, {how}"
+    ))
 }
 
 /// The RDMA ports of the NICs in scope, by what the advice does with them.
@@ -768,7 +831,11 @@ fn port_list(v: &[PortRef]) -> String {
         .join(",")
 }
 
-/// IPv6 when every active port's target is an IPv6 GID, else IPv4.
+/// IPv6 when every active port's target is an IPv6 GID, else IPv4. A job's
+/// GIDs are of one family: without `NCCL_IB_GID_INDEX` NCCL considers only GIDs
+/// of `NCCL_IB_ADDR_FAMILY` (`envIbAddrFamily`, `AF_INET` unless the value is
+/// exactly `AF_INET6`; NVIDIA/nccl `v2.30.7-1`, `src/transport/net_ib/connect.cc`),
+/// and a RoCE v2 connection needs both ends in the same family.
 fn job_family(active: &[Candidate]) -> AddrFamily {
     if !active.is_empty()
         && active

@@ -323,6 +323,129 @@ fn ipv6_rails_at_different_indices_get_the_address_family() {
     assert!(a.picks.iter().all(|p| idx(&p.auto_unset) == Some(0)));
 }
 
+/// An environment from advice lines (`NAME=value`).
+fn env_of_lines(lines: &[String]) -> NcclEnv {
+    NcclEnv::from_pairs(
+        lines
+            .iter()
+            .map(|l| l.split_once('=').unwrap())
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    )
+}
+
+/// The `NAME=value` settings a note proposes after "set ".
+fn note_settings(note: &str) -> Vec<String> {
+    let rest = note.split_once(", set ").unwrap().1;
+    let upto = rest.find(" instead").unwrap();
+    rest[..upto].split(' ').map(str::to_string).collect()
+}
+
+/// Dual-stack rails, IPv4 added first everywhere (IPv4 v2 GIDs at 3, IPv6 at
+/// 5): NCCL's default family AF_INET picks the IPv4 GID by itself from 2.21;
+/// the advice is the IPv4 one (`NCCL_IB_GID_INDEX=3`, for releases before
+/// 2.21), and a note gives the explicit IPv6 index for a job over IPv6, which
+/// the model proves picks the IPv6 GIDs on every release.
+#[test]
+fn dual_stack_rails_get_the_ipv4_gid_and_the_ipv6_index_in_a_note() {
+    let s = host("dual-stack");
+    let a = roce_net::nccl_env(&s);
+    assert_eq!(
+        val(&a, "NCCL_IB_HCA"),
+        Some("=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1")
+    );
+    for p in &a.picks {
+        assert_eq!(p.target.as_ref().unwrap().index, 3, "{p:?}");
+        assert_eq!(idx(&p.auto_unset), Some(3), "AF_INET picks the IPv4 GID");
+    }
+    assert_eq!(val(&a, "NCCL_IB_GID_INDEX"), Some("3"));
+    assert!(a.get("NCCL_IB_ADDR_FAMILY").is_none());
+    let note = a
+        .notes
+        .iter()
+        .find(|n| n.contains("dual-stack"))
+        .unwrap_or_else(|| panic!("no dual-stack note: {:?}", a.notes));
+    assert!(note.contains("mlx5_0:1=5 (fd00:198:18::11)"), "{note}");
+    let v6 = note_settings(note);
+    assert_eq!(v6, ["NCCL_IB_GID_INDEX=5"], "{note}");
+    let e = env_of_lines(&v6);
+    for d in ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"] {
+        assert_eq!(pick(&s, d, &e, "2.30"), Selection::Index(5));
+        assert_eq!(pick(&s, d, &e, "2.20"), Selection::Index(5));
+    }
+    // --check: the advice is clean; the IPv6 choice of the note is too (the
+    // job runs over IPv6 on every port), and so is AF_INET6 alone on 2.30.
+    let opts = NcclOptions::for_version(Some(V230));
+    assert!(roce_net::nccl_check(&s, &env_of_lines(&a.env_lines()), &opts).is_empty());
+    let f = roce_net::nccl_check(&s, &e, &opts);
+    assert!(f.is_empty(), "{f:#?}");
+    let f = roce_net::nccl_check(&s, &env(&[("NCCL_IB_ADDR_FAMILY", "AF_INET6")]), &opts);
+    assert!(f.is_empty(), "{f:#?}");
+    // An index that is the IPv6 GID on most ports but not all: the job is an
+    // IPv6 one, wrong where the index is the IPv4 GID.
+    let mut mixed = s.clone();
+    let d = mixed.rdma.iter_mut().find(|d| d.name == "mlx5_3").unwrap();
+    for g in &mut d.ports[0].gids {
+        g.index = match g.index {
+            2 => 4,
+            3 => 5,
+            4 => 2,
+            5 => 3,
+            i => i,
+        };
+    }
+    d.ports[0].gids.sort_by_key(|g| g.index);
+    let f = roce_net::nccl_check(&mixed, &e, &opts);
+    let bad: Vec<_> = f.iter().filter(|f| f.id == "nccl-gid-index-bad").collect();
+    assert_eq!(bad.len(), 1, "{f:#?}");
+    assert_eq!(bad[0].subject.device.as_deref(), Some("mlx5_3"));
+    assert!(
+        bad[0]
+            .message
+            .contains("the NIC's address fd00:198:18::14 is GID 3"),
+        "{}",
+        bad[0].message
+    );
+}
+
+/// Dual-stack rails whose addresses came in different orders (IPv4 v2 GIDs at
+/// 3, 3, 5, 5; IPv6 at 5, 5, 3, 3): no index fits; NCCL 2.21+ picks each
+/// IPv4 GID by itself (its first IPv4 GID, then the v2 one after it), and for
+/// IPv6 the note proposes NCCL_IB_ADDR_FAMILY=AF_INET6, proven on every port.
+#[test]
+fn dual_stack_rails_in_mixed_order_need_nothing_for_ipv4_and_the_family_for_ipv6() {
+    let s = host("dual-stack-mixed");
+    let a = roce_net::nccl_env(&s);
+    let targets: Vec<u32> = a
+        .picks
+        .iter()
+        .map(|p| p.target.as_ref().unwrap().index)
+        .collect();
+    assert_eq!(targets, [3, 3, 5, 5]);
+    assert!(a.picks.iter().all(|p| p.auto_unset.right == Some(true)));
+    assert_eq!(val(&a, "NCCL_IB_GID_INDEX"), None);
+    let r = &a.get("NCCL_IB_GID_INDEX").unwrap().reason;
+    assert!(
+        r.contains("different indices") && r.contains("before 2.21"),
+        "{r}"
+    );
+    let note = a.notes.iter().find(|n| n.contains("dual-stack")).unwrap();
+    assert!(
+        note.contains("mlx5_0:1=5 (fd00:198:18::11)")
+            && note.contains("mlx5_3:1=3 (fd00:198:18::14)"),
+        "{note}"
+    );
+    let v6 = note_settings(note);
+    assert_eq!(v6, ["NCCL_IB_ADDR_FAMILY=AF_INET6"], "{note}");
+    assert!(note.contains("before 2.21 no setting fits"), "{note}");
+    let e = env_of_lines(&v6);
+    for (d, i) in [("mlx5_0", 5), ("mlx5_1", 5), ("mlx5_2", 3), ("mlx5_3", 3)] {
+        assert_eq!(pick(&s, d, &e, "2.30"), Selection::Index(i), "{d}");
+    }
+    let opts = NcclOptions::for_version(Some(V230));
+    assert!(roce_net::nccl_check(&s, &e, &opts).is_empty());
+    assert!(roce_net::nccl_check(&s, &NcclEnv::default(), &opts).is_empty());
+}
+
 #[test]
 fn rocev1_only_devices_have_no_v2_target_and_nccl_takes_the_v1_ipv4_gid() {
     let s = host("rocev1-only");
