@@ -155,11 +155,11 @@ pub use policy::{
 
 // Apply as a transaction.
 pub use apply::{
-    apply, apply_policy, apply_status, archive_journal, arm_confirm, confirm,
+    apply, apply_policy, apply_status, archive_journal, arm_confirm, confirm, persist_for_apply,
     refuse_persist_while_unsettled, require_net_admin, rollback, stop_on_signals, watchdog,
-    watchdog_until, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard, Journal, JournalState,
-    NamespaceId, NamespaceRecord, RollbackReport, Step, StepStatus, WatchdogOutcome,
-    WatchdogRecord, DEFAULT_STATE_DIR, MAX_CONFIRM_TIMEOUT,
+    watchdog_until, AppliedPersist, ApplyOptions, ApplyReport, ArchiveReport, ConfirmGuard,
+    Journal, JournalState, NamespaceId, NamespaceRecord, RollbackReport, Step, StepStatus,
+    WatchdogOutcome, WatchdogRecord, DEFAULT_STATE_DIR, MAX_CONFIRM_TIMEOUT,
 };
 
 // Persist.

@@ -354,6 +354,12 @@ pub(crate) fn rollback(cli: &Context) -> Result<u8, Error> {
         for u in &r.undone {
             let _ = writeln!(s, "  {u}");
         }
+        if !r.restored_files.is_empty() {
+            s.push_str("and the boot configuration persisted for it:\n");
+            for u in &r.restored_files {
+                let _ = writeln!(s, "  {u}");
+            }
+        }
         out(&s);
     }
     drop(held);

@@ -27,21 +27,24 @@ pub(super) fn run(
     }
     let policy = load_policy(policy)?;
     let h = host(cli)?;
+    let opts = roce_net::ApplyOptions {
+        state_dir: cli.state_dir.clone(),
+        ..Default::default()
+    };
     if !dry_run {
         // Nothing is persisted for an apply that is not settled: files
-        // written now would bring an unconfirmed change back at the next boot.
-        let opts = roce_net::ApplyOptions {
-            state_dir: cli.state_dir.clone(),
-            ..Default::default()
-        };
+        // written now would bring an unconfirmed change back at the next boot
+        // (checked again under the namespace's lock when writing).
         roce_net::refuse_persist_while_unsettled(&h, &opts)?;
     }
     let st = h.snapshot()?;
     let desired = roce_net::desired_state(&st, &policy)?;
     let chosen = chosen_backend(backend, &policy);
     let plan = roce_net::prepare_persistence(&desired, &st, &target, chosen)?;
-    let report = roce_net::write_persistence_at(&plan.files, &target, dry_run)?;
-    let stale = roce_net::remove_stale_persistence(&target, &plan, switch_backend, dry_run)?;
+    // Written under the namespace's lock; what changed is recorded for a
+    // rollback of the last apply to put back.
+    let done = roce_net::persist_for_apply(&h, &opts, &plan, &target, switch_backend, dry_run)?;
+    let (report, stale) = (done.report, done.stale);
     if cli.json {
         print_json(&serde_json::json!({
             "backend": plan.backend.name(),
@@ -51,13 +54,23 @@ pub(super) fn run(
             "files": plan.files,
             "report": report,
             "stale": stale,
+            "recorded": done.recorded,
         }))?;
     } else {
         let hint = persist_hints(cli, root, &target, dry_run);
         // Every path shown is where the file is on disk: under --etc-root or
         // --root, not the /etc a user who gave them means to stay off.
         let place = |p: &Path| target.on_disk(p).unwrap_or_else(|_| p.to_path_buf());
-        out(&render::persist(&plan, &report, &stale, &hint, &place));
+        let mut text = render::persist(&plan, &report, &stale, &hint, &place);
+        if let Some(r) = &done.recorded {
+            let line = format!(
+                "recorded for the last apply in {}: `roce-net rollback` puts these files back \
+                 as they were\n",
+                r.display()
+            );
+            text.push_str(&localize_hints(&line, &command_prefix(cli)));
+        }
+        out(&text);
     }
     Ok(exit::OK)
 }

@@ -38,6 +38,7 @@ mod persist_boot;
 mod printed_commands;
 mod reliability;
 mod reliability_faults;
+mod rollback_persisted;
 mod slurm_health;
 mod slurm_mesh;
 mod watchdog_superseded;

@@ -955,6 +955,10 @@ class RollbackReport(_Record):
     undone: Tuple[str, ...]
     #: The journal's state before the rollback.
     was: str
+    #: One line per boot-configuration file put back as it was before
+    #: ``persist`` wrote it for this apply (``persist_for_apply``); empty when
+    #: nothing was persisted for it.
+    restored_files: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)

@@ -365,6 +365,12 @@ impl Journal {
         format!("{key}.journal.log")
     }
 
+    /// The name of the record of what `persist` wrote for the namespace's
+    /// last apply (`apply/persisted.rs`).
+    pub(crate) fn persisted_name(key: &str) -> String {
+        format!("{key}.persisted.json")
+    }
+
     /// Write atomically (temporary file, rename); see the module notes on syncing.
     pub(crate) fn save(&self, dir: &StateDir) -> Result<()> {
         // Sized up front (a step is about 320 bytes of JSON): growing from

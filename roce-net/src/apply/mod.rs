@@ -37,6 +37,7 @@ mod execute;
 mod identity;
 mod journal;
 mod lock;
+mod persisted;
 mod privilege;
 pub use privilege::require_net_admin;
 mod status;
@@ -56,6 +57,7 @@ pub use identity::namespace_key;
 pub use identity::NamespaceId;
 pub use journal::{Journal, JournalState, NamespaceRecord, Step, StepStatus, WatchdogRecord};
 pub use lock::NsLock;
+pub use persisted::{persist_for_apply, AppliedPersist};
 pub use status::{apply_status, archive_journal, refuse_persist_while_unsettled, ArchiveReport};
 pub use watchdog::{stop_on_signals, watchdog, watchdog_until, WatchdogOutcome};
 
@@ -134,6 +136,11 @@ pub struct RollbackReport {
     pub undone: Vec<String>,
     /// The journal's state before the rollback.
     pub was: String,
+    /// One line per boot-configuration file put back as it was before
+    /// `persist` wrote it for this apply ([`persist_for_apply`]); empty when
+    /// nothing was persisted for it.
+    #[serde(default)]
+    pub restored_files: Vec<String>,
 }
 
 /// How messages name a host's namespace, and what its journal records of it.

@@ -30,9 +30,14 @@ pub fn apply_status(host: &Host, opts: &ApplyOptions) -> Result<Option<Journal>>
 /// the error ([`ErrorKind::Locked`]) says what to run first. No journal, or a
 /// settled one (`committed`, `rolled_back`, `rollback_failed`), is `Ok`.
 pub fn refuse_persist_while_unsettled(host: &Host, opts: &ApplyOptions) -> Result<()> {
-    let Some(j) = apply_status(host, opts)? else {
-        return Ok(());
-    };
+    match apply_status(host, opts)? {
+        Some(j) => refuse_unsettled(host, &j),
+        None => Ok(()),
+    }
+}
+
+/// [`refuse_persist_while_unsettled`] for a journal already read.
+pub(crate) fn refuse_unsettled(host: &Host, j: &Journal) -> Result<()> {
     let why = match j.state {
         JournalState::PendingConfirm { deadline } => format!(
             "the last apply in {} awaits confirmation (its watchdog rolls it back {} unless \
@@ -99,6 +104,11 @@ pub fn archive_journal(host: &Host, opts: &ApplyOptions) -> Result<ArchiveReport
     let stamp = format!("{key}.{}.{state}", now());
     let journal = dir.archive(&Journal::file_name(&key), &format!("{stamp}.journal.json"))?;
     let log = dir.archive(&Journal::log_name(&key), &format!("{stamp}.journal.log"))?;
+    // What persist wrote for it can no longer be rolled back either.
+    dir.archive(
+        &Journal::persisted_name(&key),
+        &format!("{stamp}.persisted.json"),
+    )?;
     Ok(ArchiveReport {
         journal,
         log,

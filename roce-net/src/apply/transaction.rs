@@ -738,30 +738,60 @@ pub(crate) fn rollback(s: &Session, fx: &mut dyn Effects) -> Result<(RollbackRep
         ));
     }
     let was = j.state.name().to_string();
-    let (undone, save_err) = undo_journal(s, fx, &mut j)?;
+    // The boot configuration persisted for this apply first: a file changed
+    // since (or a disk that cannot be written) stops here with nothing undone,
+    // and once the files are back the live undo below may be run again.
+    let restored_files = super::persisted::restore_for_rollback(&s.dir, &j)?;
+    let (undone, save_err) =
+        undo_journal(s, fx, &mut j).map_err(|e| with_files(e, &restored_files))?;
     if j.errors.is_empty() {
         if let Some(e) = save_err {
             let said = unrecorded(s, &e);
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!("rolled back ({}), {said}", undone.join("; ")),
-            )
-            .with_source(e.error));
+            return Err(with_files(
+                Error::new(
+                    ErrorKind::Io,
+                    format!("rolled back ({}), {said}", undone.join("; ")),
+                )
+                .with_source(e.error),
+                &restored_files,
+            ));
         }
-        Ok((RollbackReport { undone, was }, j))
+        Ok((
+            RollbackReport {
+                undone,
+                was,
+                restored_files,
+            },
+            j,
+        ))
     } else {
-        Err(Error::new(
-            ErrorKind::RollbackFailed,
-            format!(
-                "rollback incomplete, the host may be in a mixed state; not restored: {}; \
+        Err(with_files(
+            Error::new(
+                ErrorKind::RollbackFailed,
+                format!(
+                    "rollback incomplete, the host may be in a mixed state; not restored: {}; \
                  undone: {}. The journal is kept: fix the cause and run `roce-net rollback` again",
-                j.errors.join("; "),
-                if undone.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    undone.join("; ")
-                }
+                    j.errors.join("; "),
+                    if undone.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        undone.join("; ")
+                    }
+                ),
             ),
+            &restored_files,
         ))
     }
+}
+
+/// `e`, saying which boot files were put back before it (they stay put back:
+/// running `rollback` again finds them as they were and redoes only the rest).
+fn with_files(e: Error, restored: &[String]) -> Error {
+    if restored.is_empty() {
+        return e;
+    }
+    e.context(format!(
+        "the boot configuration persisted for the apply was put back first ({})",
+        restored.join("; ")
+    ))
 }

@@ -32,6 +32,7 @@ mod networkd;
 mod nm;
 mod stale;
 mod switch;
+pub(crate) mod undo;
 pub(crate) mod write;
 
 /// The backends are part of the policy (`persistence.backend`).

@@ -310,7 +310,7 @@ pub struct RemoveReport {
 
 /// Every host path roce-net's persistence may have written under `target`: the
 /// fixed paths and the systemd-networkd drop-ins in `/etc/systemd/network`.
-fn owned_candidates(target: &PersistRoot) -> Vec<PathBuf> {
+pub(crate) fn owned_candidates(target: &PersistRoot) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = super::OWNED_PATHS.iter().map(PathBuf::from).collect();
     let dir = target.etc.join("systemd/network");
     if let Ok(rd) = std::fs::read_dir(&dir) {

@@ -395,6 +395,35 @@ pub(crate) fn merge_names_file(rendered: &str, existing: Option<&[u8]>) -> Strin
     t
 }
 
+/// The names file `current` without the boot marks `persist` added since
+/// `before` (the file as it was before that persist): each table id marked in
+/// `current` but not in `before` loses its mark, every other line is kept (a
+/// rollback of the apply then removes that apply's own lines).
+pub(crate) fn unmark_boot_names(current: &str, before: &str) -> String {
+    let old: Vec<String> = before.lines().map(str::to_string).collect();
+    let mut t = String::new();
+    for l in current.lines() {
+        match l.strip_prefix(BOOT_MARK) {
+            Some(ids) => {
+                let keep: Vec<u32> = ids
+                    .split_whitespace()
+                    .filter_map(|w| w.parse::<u32>().ok())
+                    .filter(|id| is_boot_name(&old, *id))
+                    .collect();
+                if !keep.is_empty() {
+                    t.push_str(&boot_line(keep.into_iter()));
+                    t.push('\n');
+                }
+            }
+            None => {
+                t.push_str(l);
+                t.push('\n');
+            }
+        }
+    }
+    t
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;

@@ -78,7 +78,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // apply reaches its state files through input's `open_at`, and after a
-    // verified apply announces each NIC's address with probe's announcer.
+    // verified apply announces each NIC's address with probe's announcer; a
+    // rollback puts back the boot files persist wrote for its apply through
+    // persist's writer.
     (
         "apply",
         &[
@@ -93,6 +95,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "policy",
             "plan",
             "probe",
+            "persist",
         ],
     ),
     (
