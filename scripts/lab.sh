@@ -3,7 +3,8 @@
 # RoCE host in network namespaces, diagnosed, fixed, shown fixed) as root, since
 # creating namespaces needs it.
 #
-# Usage: scripts/lab.sh [lab options, e.g. --nics 8 --keep --json]
+# Usage: scripts/lab.sh [lab options, e.g. --nics 8 --keep --json; --ipv6 for
+#        the same host on an IPv6 rail, fd00:198:18::/64]
 #
 # cargo comes from your PATH or ~/.cargo/bin (rustup's place); run as root via
 # `sudo`, the build still runs as the user who called sudo, so target/ and

@@ -285,6 +285,11 @@ enum Cmd {
         /// Number of host NICs (2 to 64).
         #[arg(long, default_value_t = 4, value_parser = parse_lab_nics)]
         nics: usize,
+        /// Address the NICs in IPv6 only (the ULA prefix fd00:198:18::/64)
+        /// instead of 198.18.0.0/24: the doctor's IPv6 findings, apply's
+        /// `ip -6` rules, the peer's neighbour-solicitation probe.
+        #[arg(long)]
+        ipv6: bool,
         /// Keep the lab afterwards for exploration: its namespaces, table names
         /// (`--etc-root`, else a temporary directory) and apply journal
         /// (`--state-dir`, else a temporary directory); prints the commands to
@@ -560,9 +565,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
             mesh,
         } => fleet::run(cli, snapshots, mesh_plan.as_deref(), mesh),
         Cmd::Mesh { what } => mesh::run(cli, what),
-        Cmd::Lab { nics, keep } => match lab::refused_option(cli) {
+        Cmd::Lab { nics, ipv6, keep } => match lab::refused_option(cli) {
             Some(why) => Ok(refused(why, cli.json)),
-            None => lab::run(cli, *nics, *keep),
+            None => lab::run(cli, *nics, *ipv6, *keep),
         },
         Cmd::Watchdog(args) => apply::watchdog(cli, args),
     }

@@ -1,5 +1,6 @@
 //! `roce-net lab`: the seed scenario as a guided demo, entirely inside network
-//! namespaces it creates and removes (names `rnt-demo-*`, addresses 198.18.0.0/15).
+//! namespaces it creates and removes (names `rnt-demo-*`, addresses 198.18.0.0/15,
+//! or with `--ipv6` the ULA prefix `fd00:198:18::/64`).
 
 use super::exit;
 use super::output::out;
@@ -9,31 +10,32 @@ use roce_net::ApplyOptions;
 use roce_net::Lab;
 
 use roce_net::Policy;
-use roce_net::{ArpProbeOptions, ArpProbeResult};
+use roce_net::{AddressFamilies, ArpProbeOptions, NdProbeOptions};
 use roce_net::{Error, ErrorKind, Host};
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// What the peer's probe of one host address saw on the wire: an ARP probe
+/// for an IPv4 lab, a neighbour solicitation probe for an IPv6 one.
+struct WireProbe {
+    /// `ARP` or `ND`.
+    kind: &'static str,
+    /// The distinct MACs that answered, in order.
+    macs: Vec<String>,
+    /// The probe's own result, for `--json`.
+    json: serde_json::Value,
+}
 
 /// What the demo saw at one moment.
 struct Observation {
     findings: Vec<roce_net::Finding>,
-    probe: ArpProbeResult,
-    /// The host's NICs by MAC: whose MAC each ARP reply carries.
+    probe: WireProbe,
+    /// The host's NICs by MAC: whose MAC each answer carries.
     macs: std::collections::BTreeMap<String, String>,
     egress: Vec<(String, IpAddr, Option<String>)>,
-}
-
-fn v4(ip: IpAddr) -> Result<Ipv4Addr, Error> {
-    match ip {
-        IpAddr::V4(a) => Ok(a),
-        IpAddr::V6(_) => Err(Error::new(
-            ErrorKind::InvalidInput,
-            "lab addresses are IPv4",
-        )),
-    }
 }
 
 fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
@@ -47,11 +49,36 @@ fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
         .peer_ns()
         .ok_or_else(|| Error::new(ErrorKind::NotFound, "lab has no peer namespace"))?;
     let target = nics.get(1).unwrap_or(&nics[0]).address;
-    let probe = Host::netns(peer_ns)?.probe_arp(
-        &peer.name,
-        v4(target)?,
-        ArpProbeOptions::new(3, Duration::from_millis(800)),
-    )?;
+    let peer_host = Host::netns(peer_ns)?;
+    let json_of = |v: Result<serde_json::Value, serde_json::Error>| {
+        v.map_err(|e| Error::new(ErrorKind::Io, format!("encoding the probe result: {e}")))
+    };
+    let probe = match target {
+        IpAddr::V4(a) => {
+            let r = peer_host.probe_arp(
+                &peer.name,
+                a,
+                ArpProbeOptions::new(3, Duration::from_millis(800)),
+            )?;
+            WireProbe {
+                kind: "ARP",
+                macs: r.replies.iter().map(|x| x.mac.to_string()).collect(),
+                json: json_of(serde_json::to_value(&r))?,
+            }
+        }
+        IpAddr::V6(a) => {
+            let r = peer_host.probe_nd(
+                &peer.name,
+                a,
+                NdProbeOptions::new(3, Duration::from_millis(800)),
+            )?;
+            WireProbe {
+                kind: "ND",
+                macs: r.replies.iter().map(|x| x.mac.to_string()).collect(),
+                json: json_of(serde_json::to_value(&r))?,
+            }
+        }
+    };
     let mut egress = Vec::new();
     for n in nics {
         let d = host.route_get(peer.address, Some(n.address))?;
@@ -98,17 +125,21 @@ fn describe(title: &str, lab: &Lab, o: &Observation) -> String {
     let target = nics.get(1).unwrap_or(&nics[0]);
     let peer = lab.peer_nic().map(|p| p.name.clone()).unwrap_or_default();
     s.push_str(&format!(
-        "wire: the peer's ARP probe ({peer}) for {} ({}) got {} distinct MAC(s){}\n",
+        "wire: the peer's {} probe ({peer}) for {} ({}) got {} distinct MAC(s){}\n",
+        o.probe.kind,
         target.address,
         target.name,
-        o.probe.replies.len(),
-        if o.probe.is_flux() { ": ARP flux" } else { "" }
+        o.probe.macs.len(),
+        if o.probe.macs.len() > 1 {
+            format!(": {} flux", o.probe.kind)
+        } else {
+            String::new()
+        }
     ));
     // Whose MAC each answer carries: the probed NIC's own is the right answer,
-    // another NIC's is ARP flux (that NIC answering for an address not its own).
-    for r in &o.probe.replies {
-        let mac = r.mac.to_string();
-        let whose = match o.macs.get(&mac) {
+    // another NIC's is flux (that NIC answering for an address not its own).
+    for mac in &o.probe.macs {
+        let whose = match o.macs.get(mac) {
             Some(n) if *n == target.name => format!("{n}'s own MAC: the right answer"),
             Some(n) => format!("{n}'s MAC: {n} answers for {}'s address", target.name),
             None => "no NIC of the host has it".to_string(),
@@ -153,7 +184,13 @@ pub struct LabDirs<'a> {
 /// a dropped SSH session) at any point, it removes the namespaces and the
 /// temporary directories it made, says which (or which could not be removed,
 /// and how to), and exits with 128 + the signal's number.
-pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
+pub fn run(
+    nics: usize,
+    ipv6: bool,
+    keep: bool,
+    as_json: bool,
+    dirs: &LabDirs<'_>,
+) -> Result<u8, Error> {
     if !(2..=roce_net::SEED_MAX_NICS).contains(&nics) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -161,21 +198,32 @@ pub fn run(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
         ));
     }
     crate::lab_signals::clean_up_on_signals();
-    let r = run_lab(nics, keep, as_json, dirs);
+    let r = run_lab(nics, ipv6, keep, as_json, dirs);
     // An interrupt makes the lab's next step fail: its own report and exit come
     // from the thread that took the signal, not this error.
     crate::lab_signals::wait_if_interrupted();
     r
 }
 
-fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result<u8, Error> {
+fn run_lab(
+    nics: usize,
+    ipv6: bool,
+    keep: bool,
+    as_json: bool,
+    dirs: &LabDirs<'_>,
+) -> Result<u8, Error> {
     // The lab never writes the machine's /etc or /run: table names and the apply
     // journal go to the directories given, else to temporary ones (removed at
     // exit unless the lab is kept: a kept host needs them to be planned, shown
     // with its table names, and rolled back).
     let etc = LabDir::new(dirs.etc_root, "etc", keep)?;
     let state_dir = LabDir::new(dirs.state_dir, "state", keep)?;
-    let mut lab = Lab::seed_tagged("demo", nics)?;
+    let families = if ipv6 {
+        AddressFamilies::Ipv6
+    } else {
+        AddressFamilies::Ipv4
+    };
+    let mut lab = Lab::seed_families("demo", nics, families)?;
     let host = lab.host()?.with_etc_root(&etc.path);
     let opts = ApplyOptions {
         state_dir: state_dir.path.clone(),
@@ -188,13 +236,14 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
     let report = roce_net::apply(&host, &p, &opts)?;
     let after = observe(&lab, &host)?;
     let second = roce_net::plan(&host.snapshot()?, &policy)?;
-    let fixed = !after.probe.is_flux() && egress_ok(&after) && second.is_empty();
+    let fixed = after.probe.macs.len() <= 1 && egress_ok(&after) && second.is_empty();
 
     if as_json {
+        let probe_key = if ipv6 { "nd_probe" } else { "arp_probe" };
         let obs = |o: &Observation| {
             json!({
                 "findings": o.findings,
-                "arp_probe": o.probe,
+                probe_key: o.probe.json,
                 "nic_macs": o.macs,
                 "egress": o.egress.iter().map(|(n, a, d)| json!({"nic": n, "source": a, "dev": d})).collect::<Vec<_>>(),
             })
@@ -203,6 +252,7 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
             "namespaces": lab.namespaces(),
             "host_namespace": lab.host_ns(),
             "kept": keep,
+            "family": if ipv6 { "ipv6" } else { "ipv4" },
             "etc_root": etc.path,
             "state_dir": state_dir.path,
             "before": obs(&before),
@@ -215,9 +265,20 @@ fn run_lab(nics: usize, keep: bool, as_json: bool, dirs: &LabDirs<'_>) -> Result
         super::output::print_json(&v)?;
     } else {
         let mut s = format!(
-            "roce-net lab: a host with {nics} NICs in 198.18.0.0/24 and a peer on one switch (namespaces {})\n",
+            "roce-net lab: a host with {nics} NICs in {} and a peer on one switch (namespaces {})\n",
+            if ipv6 {
+                "fd00:198:18::/64 (IPv6 only)"
+            } else {
+                "198.18.0.0/24"
+            },
             lab.namespaces().join(", ")
         );
+        if ipv6 {
+            s.push_str(
+                "(in IPv6 a NIC answers a neighbour solicitation only for its own addresses: \
+                 the failure to watch is the egress, each source leaving by r0)\n",
+            );
+        }
         s.push_str(&describe("before: kernel defaults", &lab, &before));
         s.push_str("\n=== plan (default policy) ===\n");
         s.push_str(&render::plan(&p));

@@ -3,14 +3,14 @@
 use super::context::Context;
 use roce_net::Error;
 
-/// `lab [--nics N] [--keep]`, once [`refused_option`] found nothing to refuse
+/// `lab [--nics N] [--ipv6] [--keep]`, once [`refused_option`] found nothing to refuse
 /// (the dispatch reports a refusal as a usage error, in clap's words).
-pub(super) fn run(cli: &Context, nics: usize, keep: bool) -> Result<u8, Error> {
+pub(super) fn run(cli: &Context, nics: usize, ipv6: bool, keep: bool) -> Result<u8, Error> {
     let dirs = super::demo::LabDirs {
         etc_root: cli.etc_root.as_deref(),
         state_dir: cli.state_dir_given.then_some(cli.state_dir.as_path()),
     };
-    super::demo::run(nics, keep, cli.json, &dirs)
+    super::demo::run(nics, ipv6, keep, cli.json, &dirs)
 }
 
 /// Why a global option given cannot apply to the lab. The lab builds its own
