@@ -56,6 +56,19 @@ pub fn write_sysfs_device(
     v4: std::net::Ipv4Addr,
     state: &str,
 ) {
+    write_sysfs_device_with(root, dev, netdev, &[IpAddr::V4(v4)], state)
+}
+
+/// [`write_sysfs_device`] for any addresses of the netdev, in order: GID 0/1
+/// link-local v1/v2, then a v1 and a v2 GID per address (IPv4-mapped for an
+/// IPv4 one, the address itself for an IPv6 one, as `ib_cache.c` adds them).
+pub fn write_sysfs_device_with(
+    root: &Path,
+    dev: &str,
+    netdev: &str,
+    addrs: &[IpAddr],
+    state: &str,
+) {
     let port = root.join(format!("class/infiniband/{dev}/ports/1"));
     for d in ["gids", "gid_attrs/types", "gid_attrs/ndevs"] {
         std::fs::create_dir_all(port.join(d)).unwrap();
@@ -73,23 +86,21 @@ pub fn write_sysfs_device(
     w("link_layer", "Ethernet");
     w("rate", "100 Gb/sec (4X EDR)");
     let ll: Ipv6Addr = "fe80::1".parse().unwrap();
-    let mapped = v4.to_ipv6_mapped();
-    for (i, (g, t)) in [
-        (ll, "IB/RoCE v1"),
-        (ll, "RoCE v2"),
-        (mapped, "IB/RoCE v1"),
-        (mapped, "RoCE v2"),
-    ]
-    .iter()
-    .enumerate()
-    {
-        w(&format!("gids/{i}"), &gid_text(*g));
-        w(&format!("gid_attrs/types/{i}"), t);
-        w(&format!("gid_attrs/ndevs/{i}"), netdev);
+    let gids: Vec<Ipv6Addr> = std::iter::once(ll)
+        .chain(addrs.iter().map(|a| crate::scope::gid_of(*a)))
+        .collect();
+    let mut i = 0;
+    for g in &gids {
+        for t in ["IB/RoCE v1", "RoCE v2"] {
+            w(&format!("gids/{i}"), &gid_text(*g));
+            w(&format!("gid_attrs/types/{i}"), t);
+            w(&format!("gid_attrs/ndevs/{i}"), netdev);
+            i += 1;
+        }
     }
     // Empty slots read as zeros.
-    for i in 4..8 {
-        w(&format!("gids/{i}"), &gid_text(Ipv6Addr::UNSPECIFIED));
+    for j in i..i + 4 {
+        w(&format!("gids/{j}"), &gid_text(Ipv6Addr::UNSPECIFIED));
     }
 }
 

@@ -1,7 +1,7 @@
 //! The device, port and GID index chosen from a source address, on the sysfs
 //! fixture trees and the doctor's fixture snapshots.
 
-use super::{doctor_fixture, ip};
+use super::{doctor_fixture, ip, write_sysfs_device_with};
 use crate::error::ErrorKind;
 use crate::model::GidType;
 use crate::probe::rdma::select::select_rdma_port;
@@ -79,6 +79,91 @@ fn the_source_address_picks_its_nics_port_and_roce_v2_gid() {
     assert_eq!(s.nccl_gid_index, Some(s.gid_index));
     assert!(s.notes.is_empty(), "{:?}", s.notes);
     assert!(s.port_active());
+}
+
+/// ens1 and ens2 of the doctor's healthy host, dual-stack (their IPv4
+/// addresses and `fd00:198:18::11`/`::12`/64 on one prefix), each backed by
+/// an RDMA device whose GID table the kernel's sysfs format holds: 0/1
+/// link-local, 2/3 the IPv4-mapped address, 4/5 the IPv6 one (v1, v2), as
+/// rxe or mlx5 build it after `ip -6 addr add fd00:198:18::11/64 dev ens1`.
+fn dual_stack() -> HostState {
+    let mut st = doctor_fixture("healthy.json");
+    let t = tempfile::tempdir().unwrap();
+    for (n, dev) in [(1u8, "mlx5_0"), (2, "mlx5_1")] {
+        let ifname = format!("ens{n}");
+        let mut a = st
+            .addresses
+            .iter()
+            .find(|a| a.ifname == ifname && a.address.is_ipv4())
+            .unwrap()
+            .clone();
+        let v4 = a.address;
+        a.address = ip(&format!("fd00:198:18::1{n}"));
+        a.prefix_len = 64;
+        a.label = None;
+        st.addresses.push(a);
+        write_sysfs_device_with(
+            t.path(),
+            dev,
+            &ifname,
+            &[v4, ip(&format!("fd00:198:18::1{n}"))],
+            "4: ACTIVE",
+        );
+    }
+    let mut w = Vec::new();
+    st.rdma = crate::kernel::sysfs::read_rdma_sysfs(t.path(), &st.interfaces, &mut w);
+    assert!(w.is_empty(), "{w:?}");
+    st
+}
+
+#[test]
+fn an_ipv6_source_picks_the_roce_v2_gid_of_that_ipv6_address() {
+    let st = dual_stack();
+    // `roce-net probe rdma --source fd00:198:18::12`: ens2's device, the v2
+    // GID of the IPv6 address (index 5), not the IPv4-mapped one beside it.
+    let s = select_rdma_port(&st, ip("fd00:198:18::12"), None, None, None).unwrap();
+    assert_eq!((s.device.as_str(), s.netdev.as_str()), ("mlx5_1", "ens2"));
+    assert_eq!(
+        s.gid,
+        "fd00:198:18::12".parse::<std::net::Ipv6Addr>().unwrap()
+    );
+    assert_eq!((s.gid_index, s.gid_type), (5, Some(GidType::RoceV2)));
+    assert_eq!(s.address, ip("fd00:198:18::12"));
+    // The NCCL advice names the IPv4 GID (NCCL_IB_ADDR_FAMILY's default
+    // AF_INET): the probe says it uses another one.
+    assert_eq!(s.nccl_gid_index, Some(3));
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("names GID index 3") && n.contains("uses index 5")),
+        "{:?}",
+        s.notes
+    );
+    // The IPv4 source on the same NIC still picks its own GID, with no note.
+    let s = select_rdma_port(&st, ip("198.18.0.12"), None, None, None).unwrap();
+    assert_eq!((s.gid_index, s.gid_type), (3, Some(GidType::RoceV2)));
+    assert!(s.notes.is_empty(), "{:?}", s.notes);
+}
+
+#[test]
+fn an_ipv6_source_without_its_gid_is_refused_naming_the_table() {
+    // The address is on ens1 but the device's table lacks its GID (still
+    // tentative, or DAD failed): refused, not a fall back to another GID.
+    let mut st = dual_stack();
+    let p = &mut st
+        .rdma
+        .iter_mut()
+        .find(|d| d.name == "mlx5_0")
+        .unwrap()
+        .ports[0];
+    p.gids.retain(|g| g.index < 4);
+    let e = select_rdma_port(&st, ip("fd00:198:18::11"), None, None, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(
+        e.message().contains("no RoCE v2 GID for fd00:198:18::11"),
+        "{e}"
+    );
+    assert!(e.message().contains("::ffff:198.18.0.11"), "{e}");
 }
 
 #[test]
