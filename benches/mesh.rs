@@ -151,7 +151,8 @@ fn node_result(plan: &MeshPlan, s: &roce_net::NodeSchedule, nodes: usize) -> Val
             .map(|&(_, level)| {
                 if failed {
                     return json!({"level": level, "status": "skipped", "cause": "not-available",
-                                  "message": "not run: the link is down", "elapsed_ms": 0});
+                                  "message": "not run: the link is down", "evidence": {}, "fix": [],
+                                  "elapsed_ms": 0});
                 }
                 match bad {
                     Some((l, cause)) if l == level => {
@@ -164,7 +165,7 @@ fn node_result(plan: &MeshPlan, s: &roce_net::NodeSchedule, nodes: usize) -> Val
                     }
                     _ => json!({"level": level, "status": "pass", "cause": null,
                                 "message": format!("{} answered on {}", p.to.address, p.from.name),
-                                "elapsed_ms": 3}),
+                                "evidence": {}, "fix": [], "elapsed_ms": 3}),
                 }
             })
             .collect();

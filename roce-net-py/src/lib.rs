@@ -11,6 +11,7 @@ mod doctor;
 mod errors;
 mod host;
 mod lab;
+mod mesh;
 mod native;
 mod persist;
 mod plan;
@@ -54,6 +55,7 @@ fn _roce_net(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(doctor::render_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::route_lookup, m)?)?;
     rdma::add(m)?;
+    mesh::add(m)?;
     views::add(m)?;
     Ok(())
 }

@@ -138,6 +138,11 @@ exported_types! {
         r::RdmaProbeReport, r::RdmaServerReport, r::RejectedConnection, r::EndpointSummary,
         r::Latency, r::Bandwidth,
         r::ProbeFailure,
+        // The cluster mesh (`mesh_node`, `mesh_plan`, `mesh_run`, `mesh_report`).
+        r::MeshNode, r::MeshNic, r::MeshInventory, r::MeshPlan, r::MeshOptions, r::MeshLevels,
+        r::MeshRdmaWorkload, r::MeshNodePlan, r::NodeSchedule, r::ScheduledProbe,
+        r::MeshNodeResult, r::NicSeen, r::ProbeRecord, r::LevelResult, r::ResponderReport,
+        r::AnsweredProbe, r::MeshReport, r::MeshSummary, r::MeshFault,
     }
     plain {
         // "confirmed", "nothing_pending" or {"rolled_back": RollbackReport}.

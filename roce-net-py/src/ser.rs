@@ -89,6 +89,36 @@ fn name<'py>(py: Python<'py>, s: &'static str) -> Bound<'py, PyString> {
     name_info(py, s).0
 }
 
+/// The dataclass attribute of a serde field: the field's name, or with a
+/// trailing underscore when that name is a Python keyword (`from` -> `from_`),
+/// as scripts/gen_python_types.py names it; dicts keep the JSON key.
+fn attr_name(key: &'static str) -> &'static str {
+    match key {
+        "from" => "from_",
+        "class" => "class_",
+        "def" => "def_",
+        "del" => "del_",
+        "elif" => "elif_",
+        "except" => "except_",
+        "finally" => "finally_",
+        "global" => "global_",
+        "import" => "import_",
+        "is" => "is_",
+        "lambda" => "lambda_",
+        "nonlocal" => "nonlocal_",
+        "not" => "not_",
+        "or" => "or_",
+        "and" => "and_",
+        "pass" => "pass_",
+        "raise" => "raise_",
+        "try" => "try_",
+        "with" => "with_",
+        "yield" => "yield_",
+        "assert" => "assert_",
+        _ => key,
+    }
+}
+
 /// Serialise a value into Python objects.
 pub fn to_python<'py, T: Serialize + ?Sized>(
     py: Python<'py>,
@@ -227,7 +257,8 @@ impl<'py> StructSer<'py> {
         key: &'static str,
         value: &T,
     ) -> Result<(), SerError> {
-        let (k, share) = name_info(self.py, key);
+        let is_instance = matches!(self.target, Target::Instance(_));
+        let (k, share) = name_info(self.py, if is_instance { attr_name(key) } else { key });
         let v = value.serialize(Ser { py: self.py, share })?;
         match &self.target {
             Target::Instance(o) => set_slot(o, &k, &v)?,

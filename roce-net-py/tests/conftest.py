@@ -14,6 +14,7 @@ and are removed by the fixture even when the test fails.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -149,3 +150,24 @@ def seed_lab():
         yield lab
     finally:
         lab.close()
+
+
+@contextlib.contextmanager
+def lab_fleet(hosts: int, nics: int, tag: str) -> Iterator["object"]:
+    """roce_net.Lab.fleet(hosts, nics): namespaces rnt-<tag>-<pid>-<n>-{sw,h1..},
+    host k's NIC i at 198.18.k.(11 + i)/16 on one switch, its switch port
+    s<(k-1)*nics + i>; removed even on failure, and checked gone (needs_root
+    tests only; a test that cannot make namespaces fails)."""
+    import roce_net
+
+    why = _can_make_netns()
+    if why:
+        cannot_run(why)
+    lab = roce_net.Lab.fleet(hosts, nics, tag=tag)
+    names = lab.namespaces
+    try:
+        yield lab
+    finally:
+        lab.close()
+        left = [n for n in names if os.path.exists(f"/run/netns/{n}")]
+        assert not left, f"namespaces left behind: {left}"

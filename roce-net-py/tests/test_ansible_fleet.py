@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import roce_net
-from conftest import _can_make_netns, cannot_run
+from conftest import cannot_run, lab_fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "ansible"
@@ -55,17 +55,8 @@ def ansible_env(tmp: Path) -> dict:
 def fleet_lab():
     """roce_net.Lab.fleet(8, 2): namespaces rnt-py-fleet-<pid>-<n>-{sw,h1..h8},
     host k's NICs r0, r1 at 198.18.k.11/16, .12/16; removed even on failure."""
-    why = _can_make_netns()
-    if why:
-        cannot_run(why)
-    lab = roce_net.Lab.fleet(HOSTS, NICS, tag="py-fleet")
-    names = lab.namespaces
-    try:
+    with lab_fleet(HOSTS, NICS, "py-fleet") as lab:
         yield lab
-    finally:
-        lab.close()
-        left = [n for n in names if os.path.exists(f"/run/netns/{n}")]
-        assert not left, f"namespaces left behind: {left}"
 
 
 def inventory(lab: roce_net.Lab, tmp: Path) -> Path:

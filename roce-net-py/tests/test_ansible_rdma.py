@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import roce_net
-from conftest import _can_make_netns, cannot_run
+from conftest import _can_make_netns, cannot_run, lab_fleet
 from test_ansible_fleet import EXAMPLES, _bin, ansible_env
 
 HOSTS = 4
@@ -41,14 +41,8 @@ def rdma_lab():
         cannot_run(why)
     if KERNEL_RDMA:
         cannot_run("this kernel has RDMA support: the test asserts the no_kernel_support answer")
-    lab = roce_net.Lab.fleet(HOSTS, 1, tag="py-rdma")
-    names = lab.namespaces
-    try:
+    with lab_fleet(HOSTS, 1, "py-rdma") as lab:
         yield lab
-    finally:
-        lab.close()
-        left = [n for n in names if os.path.exists(f"/run/netns/{n}")]
-        assert not left, f"namespaces left behind: {left}"
 
 
 def inventory(lab: roce_net.Lab, tmp: Path) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import keyword
 import re
 import typing
 from pathlib import Path
@@ -122,6 +123,11 @@ def same_type(actual: Any, expected: Any) -> bool:
     return False
 
 
+def json_name(attr: str) -> str:
+    """The serde field of a Python attribute (``from_`` is ``from``)."""
+    return attr[:-1] if attr.endswith("_") and keyword.iskeyword(attr[:-1]) else attr
+
+
 def py_fields(cls: type) -> List[dataclasses.Field]:  # type: ignore[type-arg]
     return [f for f in dataclasses.fields(cls) if not f.name.startswith("_")]
 
@@ -175,20 +181,21 @@ def test_class_fields_are_the_struct_fields(name):
     props: Dict[str, Any] = d["properties"]
     required = set(d.get("required", ()))
     fields = py_fields(cls)
-    names = [f.name for f in fields]
+    # A field named after a Python keyword is that name plus "_" (from_).
+    names = [json_name(f.name) for f in fields]
 
     assert set(names) == set(rust), f"{cls.__name__}: Python {names} vs Rust {rust}"
     assert set(props) == set(rust), f"{name}: schema and serde disagree"
     # Rust's order, except that a dataclass needs its defaulted fields last.
-    py_default = {f.name for f in fields if has_default(f)}
+    py_default = {json_name(f.name) for f in fields if has_default(f)}
     want = [n for n in rust if n not in py_default] + [n for n in rust if n in py_default]
     assert names == want, f"{cls.__name__} field order"
 
     hints = typing.get_type_hints(cls)
     for f in fields:
-        p = props[f.name]
+        p = props[json_name(f.name)]
         where = f"{cls.__name__}.{f.name}"
-        omittable = f.name not in required
+        omittable = json_name(f.name) not in required
         assert same_type(hints[f.name], expected_type(p)), (
             f"{where}: annotated {hints[f.name]}, Rust has {expected_type(p)} ({p})"
         )
@@ -202,7 +209,7 @@ def test_class_fields_are_the_struct_fields(name):
             assert f.default in (None, ()), where
     # to_dict() leaves out exactly what serde leaves out.
     omitted = {n for n in rust if n not in required}
-    assert set(cls._OMIT_EMPTY) == omitted, f"{cls.__name__}._OMIT_EMPTY"  # type: ignore[attr-defined]
+    assert {json_name(n) for n in cls._OMIT_EMPTY} == omitted, f"{cls.__name__}._OMIT_EMPTY"  # type: ignore[attr-defined]
 
 
 def test_change_covers_every_variant():

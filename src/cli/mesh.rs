@@ -288,18 +288,11 @@ pub(super) fn report(
 }
 
 fn plan(cli: &Context, a: &PlanArgs) -> Result<u8, Error> {
-    if !(0.0..=3600.0).contains(&a.start_in) || !a.start_in.is_finite() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("--start-in {}: give 0 to 3600 seconds", a.start_in),
-        ));
-    }
+    let mut o = MeshOptions::default();
+    o.start_in(a.start_in)
+        .map_err(|e| Error::new(e.kind(), format!("--start-in: {}", e.message())))?;
     let files = expand(&a.nodes)?;
     let inv = MeshInventory::load_files(&files, a.rail_by.into(), a.family.map(Into::into))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let mut o = MeshOptions::default();
     o.peers = a.peers;
     o.rounds = a.rounds;
     o.all_pairs = a.all_pairs;
@@ -315,8 +308,6 @@ fn plan(cli: &Context, a: &PlanArgs) -> Result<u8, Error> {
     o.rdma_workload.write_size = a.rdma_size;
     o.rdma_workload.write_iterations = a.rdma_iterations;
     o.rdma_workload.latency_iterations = a.rdma_latency_iterations;
-    o.start_at_ms = now + (a.start_in * 1000.0) as u64;
-    o.token = roce_net::mesh_token();
     let p = roce_net::mesh_plan(&inv, &o)?;
     if let Some(f) = &a.output {
         write_atomic(f, &json(&p)?, "mesh plan")?;

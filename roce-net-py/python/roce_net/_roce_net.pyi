@@ -31,6 +31,11 @@ from ._types import (
     NdProbeResult,
     Finding,
     FleetReport,
+    MeshNode,
+    MeshNodePlan,
+    MeshNodeResult,
+    MeshPlan,
+    MeshReport,
     GidRow,
     Ibdev2NetdevRow,
     NcclAdvice,
@@ -79,6 +84,12 @@ __all__ = [
     "ibdev2netdev",
     "render_show_gids",
     "render_ibdev2netdev",
+    "mesh_node",
+    "mesh_plan",
+    "mesh_node_plan",
+    "mesh_node_plans",
+    "mesh_run",
+    "mesh_report",
 ]
 
 __version__: str
@@ -394,3 +405,53 @@ def render_ibdev2netdev(
     rows: Iterable[Union[Ibdev2NetdevRow, Mapping[str, Any]]], verbose: bool = False
 ) -> str:
     """The rows as ``ibdev2netdev`` (``-v``: ``verbose``) prints them."""
+
+# The cluster mesh (`roce-net mesh node/plan/run/report`, docs/mesh.md). A plan,
+# a node's part or a result is taken as its class, its plain data (to_dict(),
+# what Ansible registers) or JSON text.
+_MeshDoc = Union[str, Mapping[str, Any], MeshPlan, MeshNodePlan]
+def mesh_node(state: HostState, *, rail_by: str = "auto", family: Optional[str] = None) -> MeshNode:
+    """The node's entry of a mesh inventory (``roce-net mesh node``): its NICs in
+    scope with an address, MAC, MTU and rail (``rail_by``: ``auto``, ``subnet``,
+    ``index``; ``family``: ``ipv4``, ``ipv6`` or None)."""
+def mesh_plan(
+    nodes: Iterable[Union[HostState, MeshNode, Mapping[str, Any], str]],
+    *,
+    peers: int = 2,
+    rounds: int = 3,
+    all_pairs: bool = False,
+    intra_host: bool = True,
+    rotation: int = 0,
+    levels: Optional[Sequence[str]] = None,
+    port: int = 18530,
+    start_in: float = 15.0,
+    neighbor_ms: int = 1000,
+    ip_ms: int = 1000,
+    rdma_ms: int = 10000,
+    rdma_size: int = 65536,
+    rdma_iterations: int = 4,
+    rdma_latency_iterations: int = 16,
+    rail_by: str = "auto",
+    family: Optional[str] = None,
+) -> MeshPlan:
+    """The schedule over ``nodes`` (snapshots or ``MeshNode`` entries), round 1
+    ``start_in`` seconds from now, with a fresh token (``roce-net mesh plan``);
+    ``levels`` of ``neighbor``, ``ip``, ``rdma`` (None: all three).
+    InvalidInputError names an option out of range or a duplicate address."""
+def mesh_node_plan(plan: _MeshDoc, node: str) -> MeshNodePlan:
+    """One node's part of a plan; ``.schedule`` is what it would probe and
+    answer (``roce-net mesh run --check``). NotFoundError for a node the plan lacks."""
+def mesh_node_plans(plan: Union[str, Mapping[str, Any], MeshPlan]) -> Tuple[MeshNodePlan, ...]:
+    """Every node's part of the plan, node after node."""
+def mesh_run(host: Host, plan: _MeshDoc, *, node: Optional[str] = None) -> MeshNodeResult:
+    """Run this node's part of the plan (``roce-net mesh run``, GIL released): its
+    responder on every NIC and its probes in the plan's slots; returns after its
+    last slot. ``node`` names it as the plan does (default: its host name,
+    ``hostname:netns`` in a namespace)."""
+def mesh_report(
+    plan: Union[str, Mapping[str, Any], MeshPlan],
+    results: Iterable[Union[str, Mapping[str, Any], MeshNodeResult]],
+) -> MeshReport:
+    """The merge of every node's result (``roce-net mesh report``): the verdict
+    and one fault per broken element (``element``, ``host``, ``nic``, ``cause``,
+    ``evidence``, ``fix``)."""

@@ -4,7 +4,7 @@
 use super::inventory::{mesh_node, MeshInventory, MeshNode, RailBy};
 use super::localize::MeshMerger;
 use super::result::{MeshNodeResult, MESH_RESULT_VERSION};
-use super::schedule::{MeshNodePlan, MeshPlan, MESH_PLAN_VERSION};
+use super::schedule::{MeshNodePlan, MeshOptions, MeshPlan, MESH_PLAN_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::{read_input_text, InputKind};
 use crate::model::{Family, HostState};
@@ -209,4 +209,25 @@ pub fn mesh_token() -> String {
         b = (t ^ (u128::from(std::process::id()) << 96)).to_ne_bytes();
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+// When a plan starts: beside `mesh_token`, which it draws.
+impl MeshOptions {
+    /// Round 1 starts `seconds` from now (0 to 3600), with a fresh
+    /// [`mesh_token`]: what `mesh plan --start-in` sets.
+    /// `InvalidInput` for a time out of range, which changes nothing.
+    pub fn start_in(&mut self, seconds: f64) -> Result<()> {
+        if !(seconds.is_finite() && (0.0..=3600.0).contains(&seconds)) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("start in {seconds} s: give 0 to 3600 seconds"),
+            ));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.start_at_ms = now + (seconds * 1000.0) as u64;
+        self.token = mesh_token();
+        Ok(())
+    }
 }

@@ -97,10 +97,8 @@ pub struct LevelResult {
     /// One sentence for people.
     pub message: String,
     /// The values that show it.
-    #[serde(default)]
     pub evidence: BTreeMap<String, serde_json::Value>,
     /// Commands that fix or confirm it.
-    #[serde(default)]
     pub fix: Vec<String>,
     /// How long it took, ms.
     pub elapsed_ms: u64,
