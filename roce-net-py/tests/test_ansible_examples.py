@@ -1,6 +1,7 @@
 """The lab commands of examples/ansible/README.md, run as printed: the lab the
 example's lab.sh builds (two hosts in namespaces), site.yml on one host in
-check mode, fleet.yml on both, the lab removed. Every write stays in the lab's
+check mode, fleet.yml on both, mesh.yml over both (passing once fixed), the
+lab removed. Every write stays in the lab's
 namespaces and its private roots (lab/etc/<host>, lab/run/<host>): the
 README's earlier lab line gave no etc_root or state_dir, so a run in a
 namespace would have written the machine's own /etc/iproute2 and /run/roce-net.
@@ -78,10 +79,13 @@ def test_the_lab_commands_of_the_ansible_examples_run_as_printed(tmp_path, capsy
     assert not left, f"the lab was not removed: {left}\n{out[-3000:]}"
     assert not (EXAMPLES / "lab").exists()
     recaps = re.findall(r"^(h\d)\s*:\s*ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", out, re.M)
-    assert [h for h, _ in recaps] == ["h1", "h1", "h2"], out[-4000:]
+    assert [h for h, _ in recaps] == ["h1", "h1", "h2", "h1", "h2"], out[-4000:]
     # The fleet run changed both hosts, and its last report found nothing.
-    assert all(int(c) >= 1 for _, c in recaps[1:]), recaps
+    assert all(int(c) >= 1 for _, c in recaps[1:3]), recaps
     assert "Fleet report after" in out and "fatal:" not in out, out[-4000:]
+    # The mesh over the fixed lab passed, changing nothing.
+    assert all(int(c) == 0 for _, c in recaps[3:]), recaps
+    assert re.search(r'"msg": "pass: every probed pair passed: [1-9]', out), out[-4000:]
     # Nothing of it reached the machine's own /etc/iproute2 or /run/roce-net.
     machine_after = (etc_names.read_bytes() if etc_names.exists() else None, tree(Path("/run/roce-net")))
     assert machine_after == machine_before
