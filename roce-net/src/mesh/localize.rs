@@ -539,8 +539,20 @@ impl Merge {
                 }
             }
         }
-        let passed = faults.is_empty();
-        let message = if passed {
+        // A schedule none of whose probes was made proves nothing: nodes that
+        // all started after their slots, or results without probes, are not a
+        // pass even though no element could be blamed.
+        let judged = summary.passed + summary.failed;
+        let nothing_judged = summary.probes > 0 && judged == 0;
+        let passed = faults.is_empty() && !nothing_judged;
+        let message = if nothing_judged && faults.is_empty() {
+            format!(
+                "no probe was judged: none of the {} scheduled probes was made (did every \
+                 node start after the plan's start time, or send a result without probes? \
+                 see the notes); nothing is proven, run the mesh again with a later start",
+                summary.probes
+            )
+        } else if passed {
             format!(
                 "every probed pair passed: {} probes between {} NICs of {} nodes on {} rails",
                 summary.passed, summary.nics, summary.nodes, summary.rails

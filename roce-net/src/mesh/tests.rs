@@ -194,6 +194,23 @@ fn a_healthy_fleet_passes_with_every_probe_judged() {
 }
 
 #[test]
+fn a_mesh_whose_probes_were_all_not_made_is_not_a_pass() {
+    // Every node sent a result, but none made its probes (each started after
+    // its slots): no element is to blame, and nothing is proven either.
+    let p = plan(3, 2);
+    let mut rs = results(&p, &|_| None, &[]);
+    for r in &mut rs {
+        r.probes.clear();
+    }
+    let r = mesh_report(&p, rs).unwrap();
+    assert_eq!(r.summary.passed + r.summary.failed, 0, "{:?}", r.summary);
+    assert!(r.summary.probes > 0);
+    assert!(!r.passed, "{r:#?}");
+    assert_eq!(r.verdict, "fail");
+    assert!(r.message.contains("no probe was judged"), "{}", r.message);
+}
+
+#[test]
 fn a_pair_failing_both_ways_keeps_the_down_nics_own_cause() {
     // Three nodes: each peer of h3 r1 probes it before h3 r1 probes that
     // peer, so the pair's first failure is the peer's `no-answer`; h3's own
