@@ -125,10 +125,10 @@ pub use mesh::{
     mesh_causes, mesh_node, mesh_plan, mesh_report, mesh_token, AnsweredProbe, FaultElement,
     LevelResult, MeshFault, MeshInventory, MeshLevel, MeshLevels, MeshMerger, MeshNic, MeshNode,
     MeshNodePlan, MeshNodeResult, MeshOptions, MeshPlan, MeshPlanFile, MeshProbe, MeshRdmaWorkload,
-    MeshReport, MeshRunOptions, MeshStatus, MeshSummary, NicId, NicSeen, NodeSchedule, ProbeRecord,
-    RailBy, ResponderReport, ScheduledProbe, MESH_DEFAULT_PORT, MESH_END_GRACE_MS, MESH_MAX_NICS,
-    MESH_MAX_NODES, MESH_MAX_PEERS, MESH_MAX_ROUNDS, MESH_MAX_WAIT_MS, MESH_PLAN_VERSION,
-    MESH_RESULT_VERSION, MESH_ROUND_SLACK_MS,
+    MeshReport, MeshReportNode, MeshRunOptions, MeshStatus, MeshSummary, NicId, NicSeen,
+    NodeSchedule, ProbeRecord, RailBy, ResponderReport, ScheduledProbe, MESH_DEFAULT_PORT,
+    MESH_END_GRACE_MS, MESH_MAX_NICS, MESH_MAX_NODES, MESH_MAX_PEERS, MESH_MAX_ROUNDS,
+    MESH_MAX_WAIT_MS, MESH_PLAN_VERSION, MESH_RESULT_VERSION, MESH_ROUND_SLACK_MS,
 };
 
 // Views other tools print (show_gids, ibdev2netdev), from a snapshot.
@@ -140,7 +140,10 @@ pub use views::{
 // Monitor: Prometheus text for node_exporter's textfile collector.
 pub use metrics::{render_metrics, CONGESTION_COUNTERS, DROP_COUNTERS, RETRANSMIT_COUNTERS};
 // Health: the doctor as a verdict for Nagios, node-problem-detector and Slurm.
-pub use health::{health_verdict, validate_health_policy, HealthStatus, HealthVerdict, IdCount};
+pub use health::{
+    health_verdict, validate_health_policy, HealthStatus, HealthVerdict, IdCount, MeshHealth,
+    MESH_CHECK_IDS,
+};
 
 // Declare, plan.
 pub use plan::{

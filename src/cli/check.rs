@@ -2,7 +2,9 @@
 //! the caller expects (docs/health.md): a Nagios plugin's status line and exit
 //! code by default, node-problem-detector's one line and exit code with
 //! `--format npd`, or the verdict as JSON. Read-only and fast; whatever cannot
-//! be read (a namespace, the policy, a cached verdict) is UNKNOWN, never OK.
+//! be read (a namespace, the policy, a cached verdict, the cluster mesh's
+//! report) is UNKNOWN, never OK. With `--mesh`, the faults of the cluster
+//! mesh's last report that involve this host count too (docs/health.md).
 
 use super::context::{load_policy, state, Context};
 use super::exit;
@@ -51,9 +53,25 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_name = "SECS", default_value_t = 300, requires = "cached",
           value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub(crate) max_age: u64,
+    /// The cluster mesh's last report (`roce-net mesh report --json`/`-o`, or
+    /// `fleet --mesh --json`): its faults involving this host count in the
+    /// verdict (mesh-host, mesh-nic, mesh-rail, mesh-pair); a report that
+    /// cannot be read, is too old or does not name this host is UNKNOWN.
+    #[arg(long, value_name = "FILE", conflicts_with = "cached")]
+    pub(crate) mesh: Option<PathBuf>,
+    /// With --mesh: this host's name in the mesh (default: its host name, and
+    /// `:NETNS` with --netns, as `mesh node` names it).
+    #[arg(long, value_name = "NAME", requires = "mesh")]
+    pub(crate) mesh_host: Option<String>,
+    /// With --mesh: a report whose last run ended more than SECS ago (60 to
+    /// 2678400) is UNKNOWN.
+    #[arg(long, value_name = "SECS", default_value_t = 86_400, requires = "mesh",
+          value_parser = clap::value_parser!(u64).range(60..=2_678_400))]
+    pub(crate) mesh_max_age: u64,
 }
 
-/// `check [--from FILE] [-f POLICY] [--format nagios|npd] [-o FILE] [--cached FILE [--max-age SECS]]`.
+/// `check [--from FILE] [-f POLICY] [--format nagios|npd] [-o FILE]
+/// [--mesh FILE [--mesh-host NAME] [--mesh-max-age SECS]] [--cached FILE [--max-age SECS]]`.
 pub(super) fn run(cx: &Context, a: &CheckArgs) -> u8 {
     if cx.json && a.format == CheckFormat::Npd {
         return usage_unknown(
@@ -85,15 +103,44 @@ fn check(cx: &Context, a: &CheckArgs) -> HealthVerdict {
         Ok(p) => p,
         Err(e) => return unknown(e),
     };
-    let st = match state(cx, &a.from) {
-        Ok(st) => st,
-        Err(e) => return unknown(e),
-    };
-    let mut opts = roce_net::DoctorOptions::default();
     let health = policy.health.clone();
-    opts.policy = Some(policy);
-    let findings = roce_net::doctor_with(&st, &opts);
-    roce_net::health_verdict(&st, &findings, &health)
+    let verdict = match state(cx, &a.from) {
+        Ok(st) => {
+            let mut opts = roce_net::DoctorOptions::default();
+            opts.policy = Some(policy);
+            let findings = roce_net::doctor_with(&st, &opts);
+            roce_net::health_verdict(&st, &findings, &health)
+        }
+        // The mesh may still find the host broken: CRITICAL wins over UNKNOWN.
+        Err(e) => unknown(e),
+    };
+    match &a.mesh {
+        Some(file) => with_mesh(verdict, file, a, &health),
+        None => verdict,
+    }
+}
+
+/// The verdict with the mesh report in `file` counted: the faults involving
+/// this host (by `--mesh-host`, else the name `mesh node` gives it).
+fn with_mesh(
+    v: HealthVerdict,
+    file: &Path,
+    a: &CheckArgs,
+    policy: &roce_net::HealthPolicy,
+) -> HealthVerdict {
+    let host = match (&a.mesh_host, &v.netns) {
+        (Some(h), _) => h.clone(),
+        (None, Some(ns)) => format!("{}:{ns}", v.host),
+        (None, None) => v.host.clone(),
+    };
+    let source = file.display().to_string();
+    match roce_net::MeshReport::load(file) {
+        Ok(r) => v.with_mesh(&r, &source, &host, a.mesh_max_age, now(), policy),
+        Err(e) => {
+            let why = format!("cannot use the mesh report: {e}");
+            v.with_unreadable_mesh(&source, &host, a.mesh_max_age, why)
+        }
+    }
 }
 
 /// The verdict `check -o` cached in `file`, UNKNOWN when it cannot be read or

@@ -240,3 +240,142 @@ fn two_formats_at_once_are_unknown() {
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
+
+/// A merged mesh report naming `gpu1` (the healthy fixture's host) among
+/// three nodes, its run ended `age` seconds ago, with `faults`.
+fn mesh_report(dir: &Path, age: u64, faults: serde_json::Value) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let nodes: Vec<serde_json::Value> = ["gpu1", "gpu2", "gpu3"]
+        .iter()
+        .map(|h| serde_json::json!({"host": h, "result": true, "rails": ["198.18.0.0/16#0", "198.18.0.0/16#1"]}))
+        .collect();
+    let r = serde_json::json!({
+        "plan": "2b61381ff140c43f", "verdict": "fail", "passed": false, "message": "",
+        "summary": {"nodes": 3, "results": 3, "nics": 6, "rails": 2, "rounds": 3, "probes": 15,
+                    "passed": 13, "failed": 2, "not_run": 0, "causes": {}},
+        "faults": faults, "notes": [], "tested_at_ms": (now - age) * 1000, "nodes": nodes,
+    });
+    let f = dir.join(format!("mesh-{age}.json"));
+    std::fs::write(&f, r.to_string()).unwrap();
+    f
+}
+
+fn nic_fault(host: &str, nic: &str) -> serde_json::Value {
+    serde_json::json!({"element": "nic", "host": host, "nic": nic, "rail": "198.18.0.0/16#1",
+        "peer": null, "cause": "link-down", "level": "neighbor",
+        "message": format!("{host} {nic} fails with every peer on its rail (link-down)"),
+        "evidence": {}, "fix": [], "findings": []})
+}
+
+/// `--mesh`: the last cluster mesh's faults involving this host count
+/// (a NIC fault CRITICAL in every format, another host's nothing), and a
+/// report that is missing, a FIFO, not a report, too old or silent about the
+/// host is UNKNOWN. The options that only make sense with it need it.
+#[test]
+fn the_mesh_report_counts_and_what_cannot_vouch_for_the_host_is_unknown() {
+    let snap = fixture("doctor/healthy.json");
+    let snap = snap.to_str().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str]| {
+        let mut a = vec!["check", "--from", snap];
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    let broken = mesh_report(d.path(), 60, serde_json::json!([nic_fault("gpu1", "r1")]));
+    let broken = broken.to_str().unwrap();
+    let o = check(&["--mesh", broken]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("ROCE-NET CRITICAL - cannot carry RDMA: mesh-nic(1) | critical=1;;;0 ")
+            && first.contains(" mesh_faults=1;;;0 mesh_age="),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nCRITICAL mesh-nic link-down: gpu1 r1 fails with every peer"),
+        "{out}"
+    );
+    let o = check(&["--mesh", broken, "--format", "npd"]);
+    assert_eq!(
+        (o.status.code(), stdout(&o)),
+        (Some(1), "roce-net: mesh-nic\n".into())
+    );
+    let o = run(&["--json", "check", "--from", snap, "--mesh", broken]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["mesh"]["host"], "gpu1");
+    assert_eq!(v["mesh"]["faults"][0]["nic"], "r1");
+    // The same report for another node: nothing of it counts here...
+    let o = check(&["--mesh", broken, "--mesh-host", "gpu2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // ...and a fresh report without faults keeps the host OK.
+    let clean = mesh_report(d.path(), 0, serde_json::json!([]));
+    let o = check(&["--mesh", clean.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stdout(&o).contains(" mesh_faults=0;;;0 "), "{}", text(&o));
+
+    // UNKNOWN, never OK: a report too old (the bound is --mesh-max-age)...
+    let old = mesh_report(d.path(), 7200, serde_json::json!([]));
+    let old = old.to_str().unwrap();
+    let o = check(&["--mesh", old, "--mesh-max-age", "3600"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("s old, more than 3600 s"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(check(&["--mesh", old]).status.code(), Some(0));
+    // ...that does not name this host...
+    let o = check(&["--mesh", clean.to_str().unwrap(), "--mesh-host", "gpu9"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("has no node named gpu9 (its nodes: gpu1, gpu2, gpu3)"),
+        "{}",
+        text(&o)
+    );
+    // ...missing, not a report, a FIFO (read without waiting for a writer).
+    let fifo = d.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let node = d.path().join("node.json");
+    std::fs::write(&node, r#"{"version": 1, "plan": "x", "host": "gpu1"}"#).unwrap();
+    let gone = d.path().join("gone.json");
+    for (file, why) in [
+        (&gone, "cannot use the mesh report"),
+        (&node, "not a mesh report"),
+        (&fifo, "FIFO"),
+    ] {
+        let o = check(&["--mesh", file.to_str().unwrap(), "--format", "npd"]);
+        assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+        assert!(
+            stdout(&o).starts_with("roce-net: unknown: "),
+            "{}",
+            text(&o)
+        );
+        let o = run(&[
+            "--json",
+            "check",
+            "--from",
+            snap,
+            "--mesh",
+            file.to_str().unwrap(),
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v["unknown"][0].as_str().unwrap().contains(why), "{v:#}");
+    }
+    // --mesh-host and --mesh-max-age need --mesh; --mesh and --cached are two sources.
+    for args in [
+        &["--mesh-host", "gpu1"][..],
+        &["--mesh-max-age", "600"],
+        &["--mesh", broken, "--cached", broken],
+        &["--mesh", broken, "--mesh-max-age", "10"],
+    ] {
+        let o = check(args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", text(&o));
+    }
+}

@@ -4,7 +4,8 @@
 //! of two NICs on one switch, fixed by `apply`) with its own hostname; one
 //! NIC's cable pulled. The script's srun steps (entries, then every node's
 //! run) and its merge name exactly that NIC, by the node's Slurm name, and
-//! exit 6.
+//! exit 6. That report, passed to the Slurm HealthCheckProgram's
+//! `roce-net check --mesh`, drains exactly that node.
 
 use crate::support::{require_root, text};
 use roce_net::{ApplyOptions, Host, Lab, Policy};
@@ -131,4 +132,97 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     // Every probe was scheduled and ran: 3 nodes answered.
     assert_eq!(r["summary"]["not_run"], 0, "{:#}", r["summary"]);
     assert!(t.contains("report in"), "{t}");
+
+    // The report in each node's health check: the HealthCheckProgram run as
+    // slurmd runs it (in the node's network and UTS namespaces, so its host
+    // name is its Slurm name, the name the mesh used), its settings passing
+    // `--mesh` through. The doctor finds nothing wrong with n3 (the lab has no
+    // RDMA device, whose port would be down): only the mesh can tell.
+    let report = out.join("report.json");
+    let conf = dir.path().join("roce-net.conf");
+    let check_args = format!(
+        "--etc-root {} --sysfs-root {} --mesh {}",
+        etc.display(),
+        sysfs.display(),
+        report.display()
+    );
+    std::fs::write(
+        &conf,
+        format!(
+            "ROCE_NET={}\nROCE_NET_CHECK_ARGS=\"{check_args}\"\n",
+            env!("CARGO_BIN_EXE_roce-net")
+        ),
+    )
+    .unwrap();
+    let as_slurmd = |node: &str, cmd: &[&str]| {
+        let pid = std::fs::read_to_string(cdir.join(format!("slurmd-{node}.pid"))).unwrap();
+        Command::new("nsenter")
+            .args(["-t", pid.trim(), "-u", "-n", "env"])
+            .arg(format!("SLURM_CONF={}", cdir.join("slurm.conf").display()))
+            .arg(format!("SLURMD_NODENAME={node}"))
+            .arg(format!("ROCE_NET_CONF={}", conf.display()))
+            .args(cmd)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let program = repo().join("packaging/slurm/roce-net-slurm-health");
+    for node in ["n1", "n3"] {
+        let o = as_slurmd(node, &[program.to_str().unwrap()]);
+        assert!(o.status.success(), "{node}: {}", text(&o));
+    }
+    let show = |node: &str| {
+        text(&harness(&[
+            "run",
+            cdir.to_str().unwrap(),
+            "scontrol",
+            "show",
+            "node",
+            node,
+        ]))
+    };
+    let n3 = show("n3");
+    assert!(
+        n3.contains("DRAIN") && n3.contains("Reason=roce-net: mesh-nic "),
+        "{n3}"
+    );
+    let n1 = show("n1");
+    assert!(!n1.contains("DRAIN"), "{n1}");
+    // The verdict behind it, as JSON: the fault and the report's age.
+    let bin = env!("CARGO_BIN_EXE_roce-net");
+    let mut json = vec![bin, "--json", "check"];
+    json.extend(check_args.split(' '));
+    let o = as_slurmd("n3", &json);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["critical"],
+        serde_json::json!([{"id": "mesh-nic", "count": 1}]),
+        "{v:#}"
+    );
+    assert_eq!(v["warning"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["mesh"]["host"], "n3");
+    assert_eq!(v["mesh"]["faults"][0]["nic"], "r1");
+    // From the machine, into n3's namespace only: the host name is not the
+    // mesh's, so the verdict is UNKNOWN until --mesh-host names it.
+    let mut outside = vec!["--netns", ns[2].as_str(), "check"];
+    outside.extend(check_args.split(' '));
+    let o = Command::new(bin).args(&outside).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("give the name the mesh used with --mesh-host"),
+        "{}",
+        text(&o)
+    );
+    let o = Command::new(bin)
+        .args(&outside)
+        .args(["--mesh-host", "n3", "--format", "npd"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).as_ref()),
+        (Some(1), "roce-net: mesh-nic\n"),
+        "{}",
+        text(&o)
+    );
 }

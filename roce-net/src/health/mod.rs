@@ -16,9 +16,12 @@
 //! worst wins in the order CRITICAL, UNKNOWN, WARNING, OK: a node found broken
 //! in what could be read is broken, whatever could not be read.
 
+mod mesh;
 mod nagios;
 mod npd;
 
+use mesh::mesh_check_id;
+pub use mesh::{MeshHealth, MESH_CHECK_IDS};
 #[cfg(any(test, feature = "testing"))]
 pub use npd::NPD_MAX_LINE;
 
@@ -60,6 +63,15 @@ impl HealthStatus {
         }
     }
 
+    /// The worse of the two ("the worst wins").
+    fn max_rank(self, other: HealthStatus) -> HealthStatus {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
     /// How bad, for "the worst wins": CRITICAL, then UNKNOWN, then WARNING, then OK.
     fn rank(self) -> u8 {
         match self {
@@ -87,7 +99,7 @@ pub struct IdCount {
 }
 
 /// What `roce-net check` says about a host (docs/health.md, "JSON").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct HealthVerdict {
     /// The verdict.
@@ -112,6 +124,11 @@ pub struct HealthVerdict {
     pub ignored: Vec<IdCount>,
     /// Every finding behind the verdict, most severe first (the doctor's order).
     pub findings: Vec<Finding>,
+    /// What the cluster mesh's report says about this host (`check --mesh`);
+    /// `None` when none was given. Its faults count in `critical`, `warning`
+    /// and `ignored` as `mesh-host`, `mesh-nic`, `mesh-rail` and `mesh-pair`.
+    #[serde(default)]
+    pub mesh: Option<MeshHealth>,
 }
 
 impl HealthVerdict {
@@ -129,6 +146,7 @@ impl HealthVerdict {
             summary: Summary::default(),
             ignored: Vec::new(),
             findings: Vec::new(),
+            mesh: None,
         }
     }
 
@@ -144,6 +162,19 @@ impl HealthVerdict {
     /// <ids>`, `roce-net: unknown: <why>`, at most [`NPD_MAX_LINE`] bytes.
     pub fn npd_line(&self) -> String {
         npd::line(self)
+    }
+
+    /// The status the lists alone give: CRITICAL, then UNKNOWN, then WARNING.
+    fn counted_status(&self) -> HealthStatus {
+        if !self.critical.is_empty() {
+            HealthStatus::Critical
+        } else if !self.unknown.is_empty() {
+            HealthStatus::Unknown
+        } else if !self.warning.is_empty() {
+            HealthStatus::Warning
+        } else {
+            HealthStatus::Ok
+        }
     }
 
     /// Age of the verdict at `now` (seconds since the Unix epoch), 0 when it
@@ -178,21 +209,23 @@ pub(crate) fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Every id the policy's `health` section names is a check the doctor has:
-/// a misspelt id would silently never count. The error names the field.
+/// Every id the policy's `health` section names is a check the doctor has
+/// (or a mesh fault's id, [`MESH_CHECK_IDS`]): a misspelt id would silently
+/// never count. The error names the field.
 pub fn validate_health_policy(h: &HealthPolicy) -> Result<()> {
     for (list, ids) in [
         ("health.critical", &h.critical),
         ("health.ignore", &h.ignore),
     ] {
         for (i, id) in ids.iter().enumerate() {
-            if !CHECK_IDS.contains(&id.as_str()) {
+            if !CHECK_IDS.contains(&id.as_str()) && !MESH_CHECK_IDS.contains(&id.as_str()) {
                 return Err(Error::new(
                     ErrorKind::Policy,
                     format!(
                         "{list}[{i}]: {id} is not a check of roce-net doctor (docs/checks.md lists \
-                         them: {})",
-                        CHECK_IDS.join(", ")
+                         them: {}) nor a mesh fault's ({})",
+                        CHECK_IDS.join(", "),
+                        MESH_CHECK_IDS.join(", ")
                     ),
                 ));
             }
@@ -237,18 +270,8 @@ pub fn health_verdict(
             Severity::Info => {}
         }
     }
-    let mut status = HealthStatus::Ok;
-    for (present, s) in [
-        (!warning.0.is_empty(), HealthStatus::Warning),
-        (!unknown.is_empty(), HealthStatus::Unknown),
-        (!critical.0.is_empty(), HealthStatus::Critical),
-    ] {
-        if present && s.rank() > status.rank() {
-            status = s;
-        }
-    }
-    HealthVerdict {
-        status,
+    let mut v = HealthVerdict {
+        status: HealthStatus::Ok,
         host: state.hostname.clone(),
         netns: state.netns.clone(),
         checked_at: state.captured_at,
@@ -258,7 +281,10 @@ pub fn health_verdict(
         summary: crate::doctor::summarize(&counted),
         ignored: ignored.into_list(),
         findings: counted,
-    }
+        mesh: None,
+    };
+    v.status = v.counted_status();
+    v
 }
 
 /// Finding counts per id, listed in the doctor's documentation order (ids it
@@ -287,3 +313,6 @@ impl Counter {
         v
     }
 }
+
+#[cfg(test)]
+mod tests;

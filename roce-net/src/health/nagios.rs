@@ -1,7 +1,8 @@
 //! A verdict as a Nagios plugin prints it (Nagios Plugin Development
 //! Guidelines, "Plugin Output for Nagios" and "Performance data"): one status
 //! line `ROCE-NET <STATUS> - <what> | <label>=<value>;;;0 ...`, then the long
-//! output, one line per finding behind the verdict. The exit code (0 OK, 1
+//! output, one line per finding behind the verdict (and per fault of the
+//! cluster mesh involving the host, with `--mesh`). The exit code (0 OK, 1
 //! WARNING, 2 CRITICAL, 3 UNKNOWN) is the CLI's (`src/cli/exit.rs`).
 
 use super::{HealthStatus, HealthVerdict, IdCount};
@@ -24,6 +25,16 @@ pub(super) fn render(v: &HealthVerdict) -> String {
             out,
             " | critical={critical};;;0 error={};;;0 warning={};;;0 info={};;;0",
             v.summary.error, v.summary.warning, v.summary.info
+        );
+    }
+    if let Some(m) = v.mesh.as_ref().filter(|m| m.tested_at > 0) {
+        // The faults involving the host, and the report's age at the verdict.
+        let sep = if nothing_read { " | " } else { " " };
+        let _ = write!(
+            out,
+            "{sep}mesh_faults={};;;0 mesh_age={}s;;;0",
+            m.fault_count,
+            v.checked_at.saturating_sub(m.tested_at)
         );
     }
     out.push('\n');
@@ -52,8 +63,29 @@ pub(super) fn render(v: &HealthVerdict) -> String {
             safe(&f.message)
         );
     }
+    if let Some(m) = &v.mesh {
+        for f in &m.faults {
+            let id = super::mesh_check_id(f.element);
+            let class = if v.critical.iter().any(|c| c.id == id) {
+                "CRITICAL"
+            } else if v.warning.iter().any(|c| c.id == id) {
+                "WARNING"
+            } else {
+                continue;
+            };
+            if listed == MAX_LONG_LINES {
+                rest += 1;
+                continue;
+            }
+            listed += 1;
+            let _ = writeln!(out, "{class} {id} {}: {}", safe(&f.cause), safe(&f.message));
+        }
+    }
     if rest > 0 {
-        let _ = writeln!(out, "... and {rest} more (roce-net doctor lists them all)");
+        let _ = writeln!(
+            out,
+            "... and {rest} more (roce-net doctor and the mesh report list them all)"
+        );
     }
     out
 }

@@ -2,7 +2,7 @@
 //! through the one bounded reader of outside files, and the run's token.
 
 use super::inventory::{mesh_node, MeshInventory, MeshNode, RailBy};
-use super::localize::MeshMerger;
+use super::localize::{MeshMerger, MeshReport};
 use super::result::{MeshNodeResult, MESH_RESULT_VERSION};
 use super::schedule::{MeshNodePlan, MeshOptions, MeshPlan, MESH_PLAN_VERSION};
 use crate::error::{Error, ErrorKind, Result};
@@ -128,6 +128,41 @@ impl MeshNodeResult {
             ));
         }
         Ok(r)
+    }
+}
+
+/// `fleet --mesh --json`'s document: the fleet report with the mesh's report
+/// under `mesh`.
+#[derive(Deserialize)]
+struct FleetWithMesh {
+    mesh: MeshReport,
+}
+
+impl MeshReport {
+    /// Read a merged report: `roce-net mesh report --json` (or `-o FILE`), or
+    /// `roce-net fleet --mesh-plan PLAN --mesh ... --json`, whose `mesh` holds
+    /// it. At most 256 MiB is read ([`InputKind::Mesh`]).
+    pub fn load(path: &Path) -> Result<MeshReport> {
+        let text = read_input_text(path, InputKind::Mesh)?;
+        MeshReport::from_json(&text).map_err(|e| e.context(format!("in {}", path.display())))
+    }
+
+    /// Parse a merged report from either document [`MeshReport::load`] reads.
+    pub fn from_json(text: &str) -> Result<MeshReport> {
+        let direct = match serde_json::from_str::<MeshReport>(text) {
+            Ok(r) => return Ok(r),
+            Err(e) => e,
+        };
+        match serde_json::from_str::<FleetWithMesh>(text) {
+            Ok(f) => Ok(f.mesh),
+            Err(_) => Err(Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "not a mesh report (roce-net mesh report --json or -o, or roce-net fleet \
+                     --mesh --json): {direct}"
+                ),
+            )),
+        }
     }
 }
 

@@ -139,6 +139,30 @@ pub struct MeshReport {
     pub faults: Vec<MeshFault>,
     /// Remarks (levels not run, and where).
     pub notes: Vec<String>,
+    /// When the last node's run ended (its start plus its length), ms since
+    /// the Unix epoch; 0 when no node sent a result (or the report was
+    /// written by a roce-net that did not record it). What `check --mesh`
+    /// measures the report's age by.
+    #[serde(default)]
+    pub tested_at_ms: u64,
+    /// Every node of the plan, in the plan's order: whether it sent a result
+    /// and the rails of its NICs (what `check --mesh` finds a host's faults
+    /// by). Empty in a report written by a roce-net that did not record it.
+    #[serde(default)]
+    pub nodes: Vec<MeshReportNode>,
+}
+
+/// A node of the plan, as the report saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct MeshReportNode {
+    /// The node, as the plan names it (its host name, `hostname:netns` for a
+    /// host in a network namespace).
+    pub host: String,
+    /// It sent a result.
+    pub result: bool,
+    /// The rails of its NICs, each once.
+    pub rails: Vec<String>,
 }
 
 /// How many failures' details are kept per prober NIC.
@@ -208,6 +232,8 @@ struct Detail {
 
 #[derive(Debug, Clone, Default)]
 struct NodeInfo {
+    /// When its run ended, ms since the epoch.
+    ended_at_ms: u64,
     hostname: String,
     netns: Option<String>,
     findings: Vec<Finding>,
@@ -396,6 +422,7 @@ impl MeshMerger {
             .collect();
         findings.truncate(256);
         self.nodes[ni as usize] = Some(NodeInfo {
+            ended_at_ms: r.started_at_ms.saturating_add(r.elapsed_ms),
             hostname: r.hostname,
             netns: r.netns,
             findings,
@@ -566,6 +593,33 @@ impl Merge {
                 if faults.len() > 6 { "; ..." } else { "" }
             )
         };
+        let tested_at_ms = self
+            .m
+            .nodes
+            .iter()
+            .flatten()
+            .map(|n| n.ended_at_ms)
+            .max()
+            .unwrap_or(0);
+        let nodes = self
+            .m
+            .plan
+            .inventory
+            .nodes
+            .iter()
+            .zip(&self.m.nodes)
+            .map(|(node, info)| MeshReportNode {
+                host: node.host.clone(),
+                result: info.is_some(),
+                rails: node
+                    .nics
+                    .iter()
+                    .map(|n| n.rail.clone())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
+            })
+            .collect();
         MeshReport {
             plan: self.m.plan.id.clone(),
             verdict: if passed { "pass" } else { "fail" }.to_string(),
@@ -574,6 +628,8 @@ impl Merge {
             summary,
             faults,
             notes,
+            tested_at_ms,
+            nodes,
         }
     }
 

@@ -24,7 +24,9 @@ pub use files::{mesh_token, MeshPlanFile};
 pub use inventory::{
     mesh_node, MeshInventory, MeshNic, MeshNode, RailBy, MESH_MAX_NICS, MESH_MAX_NODES,
 };
-pub use localize::{mesh_report, FaultElement, MeshFault, MeshMerger, MeshReport, MeshSummary};
+pub use localize::{
+    mesh_report, FaultElement, MeshFault, MeshMerger, MeshReport, MeshReportNode, MeshSummary,
+};
 pub use result::{
     causes as mesh_causes, AnsweredProbe, LevelResult, MeshLevel, MeshNodeResult, MeshStatus,
     NicSeen, ProbeRecord, ResponderReport, MESH_RESULT_VERSION,
@@ -37,4 +39,4 @@ pub use schedule::{
 };
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

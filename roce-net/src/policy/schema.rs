@@ -482,7 +482,9 @@ pub struct HealthPolicy {
 /// IPv6 disabled on a NIC without IPv4, `ipv6-disabled`), ARP flux
 /// (`arp-ignore`, `arp-announce`), missing source routing on a rail
 /// (`source-rule-missing`, `source-table-incomplete`, and what it causes,
-/// `asymmetric-egress`), a NIC down (`port-down`).
+/// `asymmetric-egress`), a NIC down (`port-down`); and, with `check --mesh`,
+/// a cluster mesh that found this host or one of its NICs failing with every
+/// peer (`mesh-host`, `mesh-nic`).
 pub const DEFAULT_CRITICAL_CHECKS: &[&str] = &[
     "gid-rocev2-missing",
     "ipv6-dad",
@@ -493,6 +495,8 @@ pub const DEFAULT_CRITICAL_CHECKS: &[&str] = &[
     "source-table-incomplete",
     "asymmetric-egress",
     "port-down",
+    "mesh-host",
+    "mesh-nic",
 ];
 
 impl Default for HealthPolicy {
