@@ -62,8 +62,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["error", "model", "scope", "fib", "policy", "plan"],
     ),
     ("fleet", &["error", "model", "scope", "doctor", "nccl"]),
-    // `roce-net check`: the doctor's findings under the policy's health section.
-    ("health", &["error", "model", "doctor", "policy"]),
+    // `roce-net check`: the doctor's findings under the policy's health
+    // section, and the faults of the cluster mesh's report on the host.
+    ("health", &["error", "model", "doctor", "policy", "mesh"]),
     (
         "metrics",
         &["error", "model", "scope", "doctor", "nccl", "fleet"],
