@@ -38,9 +38,8 @@ pub(super) fn render(v: &HealthVerdict) -> String {
         );
     }
     out.push('\n');
-    let mut listed = 0;
-    let mut rest = 0;
-    for f in &v.findings {
+    // (class, id, subject, sentence): the doctor's findings, then the mesh's faults.
+    let doctor = v.findings.iter().filter_map(|f| {
         let class = if v.critical.iter().any(|c| c.id == f.id) && f.severity == Severity::Error {
             "CRITICAL"
         } else if f.id == super::PARTIAL {
@@ -48,38 +47,33 @@ pub(super) fn render(v: &HealthVerdict) -> String {
         } else if f.severity >= Severity::Warning {
             "WARNING"
         } else {
-            continue;
+            return None;
         };
-        if listed == MAX_LONG_LINES {
+        Some((
+            class,
+            f.id.as_str(),
+            f.subject.to_string(),
+            f.message.as_str(),
+        ))
+    });
+    let mesh = v.mesh.iter().flat_map(|m| &m.faults).filter_map(|f| {
+        let id = super::mesh_check_id(f.element);
+        let class = if v.critical.iter().any(|c| c.id == id) {
+            "CRITICAL"
+        } else if v.warning.iter().any(|c| c.id == id) {
+            "WARNING"
+        } else {
+            return None;
+        };
+        Some((class, id, f.cause.clone(), f.message.as_str()))
+    });
+    let mut rest = 0;
+    for (i, (class, id, subject, message)) in doctor.chain(mesh).enumerate() {
+        if i >= MAX_LONG_LINES {
             rest += 1;
             continue;
         }
-        listed += 1;
-        let _ = writeln!(
-            out,
-            "{class} {} {}: {}",
-            f.id,
-            safe(&f.subject.to_string()),
-            safe(&f.message)
-        );
-    }
-    if let Some(m) = &v.mesh {
-        for f in &m.faults {
-            let id = super::mesh_check_id(f.element);
-            let class = if v.critical.iter().any(|c| c.id == id) {
-                "CRITICAL"
-            } else if v.warning.iter().any(|c| c.id == id) {
-                "WARNING"
-            } else {
-                continue;
-            };
-            if listed == MAX_LONG_LINES {
-                rest += 1;
-                continue;
-            }
-            listed += 1;
-            let _ = writeln!(out, "{class} {id} {}: {}", safe(&f.cause), safe(&f.message));
-        }
+        let _ = writeln!(out, "{class} {id} {}: {}", safe(&subject), safe(message));
     }
     if rest > 0 {
         let _ = writeln!(

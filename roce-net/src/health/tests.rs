@@ -4,7 +4,7 @@
 //! counts them, and every way a report cannot vouch for the host (UNKNOWN).
 
 use super::*;
-use crate::mesh::tests::{plan, results};
+use crate::mesh::tests::{link_down, plan, rail_mtu, results, unfixed};
 use crate::mesh::{mesh_causes as causes, mesh_report, MeshLevel, MeshReport, ScheduledProbe};
 
 /// When the generated runs ended, seconds since the epoch.
@@ -32,33 +32,7 @@ fn ok(host: &str) -> HealthVerdict {
 /// fault), every run ended at [`TESTED_AT`].
 fn broken_report() -> MeshReport {
     let p = plan(12, 4);
-    let truth = |x: &ScheduledProbe| {
-        if !x.intra && x.from.rail.ends_with("#2") {
-            return Some((MeshLevel::Ip, causes::MTU));
-        }
-        if !x.intra && x.to_host == "h3" {
-            return Some((MeshLevel::Neighbor, causes::ARP_FLUX));
-        }
-        if !x.intra && x.from_host == "h3" && x.from.name != "r0" {
-            return Some((MeshLevel::Ip, causes::ASYMMETRIC_EGRESS));
-        }
-        let at = |h: &str, n: &str| h == "h5" && n == "r1";
-        if at(&x.from_host, &x.from.name) {
-            return Some(if x.intra {
-                (MeshLevel::Rdma, "port-not-active")
-            } else {
-                (MeshLevel::Neighbor, causes::LINK_DOWN)
-            });
-        }
-        if at(&x.to_host, &x.to.name) {
-            return Some(if x.intra {
-                (MeshLevel::Rdma, "peer-failed")
-            } else {
-                (MeshLevel::Neighbor, causes::NO_ANSWER)
-            });
-        }
-        None
-    };
+    let truth = |x: &ScheduledProbe| rail_mtu(x).or_else(|| unfixed(x)).or_else(|| link_down(x));
     let mut res = results(&p, &truth, &[]);
     for r in &mut res {
         r.started_at_ms = TESTED_AT * 1000 - 42_000;

@@ -143,7 +143,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 
 /// h5 r1's link is down: its own probes say so, its peers get no answer, its
 /// RDMA pairs on the host fail too.
-fn link_down(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
+pub(crate) fn link_down(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
     let at = |h: &str, n: &str| h == "h5" && n == "r1";
     if at(&p.from_host, &p.from.name) {
         return Some(if p.intra {
@@ -164,7 +164,7 @@ fn link_down(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
 
 /// h3 left unfixed: every address of it answered by several MACs, and its
 /// probes from any NIC but r0 leave by r0.
-fn unfixed(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
+pub(crate) fn unfixed(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
     if p.intra {
         return None;
     }
@@ -178,7 +178,7 @@ fn unfixed(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
 }
 
 /// Rail #2's switch carries only small frames.
-fn rail_mtu(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
+pub(crate) fn rail_mtu(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> {
     (!p.intra && p.from.rail.ends_with("#2")).then_some((MeshLevel::Ip, causes::MTU))
 }
 
