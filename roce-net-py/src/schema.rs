@@ -142,7 +142,7 @@ exported_types! {
         r::MeshNode, r::MeshNic, r::MeshInventory, r::MeshPlan, r::MeshOptions, r::MeshLevels,
         r::MeshRdmaWorkload, r::MeshNodePlan, r::NodeSchedule, r::ScheduledProbe,
         r::MeshNodeResult, r::NicSeen, r::ProbeRecord, r::LevelResult, r::ResponderReport,
-        r::AnsweredProbe, r::MeshReport, r::MeshSummary, r::MeshFault,
+        r::AnsweredProbe, r::MeshReport, r::MeshReportNode, r::MeshSummary, r::MeshFault,
     }
     plain {
         // "confirmed", "nothing_pending" or {"rolled_back": RollbackReport}.

@@ -1882,6 +1882,29 @@ class MeshReport(_Record):
     faults: Tuple[MeshFault, ...]
     #: Remarks (levels not run, and where).
     notes: Tuple[str, ...]
+    #: When the last node's run ended (its start plus its length), ms since
+    #: the Unix epoch; 0 when no node sent a result (or the report was
+    #: written by a roce-net that did not record it). What ``check --mesh``
+    #: measures the report's age by.
+    tested_at_ms: int = 0
+    #: Every node of the plan, in the plan's order: whether it sent a result
+    #: and the rails of its NICs (what ``check --mesh`` finds a host's faults
+    #: by). Empty in a report written by a roce-net that did not record it.
+    nodes: Tuple[MeshReportNode, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
+class MeshReportNode(_Record):
+    """A node of the plan, as the report saw it."""
+
+    _RUST: ClassVar[str] = "MeshReportNode"
+    #: The node, as the plan names it (its host name, ``hostname:netns`` for a
+    #: host in a network namespace).
+    host: str
+    #: It sent a result.
+    result: bool
+    #: The rails of its NICs, each once.
+    rails: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
@@ -2019,6 +2042,7 @@ _ALL: Tuple[type, ...] = (
     MeshResponderReport,
     MeshAnsweredProbe,
     MeshReport,
+    MeshReportNode,
     MeshSummary,
     MeshFault,
 )
