@@ -55,9 +55,11 @@ pub(crate) fn renameat2(
 /// (docs/architecture.md, decision 17). This process waits only for its child,
 /// which forks the grandchild, lets go of its copy and exits: two forks, a
 /// fraction of a millisecond for the CLI. The grandchild closes every other
-/// descriptor it inherited at once (nothing of this process stays open
-/// because of it: a pipe's reader sees end-of-file, a lock taken with `flock`
-/// is this process's to let go), waits until this process and the child have
+/// descriptor it inherited at once, and this function returns only once it
+/// has (end of file on a pipe only the children hold), so nothing of this
+/// process stays open because of it: a pipe's reader sees end-of-file, a lock
+/// taken with `flock` is this process's to let go, a file system it wrote to
+/// can be remounted read-only. The grandchild then waits until this process and the child have
 /// closed their copies (the end of a pipe only they hold; at most a second,
 /// should a fork of another thread hold it too), so that its close is the last
 /// one and the one that waits; with `last`, it first waits `last.delay` and
@@ -87,6 +89,22 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
         return;
     }
     let [read_end, write_end] = pipe;
+    // A second pipe whose write end only the children hold once this process
+    // closes its own: its end of file tells this process that the grandchild
+    // has closed what it inherited (a lock, a journal's descriptor), so that
+    // nothing of this process stays open in it once this function returns.
+    let mut inherited = [-1 as libc::c_int; 2];
+    // SAFETY: a valid array of two descriptors for pipe2 to fill.
+    if unsafe { libc::pipe2(inherited.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: each was made above and is closed once.
+        unsafe {
+            libc::close(raw);
+            libc::close(read_end);
+            libc::close(write_end);
+        }
+        return;
+    }
+    let [closed_read, closed_write] = inherited;
     // SAFETY: sigset_t is plain old data; sigfillset fills it.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: sigset_t is plain old data.
@@ -143,6 +161,7 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
         libc::close(raw);
         libc::close(write_end);
         libc::close(read_end);
+        libc::close(closed_write);
     }
     if child > 0 {
         let mut status = 0;
@@ -153,7 +172,29 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
                 break;
             }
         }
+        // The grandchild's close_all_but (or its exit, or the child's, when
+        // no grandchild could be made) closes the last write end: end of
+        // file, almost at once. Bounded, should it never be scheduled.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut pfd = libc::pollfd {
+                fd: closed_read,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
+            if r > 0 || left.is_zero() {
+                break;
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
     }
+    // SAFETY: made by pipe2 above, closed once.
+    unsafe { libc::close(closed_read) };
 }
 
 /// What the process that closes a descriptor ([`close_elsewhere`]) does with
@@ -266,5 +307,43 @@ mod tests {
         assert_eq!(unsafe { libc::poll(&mut pfd, 1, 10_000) }, 1, "still open");
         let mut buf = Vec::new();
         assert_eq!(std::fs::File::from(r).read_to_end(&mut buf).unwrap(), 0);
+    }
+
+    /// Nothing else this process holds stays open in the grandchild once
+    /// `close_elsewhere` returns: the write end of another pipe, closed here
+    /// right after, is closed everywhere at once (its reader sees end of file
+    /// without waiting), as a lock file or a journal must be before the next
+    /// command takes the lock or the state directory is remounted read-only.
+    #[test]
+    fn close_elsewhere_returns_once_the_grandchild_let_go_of_the_rest() {
+        for _ in 0..20 {
+            let mut other = [-1 as libc::c_int; 2];
+            let mut sock = [-1 as libc::c_int; 2];
+            // SAFETY: valid arrays for pipe2 to fill.
+            unsafe {
+                assert_eq!(libc::pipe2(other.as_mut_ptr(), libc::O_CLOEXEC), 0);
+                assert_eq!(libc::pipe2(sock.as_mut_ptr(), libc::O_CLOEXEC), 0);
+            }
+            // SAFETY: fresh descriptors, each owned once.
+            let (r, w, handed, keep) = unsafe {
+                (
+                    OwnedFd::from_raw_fd(other[0]),
+                    OwnedFd::from_raw_fd(other[1]),
+                    OwnedFd::from_raw_fd(sock[1]),
+                    OwnedFd::from_raw_fd(sock[0]),
+                )
+            };
+            super::close_elsewhere(handed, None);
+            drop(w);
+            let mut pfd = libc::pollfd {
+                fd: other[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; no wait: the write end must be gone.
+            let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+            assert_eq!(ready, 1, "another descriptor still open in the grandchild");
+            drop((r, keep));
+        }
     }
 }
