@@ -3,7 +3,7 @@
 //! hung-up and concurrent applies are in tests/it/crash.rs, the transaction's
 //! defects in tests/it/reliability.rs.)
 
-use crate::support::{ip, require_root, Ns};
+use crate::support::{ifupdown_etc, ip, require_root, two_stack_etc, Ns};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -908,21 +908,7 @@ fn persist_never_takes_away_another_backends_files_unasked() {
     require_root("persist_never_takes_away_another_backends_files_unasked");
     let lab = LabCli::new("stale");
     let etc = lab.etc.path();
-    std::fs::create_dir_all(etc.join("network")).unwrap();
-    std::fs::write(
-        etc.join("network/interfaces"),
-        "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
-         auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(etc.join("systemd/network")).unwrap();
-    for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
-        std::fs::write(
-            etc.join(format!("systemd/network/20-r{i}.network")),
-            format!("[Match]\nName=r{i}\n\n[Network]\nAddress={a}/24\n"),
-        )
-        .unwrap();
-    }
+    two_stack_etc(etc);
     let root = tempfile::tempdir().unwrap();
     let persist = |extra: &[&str]| {
         let o = bin()
@@ -1058,13 +1044,7 @@ fn persist_killed_at_any_point_leaves_one_set() {
     require_root("persist_killed_at_any_point_leaves_one_set");
     let lab = LabCli::new("kill");
     let etc = lab.etc.path();
-    std::fs::create_dir_all(etc.join("network")).unwrap();
-    std::fs::write(
-        etc.join("network/interfaces"),
-        "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
-         auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
-    )
-    .unwrap();
+    ifupdown_etc(etc);
     let root = tempfile::tempdir().unwrap();
     let policy = |base: u32| {
         let p = root.path().join(format!("p{base}.yaml"));
@@ -1216,14 +1196,7 @@ fn a_reboot_after_persist_is_killed_at_any_syscall_boots_one_whole_set() {
     // first persist's set in it.
     let fresh = |name: &str| {
         let root = work.path().join(name);
-        let etc = root.join("etc");
-        std::fs::create_dir_all(etc.join("network")).unwrap();
-        std::fs::write(
-            etc.join("network/interfaces"),
-            "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
-             auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
-        )
-        .unwrap();
+        ifupdown_etc(&root.join("etc"));
         root
     };
     let persist = |root: &Path, p: &Path| {

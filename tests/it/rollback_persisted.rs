@@ -3,7 +3,7 @@
 //! (never the machine's `/etc` or `/run`), compared byte for byte (content,
 //! mode, and which files and directories exist).
 
-use crate::support::{cli_in, netns, require_root, text, Ns};
+use crate::support::{cli_in, netns, require_root, text, two_stack_etc, Ns};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -65,21 +65,7 @@ impl Lab {
             state: tempfile::tempdir().unwrap(),
         };
         let etc = lab.etc.path();
-        std::fs::create_dir_all(etc.join("network")).unwrap();
-        std::fs::write(
-            etc.join("network/interfaces"),
-            "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
-             auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(etc.join("systemd/network")).unwrap();
-        for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
-            std::fs::write(
-                etc.join(format!("systemd/network/20-r{i}.network")),
-                format!("[Match]\nName=r{i}\n\n[Network]\nAddress={a}/24\n"),
-            )
-            .unwrap();
-        }
+        two_stack_etc(etc);
         // Where the names file and its lock go (as on any Debian or RHEL).
         std::fs::create_dir_all(etc.join("iproute2/rt_tables.d")).unwrap();
         std::fs::create_dir_all(etc.join("sysctl.d")).unwrap();

@@ -121,6 +121,34 @@ pub fn ip_batch(ns: &str, script: &str) {
     );
 }
 
+/// The ifupdown configuration of a two-NIC lab ([`netns`] with 2 NICs) in the
+/// etc root `etc`: `network/interfaces` with `r0` 198.18.2.11/24 and `r1`
+/// 198.18.2.12/24, as the lab has them.
+pub fn ifupdown_etc(etc: &Path) {
+    std::fs::create_dir_all(etc.join("network")).unwrap();
+    std::fs::write(
+        etc.join("network/interfaces"),
+        "auto r0\niface r0 inet static\n    address 198.18.2.11/24\n\
+         auto r1\niface r1 inet static\n    address 198.18.2.12/24\n",
+    )
+    .unwrap();
+}
+
+/// A two-NIC lab's etc root configured by two stacks at once: ifupdown
+/// ([`ifupdown_etc`]) and systemd-networkd (`systemd/network/20-r0.network`,
+/// `20-r1.network`, the same addresses), as a host in the middle of a switch.
+pub fn two_stack_etc(etc: &Path) {
+    ifupdown_etc(etc);
+    std::fs::create_dir_all(etc.join("systemd/network")).unwrap();
+    for (i, a) in ["198.18.2.11", "198.18.2.12"].iter().enumerate() {
+        std::fs::write(
+            etc.join(format!("systemd/network/20-r{i}.network")),
+            format!("[Match]\nName=r{i}\n\n[Network]\nAddress={a}/24\n"),
+        )
+        .unwrap();
+    }
+}
+
 /// A lab namespace with its own `/etc` root and state directory, driven by the CLI.
 pub struct Lab {
     pub ns: Ns,
