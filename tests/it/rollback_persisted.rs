@@ -88,14 +88,35 @@ impl Lab {
         text(&o)
     }
 
+    /// `--json ARGS`, which must exit 0: its report.
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let o = self.run(&[&["--json"], args].concat());
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&o)))
+    }
+
+    /// `persist --backend BACKEND --root ROOT`.
+    fn persist_args<'a>(&'a self, backend: &'a str) -> Vec<&'a str> {
+        let root = self.root.path().to_str().unwrap();
+        vec!["persist", "--backend", backend, "--root", root]
+    }
+
     fn persist(&self, backend: &str) -> Output {
-        self.run(&[
-            "persist",
-            "--backend",
-            backend,
-            "--root",
-            self.root.path().to_str().unwrap(),
-        ])
+        self.run(&self.persist_args(backend))
+    }
+
+    /// A persist with no committed apply to record it for (none, or only one
+    /// rolled back): it writes, and records nothing a rollback would undo.
+    fn persist_recording_nothing(&self) {
+        let v = self.json(&self.persist_args("networkd"));
+        assert_eq!(v.get("recorded"), Some(&serde_json::Value::Null), "{v}");
+    }
+
+    /// `rollback`, which must exit 0 and put back no boot file (`--json`'s
+    /// `restored_files` empty).
+    fn rollback_restoring_nothing(&self) {
+        let v = self.json(&["rollback"]);
+        assert_eq!(v["restored_files"], serde_json::json!([]), "{v}");
     }
 
     /// The etc root and the root, as files.
@@ -195,18 +216,8 @@ fn two_persists_for_one_apply_roll_back_to_before_the_first() {
     let (etc0, root0) = lab.files();
     lab.ok(&["apply", "--yes"]);
     assert_eq!(lab.persist("ifupdown").status.code(), Some(0));
-    let o = lab.run(&[
-        "persist",
-        "--backend",
-        "networkd",
-        "--switch-backend",
-        "--root",
-        lab.root.path().to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = lab.run(&["--json", "rollback"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    lab.ok(&[&lab.persist_args("networkd")[..], &["--switch-backend"]].concat());
+    let v = lab.json(&["rollback"]);
     let files = v["restored_files"].as_array().expect("restored_files");
     assert!(!files.is_empty(), "{v}");
     assert_eq!(lab.files(), (etc0, root0), "{v}");
@@ -274,30 +285,14 @@ fn rollback_with_nothing_persisted_touches_no_file() {
     let lab = Lab::new("rbpn");
     let (etc0, root0) = lab.files();
     lab.ok(&["apply", "--yes"]);
-    let o = lab.run(&["--json", "rollback"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["restored_files"], serde_json::json!([]), "{v}");
-    assert_eq!(lab.files(), (etc0.clone(), root0.clone()));
+    lab.rollback_restoring_nothing();
+    assert_eq!(lab.files(), (etc0, root0));
 
     // Persisted after the rollback: no committed apply, nothing recorded.
-    let o = lab.run(&[
-        "--json",
-        "persist",
-        "--backend",
-        "networkd",
-        "--root",
-        lab.root.path().to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v.get("recorded"), Some(&serde_json::Value::Null), "{v}");
+    lab.persist_recording_nothing();
     let persisted = lab.files();
     lab.ok(&["apply", "--yes"]);
-    let o = lab.run(&["--json", "rollback"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["restored_files"], serde_json::json!([]), "{v}");
+    lab.rollback_restoring_nothing();
     assert_eq!(lab.files().0, persisted.0, "the earlier persist is left");
 }
 
@@ -334,15 +329,5 @@ fn a_watchdog_rollback_leaves_no_persisted_file() {
         (etc0, root0),
         "the etc root and root as before the apply"
     );
-    let o = lab.run(&[
-        "--json",
-        "persist",
-        "--backend",
-        "networkd",
-        "--root",
-        lab.root.path().to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v.get("recorded"), Some(&serde_json::Value::Null), "{v}");
+    lab.persist_recording_nothing();
 }
