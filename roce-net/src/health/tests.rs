@@ -4,8 +4,8 @@
 //! counts them, and every way a report cannot vouch for the host (UNKNOWN).
 
 use super::*;
-use crate::mesh::tests::{link_down, plan, rail_mtu, results, unfixed};
-use crate::mesh::{mesh_causes as causes, mesh_report, MeshLevel, MeshReport, ScheduledProbe};
+use crate::mesh::tests::{link_down, one_pair_fails, plan, rail_mtu, results, unfixed};
+use crate::mesh::{mesh_report, MeshReport, ScheduledProbe};
 
 /// When the generated runs ended, seconds since the epoch.
 const TESTED_AT: u64 = 1_800_000_000;
@@ -143,21 +143,8 @@ fn the_policy_decides_how_each_kind_of_mesh_fault_counts() {
 #[test]
 fn a_pair_fault_counts_at_both_ends_and_nowhere_else() {
     let p = plan(12, 4);
-    let one = p
-        .node_schedule("h4")
-        .unwrap()
-        .outgoing
-        .into_iter()
-        .find(|x| !x.intra)
-        .unwrap();
-    let peer = one.to_host.clone();
-    let truth = move |x: &ScheduledProbe| {
-        (x.from_host == one.from_host
-            && x.from.name == one.from.name
-            && x.to_host == one.to_host
-            && x.to.name == one.to.name)
-            .then_some((MeshLevel::Ip, causes::NO_REPLY))
-    };
+    let (one, truth) = one_pair_fails(&p);
+    let peer = one.to_host;
     let mut res = results(&p, &truth, &[]);
     for r in &mut res {
         r.started_at_ms = TESTED_AT * 1000;

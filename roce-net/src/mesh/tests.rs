@@ -182,6 +182,32 @@ pub(crate) fn rail_mtu(p: &ScheduledProbe) -> Option<(MeshLevel, &'static str)> 
     (!p.intra && p.from.rail.ends_with("#2")).then_some((MeshLevel::Ip, causes::MTU))
 }
 
+/// h4's first probe to another host, and a truth in which that probe alone
+/// fails (no reply to its IP echo): one pair broken one way.
+pub(crate) fn one_pair_fails(
+    plan: &MeshPlan,
+) -> (
+    ScheduledProbe,
+    impl Fn(&ScheduledProbe) -> Option<(MeshLevel, &'static str)>,
+) {
+    let one = plan
+        .node_schedule("h4")
+        .unwrap()
+        .outgoing
+        .into_iter()
+        .find(|x| !x.intra)
+        .unwrap();
+    let broken = one.clone();
+    let truth = move |x: &ScheduledProbe| {
+        (x.from_host == broken.from_host
+            && x.from.name == broken.from.name
+            && x.to_host == broken.to_host
+            && x.to.name == broken.to.name)
+            .then_some((MeshLevel::Ip, causes::NO_REPLY))
+    };
+    (one, truth)
+}
+
 #[test]
 fn a_healthy_fleet_passes_with_every_probe_judged() {
     let p = plan(12, 4);
@@ -352,15 +378,7 @@ fn a_node_without_a_result_is_named_and_its_peers_are_not_blamed() {
 #[test]
 fn a_pair_that_fails_alone_is_a_pair_fault_on_the_side_the_cause_points_to() {
     let p = plan(12, 4);
-    let probes = p.node_schedule("h4").unwrap().outgoing;
-    let one = probes.iter().find(|x| !x.intra).unwrap().clone();
-    let truth = move |x: &ScheduledProbe| {
-        (x.from_host == one.from_host
-            && x.from.name == one.from.name
-            && x.to_host == one.to_host
-            && x.to.name == one.to.name)
-            .then_some((MeshLevel::Ip, causes::NO_REPLY))
-    };
+    let (t, truth) = one_pair_fails(&p);
     let mut res = results(&p, &truth, &[]);
     let r = mesh_report(&p, res.clone()).unwrap();
     assert_eq!(r.faults.len(), 1, "{:#?}", r.faults);
@@ -372,13 +390,6 @@ fn a_pair_that_fails_alone_is_a_pair_fault_on_the_side_the_cause_points_to() {
         "no sign the request arrived: the prober's side"
     );
     // The target's responder saw the request and replied: the way back.
-    let t = p
-        .node_schedule("h4")
-        .unwrap()
-        .outgoing
-        .into_iter()
-        .find(|x| !x.intra)
-        .unwrap();
     let tr = res.iter_mut().find(|n| n.host == t.to_host).unwrap();
     tr.responder.answered.push(AnsweredProbe {
         level: MeshLevel::Ip,
