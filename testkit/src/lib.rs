@@ -8,6 +8,7 @@
 //! - [`golden`]: the one golden-file helper (`UPDATE_GOLDEN=1` rewrites, a
 //!   missing file fails);
 //! - [`copy_tree`]: a fixture tree copied under a test's root;
+//! - [`tree_listing`]: a tree's files, modes and bytes, to compare with `==`;
 //! - [`run_measured`]: a child run to completion with its time, peak memory
 //!   and output (the benchmarks).
 //!
@@ -23,4 +24,4 @@ mod tree;
 
 pub use measure::{run_measured, Measured};
 pub use ns::{output, require_namespaces, require_root, run, Netns};
-pub use tree::copy_tree;
+pub use tree::{copy_tree, tree_listing, Entry};

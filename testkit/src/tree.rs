@@ -1,8 +1,46 @@
 //! Copies of fixture trees, for tests that read (or let real tools read) a
-//! node's configuration under an injectable root.
+//! node's configuration under an injectable root, and listings of a tree
+//! that compare byte for byte.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// What [`tree_listing`] records of one entry: whether it is a directory,
+/// its permission bits, and its content (empty for a directory; a symbolic
+/// link's own target is not followed, its content is empty too).
+pub type Entry = (bool, u32, Vec<u8>);
+
+/// Every file and directory under `dir` (not `dir` itself), by path relative
+/// to it: "left as it found it" is `==` of two listings (which files and
+/// directories exist, their modes, their bytes).
+pub fn tree_listing(dir: &Path) -> BTreeMap<PathBuf, Entry> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).unwrap_or_else(|e| panic!("reading {}: {e}", d.display()));
+        for e in entries {
+            let p = e
+                .unwrap_or_else(|e| panic!("reading {}: {e}", d.display()))
+                .path();
+            let m =
+                std::fs::symlink_metadata(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let rel = p.strip_prefix(dir).unwrap_or(&p).to_path_buf();
+            let mode = m.permissions().mode() & 0o7777;
+            let body = if m.is_file() {
+                std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+            } else {
+                Vec::new()
+            };
+            if m.is_dir() {
+                stack.push(p);
+            }
+            out.insert(rel, (m.is_dir(), mode, body));
+        }
+    }
+    out
+}
 
 /// Copy the tree `from` into `to`: directories made, symbolic links copied as
 /// links, regular files copied with the permission bits `mode(destination)`

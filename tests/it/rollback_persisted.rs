@@ -4,47 +4,15 @@
 //! mode, and which files and directories exist).
 
 use crate::support::{cli_in, netns, require_root, text, two_stack_etc, Ns};
+use crate::test_support::{tree_listing, Entry};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-/// The host-wide lock of the table names: the first apply creates it and
-/// nothing removes it (a lock file removed under a waiting writer would
-/// split the lock); it holds no configuration.
-const NAMES_LOCK: &str = "iproute2/rt_tables.d/.roce-net.lock";
-
-/// Each file and directory of a tree: (is a directory, mode, content).
-type Tree = BTreeMap<PathBuf, (bool, u32, Vec<u8>)>;
-
-/// Every file and directory under `dir` (but [`NAMES_LOCK`]): its kind, mode
-/// and content.
-fn tree(dir: &Path) -> Tree {
-    let mut t = tree_all(dir);
-    t.remove(Path::new(NAMES_LOCK));
-    t
-}
-
-fn tree_all(dir: &Path) -> Tree {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            let rel = p.strip_prefix(dir).unwrap().to_path_buf();
-            let mode = m.permissions().mode() & 0o7777;
-            if m.is_dir() {
-                stack.push(p);
-                out.insert(rel, (true, mode, Vec::new()));
-            } else {
-                out.insert(rel, (false, mode, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
+/// Each file and directory of a tree: its kind, mode and content.
+type Tree = BTreeMap<PathBuf, Entry>;
 
 /// A lab of two NICs whose etc root configures them with systemd-networkd
 /// and ifupdown, and holds a sysctl drop-in of the operator's at roce-net's
@@ -119,9 +87,14 @@ impl Lab {
         assert_eq!(v["restored_files"], serde_json::json!([]), "{v}");
     }
 
-    /// The etc root and the root, as files.
+    /// The etc root and the root, as files. Nothing is left out: the names
+    /// file's lock (`iproute2/rt_tables.d/.roce-net.lock`) exists only while
+    /// a command holds it, so it is no trace of an apply either.
     fn files(&self) -> (Tree, Tree) {
-        (tree(self.etc.path()), tree(self.root.path()))
+        (
+            tree_listing(self.etc.path()),
+            tree_listing(self.root.path()),
+        )
     }
 
     /// The live state apply changes (links, addresses, rules, routes).
@@ -275,7 +248,8 @@ fn rollback_refuses_to_overwrite_a_persisted_file_changed_since() {
 }
 
 /// Nothing persisted: rollback behaves as before (no file touched, nothing
-/// listed as put back), and so does a rollback after a persist made for an
+/// listed as put back: apply + rollback leave the etc root byte for byte as
+/// they found it, the names file's lock included), and so does a rollback after a persist made for an
 /// earlier apply, which a later apply superseded (that persist stays: it is
 /// no longer the last apply's to undo).
 #[test]

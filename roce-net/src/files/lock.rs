@@ -27,6 +27,22 @@ impl AsRawFd for Held {
     }
 }
 
+impl Held {
+    /// Remove this lock's file `name` from `dir` while the lock is still
+    /// held, if it is still the file at that name: a lock file that holds
+    /// nothing between two commands does not stay behind in a directory
+    /// that is not roce-net's. Safe with [`take`], which every taker of
+    /// such a lock goes through: a process that opened the file before it
+    /// was removed gets its `flock` only once this one lets go, finds the
+    /// file no longer at its name, and takes the one there then (a new one
+    /// when none is), so two processes never both think they hold it.
+    pub(crate) fn remove_file(&self, dir: &StateDir, name: &str) {
+        if dir.same_file(&self.0, name) {
+            dir.unlink(name);
+        }
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         // SAFETY: flock on an fd we own; failing to unlock leaves the close to

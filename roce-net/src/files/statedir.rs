@@ -418,7 +418,8 @@ impl StateDir {
         Ok(())
     }
 
-    fn unlink(&self, name: &str) {
+    /// Remove `name` (nothing when it is gone already or cannot be removed).
+    pub(crate) fn unlink(&self, name: &str) {
         if let Ok(c) = cstr(name) {
             // SAFETY: unlinkat within our directory.
             unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) };

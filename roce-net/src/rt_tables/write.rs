@@ -8,7 +8,11 @@
 //!   file on the host takes, whatever namespace it works in. The lock file is
 //!   private (0600, owned by root or the writer; one others could open is
 //!   replaced), as the namespace locks are: `flock` works on any descriptor, so
-//!   a lock others can open is a lock any local user can hold;
+//!   a lock others can open is a lock any local user can hold. It exists only
+//!   while a writer holds it: the holder removes it before letting go
+//!   ([`crate::files::lock::Held::remove_file`], safe for a writer waiting on
+//!   it), so the admin's `rt_tables.d` holds nothing of roce-net's between
+//!   commands but the names file;
 //! - the new text goes to a **unique temporary file** created with
 //!   `O_CREAT | O_EXCL | O_NOFOLLOW` next to the target, then renamed over it;
 //! - every update says what it **expects** the file to hold for its table id, and
@@ -50,9 +54,18 @@ pub(crate) struct NameUpdate<'a> {
 /// there, and a dot file is out of an admin's way.
 pub(crate) const LOCK_FILE: &str = ".roce-net.lock";
 
-/// The host-wide lock of the names file, held while it lives.
+/// The host-wide lock of the names file, held while it lives; its file is
+/// removed when it is let go.
 pub(crate) struct NamesHeld {
-    _held: crate::files::lock::Held,
+    dir: crate::files::statedir::StateDir,
+    held: crate::files::lock::Held,
+}
+
+impl Drop for NamesHeld {
+    fn drop(&mut self) {
+        // Still held here: `held` lets go after this.
+        self.held.remove_file(&self.dir, LOCK_FILE);
+    }
 }
 
 /// The names file's directory, open, with the host-wide lock held.
@@ -119,7 +132,7 @@ fn lock_names_dir_within(dir: &OwnedFd, file: &Path, wait: Duration) -> Result<N
         .map_err(|e| Error::io(e, format!("opening {}", dir_path.display())))?;
     let dir = crate::files::statedir::StateDir::from_open(dup, dir_path);
     match take(&dir, LOCK_FILE, Some(wait), Duration::from_millis(5))? {
-        Ok(held) => Ok(NamesHeld { _held: held }),
+        Ok(held) => Ok(NamesHeld { dir, held }),
         Err(busy) => {
             let who = who_holds(
                 &busy,
@@ -612,33 +625,14 @@ mod tests {
     /// holds nothing), and a `locked` error names the process holding the lock
     /// without blaming roce-net. On main a holder of the directory stalled
     /// every writer for 30 s and the error blamed "another roce-net process".
+    /// The file exists only while held: a write leaves only the names file.
     #[test]
     fn the_host_wide_lock_is_private_and_names_its_holder() {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("iproute2/rt_tables.d");
         std::fs::create_dir_all(&dir).unwrap();
-        // What the lock used to be, held (as a local user could).
-        let squatter = File::open(&dir).unwrap();
-        assert!(flock(&squatter));
-        update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap();
         let lock = dir.join(LOCK_FILE);
-        let meta = std::fs::symlink_metadata(&lock).unwrap();
-        assert!(meta.is_file());
-        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        drop(squatter);
-        // A lock file others could open (made by hand), held: replaced.
-        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let old = File::open(&lock).unwrap();
-        assert!(flock(&old));
-        update_table_names(d.path(), &[set(1002, None, Some("b"))], false).unwrap();
-        let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        drop(old);
-        // Held by a program that is not roce-net (this test): named, not
-        // blamed on roce-net, nothing written.
-        let held = File::open(&lock).unwrap();
-        assert!(flock(&held));
         let file = d.path().join(TABLE_NAMES_FILE);
         let (fd, _) = crate::files::walk::walk_parent(
             d.path(),
@@ -647,6 +641,40 @@ mod tests {
         )
         .unwrap()
         .unwrap();
+        // What the lock used to be, held (as a local user could).
+        let squatter = File::open(&dir).unwrap();
+        assert!(flock(&squatter));
+        update_table_names(d.path(), &[set(1001, None, Some("a"))], false).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["roce-net.conf"], "the lock file is not left behind");
+        let ours = lock_names_dir_within(&fd, &file, Duration::from_millis(50)).unwrap();
+        let meta = std::fs::symlink_metadata(&lock).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        drop(ours);
+        assert!(!lock.exists(), "removed when let go");
+        drop(squatter);
+        // A lock file others could open (made by hand), held: replaced.
+        std::fs::write(&lock, "").unwrap();
+        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let old = File::open(&lock).unwrap();
+        assert!(flock(&old));
+        let ours = lock_names_dir_within(&fd, &file, Duration::from_millis(50)).unwrap();
+        let meta = std::fs::metadata(&lock).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_ne!(meta.ino(), old.metadata().unwrap().ino(), "replaced");
+        drop(ours);
+        update_table_names(d.path(), &[set(1002, None, Some("b"))], false).unwrap();
+        drop(old);
+        // Held by a program that is not roce-net (this test): named, not
+        // blamed on roce-net, nothing written.
+        std::fs::write(&lock, "").unwrap();
+        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let held = File::open(&lock).unwrap();
+        assert!(flock(&held));
         let before = read(d.path());
         let e = lock_names_dir_within(&fd, &file, Duration::from_millis(50))
             .err()
@@ -691,6 +719,10 @@ mod tests {
         });
         let names = own_table_names(d.path()).unwrap();
         assert_eq!(names.len(), 200, "every writer's every name is there");
+        // Each let go removed the lock file under the others' waits: had
+        // that split the lock, two writers would have lost a name above.
+        let lock = d.path().join(TABLE_NAMES_FILE).with_file_name(LOCK_FILE);
+        assert!(!lock.exists(), "{} left behind", lock.display());
         // And removing them all concurrently leaves no orphan.
         std::thread::scope(|s| {
             for t in 0..4u32 {

@@ -6,6 +6,7 @@
 
 use crate::apply_support::Env;
 use crate::lab_support;
+use crate::test_support::tree_listing;
 
 use lab_support::ip;
 use roce_net::ArpProbeOptions;
@@ -464,39 +465,12 @@ fn apply_announces_each_nic_so_a_peer_with_a_stale_entry_heals() {
     }
 }
 
-/// Every file under `dir` with its mode, but the names file's lock (the first
-/// apply creates it, nothing removes it: it holds no configuration).
-fn etc_files(
-    dir: &std::path::Path,
-) -> std::collections::BTreeMap<std::path::PathBuf, (u32, Vec<u8>)> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            let rel = p.strip_prefix(dir).unwrap().to_path_buf();
-            if rel.ends_with(".roce-net.lock") {
-                continue;
-            }
-            let body = if m.is_dir() {
-                stack.push(p.clone());
-                Vec::new()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            out.insert(rel, (m.permissions().mode() & 0o7777, body));
-        }
-    }
-    out
-}
-
 /// The library: `apply_policy`, then `persist_for_apply` (sysctl.d: the
 /// sysctl drop-in, the table and protocol names, the boot-time repair),
 /// then `rollback`: the rollback lists the files it put back and the etc
-/// root is as it was before the apply, byte for byte, mode for mode; a
-/// second `rollback` finds nothing to do.
+/// root is as it was before the apply, byte for byte, mode for mode (the
+/// names file's lock included: it exists only while held); a second
+/// `rollback` finds nothing to do.
 #[test]
 #[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
 fn rollback_puts_back_what_persist_for_apply_wrote() {
@@ -505,7 +479,7 @@ fn rollback_puts_back_what_persist_for_apply_wrote() {
     std::fs::create_dir_all(etc.join("iproute2/rt_tables.d")).unwrap();
     let root = tempfile::tempdir().unwrap();
     let target = roce_net::PersistRoot::new(root.path()).with_etc(&etc);
-    let before = etc_files(&etc);
+    let before = tree_listing(&etc);
     let policy = Policy::default();
     roce_net::apply_policy(&e.host, &policy, &e.opts).unwrap();
     let st = e.host.snapshot().unwrap();
@@ -522,7 +496,7 @@ fn rollback_puts_back_what_persist_for_apply_wrote() {
             .any(|l| l.contains("sysctl.d/90-roce-net.conf (persist created it)")),
         "{r:?}"
     );
-    assert_eq!(etc_files(&etc), before, "{r:?}");
+    assert_eq!(tree_listing(&etc), before, "{r:?}");
     let again = roce_net::rollback(&e.host, &e.opts).unwrap_err();
     assert_eq!(again.kind(), ErrorKind::NotFound, "{again}");
 }

@@ -287,9 +287,8 @@ fn remove_restores_what_persist_replaced_and_leaves_foreign_files() {
     assert_eq!(
         left,
         [
-            // The host-wide lock of the names file (0600; iproute2 reads only
-            // `*.conf`), shared with every apply like the file itself.
-            "etc/iproute2/rt_tables.d/.roce-net.lock",
+            // Not the host-wide lock of the names file: it exists only while
+            // a writer holds it.
             "etc/iproute2/rt_tables.d/roce-net.conf",
             "etc/netplan/90-roce-net.yaml",
             "etc/sysctl.d/90-roce-net.conf"
