@@ -698,6 +698,48 @@ pub(crate) fn max_sysctl_fix(
     out
 }
 
+/// The per-NIC IPv4 sysctl checks (`arp-announce`, `arp-ignore`,
+/// `rp-filter-strict`): every NIC in scope with a global IPv4 address (one to
+/// answer ARP for, or to filter) whose effective `key` is wrong
+/// (`problem(ifname, value)` is the finding's message then, `None` when the
+/// value is fine) is a finding of check `id` at ARP flux's severity there,
+/// with the sysctl's values, the NICs sharing its subnet, and the fix that
+/// raises the interface to `want` (`max(all, iface)`; `policy`: the policy
+/// setting that asks for it).
+pub(crate) fn inet_sysctl_findings(
+    ctx: &Ctx,
+    id: &str,
+    (key, want): (ConfKey, i32),
+    policy: &str,
+    problem: impl Fn(&str, i32) -> Option<String>,
+) -> Vec<Finding> {
+    ctx.scope
+        .nics
+        .iter()
+        .filter(|n| n.global_of(Family::Inet).next().is_some())
+        .filter_map(|nic| {
+            let eff = ctx.state.sysctls.effective(&nic.ifname, key)?;
+            let message = problem(&nic.ifname, eff)?;
+            let f = Finding::new(
+                id,
+                ctx.flux_severity_in(&nic.ifname, Family::Inet),
+                Subject::interface(&nic.ifname),
+                message,
+            );
+            let f = sysctl_evidence(f, ctx.state, &nic.ifname, key)
+                .evidence(
+                    "shares_subnet_with",
+                    ctx.peers_in(&nic.ifname, Family::Inet),
+                )
+                .fix(
+                    max_sysctl_fix(ctx.state, &nic.ifname, key, want),
+                    Some(policy),
+                );
+            Some(f)
+        })
+        .collect()
+}
+
 /// The configured `all` and interface values and the effective value of a key.
 pub(crate) fn sysctl_evidence(
     f: Finding,
