@@ -1031,39 +1031,28 @@ mod tests {
                     x.to.name.clone(),
                 )
             };
+            // The whole schedule's probes from (or to) `host`, keyed as `key`.
+            let whole = |host: &str, end: fn(&MeshProbe) -> NicId| -> BTreeSet<_> {
+                all.iter()
+                    .filter(|x| p.nic(end(x)).unwrap().0.host == host)
+                    .map(|x| {
+                        let (fh, fnic) = p.nic(x.from).unwrap();
+                        let (th, tnic) = p.nic(x.to).unwrap();
+                        (
+                            x.round,
+                            fh.host.clone(),
+                            fnic.name.clone(),
+                            th.host.clone(),
+                            tnic.name.clone(),
+                        )
+                    })
+                    .collect()
+            };
             let mut seen_out = 0;
             for (s, node) in p.node_schedules().zip(p.inventory.nodes.iter()) {
                 assert_eq!(s, p.node_schedule(&node.host).unwrap());
-                let want_out: BTreeSet<_> = all
-                    .iter()
-                    .filter(|x| p.nic(x.from).unwrap().0.host == node.host)
-                    .map(|x| {
-                        let (fh, fnic) = p.nic(x.from).unwrap();
-                        let (th, tnic) = p.nic(x.to).unwrap();
-                        (
-                            x.round,
-                            fh.host.clone(),
-                            fnic.name.clone(),
-                            th.host.clone(),
-                            tnic.name.clone(),
-                        )
-                    })
-                    .collect();
-                let want_in: BTreeSet<_> = all
-                    .iter()
-                    .filter(|x| p.nic(x.to).unwrap().0.host == node.host)
-                    .map(|x| {
-                        let (fh, fnic) = p.nic(x.from).unwrap();
-                        let (th, tnic) = p.nic(x.to).unwrap();
-                        (
-                            x.round,
-                            fh.host.clone(),
-                            fnic.name.clone(),
-                            th.host.clone(),
-                            tnic.name.clone(),
-                        )
-                    })
-                    .collect();
+                let want_out = whole(&node.host, |x| x.from);
+                let want_in = whole(&node.host, |x| x.to);
                 let got_out: BTreeSet<_> = s.outgoing.iter().map(key).collect();
                 let got_in: BTreeSet<_> = s.incoming.iter().map(key).collect();
                 assert_eq!(got_out, want_out, "{rail_by:?} {}", node.host);
