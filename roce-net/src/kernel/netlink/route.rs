@@ -425,38 +425,26 @@ impl Netlink {
 
     /// Add a route (`ip route add ...`); fails with `EEXIST` if it exists.
     pub fn route_add(&mut self, r: &Route) -> Result<()> {
-        let what = format!("adding route {}", describe(r));
-        let m = self.route_msg(r, &what)?;
-        self.request(
-            RouteNetlinkMessage::NewRoute(m),
-            NLM_F_CREATE | NLM_F_EXCL,
-            &what,
-        )?;
-        Ok(())
+        self.route_new(r, "adding", NLM_F_EXCL)
     }
 
     /// Add a route beside any others with its key (`ip route append ...`);
     /// fails with `EEXIST` only if this very route exists.
     pub fn route_append(&mut self, r: &Route) -> Result<()> {
-        let what = format!("adding (appending) route {}", describe(r));
-        let m = self.route_msg(r, &what)?;
-        self.request(
-            RouteNetlinkMessage::NewRoute(m),
-            NLM_F_CREATE | NLM_F_APPEND,
-            &what,
-        )?;
-        Ok(())
+        self.route_new(r, "adding (appending)", NLM_F_APPEND)
     }
 
     /// Add or replace a route (`ip route replace ...`).
     pub fn route_replace(&mut self, r: &Route) -> Result<()> {
-        let what = format!("replacing route {}", describe(r));
+        self.route_new(r, "replacing", NLM_F_REPLACE)
+    }
+
+    /// `RTM_NEWROUTE` for `r` with `NLM_F_CREATE | how`; errors say `doing`
+    /// ("adding", ...) and the route.
+    fn route_new(&mut self, r: &Route, doing: &str, how: u16) -> Result<()> {
+        let what = format!("{doing} route {}", describe(r));
         let m = self.route_msg(r, &what)?;
-        self.request(
-            RouteNetlinkMessage::NewRoute(m),
-            NLM_F_CREATE | NLM_F_REPLACE,
-            &what,
-        )?;
+        self.request(RouteNetlinkMessage::NewRoute(m), NLM_F_CREATE | how, &what)?;
         Ok(())
     }
 
