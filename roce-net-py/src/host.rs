@@ -3,6 +3,7 @@
 use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
 use crate::plan::native_plan;
+use crate::schema::Exported;
 use crate::state::state_to_py;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -147,24 +148,16 @@ impl Host {
         timeout: f64,
         source: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let v4 = |what: &str, v: &Bound<'py, PyAny>| -> PyResult<Ipv4Addr> {
-            match ip_arg(what, v)? {
-                IpAddr::V4(a) => Ok(a),
-                IpAddr::V6(a) => Err(py_err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("ARP probes IPv4 only; {what} {a} is IPv6 (probe_nd probes IPv6)"),
-                ))),
-            }
-        };
-        let target = v4("target", target)?;
-        let source = source.map(|s| v4("source", s)).transpose()?;
-        let mut opts = roce_net::ArpProbeOptions::new(count, probe_timeout("ARP", timeout)?);
-        if let Some(s) = source {
-            opts = opts.with_source(s);
-        }
         let h = self.inner.clone();
-        let r = py.detach(move || h.probe_arp(&dev, target, opts)).py()?;
-        to_py(py, &r)
+        let probe = move |timeout, target, source: Option<Ipv4Addr>| {
+            let o = roce_net::ArpProbeOptions::new(count, timeout);
+            h.probe_arp(&dev, target, source.map_or(o, |s| o.with_source(s)))
+        };
+        let v4 = |a: IpAddr| match a {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(_) => None,
+        };
+        neighbour_probe(py, "ARP", (target, source), v4, timeout, probe)
     }
 
     /// Send neighbour solicitations for the IPv6 `target` out of `dev` and
@@ -180,24 +173,16 @@ impl Host {
         timeout: f64,
         source: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let v6 = |what: &str, v: &Bound<'py, PyAny>| -> PyResult<Ipv6Addr> {
-            match ip_arg(what, v)? {
-                IpAddr::V6(a) => Ok(a),
-                IpAddr::V4(a) => Err(py_err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("ND probes IPv6 only; {what} {a} is IPv4 (probe_arp probes IPv4)"),
-                ))),
-            }
-        };
-        let target = v6("target", target)?;
-        let source = source.map(|s| v6("source", s)).transpose()?;
-        let mut opts = roce_net::NdProbeOptions::new(count, probe_timeout("ND", timeout)?);
-        if let Some(s) = source {
-            opts = opts.with_source(s);
-        }
         let h = self.inner.clone();
-        let r = py.detach(move || h.probe_nd(&dev, target, opts)).py()?;
-        to_py(py, &r)
+        let probe = move |timeout, target, source: Option<Ipv6Addr>| {
+            let o = roce_net::NdProbeOptions::new(count, timeout);
+            h.probe_nd(&dev, target, source.map_or(o, |s| o.with_source(s)))
+        };
+        let v6 = |a: IpAddr| match a {
+            IpAddr::V6(a) => Some(a),
+            IpAddr::V4(_) => None,
+        };
+        neighbour_probe(py, "ND", (target, source), v6, timeout, probe)
     }
 
     /// Apply a plan as a transaction: re-plan under the lock and refuse drift in
@@ -359,6 +344,44 @@ impl Host {
             Some(p) => format!("Host(netns_path={:?})", p.display().to_string()),
         }
     }
+}
+
+/// What `probe_arp` and `probe_nd` (`kind`: `ARP`, `ND`) share: the target
+/// and source (`addrs`) must be of the probe's family (`pick` gives `None`
+/// for the other one, which is refused naming the probe that takes it), the
+/// timeout must be in range; then `probe` runs with the GIL released.
+fn neighbour_probe<'py, A, R>(
+    py: Python<'py>,
+    kind: &str,
+    addrs: (&Bound<'py, PyAny>, Option<&Bound<'py, PyAny>>),
+    pick: fn(IpAddr) -> Option<A>,
+    timeout: f64,
+    probe: impl FnOnce(Duration, A, Option<A>) -> roce_net::Result<R> + Send,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    A: Send,
+    R: Exported + Send,
+{
+    let addr = |what: &str, v: &Bound<'py, PyAny>| -> PyResult<A> {
+        let a = ip_arg(what, v)?;
+        pick(a).ok_or_else(|| {
+            let (mine, theirs, other) = match a {
+                IpAddr::V4(_) => ("IPv6", "IPv4", "probe_arp"),
+                IpAddr::V6(_) => ("IPv4", "IPv6", "probe_nd"),
+            };
+            py_err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{kind} probes {mine} only; {what} {a} is {theirs} ({other} probes {theirs})"
+                ),
+            ))
+        })
+    };
+    let target = addr("target", addrs.0)?;
+    let source = addrs.1.map(|s| addr("source", s)).transpose()?;
+    let timeout = probe_timeout(kind, timeout)?;
+    let r = py.detach(move || probe(timeout, target, source)).py()?;
+    to_py(py, &r)
 }
 
 /// A probe's `timeout` in seconds (`what`: "ARP", "ND"), checked: more than 0,

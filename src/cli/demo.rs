@@ -29,6 +29,23 @@ struct WireProbe {
     json: serde_json::Value,
 }
 
+impl WireProbe {
+    /// A probe of `kind` whose replies carried `macs`, reported as `result`.
+    fn new<'a>(
+        kind: &'static str,
+        macs: impl Iterator<Item = &'a roce_net::HwAddr>,
+        result: &impl serde::Serialize,
+    ) -> Result<WireProbe, Error> {
+        let json = serde_json::to_value(result)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("encoding the probe result: {e}")))?;
+        Ok(WireProbe {
+            kind,
+            macs: macs.map(ToString::to_string).collect(),
+            json,
+        })
+    }
+}
+
 /// What the demo saw at one moment.
 struct Observation {
     findings: Vec<roce_net::Finding>,
@@ -50,33 +67,15 @@ fn observe(lab: &Lab, host: &Host) -> Result<Observation, Error> {
         .ok_or_else(|| Error::new(ErrorKind::NotFound, "lab has no peer namespace"))?;
     let target = nics.get(1).unwrap_or(&nics[0]).address;
     let peer_host = Host::netns(peer_ns)?;
-    let json_of = |v: Result<serde_json::Value, serde_json::Error>| {
-        v.map_err(|e| Error::new(ErrorKind::Io, format!("encoding the probe result: {e}")))
-    };
+    let (count, wait) = (3, Duration::from_millis(800));
     let probe = match target {
         IpAddr::V4(a) => {
-            let r = peer_host.probe_arp(
-                &peer.name,
-                a,
-                ArpProbeOptions::new(3, Duration::from_millis(800)),
-            )?;
-            WireProbe {
-                kind: "ARP",
-                macs: r.replies.iter().map(|x| x.mac.to_string()).collect(),
-                json: json_of(serde_json::to_value(&r))?,
-            }
+            let r = peer_host.probe_arp(&peer.name, a, ArpProbeOptions::new(count, wait))?;
+            WireProbe::new("ARP", r.replies.iter().map(|x| &x.mac), &r)?
         }
         IpAddr::V6(a) => {
-            let r = peer_host.probe_nd(
-                &peer.name,
-                a,
-                NdProbeOptions::new(3, Duration::from_millis(800)),
-            )?;
-            WireProbe {
-                kind: "ND",
-                macs: r.replies.iter().map(|x| x.mac.to_string()).collect(),
-                json: json_of(serde_json::to_value(&r))?,
-            }
+            let r = peer_host.probe_nd(&peer.name, a, NdProbeOptions::new(count, wait))?;
+            WireProbe::new("ND", r.replies.iter().map(|x| &x.mac), &r)?
         }
     };
     let mut egress = Vec::new();
