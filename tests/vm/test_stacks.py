@@ -187,7 +187,8 @@ def test_persist_survives_a_reboot(bed, stack):
     # roce-net's own files that are not boot configuration: the table-names
     # file `--remove` leaves on purpose (docs/persistence.md), the backup
     # persist kept of it when an earlier `apply` had written it, and the
-    # private lock beside it that `apply` takes (docs/reliability.md).
+    # private lock beside it, there only while a command holds it or after
+    # one was killed holding it (docs/reliability.md).
     d = "/etc/iproute2/rt_tables.d/"
     own = {d + "roce-net.conf", d + "roce-net.conf.roce-net.bak", d + ".roce-net.lock"}
     files = {k: v for k, v in files.items() if k not in own}
