@@ -299,6 +299,39 @@ impl Host {
         to_py(py, &r)
     }
 
+    /// Write the boot-persistent configuration for `plan`'s desired state under
+    /// `root` (None: `/`) with `backend` (None: the policy's, else the one stack
+    /// that configures the NICs), as `roce-net persist` does: under the
+    /// namespace's lock, refused while the last apply awaits confirmation or
+    /// did not finish, and, when the last apply is committed, what it changed
+    /// recorded in `state_dir` so that `rollback()` (or the watchdog's) puts
+    /// the files back. `switch_backend` removes another backend's earlier
+    /// files; `dry_run` writes and records nothing. Returns an AppliedPersist.
+    #[pyo3(signature = (plan, backend=None, *, root=None, state_dir=None, switch_backend=false, dry_run=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn persist_for_apply<'py>(
+        &self,
+        py: Python<'py>,
+        plan: &Bound<'py, PyAny>,
+        backend: Option<&str>,
+        root: Option<PathBuf>,
+        state_dir: Option<PathBuf>,
+        switch_backend: bool,
+        dry_run: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let o = apply_options(state_dir);
+        crate::persist::persist_for_apply(
+            py,
+            &self.inner,
+            &o,
+            plan,
+            backend,
+            root,
+            switch_backend,
+            dry_run,
+        )
+    }
+
     /// Block until the guarded apply's deadline; roll back unless confirmed. Run
     /// by the detached watchdog process with the guard armed before the apply;
     /// returns "confirmed", "nothing_pending", the RollbackReport or the

@@ -1,4 +1,5 @@
-//! `render_persistence(plan, backend)` and `write_persistence(files, root, dry_run)`.
+//! `render_persistence(plan, backend)`, `write_persistence(files, root, dry_run)`
+//! and the persist of `Host.persist_for_apply` (recorded for a rollback).
 
 use crate::convert::to_py;
 use crate::errors::{py_err, IntoPyResult};
@@ -124,6 +125,44 @@ pub fn write_persistence<'py>(
         .detach(move || roce_net::write_persistence(&v, &root, dry_run))
         .py()?;
     to_py(py, &report)
+}
+
+/// `Host.persist_for_apply`: the plan's desired state rendered onto the node's
+/// configuration under `root` (`backend`, else the policy's, else the one
+/// stack that configures the NICs), written by the library's
+/// `persist_for_apply` as `roce-net persist` does, so a rollback of the last
+/// apply puts the files back. Returns an AppliedPersist.
+#[allow(clippy::too_many_arguments)]
+pub fn persist_for_apply<'py>(
+    py: Python<'py>,
+    host: &roce_net::Host,
+    opts: &roce_net::ApplyOptions,
+    plan: &Bound<'py, PyAny>,
+    backend: Option<&str>,
+    root: Option<PathBuf>,
+    switch_backend: bool,
+    dry_run: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let p = native_plan(plan)?;
+    let chosen = match backend {
+        Some(b) => Some((b.parse::<Backend>().py()?, "given".to_string())),
+        None => p
+            .policy
+            .persistence
+            .backend
+            .backend()
+            .map(|b| (b, "set in the policy".to_string())),
+    };
+    let target = PersistRoot::new(root.unwrap_or_else(|| PathBuf::from("/")));
+    let (h, o) = (host.clone(), opts.clone());
+    let done = py
+        .detach(move || {
+            let st = h.snapshot()?;
+            let plan = roce_net::prepare_persistence(&p.desired, &st, &target, chosen)?;
+            roce_net::persist_for_apply(&h, &o, &plan, &target, switch_backend, dry_run)
+        })
+        .py()?;
+    to_py(py, &done)
 }
 
 /// The backend names `render_persistence` accepts.

@@ -131,7 +131,7 @@ exported_types! {
         // Views (`gids`, `ibdev2netdev`).
         r::GidRow, r::Ibdev2NetdevRow,
         // Persistence.
-        r::RenderedFile, r::WriteReport, r::FileDiff,
+        r::RenderedFile, r::WriteReport, r::FileDiff, r::RemoveReport, r::AppliedPersist,
         // Labs.
         r::LabNic,
         // RDMA probes (`probe_rdma`, `probe_rdma_server`).

@@ -94,6 +94,16 @@ def cannot_run(why: str) -> None:
     pytest.fail(f"this test cannot run: {why}", pytrace=False)
 
 
+def disk_tree(d: Path) -> dict:
+    """Every file and directory under ``d``: its mode, and a file's bytes (a
+    root compared before and after is the same byte for byte, mode for mode,
+    with no file or directory added or left)."""
+    return {
+        p.relative_to(d): (p.lstat().st_mode, p.read_bytes() if p.is_file() else None)
+        for p in sorted(d.rglob("*"))
+    }
+
+
 def ip(*args: str) -> str:
     return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
 

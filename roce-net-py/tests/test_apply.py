@@ -4,10 +4,12 @@ drift, confirm timeout. Table names and journals go to the test's directory."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 import roce_net
+from conftest import disk_tree
 
 pytestmark = pytest.mark.needs_root
 
@@ -150,3 +152,38 @@ def test_confirm_and_watchdog(env):
             break
         time.sleep(0.1)
     assert not _rules(host.snapshot()), "the watchdog did not roll back"
+
+
+def test_rollback_puts_back_what_persist_for_apply_wrote(env, tmp_path):
+    """``Host.persist_for_apply`` writes as ``roce-net persist`` does: refused
+    while the apply awaits confirmation, a dry run writes and records nothing,
+    and once the apply is kept what it changed is recorded, so ``rollback()``
+    puts the root back byte for byte (the node's own file at persist's path
+    included) along with the live state."""
+    lab, host, run = env
+    root = tmp_path / "root"
+    conf = root / "etc" / "sysctl.d" / "90-roce-net.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("net.ipv4.ip_forward = 1\n")
+    conf.chmod(0o640)
+    base = disk_tree(root)
+    plan = roce_net.plan(host.snapshot(), roce_net.Policy.from_dict(POLICY))
+    host.apply(plan, state_dir=run, confirm_timeout=300)
+    with pytest.raises(roce_net.LockedError):
+        host.persist_for_apply(plan, "sysctl.d", root=root, state_dir=run)
+    assert disk_tree(root) == base
+    host.confirm(state_dir=run)
+
+    dry = host.persist_for_apply(plan, "sysctl.d", root=root, state_dir=run, dry_run=True)
+    assert isinstance(dry, roce_net.AppliedPersist), dry
+    assert dry.report.dry_run and dry.report.written and dry.recorded is None, dry
+    assert disk_tree(root) == base
+    done = host.persist_for_apply(plan, "sysctl.d", root=root, state_dir=run)
+    assert isinstance(done.stale, roce_net.RemoveReport), done
+    assert done.recorded and Path(done.recorded).parent == run, done
+    assert conf.read_bytes() != base[conf.relative_to(root)][1]
+
+    rb = host.rollback(state_dir=run)
+    assert any("sysctl.d/90-roce-net.conf" in f for f in rb.restored_files), rb
+    assert disk_tree(root) == base, rb
+    assert not _rules(host.snapshot())

@@ -124,6 +124,7 @@ __all__ = [
 # BEGIN result types: written by scripts/gen_python_types.py, do not edit
 from ._types import (
     Address,
+    AppliedPersist,
     ApplyReport,
     ArpProbeResult,
     ArpReply,
@@ -190,6 +191,7 @@ from ._types import (
     RdmaRejectedConnection,
     RdmaServerResult,
     Remediation,
+    RemoveReport,
     RenderedFile,
     RollbackReport,
     Route,
@@ -209,6 +211,7 @@ from ._types import (
 
 __all__ += [
     "Address",
+    "AppliedPersist",
     "ApplyReport",
     "ArpProbeResult",
     "ArpReply",
@@ -275,6 +278,7 @@ __all__ += [
     "RdmaRejectedConnection",
     "RdmaServerResult",
     "Remediation",
+    "RemoveReport",
     "RenderedFile",
     "RollbackReport",
     "Route",

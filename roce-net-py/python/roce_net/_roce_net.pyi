@@ -22,6 +22,7 @@ from typing import (
 )
 
 from ._types import (
+    AppliedPersist,
     VerbsView,
     RdmaProbeResult,
     RdmaServerResult,
@@ -206,7 +207,19 @@ class Host:
     def apply_status(self, *, state_dir: Optional[_Path] = None) -> Optional[Dict[str, Any]]:
         """The last apply's journal as a dict (``state``, ``steps``...), or None."""
     def rollback(self, *, state_dir: Optional[_Path] = None) -> RollbackReport:
-        """Undo the last apply from its journal."""
+        """Undo the last apply from its journal (and put back what ``persist_for_apply`` wrote for it)."""
+    def persist_for_apply(
+        self,
+        plan: Plan,
+        backend: Optional[str] = None,
+        *,
+        root: Optional[_Path] = None,
+        state_dir: Optional[_Path] = None,
+        switch_backend: bool = False,
+        dry_run: bool = False,
+    ) -> AppliedPersist:
+        """Write the plan's boot-persistent files under ``root`` as ``roce-net persist``
+        does; recorded for the last (committed) apply, so ``rollback()`` puts them back."""
     def _watchdog(
         self,
         *,

@@ -1335,6 +1335,50 @@ class FileDiff(_Record):
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
+class RemoveReport(_Record):
+    """Files of roce-net's persistence removed (put back, kept, left alone)."""
+
+    _RUST: ClassVar[str] = "RemoveReport"
+    #: True when nothing was changed on disk.
+    dry_run: bool
+    #: roce-net's files removed (on-disk paths).
+    removed: Tuple[str, ...]
+    #: Files put back from ``<file>.roce-net.orig`` (on-disk paths).
+    restored: Tuple[str, ...]
+    #: Files at roce-net's paths that roce-net did not write: left alone.
+    foreign: Tuple[str, ...]
+    #: roce-net's files deliberately left, with what to do about them.
+    left: Tuple[Tuple[str, str], ...]
+    #: Files removed (or put back) that had been changed since roce-net wrote
+    #: them, or that carry no record of what it wrote: their content as found is
+    #: kept in ``<file>.roce-net.bak`` (the paths listed here).
+    edited: Tuple[str, ...] = ()
+    #: What was put back of an earlier persist that was interrupted while
+    #: switching files, before this removal looked at anything.
+    recovered: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
+class AppliedPersist(_Record):
+    """What ``Host.persist_for_apply`` did: the files written, an earlier
+    persistence's files removed or kept, and the record a rollback of the last
+    apply restores them from (None: nothing recorded)."""
+
+    _RUST: ClassVar[str] = "AppliedPersist"
+    #: The files written (as ``write_persistence_at``
+    #: reports them).
+    report: WriteReport
+    #: Files of an earlier persistence removed or kept (as
+    #: ``remove_stale_persistence`` reports
+    #: them).
+    stale: RemoveReport
+    #: The record a rollback of the last apply restores from, when the last
+    #: apply is committed and something changed (``None``: no apply journal, a
+    #: rolled-back apply, a dry run, or nothing changed).
+    recorded: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
 class LabNic(_Record):
     """One lab interface: a veth end in a lab namespace, plugged into the switch."""
 
@@ -2017,6 +2061,8 @@ _ALL: Tuple[type, ...] = (
     RenderedFile,
     WriteReport,
     FileDiff,
+    RemoveReport,
+    AppliedPersist,
     LabNic,
     RdmaProbeResult,
     RdmaServerResult,

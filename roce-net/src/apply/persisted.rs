@@ -25,6 +25,7 @@ use crate::files::statedir::StateDir;
 use crate::host::Host;
 use crate::persist::undo::{self, PersistedFile};
 use crate::persist::{PersistPlan, PersistRoot, RemoveReport, WriteReport};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -55,12 +56,14 @@ fn record_name(key: &str) -> String {
 }
 
 /// What [`persist_for_apply`] did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AppliedPersist {
-    /// The files written ([`crate::write_persistence_at`]'s report).
+    /// The files written (as [`write_persistence_at`](crate::write_persistence_at)
+    /// reports them).
     pub report: WriteReport,
-    /// Files of an earlier persistence removed or kept
-    /// ([`crate::remove_stale_persistence`]'s report).
+    /// Files of an earlier persistence removed or kept (as
+    /// [`remove_stale_persistence`](crate::remove_stale_persistence) reports
+    /// them).
     pub stale: RemoveReport,
     /// The record a rollback of the last apply restores from, when the last
     /// apply is committed and something changed (`None`: no apply journal, a

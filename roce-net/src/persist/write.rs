@@ -285,7 +285,7 @@ pub(crate) fn is_ours(content: &[u8]) -> bool {
 }
 
 /// What [`remove_persistence`] did (or, with `dry_run`, would do).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RemoveReport {
     /// True when nothing was changed on disk.
     pub dry_run: bool,
