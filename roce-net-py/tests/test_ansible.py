@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import roce_net
-from conftest import cannot_run
+from conftest import cannot_run, disk_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK_DIR = ROOT / "examples" / "ansible"
@@ -263,22 +263,23 @@ def test_module_confirm_timeout_then_confirm_and_rollback(seed_lab, tmp_path):
     assert out.get("failed") and "policy" in out["msg"], out
 
 
-def tree(d: Path) -> dict:
-    """Every file under ``d`` with its content."""
-    return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.needs_root
 def test_module_persists_only_after_the_confirmation_it_waits_for(seed_lab, tmp_path):
     """Nothing is persisted for a change that is not confirmed: persist with
     confirm_timeout is refused before anything changes; persist while an apply
     awaits confirmation is refused; the state=confirmed task persists after it
-    confirms (check mode: would); after a rollback it persists nothing."""
+    confirms (check mode: would), recorded for that apply: rolling it back
+    puts the persist root back as it was, the node's own file included; after
+    the rollback it persists nothing."""
     if importlib.util.find_spec("ansible") is None:
         cannot_run("ansible-core is not installed")
     ns = seed_lab.host_ns
     root = tmp_path / "root"
-    root.mkdir()
+    # The node's own drop-in at the path persist writes: replaced, then put back.
+    (root / "etc" / "sysctl.d").mkdir(parents=True)
+    (root / "etc" / "sysctl.d" / "90-roce-net.conf").write_text("net.ipv4.ip_forward = 1\n")
+    (root / "etc" / "sysctl.d" / "90-roce-net.conf").chmod(0o640)
+    base = disk_tree(root)
     common = {"netns": ns, "etc_root": str(tmp_path / "etc"), "state_dir": str(tmp_path / "run")}
     pol = {"policy": {"version": 1}}
     persist = {"persist": "sysctl.d", "persist_root": str(root)}
@@ -288,35 +289,40 @@ def test_module_persists_only_after_the_confirmation_it_waits_for(seed_lab, tmp_
     out = run_module({**common, **pol, **persist, "confirm_timeout": 300}, tmp_path)
     assert out.get("failed") and "state=confirmed" in out["msg"], out
     assert out["changed"] is False and "applied" not in out, out
-    assert routing_view(host.snapshot()) == before and tree(root) == {}
+    assert routing_view(host.snapshot()) == before and disk_tree(root) == base
 
     out = run_module({**common, **pol, "confirm_timeout": 300}, tmp_path)
     assert out["changed"] is True and out["applied"]["confirm_deadline"], out
     # A later task persisting without confirming: refused, nothing written.
     out = run_module({**common, **pol, **persist}, tmp_path)
     assert out.get("failed") and "pending_confirm" in out["msg"], out
-    assert "persisted" not in out and tree(root) == {}, out
+    assert "persisted" not in out and disk_tree(root) == base, out
 
     chk = run_module({**common, **pol, **persist, "state": "confirmed"}, tmp_path, check=True)
     assert chk["changed"] is True and chk["journal_state"] == "pending_confirm", chk
     assert chk["persisted"]["dry_run"] is True and chk["persisted"]["written"], chk
-    assert tree(root) == {}
+    assert chk["persisted_record"] is None and disk_tree(root) == base, chk
     out = run_module({**common, **pol, **persist, "state": "confirmed"}, tmp_path)
     assert out["changed"] is True and out["msg"].startswith("apply confirmed; persisted"), out
     assert host.apply_status(state_dir=tmp_path / "run")["state"] == "committed"
-    written = tree(root)
-    assert any(p.parts[:2] == ("etc", "sysctl.d") for p in written), written
+    assert out["persisted_record"] and Path(out["persisted_record"]).is_file(), out
+    written = disk_tree(root)
+    conf = Path("etc", "sysctl.d", "90-roce-net.conf")
+    assert written[conf] != base[conf], written
     # Already kept: the confirming task persists again, unchanged.
     out = run_module({**common, **pol, **persist, "state": "confirmed"}, tmp_path)
     assert out["changed"] is False and out["persisted"]["written"] == [], out
 
-    # Rolled back (as the watchdog would): the confirming task persists nothing.
+    # Rolled back (as the watchdog would): what the confirming task persisted
+    # for the apply is put back, so the next boot does not bring it back...
     out = run_module({**common, "state": "rolled_back"}, tmp_path)
     assert out["changed"] is True, out
-    (root / "etc" / "sysctl.d").rename(root / "kept")
+    assert any("90-roce-net.conf" in f for f in out["rolled_back"]["restored_files"]), out
+    assert disk_tree(root) == base, out
+    # ...and the confirming task persists nothing.
     out = run_module({**common, **pol, **persist, "state": "confirmed"}, tmp_path)
     assert out.get("failed") and "rolled_back" in out["msg"], out
-    assert "persisted" not in out and not (root / "etc" / "sysctl.d").exists(), out
+    assert "persisted" not in out and disk_tree(root) == base, out
 
 
 @pytest.mark.needs_root

@@ -35,6 +35,10 @@ description:
   - O(state=confirmed) and O(state=rolled_back) settle the last apply of the
     namespace from its journal; in check mode they report exactly what the
     real run would (C(changed) is whether there is something to confirm or undo).
+  - What O(persist) writes for a kept apply is recorded in O(state_dir) (as
+    C(roce-net persist) does), so rolling that apply back (O(state=rolled_back),
+    the confirm watchdog, C(roce-net rollback)) also puts the boot files back
+    as they were; the next boot does not bring the change back.
 options:
   policy:
     description: The policy as a dict (the YAML/JSON policy document, docs/policy.md).
@@ -60,7 +64,8 @@ options:
       - V(applied) plans and applies the policy.
       - V(confirmed) confirms an apply made with O(confirm_timeout) (run it after
         checking the node is still reachable).
-      - V(rolled_back) undoes the last apply from its journal.
+      - V(rolled_back) undoes the last apply from its journal, and puts back
+        the files O(persist) wrote for it.
       - V(confirmed) and V(rolled_back) report C(changed=false) when there is
         nothing to confirm or undo.
     type: str
@@ -180,6 +185,17 @@ persisted:
   returned: when O(persist) is set with O(state=applied), or with
     O(state=confirmed) once the apply is confirmed or already kept
   type: dict
+persisted_stale:
+  description: Files of an earlier persistence that this one does not write,
+    removed (put back) or kept, with why.
+  returned: same as RV(persisted)
+  type: dict
+persisted_record:
+  description: The file in O(state_dir) recording what O(persist) changed for the
+    last apply, from which a rollback of that apply puts the files back;
+    V(null) when nothing was recorded (check mode, no kept apply, nothing changed).
+  returned: same as RV(persisted)
+  type: str
 journal_state:
   description: Where the last apply of the namespace stood before this run
     (C(applying), C(pending_confirm), C(committed), C(rolled_back),
@@ -188,7 +204,8 @@ journal_state:
   type: str
   sample: pending_confirm
 rolled_back:
-  description: The rollback report (what was undone).
+  description: The rollback report (what was undone; C(restored_files), the
+    boot files put back that O(persist) wrote for the apply).
   returned: when O(state=rolled_back), not in check mode, and something was rolled back
   type: dict
 msg:
@@ -282,19 +299,27 @@ SETTLED_KEPT = (None, "committed")
 UNSETTLED = ("applying", "pending_confirm", "rolling_back")
 
 
+def persist_plan(module, host, plan, result, diffs):
+    """Write O(persist) for the plan's desired state (a dry run in check mode),
+    recorded for the last apply when it is kept so that its rollback puts the
+    files back; whether a file changed."""
+    p = module.params
+    done = host.persist_for_apply(
+        plan, p["persist"], root=p["persist_root"], state_dir=p["state_dir"], dry_run=module.check_mode
+    )
+    result["persisted"] = done.report.to_dict()
+    result["persisted_stale"] = done.stale.to_dict()
+    result["persisted_record"] = done.recorded
+    if module._diff:
+        diffs += [file_diff(d) for d in done.report.diffs if d.status != "unchanged"]
+    return bool(done.report.written or done.stale.removed or done.stale.restored)
+
+
 def write_persist(module, rn, host, result, diffs):
     """Render O(persist) from the policy onto the live state and write it (a dry
     run in check mode); whether a file changed."""
-    p = module.params
-    policy = load_policy(module, rn)
-    state = host.snapshot()
-    plan = rn.plan(state, policy)
-    files = rn.render_persistence(plan, p["persist"], root=p["persist_root"], state=state)
-    report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode)
-    result["persisted"] = report.to_dict()
-    if module._diff:
-        diffs += [file_diff(d) for d in report.diffs if d.status != "unchanged"]
-    return bool(report.written)
+    plan = rn.plan(host.snapshot(), load_policy(module, rn))
+    return persist_plan(module, host, plan, result, diffs)
 
 
 def settle(module, rn):
@@ -367,8 +392,8 @@ def main():
     )
     p = module.params
     if p["persist"] and p["state"] == "rolled_back":
-        module.fail_json(changed=False, msg="persist is not taken with state=rolled_back (a rollback writes no boot "
-                         "configuration; persist --remove undoes what persist wrote)")
+        module.fail_json(changed=False, msg="persist is not taken with state=rolled_back (the rollback puts back "
+                         "what persist wrote for the apply it undoes)")
     if p["persist"] and p["state"] == "confirmed" and p["policy"] is None and p["policy_file"] is None:
         module.fail_json(changed=False, msg="persist with state=confirmed needs policy or policy_file (the policy "
                          "the confirmed apply applied)")
@@ -383,13 +408,13 @@ def main():
     if p["state"] != "applied":
         calls = ["Host.apply_status", "Host.confirm", "Host.rollback"]
         if p["persist"]:
-            calls += ["Policy", "plan", "Host.snapshot", "render_persistence", "write_persistence"]
+            calls += ["Policy", "plan", "Host.snapshot", "Host.persist_for_apply"]
         settle(module, require_roce_net(module, *calls))
     calls = ["Policy", "plan", "Host.snapshot", "Host.apply_status"]
     if not module.check_mode:
         calls.append("Host.apply")
     if p["persist"]:
-        calls += ["render_persistence", "write_persistence"]
+        calls += ["render_persistence", "Host.persist_for_apply"]
     rn = require_roce_net(module, *calls)
     # The library checks confirm_timeout's range before it changes anything.
     timeout = p["confirm_timeout"]
@@ -404,7 +429,6 @@ def main():
         result["plan"] = plan.to_dict()
         result["changes"] = list(plan.describe())
         diffs = [plan_diff(plan)] if module._diff else []
-        files = None
         if p["persist"]:
             # Nothing is persisted for an apply that is not settled (one an
             # earlier task made with confirm_timeout awaits confirmation).
@@ -419,19 +443,18 @@ def main():
             # configure these NICs fails the task with the host untouched. Onto
             # the node's own configuration under persist_root (roce-net never
             # defines an interface the node does not; see docs/persistence.md).
-            files = rn.render_persistence(plan, p["persist"], root=p["persist_root"], state=state)
+            rn.render_persistence(plan, p["persist"], root=p["persist_root"], state=state)
         if module.check_mode:
             result["changed"] = not plan.is_empty()
         elif not plan.is_empty():
             report = host.apply(plan, confirm_timeout=timeout or None, state_dir=p["state_dir"])
             result["applied"] = report.to_dict()
             result["changed"] = True
-        if files is not None:
-            report = rn.write_persistence(files, p["persist_root"], dry_run=module.check_mode)
-            result["persisted"] = report.to_dict()
-            result["changed"] = result["changed"] or bool(report.written)
-            if module._diff:
-                diffs += [file_diff(d) for d in report.diffs if d.status != "unchanged"]
+        if p["persist"]:
+            # Recorded for the apply just made (when it is kept), so that
+            # state=rolled_back puts the files back.
+            written = persist_plan(module, host, plan, result, diffs)
+            result["changed"] = result["changed"] or written
         if diffs:
             result["diff"] = diffs if len(diffs) > 1 else diffs[0]
     except rn.RoceNetError as err:
