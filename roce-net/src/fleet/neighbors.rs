@@ -100,7 +100,21 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
                 .map(|s| s.iter().map(|(_, l)| l.clone()).collect())
                 .unwrap_or_default();
             let flux = holders.is_some_and(|s| s.iter().any(|(h, _)| *h == owner.host));
-            let (whose, cause) = if flux {
+            // Linux answers a neighbour solicitation only on the NIC that
+            // holds the target, so an IPv6 entry with another NIC's MAC comes
+            // from A's egress: a solicitation or advertisement for that address
+            // sent by another NIC carries that NIC's MAC as its link-layer
+            // address. Per-NIC IPv6 routing fixes it; ARP sysctls do nothing.
+            let (whose, cause) = if flux && n.ip.is_ipv6() {
+                (
+                    format!("the MAC of {}", belongs.join(", ")),
+                    format!(
+                        "wrong-NIC egress on {ohost}: its neighbour discovery for that \
+                         address left by another NIC with that NIC's MAC; fix per-NIC IPv6 \
+                         routing there (policy family both or ipv6)"
+                    ),
+                )
+            } else if flux {
                 (
                     format!("the MAC of {}", belongs.join(", ")),
                     format!(
@@ -177,7 +191,11 @@ pub fn check(states: &[HostState], labels: &[String], out: &mut Vec<Finding>) {
                 .evidence("learned_mac_belongs_to", &belongs)
                 .fix(
                     vec![del],
-                    flux.then_some("arp: {arp_ignore: 1, arp_announce: 2}"),
+                    flux.then_some(if n.ip.is_ipv6() {
+                        "family: both"
+                    } else {
+                        "arp: {arp_ignore: 1, arp_announce: 2}"
+                    }),
                 ),
             );
         }

@@ -72,6 +72,62 @@ fn peer_entry_with_another_rails_mac_is_an_error_with_both_sides_evidence() {
     assert_eq!(r.findings[0].id, "fleet-neighbor-wrong-mac");
 }
 
+/// On an IPv6 rail the same pollution comes from the owner's egress, not
+/// from ARP: Linux answers a neighbour solicitation only on the NIC holding
+/// the target, but a solicitation for `::12` sent out of ens1 carries ens1's
+/// MAC, and the peer learns it. The finding says so and points at per-NIC
+/// IPv6 routing, not at ARP sysctls that do nothing for IPv6; the flush
+/// command runs as printed (`ip neigh del` takes either family).
+#[test]
+fn peer_nd_entry_with_another_nics_mac_blames_the_owners_ipv6_egress() {
+    let (mut a, mut b) = pair();
+    for (h, base) in [(&mut a, 0x11u8), (&mut b, 0x21)] {
+        for n in 0..2u8 {
+            h.addr(
+                &format!("ens{}", n + 1),
+                &format!("fd00:198:18::{:x}/64", base + n),
+            );
+        }
+    }
+    // gpu2 learned gpu1's ens2 address fd00:198:18::12 with gpu1's ens1 MAC;
+    // its entry for ::11 is right.
+    b.neigh(
+        "ens1",
+        "fd00:198:18::12",
+        Some("02:00:00:00:0b:10"),
+        NeighState::Stale,
+    );
+    b.neigh(
+        "ens1",
+        "fd00:198:18::11",
+        Some("02:00:00:00:0b:10"),
+        NeighState::Reachable,
+    );
+    let r = roce_net::fleet_report(&[a.0, b.0]);
+    let f = with_id(&r, "fleet-neighbor-wrong-mac");
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    let f = f[0];
+    assert_eq!(f.severity, Severity::Error);
+    assert_eq!(f.subject.host.as_deref(), Some("gpu2"));
+    assert_eq!(f.subject.address.as_deref(), Some("fd00:198:18::12"));
+    assert_eq!(
+        f.evidence["owner"],
+        json!({"host": "gpu1", "interface": "ens2", "address": "fd00:198:18::12",
+               "mac": "02:00:00:00:0b:11"})
+    );
+    assert_eq!(f.evidence["learned_mac_belongs_to"], json!(["gpu1/ens1"]));
+    assert!(
+        f.message.contains("wrong-NIC egress on gpu1") && !f.message.contains("ARP"),
+        "{}",
+        f.message
+    );
+    assert_eq!(
+        f.remediation.commands,
+        vec!["ssh gpu2 ip neigh del fd00:198:18::12 dev ens1"]
+    );
+    assert_eq!(f.remediation.policy.as_deref(), Some("family: both"));
+}
+
 #[test]
 fn unknown_mac_is_reported_as_such_and_a_clean_table_is_silent() {
     let (a, mut b) = pair();
