@@ -1,6 +1,7 @@
 //! `roce-net mesh` from the command line: a plan from the nodes' entries, what
 //! a node would probe (`run --check`), the report of a run nobody made, and a
-//! run interrupted by SIGTERM, whose responder goes with it.
+//! run interrupted by SIGTERM, whose responder goes with it; `fleet` with a
+//! mesh beside the snapshots.
 
 use crate::support;
 
@@ -109,6 +110,24 @@ fn a_plan_from_node_entries_what_a_node_would_probe_and_a_run_nobody_made() {
             "\"host\" \"h3\" \"no-result\""
         ]
     );
+    // `fleet` with the mesh beside the hosts' snapshots: a healthy host alone
+    // exits 0, and the failed mesh makes it exit 6, with the mesh's faults
+    // in the fleet's JSON and its table under the fleet's.
+    let healthy =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("roce-net/tests/fixtures/doctor/healthy.json");
+    let healthy = healthy.to_str().unwrap();
+    let (code, _, t) = json_out(&["fleet", healthy]);
+    assert_eq!(code, Some(0), "{t}");
+    let mesh_args = ["--mesh-plan", plan_s, "--mesh", results.to_str().unwrap()];
+    let (code, f, t) = json_out(&[&["--json", "fleet", healthy][..], &mesh_args[..]].concat());
+    assert_eq!(code, Some(6), "{t}");
+    assert_eq!(f["hosts"].as_array().unwrap().len(), 1, "{f:#}");
+    assert_eq!(f["faults"], r["faults"], "{f:#}");
+    assert_eq!(f["mesh"]["verdict"], "fail", "{f:#}");
+    let (code, _, t) = json_out(&[&["fleet", healthy][..], &mesh_args[..]].concat());
+    assert_eq!(code, Some(6), "{t}");
+    assert!(t.contains("no-result") && t.contains("h3"), "{t}");
+
     // A file that is no mesh document.
     std::fs::write(results.join("x.json"), "{\"a\": 1}").unwrap();
     let (code, _, t) = json_out(&[
