@@ -156,6 +156,12 @@ fn check_key(s: &str) -> Result<()> {
 
 fn route_entry(s: &mut String, r: &Route) -> Result<()> {
     let scope = match r.scope {
+        // netplan (0.106) refuses a global unicast route without `via` ("global
+        // unicast route must include both a 'to' and 'via' IP"), which every
+        // IPv6 on-link route is. The kernel has no scope for IPv6 routes (it
+        // ignores the one it is given), so `link` there changes nothing but
+        // makes netplan accept the route.
+        Scope::Universe if r.family == Family::Inet6 && r.gateway.is_none() => "link",
         Scope::Universe => "global",
         Scope::Link => "link",
         Scope::Host => "host",

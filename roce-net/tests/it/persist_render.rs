@@ -589,6 +589,25 @@ fn ipv6_nics_use_the_ipv6_commands_and_properties() {
             id: "eth1".into(),
         },
     );
+    o.netplan_devices.insert(
+        "eth1".into(),
+        NetplanDevice {
+            kind: "ethernets".into(),
+            id: "eth1".into(),
+            renderer: NetplanRenderer::Networkd,
+        },
+    );
+    // netplan refuses a `scope: global` route without `via`; IPv6 on-link
+    // routes say `link`, which the kernel ignores for IPv6 (`netplan generate`
+    // reads it in tests/it/persist_boot.rs).
+    let np = roce_net::render_persistence(&d, Backend::Netplan, &o).unwrap();
+    let yaml = &find(&np, "/etc/netplan/90-roce-net.yaml").content;
+    assert!(
+        yaml.contains(
+            "        - to: \"2001:db8::/64\"\n          from: \"2001:db8::10\"\n          scope: link\n"
+        ),
+        "{yaml}"
+    );
     let up = roce_net::render_persistence(&d, Backend::Ifupdown, &o).unwrap();
     let hook = &find(&up, "/etc/network/if-up.d/roce-net").content;
     assert!(
