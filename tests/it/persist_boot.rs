@@ -9,6 +9,12 @@
 //! nothing to fix, `plan` must be empty and `apply` on top must create no
 //! duplicate.
 //!
+//! Every node is dual-stack (each NIC also has `fd00:198:18::<n>/64`, the
+//! admin's files carry both): where a tool brings the NICs up, `ip -6 rule`,
+//! `ip -6 route show table N` and `ip -6 route get PEER from ADDRESS` must show
+//! roce-net's IPv6 rules and routes, and sysctl.d its `net.ipv6.conf` keys;
+//! for NetworkManager libnm must read the IPv6 routes and rules back.
+//!
 //! Nothing here touches the machine's namespace or its `/etc` and `/run`: the
 //! daemons run in lab namespaces (`rnt-...`) with bind mounts of a temp root in
 //! their own mount namespace, and a guard kills them when a test ends or fails.
@@ -22,6 +28,20 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const NETWORKD: &str = "/lib/systemd/systemd-networkd";
+/// The peer's IPv6 address: every node is dual-stack, each NIC's IPv6 address
+/// being [`v6_of`] its IPv4 one (the fixtures' admin files carry both).
+const PEER6: &str = "fd00:198:18::100";
+
+/// The IPv6 sysctls the simulations persist (`V6_POLICY`), 0 in a fresh
+/// namespace, which the boot reset puts back.
+const V6_SYSCTLS: [&str; 2] = ["ndisc_notify", "keep_addr_on_down"];
+/// The policy's IPv6 section the simulations persist through sysctl.d.
+const V6_POLICY: &str = "ipv6: {ndisc_notify: 1, keep_addr_on_down: 1}\n";
+
+/// A NIC's IPv6 address beside its IPv4 one: `198.18.0.11` -> `fd00:198:18::11`.
+fn v6_of(v4: &str) -> String {
+    format!("fd00:198:18::{}", v4.rsplit('.').next().unwrap_or_default())
+}
 /// Findings the persisted configuration must leave none of.
 const FIXED_CHECKS: &[&str] = &[
     "arp-ignore",
@@ -245,9 +265,13 @@ impl Node {
         for (name, mac, addr) in nics {
             lab.connect(&ns, name, addr.parse().unwrap(), 24).unwrap();
             run_ip(&ns, &["link", "set", "dev", name, "address", mac]);
+            let v6 = format!("{}/64", v6_of(addr));
+            run_ip(&ns, &["addr", "add", &v6, "dev", name, "nodad"]);
         }
         lab.connect(&peer, "p0", "198.18.0.100".parse().unwrap(), 24)
             .unwrap();
+        let p6 = format!("{PEER6}/64");
+        run_ip(&peer, &["addr", "add", &p6, "dev", "p0", "nodad"]);
         let root = tempfile::tempdir().unwrap();
         copy_tree(&fixture(stack), root.path(), &fixture_mode);
         Node {
@@ -338,17 +362,20 @@ impl Node {
                 }
             }
         }
-        let mut tables: Vec<String> = ip_json(&self.ns, &["route", "show", "table", "all"])
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|r| r["table"].as_str().map(str::to_string))
-            .filter(|t| t != "local" && t != "main")
-            .collect();
-        tables.sort();
-        tables.dedup();
-        for t in tables {
-            run_ip(&self.ns, &["route", "flush", "table", &t]);
+        for fam in ["-4", "-6"] {
+            let mut tables: Vec<String> =
+                ip_json(&self.ns, &["-N", fam, "route", "show", "table", "all"])
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|r| r["table"].as_str().map(str::to_string))
+                    .filter(|t| t != "local" && t != "main" && t != "255" && t != "254")
+                    .collect();
+            tables.sort();
+            tables.dedup();
+            for t in tables {
+                run_ip(&self.ns, &[fam, "route", "flush", "table", &t]);
+            }
         }
         let mut script = String::new();
         for conf in ["all", "default"]
@@ -364,6 +391,9 @@ impl Node {
                 ("accept_local", 0),
             ] {
                 script.push_str(&format!("echo {v} > /proc/sys/net/ipv4/conf/{conf}/{k}\n"));
+            }
+            for k in V6_SYSCTLS {
+                script.push_str(&format!("echo 0 > /proc/sys/net/ipv6/conf/{conf}/{k}\n"));
             }
         }
         let o = sh(Some(&self.ns_path()), &script);
@@ -547,7 +577,13 @@ impl Node {
 
     /// Every non-default IPv4 rule, as (priority, from, table, protocol).
     fn rules(&self) -> Vec<(u64, String, String, String)> {
-        ip_json(&self.ns, &["-4", "rule", "show"])
+        self.rules_of("-4")
+    }
+
+    /// Every non-default rule of a family (`-4`, `-6`), as (priority, from,
+    /// table, protocol).
+    fn rules_of(&self, fam: &str) -> Vec<(u64, String, String, String)> {
+        ip_json(&self.ns, &[fam, "rule", "show"])
             .as_array()
             .unwrap()
             .iter()
@@ -563,13 +599,84 @@ impl Node {
             .collect()
     }
 
-    /// One rule per priority, and `n` of them.
+    /// In each family, one rule per priority, and `n` of them.
     fn assert_no_duplicate_rules(&self, n: usize) {
-        let rules = self.rules();
-        let mut prios: Vec<u64> = rules.iter().map(|r| r.0).collect();
-        prios.dedup();
-        assert_eq!(prios.len(), rules.len(), "duplicate rules: {rules:?}");
-        assert_eq!(rules.len(), n, "rules: {rules:?}");
+        for fam in ["-4", "-6"] {
+            let rules = self.rules_of(fam);
+            let mut prios: Vec<u64> = rules.iter().map(|r| r.0).collect();
+            prios.dedup();
+            assert_eq!(prios.len(), rules.len(), "duplicate {fam} rules: {rules:?}");
+            assert_eq!(rules.len(), n, "{fam} rules: {rules:?}");
+        }
+    }
+
+    /// The IPv6 half of the fix, as the kernel holds it: each NIC's global
+    /// IPv6 address has its own source rule, that rule's table routes the
+    /// NIC's prefix through the NIC, and `ip -6 route get PEER from ADDRESS`
+    /// leaves by the NIC.
+    fn assert_v6_fixed(&self, nics: &[&str]) {
+        let rules = self.rules_of("-6");
+        for nic in nics {
+            let addr = self.addr6_of(nic);
+            let tables: Vec<&String> = rules.iter().filter(|r| r.1 == addr).map(|r| &r.2).collect();
+            assert_eq!(tables.len(), 1, "{nic}: no one rule from {addr}: {rules:?}");
+            let t = run_ip(&self.ns, &["-6", "route", "show", "table", tables[0]]);
+            // No `src` on IPv6 routes: the rule pins the source (the planner's
+            // reason: the kernel refuses one while the address is tentative).
+            assert!(
+                t.lines()
+                    .any(|l| l.starts_with(&format!("fd00:198:18::/64 dev {nic} "))),
+                "{nic}: table {}: {t}",
+                tables[0]
+            );
+            let get = ip_json(&self.ns, &["-6", "route", "get", PEER6, "from", &addr]);
+            assert_eq!(
+                get[0]["dev"], *nic,
+                "ip -6 route get {PEER6} from {addr}: {get}"
+            );
+        }
+    }
+
+    /// Each `net.ipv6.*` key of roce-net's sysctl.d file as the namespace
+    /// holds it now is the persisted value; there is at least one.
+    fn assert_v6_sysctls_persisted(&self) {
+        let f = self.root().join("etc/sysctl.d/90-roce-net.conf");
+        let conf = std::fs::read_to_string(&f).unwrap();
+        let keys: Vec<(&str, &str)> = conf
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.trim(), v.trim()))
+            .filter(|(k, _)| k.starts_with("net.ipv6."))
+            .collect();
+        assert!(!keys.is_empty(), "no IPv6 sysctl persisted: {conf}");
+        for (k, v) in keys {
+            let o = sh(
+                Some(&self.ns_path()),
+                &format!("cat /proc/sys/{}", sysctl_path(k)),
+            );
+            assert!(o.status.success(), "{k}: {}", text(&o));
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout).trim(),
+                v,
+                "{k} in {conf}"
+            );
+        }
+    }
+
+    /// The NIC's global IPv6 address (exactly one).
+    fn addr6_of(&self, nic: &str) -> String {
+        let v = ip_json(
+            &self.ns,
+            &["-6", "addr", "show", "dev", nic, "scope", "global"],
+        );
+        let a: Vec<&str> = v[0]["addr_info"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a["local"].as_str())
+            .collect();
+        assert_eq!(a.len(), 1, "{nic}: {v}");
+        a[0].to_string()
     }
 
     fn addr_of(&self, nic: &str) -> Vec<String> {
@@ -580,6 +687,18 @@ impl Node {
             .map(|a| format!("{}/{}", a["local"].as_str().unwrap(), a["prefixlen"]))
             .collect()
     }
+}
+
+/// sysctl's key as a path under /proc/sys: dots and slashes swap (`r0.100`
+/// is `r0/100` in a key).
+fn sysctl_path(key: &str) -> String {
+    key.chars()
+        .map(|c| match c {
+            '.' => '/',
+            '/' => '.',
+            c => c,
+        })
+        .collect()
 }
 
 fn run_ip(ns: &str, args: &[&str]) -> String {
@@ -660,9 +779,12 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
         ],
     );
     let nics = ["r0", "r1", "r2", "r3"];
+    let pol_dir = tempfile::tempdir().unwrap();
+    let pol = write_policy(pol_dir.path(), &format!("version: 1\n{V6_POLICY}"));
+    let pol = ["-f", pol.to_str().unwrap()];
     let admin = tree(node.root());
 
-    let v = node.persist(&[]);
+    let v = node.persist(&pol);
     assert_eq!(v["backend"], "networkd", "{v}");
     assert_admin_untouched(&admin, node.root());
     let want = [
@@ -683,7 +805,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
 
     // Boot: the host as the kernel leaves it, then systemd-sysctl, then networkd.
     node.reset_to_boot(&nics);
-    assert!(node.rules().is_empty());
+    assert!(node.rules().is_empty() && node.rules_of("-6").is_empty());
     node.sysctl_boot();
     let mut d = node.networkd();
     let seen = node.wait_configured(&mut d, &nics);
@@ -693,14 +815,15 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
     }
     assert_eq!(node.addr_of("r0"), vec!["198.18.0.11/24"]);
     node.assert_fixed(&[]);
-    node.assert_plan_empty(&[]);
+    node.assert_plan_empty(&pol);
     node.assert_no_duplicate_rules(4);
+    node.assert_v6_fixed(&nics);
+    node.assert_v6_sysctls_persisted();
     // networkd 252 has no protocol for rules: they are `proto static`.
-    assert!(
-        node.rules().iter().all(|r| r.3 == "static"),
-        "{:?}",
-        node.rules()
-    );
+    for fam in ["-4", "-6"] {
+        let rules = node.rules_of(fam);
+        assert!(rules.iter().all(|r| r.3 == "static"), "{rules:?}");
+    }
     // iproute2 reads the persisted table names.
     let t = route_show_named_table(&node, "roce_r0");
     assert!(
@@ -708,7 +831,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
         "{t}"
     );
     // apply on top: nothing to do, nothing duplicated.
-    node.apply(&[]);
+    node.apply(&pol);
     node.assert_no_duplicate_rules(4);
     // A link flap: the kernel drops every route through r0 (networkd's
     // ManageForeign* settings cannot keep them), networkd puts the persisted
@@ -719,7 +842,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
         "the kernel keeps routes through a down link?"
     );
     run_ip(&node.ns, &["link", "set", "dev", "r0", "up"]);
-    node.wait_plan_empty(&[], &d);
+    node.wait_plan_empty(&pol, &d);
     node.assert_fixed(&[]);
     d.stop();
 
@@ -732,7 +855,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
             &["rule", "del", "pref", &r.0.to_string(), "proto", "static"],
         );
     }
-    node.apply(&[]);
+    node.apply(&pol);
     assert!(
         node.rules().iter().all(|r| r.3 == "201"),
         "{:?}",
@@ -742,7 +865,7 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
     node.wait_configured(&mut d, &nics);
     let statics = node.rules().iter().filter(|r| r.3 == "static").count();
     assert_eq!(statics, 4, "{:?}", node.rules());
-    let p = node.plan(&[]);
+    let p = node.plan(&pol);
     let ops: Vec<&str> = p["changes"]
         .as_array()
         .unwrap()
@@ -757,14 +880,14 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
     for c in p["changes"].as_array().unwrap() {
         assert_eq!(c["rule"]["protocol"], 201, "only roce-net's copies go: {c}");
     }
-    node.apply(&[]);
+    node.apply(&pol);
     node.assert_no_duplicate_rules(4);
-    node.assert_plan_empty(&[]);
+    node.assert_plan_empty(&pol);
     d.stop();
     let mut d = node.networkd();
     node.wait_configured(&mut d, &nics);
     node.assert_no_duplicate_rules(4);
-    node.assert_plan_empty(&[]);
+    node.assert_plan_empty(&pol);
     d.stop();
 
     // The way back: exactly the admin's trees again.
@@ -823,7 +946,10 @@ fn netplan_boot_extends_cloud_init_definitions_only() {
         assert_eq!(tree(node.root()), admin, "nothing may be written");
     }
     let pol_dir = tempfile::tempdir().unwrap();
-    let pol = write_policy(pol_dir.path(), "version: 1\nnics: {exclude: [r3]}\n");
+    let pol = write_policy(
+        pol_dir.path(),
+        &format!("version: 1\nnics: {{exclude: [r3]}}\n{V6_POLICY}"),
+    );
     let pol = ["-f", pol.to_str().unwrap()];
     let v = node.persist(&pol);
     assert_eq!(v["backend"], "netplan", "{v}");
@@ -863,6 +989,8 @@ fn netplan_boot_extends_cloud_init_definitions_only() {
     assert!(!d.log().contains("Removing foreign address"), "{}", d.log());
     node.assert_fixed(&["r3"]);
     node.assert_plan_empty(&pol);
+    node.assert_v6_fixed(&["r0", "r1", "r0.100"]);
+    node.assert_v6_sysctls_persisted();
     node.apply(&pol);
     node.assert_no_duplicate_rules(3);
     node.assert_plan_empty(&pol);
@@ -930,6 +1058,7 @@ fn netplan_with_networkmanager_renderer_keeps_the_rules() {
         assert_eq!(rules[0]["from"], addr, "{prof}");
         assert_eq!(rules[0]["from_len"], 32, "{prof}");
         assert_eq!(rules[0]["table"], table, "{prof}");
+        assert_nm_v6(&prof, &v6_of(addr), table, prio);
     }
     node.remove_restores(&admin);
 }
@@ -953,6 +1082,28 @@ fn nm_parse(file: &Path) -> serde_json::Value {
         text(&o)
     );
     serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The IPv6 half of a profile as libnm parsed it ([`nm_parse`]): the route
+/// table left to the rules, one route to the rail's prefix in `table` (no
+/// `src`: the rule pins the source), one rule from `addr`/128 to `table` at
+/// `prio`.
+fn assert_nm_v6(prof: &serde_json::Value, addr: &str, table: u32, prio: u32) {
+    let v6 = &prof["ipv6"];
+    assert_eq!(v6["route_table"], 0, "{prof}");
+    let routes = v6["routes"].as_array().unwrap();
+    assert_eq!(routes.len(), 1, "{prof}");
+    assert_eq!(routes[0]["dest"], "fd00:198:18::", "{prof}");
+    assert_eq!(routes[0]["prefix"], 64, "{prof}");
+    assert_eq!(routes[0]["table"], table, "{prof}");
+    assert_eq!(routes[0]["src"], serde_json::Value::Null, "{prof}");
+    assert_eq!(routes[0]["scope"], serde_json::Value::Null, "{prof}");
+    let rules = v6["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 1, "{prof}");
+    assert_eq!(rules[0]["priority"], prio, "{prof}");
+    assert_eq!(rules[0]["from"], addr, "{prof}");
+    assert_eq!(rules[0]["from_len"], 128, "{prof}");
+    assert_eq!(rules[0]["table"], table, "{prof}");
 }
 
 /// RHEL keyfiles `ens1f0np0.nmconnection` (by interface name) and `Wired
@@ -1017,6 +1168,11 @@ fn networkmanager_profiles_found_by_uuid_round_trip_through_libnm() {
         assert_eq!(rules[0]["priority"], *prio, "{p}");
         assert_eq!(rules[0]["from"], *addr, "{p}");
         assert_eq!(rules[0]["table"], *table, "{p}");
+        assert_eq!(
+            p["ipv6"]["addresses"], before[i]["ipv6"]["addresses"],
+            "{p}"
+        );
+        assert_nm_v6(&p, &v6_of(addr), *table, *prio);
     }
     // Running it again changes nothing (no duplicate values).
     run_nm_script(&node, &script);
@@ -1094,8 +1250,11 @@ fn ifupdown_boot_runs_the_hooks_for_its_stanzas() {
     for d in ["if-pre-up.d", "if-up.d", "if-down.d", "if-post-down.d"] {
         std::fs::create_dir_all(node.root().join("etc/network").join(d)).unwrap();
     }
+    let pol_dir = tempfile::tempdir().unwrap();
+    let pol = write_policy(pol_dir.path(), &format!("version: 1\n{V6_POLICY}"));
+    let pol = ["-f", pol.to_str().unwrap()];
     let admin = config_tree(node.root());
-    let v = node.persist(&[]);
+    let v = node.persist(&pol);
     assert_eq!(v["backend"], "ifupdown", "{v}");
     assert_admin_untouched(&admin, node.root());
     node.reset_to_boot(&["r0", "r1"]);
@@ -1114,19 +1273,23 @@ fn ifupdown_boot_runs_the_hooks_for_its_stanzas() {
     };
     let state = format!("--state-dir={}/run/network", node.root().display());
     // Boot: networking.service runs `ifup -a`; udev runs `ifup --allow=hotplug` per NIC.
-    ifupdown(&format!("ifup -a {state}\nifup --allow=hotplug {state} r1"));
+    let out = ifupdown(&format!("ifup -a {state}\nifup --allow=hotplug {state} r1"));
+    // The hook runs for each stanza (inet, then inet6) and applies both
+    // families each time: nothing of it may fail.
+    assert!(!out.contains("could not be applied"), "{out}");
     assert_eq!(node.addr_of("r1"), vec!["198.18.0.12/24"]);
     node.assert_fixed(&[]);
-    node.assert_plan_empty(&[]);
-    node.apply(&[]);
+    node.assert_plan_empty(&pol);
+    node.assert_v6_fixed(&["r0", "r1"]);
+    node.assert_v6_sysctls_persisted();
+    node.apply(&pol);
     node.assert_no_duplicate_rules(2);
-    node.assert_plan_empty(&[]);
+    node.assert_plan_empty(&pol);
     ifupdown(&format!("ifdown {state} r0"));
-    assert!(
-        !node.rules().iter().any(|r| r.1 == "198.18.0.11"),
-        "{:?}",
-        node.rules()
-    );
+    for (fam, a) in [("-4", "198.18.0.11"), ("-6", "fd00:198:18::11")] {
+        let rules = node.rules_of(fam);
+        assert!(!rules.iter().any(|r| r.1 == a), "{rules:?}");
+    }
 
     // The way back: the hooks are gone, so the next ifup adds no rules.
     node.remove_restores(&admin);
@@ -1137,11 +1300,15 @@ fn ifupdown_boot_runs_the_hooks_for_its_stanzas() {
         );
     }
     ifupdown(&format!("ifup {state} r0"));
-    assert!(
-        !node.rules().iter().any(|r| r.1 == "198.18.0.11"),
-        "after --remove, ifup still adds rules: {:?}",
-        node.rules()
-    );
+    for fam in ["-4", "-6"] {
+        let rules = node.rules_of(fam);
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.1.ends_with("::11") || r.1 == "198.18.0.11"),
+            "after --remove, ifup still adds rules: {rules:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------
