@@ -848,23 +848,29 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
 
     // roce-net's runtime rules (proto 201) in place when networkd starts: networkd
     // adds its `proto static` copies; the planner keeps those as the fix and
-    // deletes its own duplicates, and a networkd restart then changes nothing.
-    for r in node.rules() {
-        run_ip(
-            &node.ns,
-            &["rule", "del", "pref", &r.0.to_string(), "proto", "static"],
-        );
+    // deletes its own duplicates, and a networkd restart then changes nothing;
+    // in both families.
+    for fam in ["-4", "-6"] {
+        for r in node.rules_of(fam) {
+            let pref = r.0.to_string();
+            run_ip(
+                &node.ns,
+                &[fam, "rule", "del", "pref", &pref, "proto", "static"],
+            );
+        }
     }
     node.apply(&pol);
-    assert!(
-        node.rules().iter().all(|r| r.3 == "201"),
-        "{:?}",
-        node.rules()
-    );
+    for fam in ["-4", "-6"] {
+        let rules = node.rules_of(fam);
+        assert!(rules.iter().all(|r| r.3 == "201"), "{rules:?}");
+    }
     let mut d = node.networkd();
     node.wait_configured(&mut d, &nics);
-    let statics = node.rules().iter().filter(|r| r.3 == "static").count();
-    assert_eq!(statics, 4, "{:?}", node.rules());
+    for fam in ["-4", "-6"] {
+        let rules = node.rules_of(fam);
+        let statics = rules.iter().filter(|r| r.3 == "static").count();
+        assert_eq!(statics, 4, "{rules:?}");
+    }
     let p = node.plan(&pol);
     let ops: Vec<&str> = p["changes"]
         .as_array()
@@ -873,13 +879,20 @@ fn networkd_boot_fixes_the_host_through_the_admins_network_files() {
         .map(|c| c["op"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(
-        ops, ["delete_rule"; 4],
+        ops, ["delete_rule"; 8],
         "plan after networkd: {}",
         p["changes"]
     );
     for c in p["changes"].as_array().unwrap() {
         assert_eq!(c["rule"]["protocol"], 201, "only roce-net's copies go: {c}");
     }
+    let v6 = p["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["rule"]["family"] == "inet6")
+        .count();
+    assert_eq!(v6, 4, "plan after networkd: {}", p["changes"]);
     node.apply(&pol);
     node.assert_no_duplicate_rules(4);
     node.assert_plan_empty(&pol);
