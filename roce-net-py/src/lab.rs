@@ -5,7 +5,7 @@ use crate::errors::{py_err, IntoPyResult};
 use crate::host::Host;
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
-use roce_net::{Error, ErrorKind};
+use roce_net::{AddressFamilies, Error, ErrorKind};
 use roce_net::{Lab as RLab, LabNic};
 use std::sync::Mutex;
 
@@ -33,6 +33,19 @@ fn count(what: &str, n: i64) -> PyResult<usize> {
             format!("{what} must be a positive number, not {n}"),
         ))
     })
+}
+
+/// A seed lab's address families, named as a policy's `family` key names them.
+fn families(family: &str) -> PyResult<AddressFamilies> {
+    match family {
+        "ipv4" => Ok(AddressFamilies::Ipv4),
+        "ipv6" => Ok(AddressFamilies::Ipv6),
+        "both" => Ok(AddressFamilies::Both),
+        x => Err(py_err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("lab family {x:?}: give ipv4, ipv6 or both"),
+        ))),
+    }
 }
 
 fn nic<'py>(py: Python<'py>, n: &LabNic) -> PyResult<Bound<'py, PyAny>> {
@@ -64,14 +77,26 @@ impl Lab {
 impl Lab {
     /// The seed scenario: a host namespace with `nics` NICs `r0..` at
     /// 198.18.0.11/24, .12/24, ..., a peer `p0` at 198.18.0.100/24, all on one
-    /// bridge. Kernel defaults, nothing fixed. Needs root.
+    /// bridge. `family` (a policy's vocabulary): `"ipv4"` as said, `"ipv6"`
+    /// addresses the NICs `fd00:198:18::11/64`, `::12/64`, ... and the peer
+    /// `fd00:198:18::100/64` instead (`roce-net lab --ipv6`), `"both"` gives
+    /// each NIC one of each. Kernel defaults, nothing fixed. Needs root.
     #[classmethod]
-    #[pyo3(signature = (nics=4, *, tag="py"))]
-    fn seed(_cls: &Bound<'_, PyType>, py: Python<'_>, nics: i64, tag: &str) -> PyResult<Lab> {
+    #[pyo3(signature = (nics=4, *, tag="py", family="ipv4"))]
+    fn seed(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        nics: i64,
+        tag: &str,
+        family: &str,
+    ) -> PyResult<Lab> {
         let nics = count("nics", nics)?;
+        let families = families(family)?;
         let tag = tag.to_string();
         clean_up_on_signals(py)?;
-        let lab = py.detach(move || RLab::seed_tagged(&tag, nics)).py()?;
+        let lab = py
+            .detach(move || RLab::seed_families(&tag, nics, families))
+            .py()?;
         Ok(Lab {
             inner: Mutex::new(Some(lab)),
         })

@@ -284,8 +284,10 @@ class Lab:
     """Throwaway network namespaces (root only), removed on ``close()`` / ``with`` exit."""
 
     @classmethod
-    def seed(cls, nics: int = 4, *, tag: str = "py") -> Lab:
-        """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer."""
+    def seed(cls, nics: int = 4, *, tag: str = "py", family: str = "ipv4") -> Lab:
+        """The seed scenario: host namespace with ``nics`` NICs in 198.18.0.0/24 and a peer;
+        ``family="ipv6"`` addresses them in fd00:198:18::/64 instead (``roce-net lab
+        --ipv6``), ``"both"`` in both."""
     @classmethod
     def fleet(cls, hosts: int = 8, nics: int = 2, *, tag: str = "py-fleet") -> Lab:
         """``hosts`` host namespaces with ``nics`` NICs each, all in 198.18.0.0/16 on one bridge."""
