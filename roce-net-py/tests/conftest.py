@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -31,7 +32,7 @@ PREFIX = f"rnt-py-{os.getpid()}"
 _counter = itertools.count()
 
 #: Fixtures that create namespaces: a test using one must be marked needs_root.
-LAB_FIXTURES = frozenset({"make_netns", "seed_lab", "fleet_lab"})
+LAB_FIXTURES = frozenset({"make_netns", "seed_lab", "ipv6_lab", "dual_stack_lab", "fleet_lab"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -148,18 +149,74 @@ def make_netns() -> Iterator[Callable[[], Netns]]:
             ns.remove()
 
 
+def _seed(family: str) -> Iterator["object"]:
+    import roce_net
+
+    lab = roce_net.Lab.seed(4, tag="py", family=family)
+    try:
+        yield lab
+    finally:
+        lab.close()
+
+
 @pytest.fixture
 def seed_lab():
     """The library's seed scenario (roce_net.Lab.seed, namespaces rnt-py-<pid>-*):
     host namespace with r0..r3 at 198.18.0.11-14/24, a peer p0 at .100, one bridge
     (needs_root tests only)."""
-    import roce_net
+    yield from _seed("ipv4")
 
-    lab = roce_net.Lab.seed(4, tag="py")
-    try:
-        yield lab
-    finally:
-        lab.close()
+
+@pytest.fixture
+def ipv6_lab():
+    """The seed scenario in IPv6 only (``Lab.seed(family="ipv6")``): r0..r3 at
+    fd00:198:18::11-14/64, the peer p0 at fd00:198:18::100 (needs_root tests only)."""
+    yield from _seed("ipv6")
+
+
+@pytest.fixture
+def dual_stack_lab():
+    """The seed scenario dual stack (``Lab.seed(family="both")``): each NIC has
+    its IPv4 and its IPv6 address (needs_root tests only)."""
+    yield from _seed("both")
+
+
+def nic_addrs(nics, family: str) -> List[Tuple[str, str]]:
+    """``(nic, address)`` of every address of ``family`` ("inet"/"inet6") of the lab NICs."""
+    v6 = family == "inet6"
+    return [(n.name, a.split("/")[0]) for n in nics for a in n.addresses if (":" in a) == v6]
+
+
+def route_get(lab, family: str) -> List[Tuple[str, str, int]]:
+    """iproute2's own answer, in the lab's host namespace, to ``ip [-6] route
+    get <peer> from <addr>`` for each NIC address of ``family``: ``(address,
+    device, table)`` (``-N``: the table as a number; 254 when none is printed)."""
+    ((_, peer),) = nic_addrs([lab.peer_nic], family)
+    fam = "-6" if family == "inet6" else "-4"
+    out = []
+    for _, a in nic_addrs(lab.nics, family):
+        (r,) = json.loads(ip("-n", lab.host_ns, "-N", "-j", fam, "route", "get", peer, "from", a))
+        out.append((a, r["dev"], int(r.get("table", 254))))
+    return out
+
+
+def rails_view(st) -> dict:
+    """Everything an apply changes, comparable with ``==``, in both families:
+    rules, routes (but the ones the kernel makes for IPv6 addresses: link-local
+    ones appear on their own as the lab settles), sysctls, table names."""
+    return {
+        "rules": sorted(
+            (r.family, r.priority, str(r.src), str(r.dst), r.table, r.protocol) for r in st.rules
+        ),
+        "routes": sorted(
+            (r.family, r.table, r.type, r.dst, str(r.dev), str(r.prefsrc), str(r.gateway),
+             r.protocol, str(r.metric))
+            for r in st.routes
+            if not (r.family == "inet6" and r.protocol == 2)
+        ),
+        "sysctls": st.sysctls.to_dict(),
+        "table_names": st.table_names,
+    }
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import roce_net
-from conftest import cannot_run, disk_tree
+from conftest import cannot_run, disk_tree, nic_addrs, rails_view, route_get
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK_DIR = ROOT / "examples" / "ansible"
@@ -159,6 +159,43 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert out["changed"] == 0, out["out"][-3000:]
     assert out["result"]["persisted"]["written"] == []
     assert out["result"]["changed"] is False and out["result"]["changes"] == []
+
+
+@pytest.mark.needs_root
+def test_playbook_fixes_dual_stack_rails_and_the_module_rolls_them_back(dual_stack_lab, tmp_path):
+    """A dual-stack lab (each NIC with an IPv4 and an IPv6 address): site.yml
+    (state applied) sends every source of either family out of its own NIC
+    through its table (iproute2's ``ip [-6] route get <peer> from <addr>``), a
+    second run changes nothing, and ``state: rolled_back`` puts IPv4 and IPv6
+    rules, routes and sysctls back exactly."""
+    lab = dual_stack_lab
+    host = roce_net.Host(netns=lab.host_ns, etc_root=tmp_path / "etc")
+    before = rails_view(host.snapshot())
+    fams = ("inet", "inet6")
+    for fam in fams:
+        assert route_get(lab, fam) == [(a, "r0", 254) for _, a in nic_addrs(lab.nics, fam)], fam
+
+    out = run_playbook(lab.host_ns, tmp_path)
+    assert out["changed"] >= 1 and out["result"]["applied"]["applied"] > 0, out["out"][-3000:]
+    assert "error asymmetric-egress:" in out["out"]  # the doctor's finding, reported
+    changes = out["result"]["changes"]
+    assert any("rule" in c and "fd00:198:18::12" in c for c in changes), changes
+    for fam in fams:
+        assert route_get(lab, fam) == [
+            (a, nic, 1001 + i) for i, (nic, a) in enumerate(nic_addrs(lab.nics, fam))
+        ], fam
+    after = rails_view(host.snapshot())
+
+    out = run_playbook(lab.host_ns, tmp_path)
+    assert out["changed"] == 0 and out["result"]["changes"] == [], out["out"][-3000:]
+    assert rails_view(host.snapshot()) == after
+
+    common = {"netns": lab.host_ns, "etc_root": str(tmp_path / "etc")}
+    out = run_module({**common, "state_dir": str(tmp_path / "run"), "state": "rolled_back"}, tmp_path)
+    assert out["changed"] is True and out["rolled_back"]["undone"], out
+    assert rails_view(host.snapshot()) == before
+    for fam in fams:
+        assert route_get(lab, fam) == [(a, "r0", 254) for _, a in nic_addrs(lab.nics, fam)], fam
 
 
 @pytest.mark.needs_root

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import roce_net
-from conftest import disk_tree
+from conftest import disk_tree, nic_addrs, rails_view, route_get
 
 pytestmark = pytest.mark.needs_root
 
@@ -187,3 +187,49 @@ def test_rollback_puts_back_what_persist_for_apply_wrote(env, tmp_path):
     assert any("sysctl.d/90-roce-net.conf" in f for f in rb.restored_files), rb
     assert disk_tree(root) == base, rb
     assert not _rules(host.snapshot())
+
+
+def test_ipv6_rails_fixed_and_rolled_back_exactly(ipv6_lab, tmp_path):
+    """An IPv6-only seed lab: every source address leaves by r0 and the doctor
+    says so; after apply each leaves by its own NIC through its table (in
+    iproute2's ``ip -6 route get <peer> from <addr>``), a second apply changes
+    nothing, and rollback puts IPv6 rules, routes and sysctls back exactly."""
+    lab, run = ipv6_lab, tmp_path / "run"
+    host = roce_net.Host(netns=lab.host_ns, etc_root=tmp_path / "etc")
+    addrs = [a for _, a in nic_addrs(lab.nics, "inet6")]
+    assert len(addrs) == len(lab.nics) and all(a.startswith("fd00:198:18::") for a in addrs)
+    assert route_get(lab, "inet6") == [(a, "r0", 254) for a in addrs]
+    before = host.snapshot()
+    findings = roce_net.doctor(before)
+    egress = sorted(f.subject.address for f in findings if f.id == "asymmetric-egress")
+    assert egress == addrs[1:], findings
+    assert not any(f.id.startswith("arp-") for f in findings), findings
+
+    # An IPv6 sysctl to set as well, so that rollback has one to put back.
+    policy = roce_net.Policy.from_dict(
+        {"version": 1, "family": "ipv6", "ipv6": {"ndisc_notify": 1}}
+    )
+    plan = roce_net.plan(before, policy)
+    report = host.apply(plan, state_dir=run)
+    assert report.applied == len(plan.changes) > 0
+    after = host.snapshot()
+    assert route_get(lab, "inet6") == [
+        (a, f"r{i}", 1001 + i) for i, a in enumerate(addrs)
+    ], "each source leaves by its own NIC, through its table"
+    assert sorted((r.family, str(r.src)) for r in after.rules if r.protocol == 201) == [
+        ("inet6", f"{a}/128") for a in sorted(addrs)
+    ]
+    assert {n.name: after.sysctls.interfaces[n.name].configured.ndisc_notify for n in lab.nics} == {
+        n.name: 1 for n in lab.nics
+    }
+    assert "asymmetric-egress" not in {f.id for f in roce_net.doctor(after)}
+
+    again = roce_net.plan(after, policy)
+    assert again.is_empty(), again.changes
+    assert host.apply(again, state_dir=run).applied == 0
+    assert rails_view(host.snapshot()) == rails_view(after)
+
+    rb = host.rollback(state_dir=run)
+    assert len(rb.undone) == report.applied
+    assert rails_view(host.snapshot()) == rails_view(before)
+    assert route_get(lab, "inet6") == [(a, "r0", 254) for a in addrs]
