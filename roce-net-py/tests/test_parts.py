@@ -269,12 +269,14 @@ def test_nd_probe_refuses_ipv4_and_arp_probe_ipv6_naming_the_other():
 
 def test_lab_sizes_out_of_range_are_invalid_input_before_any_namespace():
     """0, too many and negative counts all raise InvalidInputError naming the
-    argument (a negative one was PyO3's OverflowError); nothing is created, so
-    this needs no root."""
+    argument (a negative one was PyO3's OverflowError), as does an address
+    family that is not a policy's word; nothing is created, so this needs no
+    root."""
     cases = [
         (lambda: roce_net.Lab.seed(-1), "nics must be a positive number, not -1"),
         (lambda: roce_net.Lab.seed(0), "1 to 64 NICs, not 0"),
         (lambda: roce_net.Lab.seed(65), "not 65"),
+        (lambda: roce_net.Lab.seed(2, family="inet6"), 'lab family "inet6": give ipv4, ipv6 or both'),
         (lambda: roce_net.Lab.fleet(-2, 1), "hosts must be a positive number, not -2"),
         (lambda: roce_net.Lab.fleet(2, -3), "nics must be a positive number, not -3"),
     ]
