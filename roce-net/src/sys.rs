@@ -54,12 +54,12 @@ pub(crate) fn renameat2(
 /// that closes it, or exits holding it, is not done until that wait is over
 /// (docs/architecture.md, decision 17). This process waits only for its child,
 /// which forks the grandchild, lets go of its copy and exits: two forks, a
-/// fraction of a millisecond for the CLI. The grandchild closes every other
-/// descriptor it inherited at once, and this function returns only once it
-/// has (end of file on a pipe only the children hold), so nothing of this
+/// fraction of a millisecond for the CLI. The child closes every other
+/// descriptor it inherited before it forks, so the grandchild never holds any
+/// of them, and once this function has waited for the child nothing of this
 /// process stays open because of it: a pipe's reader sees end-of-file, a lock
 /// taken with `flock` is this process's to let go, a file system it wrote to
-/// can be remounted read-only. The grandchild then waits until this process and the child have
+/// can be remounted read-only. The grandchild waits until this process and the child have
 /// closed their copies (the end of a pipe only they hold; at most a second,
 /// should a fork of another thread hold it too), so that its close is the last
 /// one and the one that waits; with `last`, it first waits `last.delay` and
@@ -89,22 +89,6 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
         return;
     }
     let [read_end, write_end] = pipe;
-    // A second pipe whose write end only the children hold once this process
-    // closes its own: its end of file tells this process that the grandchild
-    // has closed what it inherited (a lock, a journal's descriptor), so that
-    // nothing of this process stays open in it once this function returns.
-    let mut inherited = [-1 as libc::c_int; 2];
-    // SAFETY: a valid array of two descriptors for pipe2 to fill.
-    if unsafe { libc::pipe2(inherited.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        // SAFETY: each was made above and is closed once.
-        unsafe {
-            libc::close(raw);
-            libc::close(read_end);
-            libc::close(write_end);
-        }
-        return;
-    }
-    let [closed_read, closed_write] = inherited;
     // SAFETY: sigset_t is plain old data; sigfillset fills it.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: sigset_t is plain old data.
@@ -117,9 +101,13 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
     }
     let child = fork_raw();
     if child == 0 {
+        // The child lets go of everything else it inherited (a lock, a
+        // journal's descriptor) before it forks, so the grandchild never holds
+        // any of it, and this process, once it has waited for the child, knows
+        // nothing of its own stays open elsewhere.
+        close_all_but(read_end, raw);
         if fork_raw() == 0 {
             // The grandchild.
-            close_all_but(read_end, raw);
             let mut pfd = libc::pollfd {
                 fd: read_end,
                 events: libc::POLLIN,
@@ -140,16 +128,10 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
             }
             // SAFETY: this process's copy, the last one.
             unsafe { libc::close(raw) };
-        } else {
-            // The child: its copies go before it does.
-            // SAFETY: this process's copies of two descriptors.
-            unsafe {
-                libc::close(raw);
-                libc::close(write_end);
-            }
         }
         // SAFETY: ends this (child or grandchild) process only; no Rust
         // code runs after a fork of a process that may have other threads.
+        // The child's copies go with it.
         unsafe { libc::syscall(libc::SYS_exit_group, 0) };
     }
     // SAFETY: restores the mask saved above.
@@ -161,7 +143,6 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
         libc::close(raw);
         libc::close(write_end);
         libc::close(read_end);
-        libc::close(closed_write);
     }
     if child > 0 {
         let mut status = 0;
@@ -172,29 +153,7 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
                 break;
             }
         }
-        // The grandchild's close_all_but (or its exit, or the child's, when
-        // no grandchild could be made) closes the last write end: end of
-        // file, almost at once. Bounded, should it never be scheduled.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let mut pfd = libc::pollfd {
-                fd: closed_read,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
-            if r > 0 || left.is_zero() {
-                break;
-            }
-            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break;
-            }
-        }
     }
-    // SAFETY: made by pipe2 above, closed once.
-    unsafe { libc::close(closed_read) };
 }
 
 /// What the process that closes a descriptor ([`close_elsewhere`]) does with
