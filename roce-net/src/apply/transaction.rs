@@ -9,8 +9,8 @@
 use super::clock::now;
 use super::identity::NamespaceId;
 use super::journal::{
-    Journal, JournalState, NamespaceRecord, Phase, Step, StepLog, StepStatus, WatchdogRecord,
-    JOURNAL_VERSION,
+    Journal, JournalState, NamespaceRecord, Phase, Step, StepLog, StepStatus, StepsJson,
+    WatchdogRecord, JOURNAL_VERSION,
 };
 use super::{validate, ApplyOptions, ApplyReport, RollbackReport};
 use crate::error::{Error, ErrorKind, Result};
@@ -311,7 +311,8 @@ pub(crate) fn apply(
     };
     // The journal (with the deadline) exists before the first change; its step
     // log is tied to it by the apply id, so either order survives a crash.
-    j.save(&s.dir)?;
+    let rendered = StepsJson::of(&j)?;
+    j.save_with(&s.dir, &rendered)?;
     let mut log = match StepLog::create(&s.dir, &j, Phase::Apply) {
         Ok(l) => l,
         Err(e) => {
@@ -332,7 +333,7 @@ pub(crate) fn apply(
             // that fails (a full disk) leaves it `applying`, and its step log
             // is the record the undo works from.
             let was = std::mem::replace(&mut j.state, done);
-            j.save(&s.dir).map_err(|e| {
+            j.save_with(&s.dir, &rendered).map_err(|e| {
                 j.state = was;
                 e.context("recording the apply as finished")
             })
@@ -577,7 +578,13 @@ fn undo_journal(
     let before = j.state.clone();
     j.state = JournalState::RollingBack;
     let mut on_disk = before.name();
-    let log = j.save(&s.dir).and_then(|()| {
+    // Its changes rendered once for the saves below.
+    let rendered = StepsJson::of(j);
+    let save = |j: &Journal| match &rendered {
+        Ok(r) => j.save_with(&s.dir, r),
+        Err(_) => j.save(&s.dir),
+    };
+    let log = save(j).and_then(|()| {
         on_disk = JournalState::RollingBack.name();
         let mut l = StepLog::create(&s.dir, j, Phase::Rollback)?;
         // The header goes out now: a log that cannot be written is found
@@ -595,7 +602,7 @@ fn undo_journal(
             j.state = before;
             // Whatever reached the file, the journal must not say less than
             // the host holds: put the previous state back if it can be written.
-            let _ = j.save(&s.dir);
+            let _ = save(j);
             return Err(Error::new(
                 ErrorKind::Io,
                 format!(
@@ -616,10 +623,7 @@ fn undo_journal(
     } else {
         JournalState::RollbackFailed
     };
-    let unsaved = j
-        .save(&s.dir)
-        .err()
-        .map(|error| UnsavedOutcome { error, on_disk });
+    let unsaved = save(j).err().map(|error| UnsavedOutcome { error, on_disk });
     Ok((undone, unsaved))
 }
 
