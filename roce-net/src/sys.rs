@@ -240,6 +240,157 @@ fn close_all_but(a: libc::c_int, b: libc::c_int) {
     }
 }
 
+/// `a` as the kernel takes it: the address and its length.
+pub(crate) fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match a {
+        std::net::SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage.
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(ss).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(ss).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// An address the kernel gave back; `None` for a family other than IPv4 or IPv6.
+pub(crate) fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
+    match i32::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says it is a sockaddr_in.
+            let sin: libc::sockaddr_in = unsafe { std::ptr::read(std::ptr::addr_of!(*ss).cast()) };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(std::net::SocketAddr::new(
+                std::net::IpAddr::V4(ip),
+                u16::from_be(sin.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says it is a sockaddr_in6.
+            let sin6: libc::sockaddr_in6 =
+                unsafe { std::ptr::read(std::ptr::addr_of!(*ss).cast()) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(std::net::SocketAddr::new(
+                std::net::IpAddr::V6(ip),
+                u16::from_be(sin6.sin6_port),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// A TCP connection to `to` from `from` (any port), made within `timeout`.
+/// The socket is bound to `from` before it connects, so the connection
+/// leaves by the route of its source address (a per-NIC source rule), as the
+/// RDMA traffic it sets up does; `TcpStream::connect` would leave by the
+/// route the destination alone picks, often another NIC. A timeout is an
+/// error of kind `TimedOut` with no errno.
+#[cfg(feature = "verbs")]
+pub(crate) fn tcp_connect_from(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> std::io::Result<std::net::TcpStream> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let domain = if to.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2); owned right away.
+    let raw = unsafe {
+        libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: raw is fresh and ours.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let (ss, len) = sockaddr(std::net::SocketAddr::new(from, 0));
+    // SAFETY: a valid socket and an address of the given length.
+    if unsafe { libc::bind(fd.as_raw_fd(), std::ptr::addr_of!(ss).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let (ss, len) = sockaddr(to);
+    // SAFETY: a valid socket and an address of the given length.
+    if unsafe { libc::connect(fd.as_raw_fd(), std::ptr::addr_of!(ss).cast(), len) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut pfd = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if r > 0 {
+                break;
+            }
+            if r == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e);
+            }
+        }
+        let mut err: libc::c_int = 0;
+        let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: an int-sized buffer and its length for SO_ERROR.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                std::ptr::addr_of_mut!(err).cast(),
+                &mut l,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if err != 0 {
+            return Err(std::io::Error::from_raw_os_error(err));
+        }
+    }
+    let stream = std::net::TcpStream::from(fd);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Read;
@@ -266,6 +417,43 @@ mod tests {
         assert_eq!(unsafe { libc::poll(&mut pfd, 1, 10_000) }, 1, "still open");
         let mut buf = Vec::new();
         assert_eq!(std::fs::File::from(r).read_to_end(&mut buf).unwrap(), 0);
+    }
+
+    /// The connection leaves from the address it was given, not the one the
+    /// route to the peer would pick: the server sees that address as its
+    /// peer (on loopback, 127.0.0.1's route would pick 127.0.0.1 itself).
+    /// An address this host does not have is the kernel's refusal, not a
+    /// connection from somewhere else.
+    #[cfg(feature = "verbs")]
+    #[test]
+    fn tcp_connect_from_leaves_from_the_given_address() {
+        use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = l.local_addr().unwrap();
+        let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 23));
+        let c = super::tcp_connect_from(from, to, std::time::Duration::from_secs(5)).unwrap();
+        let (_server, peer) = l.accept().unwrap();
+        assert_eq!(peer.ip(), from);
+        assert_eq!(c.local_addr().unwrap().ip(), from);
+        assert_eq!(c.peer_addr().unwrap(), to);
+        // A blocking stream, as the channel expects.
+        c.set_read_timeout(Some(std::time::Duration::from_millis(10)))
+            .unwrap();
+        let e = std::io::Read::read(&mut &c, &mut [0u8; 1]).unwrap_err();
+        assert!(
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "{e:?}"
+        );
+        let far = IpAddr::V4(Ipv4Addr::new(198, 18, 255, 254));
+        let e = super::tcp_connect_from(far, to, std::time::Duration::from_secs(5)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EADDRNOTAVAIL), "{e:?}");
+        let refused = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 1);
+        let e =
+            super::tcp_connect_from(from, refused, std::time::Duration::from_secs(5)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ECONNREFUSED), "{e:?}");
     }
 
     /// Nothing else this process holds stays open in the grandchild once

@@ -28,6 +28,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use crate::sys::{from_sockaddr, sockaddr};
+
 /// The fixed part of every datagram.
 pub(crate) const HEADER: usize = 68;
 const MAGIC: &[u8; 4] = b"RNTM";
@@ -132,63 +134,6 @@ impl Datagram {
 pub(crate) struct EchoSocket {
     fd: OwnedFd,
     v6: bool,
-}
-
-fn sockaddr(a: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match a {
-        SocketAddr::V4(v4) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_in fits in sockaddr_storage.
-            unsafe { std::ptr::write(std::ptr::addr_of_mut!(ss).cast(), sin) };
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(v6) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: v6.port().to_be(),
-                sin6_flowinfo: 0,
-                sin6_addr: libc::in6_addr {
-                    s6_addr: v6.ip().octets(),
-                },
-                sin6_scope_id: v6.scope_id(),
-            };
-            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
-            unsafe { std::ptr::write(std::ptr::addr_of_mut!(ss).cast(), sin6) };
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
-}
-
-fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
-    match i32::from(ss.ss_family) {
-        libc::AF_INET => {
-            // SAFETY: the family says it is a sockaddr_in.
-            let sin: libc::sockaddr_in = unsafe { std::ptr::read(std::ptr::addr_of!(*ss).cast()) };
-            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(sin.sin_port)))
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family says it is a sockaddr_in6.
-            let sin6: libc::sockaddr_in6 =
-                unsafe { std::ptr::read(std::ptr::addr_of!(*ss).cast()) };
-            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-            Some(SocketAddr::new(
-                IpAddr::V6(ip),
-                u16::from_be(sin6.sin6_port),
-            ))
-        }
-        _ => None,
-    }
 }
 
 fn setsockopt(fd: &OwnedFd, level: i32, name: i32, v: i32) -> std::io::Result<()> {

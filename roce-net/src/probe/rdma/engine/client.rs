@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fib::{fib_lookup, Flow};
 use crate::model::HostState;
 use std::collections::HashSet;
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -70,13 +70,14 @@ pub(crate) fn client(
     )?;
     let mut s = Session::new(ProbeRole::Client, state, sel);
     let deadline = s.t0 + opts.timeout;
-    let r = client_run(b, &mut s, peer, opts, deadline);
+    let r = client_run(b, &mut s, source, peer, opts, deadline);
     Ok(s.finish(r, refresh))
 }
 
 fn client_run(
     b: &dyn Backend,
     s: &mut Session<'_>,
+    source: IpAddr,
     peer: IpAddr,
     opts: &RdmaProbeOptions,
     deadline: Instant,
@@ -87,7 +88,10 @@ fn client_run(
     let addr = SocketAddr::new(peer, opts.tcp_port);
     s.rep.peer_tcp = Some(addr.to_string());
     let left = deadline.saturating_duration_since(Instant::now());
-    let tcp = TcpStream::connect_timeout(&addr, left).map_err(|e| {
+    // From the source address, so the exchange leaves by the source's own
+    // NIC as the RDMA traffic does (a per-NIC source rule applies to it),
+    // not by whatever NIC the main table picks for the peer.
+    let tcp = crate::sys::tcp_connect_from(source, addr, left).map_err(|e| {
         Fail::new(
             Stage::Connect,
             match e.raw_os_error() {
