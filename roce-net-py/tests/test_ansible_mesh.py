@@ -2,8 +2,8 @@
 two NICs each on one switch, each an Ansible host whose modules run inside its
 namespace. --check lists what each node would probe and sends nothing (no
 neighbour entry appears anywhere); the fleet, fixed, passes and result_dir
-holds the merged report; with one NIC's switch port down the play fails naming
-exactly that NIC."""
+holds the merged report and every node's result; with one NIC's switch port
+down the play fails naming exactly that NIC."""
 
 from __future__ import annotations
 
@@ -97,6 +97,11 @@ def test_mesh_playbook_checks_passes_when_fixed_and_names_a_pulled_cable(mesh_fl
     assert report["verdict"] == "pass" and report["faults"] == [], report["message"]
     assert report["summary"]["results"] == HOSTS and report["summary"]["failed"] == 0
     assert report["summary"]["passed"] == report["summary"]["probes"] > 0
+    # Each node's own result beside the report, under its inventory name.
+    for k, label in enumerate(labels, start=1):
+        node = json.loads((out_dir / f"mesh-result-h{k}.json").read_text())
+        assert node["host"] == label and node["probes"], node
+        assert all(lv["status"] == "pass" for pr in node["probes"] for lv in pr["levels"]), node["probes"]
 
     # Host 3's r1: its switch port down (Lab.fleet: host k's NIC i is port
     # s<(k-1)*NICS + i> in the switch namespace).
