@@ -134,10 +134,16 @@ def teach_flux(guests: Sequence[Guest]) -> None:
         g.sh("for ip in " + " ".join(others) + "; do ping -n -q -c 1 -W 1 $ip >/dev/null 2>&1; done; true", 120)
 
 
-def inventory(bed: Bed, path: Path, python: str) -> Path:
+#: Where the install role puts roce_net on a node (its venv's Python).
+VENV_PYTHON = "/opt/roce-net/bin/python"
+
+
+def inventory(bed: Bed, path: Path, python: str, node_python: str = "/usr/bin/python3") -> Path:
     """The Ansible inventory of the fleet: SSH to root@mgmt with the bed's key
     and pinned host keys, nothing of the machine's own SSH configuration; the
-    controller (localhost) runs PYTHON, which has roce_net."""
+    controller (localhost) runs PYTHON, which has roce_net. The nodes run
+    NODE_PYTHON: their own, or, once the install role ran, its venv's
+    (VENV_PYTHON), as docs/ansible.md says to set it in the inventory."""
     key = bed.ssh_key()
     known = key.parent / "known_hosts"
     ssh_args = f"-F /dev/null -o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes -o ConnectTimeout=20"
@@ -151,7 +157,7 @@ def inventory(bed: Bed, path: Path, python: str) -> Path:
         "ansible_user=root",
         f"ansible_ssh_private_key_file={key}",
         f"ansible_ssh_common_args='{ssh_args}'",
-        "ansible_python_interpreter=/usr/bin/python3",
+        f"ansible_python_interpreter={node_python}",
         "",
         "[controller]",
         f"localhost ansible_connection=local ansible_python_interpreter={python} ansible_remote_tmp={path.parent / 'controller-tmp'}",
