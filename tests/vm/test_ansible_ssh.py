@@ -225,10 +225,10 @@ def _mesh(b: vmbed.Bed, guests: list[vmbed.Guest], tmp_path: Path) -> None:
     old.ok("rdma link delete rxe0 && rdma link delete rxe1")
     assert "rxe" not in old.ok("rdma link show"), old.ok("rdma link show")
     broken = by_name["node3"]
-    # probe rdma's TCP exchange is not bound to its source address: it leaves
+    # probe rdma's TCP exchange was not bound to its source address: it left
     # by the NIC the main table routes the subnet by, and with that NIC broken
     # the RDMA probes of the node's healthy NIC failed too (docs/vm.md). The
-    # NIC broken is node3's other one.
+    # NIC broken is node3's other one, as in the run this was proven with.
     main = json.loads(broken.ok(f"ip -j route get {fleet.NODES[1].rdma[0]}"))[0]["dev"]
     nic = "eth1" if main == "eth0" else "eth0"
     tap = broken.nics[int(nic[-1])].tap
