@@ -97,6 +97,26 @@ def wait_active(g: Guest, n: int, timeout: float = 60, unit: Optional[str] = Non
         g.ok(f"systemctl restart {unit}", 180)
 
 
+def wait_ipv6_usable(g: Guest, n: int, secs: float = 30) -> None:
+    """Wait until N of G's fd00:198:18: addresses finished duplicate address
+    detection (a tentative address gets no GID a peer can use, and the kernel
+    takes no route with it as the source)."""
+    t0 = time.monotonic()
+    while True:
+        out = json.loads(g.ok("ip -j -6 addr show") or "[]")
+        ok = [
+            a
+            for i in out
+            for a in i.get("addr_info", [])
+            if a.get("local", "").startswith("fd00:198:18:") and not a.get("tentative") and not a.get("dadfailed")
+        ]
+        if len(ok) >= n:
+            return
+        if time.monotonic() - t0 > secs:
+            raise VmError(f"{g.name}: IPv6 addresses still tentative or failed after {secs:.0f} s:\n" + g.ok("ip -6 addr show"))
+        time.sleep(1)
+
+
 def make_broken(node: Guest, peer: Guest, rp_filter: Optional[int] = None) -> None:
     """The node as the distribution leaves it (ARP flux, no source routing),
     optionally with a strict rp_filter (RHEL's 1), and a peer whose ARP cache

@@ -19,14 +19,27 @@ from seed import RN, Net
 from vmbed import Bed, Guest
 
 RDMA = [("eth0", "198.18.2.11"), ("eth1", "198.18.2.12")]
+# The rails are dual-stack: each RDMA NIC also has a ULA in one /64, given by
+# the admin's configuration like the IPv4 address (the management NIC has none).
+RDMA6 = [("eth0", "fd00:198:18:2::11"), ("eth1", "fd00:198:18:2::12")]
+PREFIX6 = 64
+PREFIX6_NET = "fd00:198:18:2::/64"
 MGMT = ("eth2", "198.19.2.11")
 NODE_MACS = ["52:54:00:12:02:11", "52:54:00:12:02:12", "52:54:00:13:02:11"]
 PEER_MACS = ["52:54:00:12:02:21", "52:54:00:13:02:21"]
 PEER_IP = "198.18.2.21"
+PEER_IP6 = "fd00:198:18:2::21"
 PEER_MGMT = "198.19.2.21"
 HARNESS_MGMT = "198.19.2.1/24"
 NET = Net(tuple(ip for _n, ip in RDMA), PEER_IP)
 STACKS = ["networkd", "netplan", "networkmanager", "ifupdown"]
+
+# The policy every roce-net command runs with: the defaults (both families)
+# plus the IPv6 sysctls docs/policy.md shows for RoCE NICs, so that persist
+# writes some for the boot to bring back.
+IPV6_SYSCTLS = {"accept_ra_defrtr": 0, "ndisc_notify": 1, "keep_addr_on_down": 1}
+POLICY_PATH = "/root/roce-net.yaml"
+POLICY = "ipv6:\n" + "".join(f"  {k}: {v}\n" for k, v in IPV6_SYSCTLS.items())
 
 # Every service a stack needs enabled, as its admin would have it.
 UNITS = {
@@ -75,17 +88,22 @@ WantedBy=multi-user.target
 # insists on it (netplan warns, NetworkManager ignores group-readable
 # keyfiles), 0644 elsewhere (networkd reads its files as its own user).
 NICS = [*RDMA, MGMT]
+V6 = dict(RDMA6)
 
 
 def _networkd() -> dict[str, str]:
     return {
         f"/etc/systemd/network/10-{dev}.network": f"[Match]\nName={dev}\n\n[Network]\nAddress={ip}/24\n"
+        + (f"Address={V6[dev]}/{PREFIX6}\n" if dev in V6 else "")
         for dev, ip in NICS
     }
 
 
 def _netplan() -> dict[str, str]:
-    eths = "".join(f"    {dev}:\n      addresses: [{ip}/24]\n" for dev, ip in NICS)
+    eths = "".join(
+        f"    {dev}:\n      addresses: [{ip}/24" + (f", \"{V6[dev]}/{PREFIX6}\"" if dev in V6 else "") + "]\n"
+        for dev, ip in NICS
+    )
     return {"/etc/netplan/50-cluster.yaml": f"network:\n  version: 2\n  renderer: networkd\n  ethernets:\n{eths}"}
 
 
@@ -95,7 +113,8 @@ def _nm() -> dict[str, str]:
         files[f"/etc/NetworkManager/system-connections/{dev}.nmconnection"] = (
             f"[connection]\nid=cluster-{dev}\nuuid=5f0c3a2e-0000-4000-8000-00000000000{i}\n"
             f"type=ethernet\ninterface-name={dev}\nautoconnect=true\n\n"
-            f"[ipv4]\nmethod=manual\naddress1={ip}/24\n\n[ipv6]\nmethod=disabled\n"
+            f"[ipv4]\nmethod=manual\naddress1={ip}/24\n\n"
+            + (f"[ipv6]\nmethod=manual\naddress1={V6[dev]}/{PREFIX6}\n" if dev in V6 else "[ipv6]\nmethod=disabled\n")
         )
     return files
 
@@ -104,6 +123,8 @@ def _ifupdown() -> dict[str, str]:
     body = "auto lo\niface lo inet loopback\n"
     for dev, ip in NICS:
         body += f"\nauto {dev}\niface {dev} inet static\n    address {ip}/24\n"
+        if dev in V6:
+            body += f"\niface {dev} inet6 static\n    address {V6[dev]}/{PREFIX6}\n"
     return {"/etc/network/interfaces": body}
 
 
@@ -142,6 +163,7 @@ def configure(node: Guest, stack: str) -> None:
         "printf 'auto lo\\niface lo inet loopback\\n' >/etc/network/interfaces",
         "systemctl disable --quiet " + " ".join(ALL_UNITS) + " 2>/dev/null || true",
         "echo node >/etc/hostname",
+        write_file(POLICY_PATH, POLICY, "644"),
         write_file("/usr/local/sbin/rnt-rxe", RXE_SCRIPT, "755"),
         write_file("/etc/systemd/system/rnt-rxe.service", RXE_UNIT, "644"),
         "systemctl enable --quiet rnt-rxe.service",
@@ -150,7 +172,7 @@ def configure(node: Guest, stack: str) -> None:
         mode = "600" if path.startswith(("/etc/netplan/", "/etc/NetworkManager/")) else "644"
         lines.append(write_file(path, body, mode))
     lines.append("systemctl enable --quiet " + " ".join(UNITS[stack]))
-    node.ok("\n".join(lines))
+    node.ok("\n".join(lines), 300)
 
 
 def config_files(node: Guest) -> dict[str, str]:
@@ -167,18 +189,23 @@ def config_files(node: Guest) -> dict[str, str]:
 
 
 def routing_state(node: Guest) -> dict[str, object]:
-    """What roce-net changes and a reboot resets: rules, routes in every table,
-    the ARP and rp_filter sysctls; compares with == (duplicates kept)."""
-    rules = json.loads(node.ok("ip -j rule show") or "[]")
-    routes = [
-        r
-        for r in json.loads(node.ok("ip -j route show table all") or "[]")
-        if r.get("type", "unicast") == "unicast" and ":" not in r.get("dst", "")
-    ]
+    """What roce-net changes and a reboot resets: rules and unicast routes of
+    both families in every table, the ARP, rp_filter and policy's IPv6
+    sysctls; compares with == (duplicates kept)."""
+    rules, routes = [], []
+    for fam in ("-4", "-6"):
+        rules += json.loads(node.ok(f"ip -j {fam} rule show") or "[]")
+        routes += [
+            r
+            for r in json.loads(node.ok(f"ip -j {fam} route show table all") or "[]")
+            if r.get("type", "unicast") == "unicast"
+        ]
     keys = []
     for scope in ("all", "default", "eth0", "eth1", "eth2"):
         for k in ("arp_ignore", "arp_announce", "rp_filter"):
             keys.append(f"net.ipv4.conf.{scope}.{k}")
+    for dev, _ip in RDMA6:
+        keys += [f"net.ipv6.conf.{dev}.{k}" for k in IPV6_SYSCTLS]
     sysctls = node.ok("sysctl " + " ".join(keys)).strip().splitlines()
     # Sorted: two NICs configured at boot come up in either order.
     def order(xs: list) -> list:
@@ -220,27 +247,29 @@ def peer_setup(peer: Guest) -> None:
     peer.ok(
         "set -e; hostname peer; modprobe rdma_rxe; ip link set eth0 up; ip link set eth1 up;"
         f" ip addr replace {PEER_IP}/24 dev eth0; ip addr replace {PEER_MGMT}/24 dev eth1;"
+        f" ip -6 addr replace {PEER_IP6}/{PREFIX6} dev eth0;"
         " rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev eth0"
     )
 
 
-def addresses(node: Guest) -> dict[str, list[str]]:
-    """The IPv4 addresses on each NIC."""
+def addresses(node: Guest, family: str = "-4") -> dict[str, list[str]]:
+    """The addresses of FAMILY (`-4`, `-6`) on each NIC."""
     out: dict[str, list[str]] = {}
-    for link in json.loads(node.ok("ip -j -4 addr show") or "[]"):
+    for link in json.loads(node.ok(f"ip -j {family} addr show") or "[]"):
         out[link["ifname"]] = [a["local"] for a in link.get("addr_info", [])]
     return out
 
 
-def findings(node: Guest, policy: Optional[str] = None) -> list[dict]:
-    """The doctor's findings on the node (ids, severities, messages)."""
+def findings(node: Guest, policy: Optional[str] = POLICY_PATH) -> list[dict]:
+    """The doctor's findings on the node (ids, severities, messages), with
+    the scenarios' policy unless told otherwise."""
     cmd = "/mnt/roce-net/bin/roce-net --json doctor" + (f" -f {policy}" if policy else "")
     r = node.sh(cmd, 240)
     doc = json.loads(r.out)
     return list(doc.get("findings", []))
 
 
-NM_FIELDS = "connection.id,connection.interface-name,ipv4.method,ipv4.addresses,ipv4.gateway,ipv4.routes,ipv4.routing-rules,ipv6.method"
+NM_FIELDS = "connection.id,connection.interface-name,ipv4.method,ipv4.addresses,ipv4.gateway,ipv4.routes,ipv4.routing-rules,ipv6.method,ipv6.addresses,ipv6.routes,ipv6.routing-rules"
 
 
 def nm_profiles(node: Guest) -> dict[str, str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import time
 from typing import Any, Iterator
 
 import pytest
@@ -27,25 +26,6 @@ V6_PREFIX = 64
 
 # What earlier steps found, for the later ones.
 seen: dict[str, Any] = {}
-
-
-def wait_usable(g, n: int, secs: float = 30) -> None:
-    """Wait until G's N fd00:198:18:: addresses finished duplicate address
-    detection (tentative addresses get no GID a peer can use)."""
-    t0 = time.monotonic()
-    while True:
-        out = json.loads(g.ok("ip -j -6 addr show") or "[]")
-        ok = [
-            a
-            for i in out
-            for a in i.get("addr_info", [])
-            if a.get("local", "").startswith("fd00:198:18::") and not a.get("tentative") and not a.get("dadfailed")
-        ]
-        if len(ok) >= n:
-            return
-        if time.monotonic() - t0 > secs:
-            pytest.fail(f"{g.name}: IPv6 addresses still tentative or failed after {secs:.0f} s:\n" + g.ok("ip -6 addr show"))
-        time.sleep(1)
 
 
 def gids(g) -> dict[str, list[tuple[int, str, str]]]:
@@ -143,8 +123,8 @@ def v6_bed(seed_bed) -> Iterator[tuple[Any, Any]]:
     node.ok("\n".join(["set -e"] + [f"ip -6 addr replace {ip}/{V6_PREFIX} dev eth{k}" for k, ip in enumerate(NODE_V6)]))
     peer.ok(f"ip -6 addr replace {PEER_V6}/{V6_PREFIX} dev eth0")
     try:
-        wait_usable(node, len(NODE_V6))
-        wait_usable(peer, 1)
+        seed.wait_ipv6_usable(node, len(NODE_V6))
+        seed.wait_ipv6_usable(peer, 1)
         yield node, peer
     finally:
         if seen.get("applied") and not seen.get("rolled_back"):

@@ -28,6 +28,7 @@ import vmbed
 from conftest import cannot_run
 
 RN = seed.RN
+POLICY = f"-f {stacks.POLICY_PATH}"
 # Findings that would mean the persisted fix did not come back at boot.
 FIX_IDS = {
     "arp-ignore",
@@ -92,16 +93,55 @@ def _wait_rules(node: vmbed.Guest, n: int, timeout: float = 90) -> list[dict]:
         time.sleep(2)
 
 
-def _wait_table_route(node: vmbed.Guest, dev: str, timeout: float = 90) -> None:
-    """Wait until DEV's own table (roce_DEV) holds its subnet route."""
+def _wait_table_route(node: vmbed.Guest, dev: str, family: str = "-4", timeout: float = 90) -> None:
+    """Wait until DEV's own table (roce_DEV) holds its subnet route of FAMILY."""
     deadline = time.monotonic() + timeout
     while True:
-        r = node.sh(f"ip -j route show table roce_{dev}")
+        r = node.sh(f"ip -j {family} route show table roce_{dev}")
         if r.ok and any(x.get("dev") == dev for x in json.loads(r.out or "[]")):
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"{dev}: no route in table roce_{dev} {timeout:.0f} s after its cable came in: {r.text()}")
+            raise AssertionError(f"{dev}: no {family} route in table roce_{dev} after {timeout:.0f} s: {r.text()}")
         time.sleep(2)
+
+
+def _v6_egress(node: vmbed.Guest) -> dict[str, str]:
+    """The NIC `ip -6 route get PEER from ADDR` names for each RDMA address."""
+    out = {}
+    for dev, ip in stacks.RDMA6:
+        r = json.loads(node.ok(f"ip -j -6 route get {stacks.PEER_IP6} from {ip}") or "[]")
+        out[dev] = r[0].get("dev", "") if r else ""
+    return out
+
+
+def _v6_sysctls(node: vmbed.Guest) -> dict[str, dict[str, int]]:
+    """The policy's IPv6 sysctls on each RDMA NIC, as the kernel has them."""
+    keys = [f"net.ipv6.conf.{dev}.{k}" for dev, _ip in stacks.RDMA6 for k in stacks.IPV6_SYSCTLS]
+    out: dict[str, dict[str, int]] = {}
+    for line in node.ok("sysctl " + " ".join(keys)).splitlines():
+        name, _, v = line.partition(" = ")
+        _net, _ipv6, _conf, dev, key = name.strip().split(".")
+        out.setdefault(dev, {})[key] = int(v)
+    return out
+
+
+def _assert_v6_fixed(node: vmbed.Guest, stack: str) -> None:
+    """After the boot, with no roce-net command run: each RDMA NIC's IPv6
+    source rule and table route are there (once), each address leaves by its
+    own NIC, and the policy's IPv6 sysctls are in effect."""
+    rules = json.loads(node.ok("ip -j -6 rule show") or "[]")
+    for dev, ip in stacks.RDMA6:
+        mine = [r for r in rules if r.get("src") == ip]
+        assert len(mine) == 1 and mine[0].get("table") == f"roce_{dev}", f"{stack}: after boot, IPv6 rules from {ip}: {mine}"
+        routes = json.loads(node.ok(f"ip -j -6 route show table roce_{dev}") or "[]")
+        # (No `src`: roce-net's IPv6 routes leave the source to the rule.)
+        subnet = [r for r in routes if r.get("dst") == stacks.PREFIX6_NET and r.get("dev") == dev]
+        assert len(subnet) == 1, f"{stack}: after boot, table roce_{dev} (IPv6): {routes}"
+    print(f"{stack}: IPv6 after boot:\n" + node.ok("ip -6 rule show; for d in eth0 eth1; do ip -6 route show table roce_$d; done"))
+    egress = _v6_egress(node)
+    assert egress == {dev: dev for dev, _ip in stacks.RDMA6}, f"{stack}: after boot, ip -6 route get the peer from each address: {egress}"
+    got = _v6_sysctls(node)
+    assert got == {dev: stacks.IPV6_SYSCTLS for dev, _ip in stacks.RDMA6}, f"{stack}: after boot, the IPv6 sysctls: {got}"
 
 
 @pytest.mark.parametrize("stack", stacks.STACKS)
@@ -117,6 +157,10 @@ def test_persist_survives_a_reboot(bed, stack):
     addrs = stacks.addresses(node)
     for dev, ip in [*stacks.RDMA, stacks.MGMT]:
         assert ip in addrs.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs}"
+    addrs6 = stacks.addresses(node, "-6")
+    for dev, ip in stacks.RDMA6:
+        assert ip in addrs6.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs6}"
+    seed.wait_ipv6_usable(node, len(stacks.RDMA6))
     admin_state = stacks.routing_state(node)
     admin_files = stacks.config_files(node)
     nm = stack == "networkmanager"
@@ -127,13 +171,19 @@ def test_persist_survives_a_reboot(bed, stack):
         admin_files = {k: v for k, v in admin_files.items() if "/system-connections/" not in k}
     broken = {f["id"] for f in stacks.findings(node)}
     assert {"arp-ignore", "source-rule-missing"} <= broken, f"{stack}: the node is not broken as Debian leaves it: {broken}"
+    # Broken the IPv6 way too: no per-NIC IPv6 rule, so both addresses leave
+    # by the one NIC whose /64 route the main table picks, and the policy's
+    # IPv6 sysctls are not what the kernel has.
+    egress = _v6_egress(node)
+    assert len(set(egress.values())) == 1, f"{stack}: before persist, ip -6 route get from each address: {egress}"
+    assert all(v != stacks.IPV6_SYSCTLS for v in _v6_sysctls(node).values()), _v6_sysctls(node)
 
     # The documented order "apply now, persist, reboot" on two of the stacks,
     # persist alone on the others.
     applied_first = stack in ("networkd", "networkmanager")
     if applied_first:
-        node.ok(f"{RN} apply --yes", 240)
-    out = node.ok(f"{RN} persist", 240)
+        node.ok(f"{RN} apply --yes {POLICY}", 240)
+    out = node.ok(f"{RN} persist {POLICY}", 240)
     assert f"backend {stack}" in out, f"{stack}: persist chose another backend:\n{out}"
     if nm:
         # NetworkManager's own profiles are changed by the daemon, through the
@@ -157,9 +207,14 @@ def test_persist_survives_a_reboot(bed, stack):
         print("eth1 without carrier after boot:", node.ok("ip -br addr show eth1; ip rule; ip route show table all | grep 198.18"))
         node.set_link(1, True)
         _wait_table_route(node, "eth1")
+        _wait_table_route(node, "eth1", "-6")
     rules = _wait_rules(node, 2)
     assert {r.get("src") for r in rules} >= {ip for _d, ip in stacks.RDMA}, f"{stack}: after reboot the source rules are {rules}"
     seed.wait_active(node, 2, unit=stacks.RXE_SERVICE)
+    seed.wait_ipv6_usable(node, len(stacks.RDMA6), 90)
+    for dev, _ip in stacks.RDMA6:
+        _wait_table_route(node, dev, "-6")
+    _assert_v6_fixed(node, stack)
 
     # No roce-net command has run since the boot: the doctor finds it fixed,
     # the boot configuration holds no duplicate, and RDMA works.
@@ -168,7 +223,7 @@ def test_persist_survives_a_reboot(bed, stack):
     assert not dups, f"{stack}: duplicates after boot: {dups}"
     left = [f for f in stacks.findings(node) if f["id"] in FIX_IDS or f["severity"] == "error"]
     assert not left, f"{stack}: the doctor after boot: " + "; ".join(f"{f['id']}: {f['message']}" for f in left)
-    plan = node.ok(f"{RN} --json plan", 240)
+    plan = node.ok(f"{RN} --json plan {POLICY}", 240)
     assert json.loads(plan).get("changes", []) == [], f"{stack}: plan after boot is not empty: {plan[:1500]}"
     cases = _matrix(node, peer)
     assert all(c.ok for c in cases), f"{stack}: the RDMA matrix after boot:\n" + seed.table(cases)
