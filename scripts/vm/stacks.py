@@ -192,11 +192,13 @@ def routing_state(node: Guest) -> dict[str, object]:
     """What roce-net changes and a reboot resets: rules and unicast routes of
     both families in every table, the ARP, rp_filter and policy's IPv6
     sysctls; compares with == (duplicates kept)."""
+    # Each tagged with its family: `ip -j` does not say it, and the two
+    # families' default rules look alike.
     rules, routes = [], []
     for fam in ("-4", "-6"):
-        rules += json.loads(node.ok(f"ip -j {fam} rule show") or "[]")
+        rules += [{**r, "family": fam} for r in json.loads(node.ok(f"ip -j {fam} rule show") or "[]")]
         routes += [
-            r
+            {**r, "family": fam}
             for r in json.loads(node.ok(f"ip -j {fam} route show table all") or "[]")
             if r.get("type", "unicast") == "unicast"
         ]
