@@ -19,8 +19,9 @@ from seed import RN, Net
 from vmbed import Bed, Guest
 
 RDMA = [("eth0", "198.18.2.11"), ("eth1", "198.18.2.12")]
-# The rails are dual-stack: each RDMA NIC also has a ULA in one /64, given by
-# the admin's configuration like the IPv4 address (the management NIC has none).
+# In the dual-stack scenarios (DUAL_STACK) each RDMA NIC also has a ULA in one
+# /64, given by the admin's configuration like the IPv4 address (the
+# management NIC has none).
 RDMA6 = [("eth0", "fd00:198:18:2::11"), ("eth1", "fd00:198:18:2::12")]
 PREFIX6 = 64
 PREFIX6_NET = "fd00:198:18:2::/64"
@@ -33,10 +34,13 @@ PEER_MGMT = "198.19.2.21"
 HARNESS_MGMT = "198.19.2.1/24"
 NET = Net(tuple(ip for _n, ip in RDMA), PEER_IP)
 STACKS = ["networkd", "netplan", "networkmanager", "ifupdown"]
+# The stacks whose scenario runs dual-stack. NetworkManager and ifupdown stay
+# IPv4-only until a VM run has shown them dual-stack (docs/vm.md).
+DUAL_STACK = ("networkd", "netplan")
 
-# The policy every roce-net command runs with: the defaults (both families)
-# plus the IPv6 sysctls docs/policy.md shows for RoCE NICs, so that persist
-# writes some for the boot to bring back.
+# The policy the dual-stack scenarios run every roce-net command with: the
+# defaults (both families) plus the IPv6 sysctls docs/policy.md shows for RoCE
+# NICs, so that persist writes some for the boot to bring back.
 IPV6_SYSCTLS = {"accept_ra_defrtr": 0, "ndisc_notify": 1, "keep_addr_on_down": 1}
 POLICY_PATH = "/root/roce-net.yaml"
 POLICY = "ipv6:\n" + "".join(f"  {k}: {v}\n" for k, v in IPV6_SYSCTLS.items())
@@ -113,8 +117,7 @@ def _nm() -> dict[str, str]:
         files[f"/etc/NetworkManager/system-connections/{dev}.nmconnection"] = (
             f"[connection]\nid=cluster-{dev}\nuuid=5f0c3a2e-0000-4000-8000-00000000000{i}\n"
             f"type=ethernet\ninterface-name={dev}\nautoconnect=true\n\n"
-            f"[ipv4]\nmethod=manual\naddress1={ip}/24\n\n"
-            + (f"[ipv6]\nmethod=manual\naddress1={V6[dev]}/{PREFIX6}\n" if dev in V6 else "[ipv6]\nmethod=disabled\n")
+            f"[ipv4]\nmethod=manual\naddress1={ip}/24\n\n[ipv6]\nmethod=disabled\n"
         )
     return files
 
@@ -123,8 +126,6 @@ def _ifupdown() -> dict[str, str]:
     body = "auto lo\niface lo inet loopback\n"
     for dev, ip in NICS:
         body += f"\nauto {dev}\niface {dev} inet static\n    address {ip}/24\n"
-        if dev in V6:
-            body += f"\niface {dev} inet6 static\n    address {V6[dev]}/{PREFIX6}\n"
     return {"/etc/network/interfaces": body}
 
 
@@ -262,9 +263,8 @@ def addresses(node: Guest, family: str = "-4") -> dict[str, list[str]]:
     return out
 
 
-def findings(node: Guest, policy: Optional[str] = POLICY_PATH) -> list[dict]:
-    """The doctor's findings on the node (ids, severities, messages), with
-    the scenarios' policy unless told otherwise."""
+def findings(node: Guest, policy: Optional[str] = None) -> list[dict]:
+    """The doctor's findings on the node (ids, severities, messages)."""
     cmd = "/mnt/roce-net/bin/roce-net --json doctor" + (f" -f {policy}" if policy else "")
     r = node.sh(cmd, 240)
     doc = json.loads(r.out)
