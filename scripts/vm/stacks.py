@@ -34,9 +34,9 @@ PEER_MGMT = "198.19.2.21"
 HARNESS_MGMT = "198.19.2.1/24"
 NET = Net(tuple(ip for _n, ip in RDMA), PEER_IP)
 STACKS = ["networkd", "netplan", "networkmanager", "ifupdown"]
-# The stacks whose scenario runs dual-stack. NetworkManager and ifupdown stay
-# IPv4-only until a VM run has shown them dual-stack (docs/vm.md).
-DUAL_STACK = ("networkd", "netplan")
+# The stacks whose scenario runs dual-stack. ifupdown stays IPv4-only until a
+# VM run has shown it dual-stack (docs/vm.md).
+DUAL_STACK = ("networkd", "netplan", "networkmanager")
 
 # The policy the dual-stack scenarios run every roce-net command with: the
 # defaults (both families) plus the IPv6 sysctls docs/policy.md shows for RoCE
@@ -117,7 +117,8 @@ def _nm() -> dict[str, str]:
         files[f"/etc/NetworkManager/system-connections/{dev}.nmconnection"] = (
             f"[connection]\nid=cluster-{dev}\nuuid=5f0c3a2e-0000-4000-8000-00000000000{i}\n"
             f"type=ethernet\ninterface-name={dev}\nautoconnect=true\n\n"
-            f"[ipv4]\nmethod=manual\naddress1={ip}/24\n\n[ipv6]\nmethod=disabled\n"
+            f"[ipv4]\nmethod=manual\naddress1={ip}/24\n\n"
+            + (f"[ipv6]\nmethod=manual\naddress1={V6[dev]}/{PREFIX6}\n" if dev in V6 else "[ipv6]\nmethod=disabled\n")
         )
     return files
 
