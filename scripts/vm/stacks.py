@@ -34,9 +34,8 @@ PEER_MGMT = "198.19.2.21"
 HARNESS_MGMT = "198.19.2.1/24"
 NET = Net(tuple(ip for _n, ip in RDMA), PEER_IP)
 STACKS = ["networkd", "netplan", "networkmanager", "ifupdown"]
-# The stacks whose scenario runs dual-stack. ifupdown stays IPv4-only until a
-# VM run has shown it dual-stack (docs/vm.md).
-DUAL_STACK = ("networkd", "netplan", "networkmanager")
+# The stacks whose scenario runs dual-stack (all of them).
+DUAL_STACK = ("networkd", "netplan", "networkmanager", "ifupdown")
 
 # The policy the dual-stack scenarios run every roce-net command with: the
 # defaults (both families) plus the IPv6 sysctls docs/policy.md shows for RoCE
@@ -127,6 +126,8 @@ def _ifupdown() -> dict[str, str]:
     body = "auto lo\niface lo inet loopback\n"
     for dev, ip in NICS:
         body += f"\nauto {dev}\niface {dev} inet static\n    address {ip}/24\n"
+        if dev in V6:
+            body += f"\niface {dev} inet6 static\n    address {V6[dev]}/{PREFIX6}\n"
     return {"/etc/network/interfaces": body}
 
 
