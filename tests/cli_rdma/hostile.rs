@@ -197,7 +197,19 @@ fn probe(
     env: &[(&str, &str)],
     limit: Duration,
 ) -> (serde_json::Value, i32, Duration) {
-    let mut all = vec!["--source", PEER, to];
+    probe_from(p, PEER, to, args, env, limit)
+}
+
+/// [`probe`] with `--source source`.
+fn probe_from(
+    p: &Pair,
+    source: &str,
+    to: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> (serde_json::Value, i32, Duration) {
+    let mut all = vec!["--source", source, to];
     all.extend_from_slice(args);
     let mut c = cli(&p.peer, &all, env);
     c.arg("--json");
@@ -628,6 +640,99 @@ fn both_ends_end_within_their_bounds_against_peers_that_trickle() {
     assert_eq!(rc, 6, "{c}");
     assert_eq!(failure(&c).1, "timeout", "{c}");
     assert!(took < Duration::from_secs(5), "the client ran {took:?}");
+}
+
+#[test]
+#[ignore = "needs root: builds network namespaces (scripts/test.sh runs it)"]
+fn the_clients_exchange_leaves_from_its_source_not_by_the_main_tables_nic() {
+    let p = pair(
+        "the_clients_exchange_leaves_from_its_source_not_by_the_main_tables_nic",
+        "rdh6",
+    );
+    // A second link: the peer's ens3f0np0 (mlx5_2, 198.18.0.13/32) to the
+    // server's rntb. The peer's main table reaches the server by ens2f0np0
+    // only; 198.18.0.13 has a per-NIC source rule to its own NIC, as apply
+    // makes it. The server answers 198.18.0.13 by rntb.
+    roce_net_testkit::run(&[
+        "ip",
+        "link",
+        "add",
+        "rntb",
+        "netns",
+        &p.server.name,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "ens3f0np0",
+        "netns",
+        &p.peer.name,
+    ]);
+    p.server.ip(&["link", "set", "rntb", "up"]);
+    p.server.ip(&[
+        "route",
+        "add",
+        "198.18.0.13/32",
+        "dev",
+        "rntb",
+        "src",
+        SERVER,
+    ]);
+    p.peer
+        .ip(&["addr", "add", "198.18.0.13/32", "dev", "ens3f0np0"]);
+    p.peer.ip(&["link", "set", "ens3f0np0", "up"]);
+    p.peer.ip(&[
+        "route",
+        "add",
+        "198.18.0.0/24",
+        "dev",
+        "ens3f0np0",
+        "table",
+        "1002",
+    ]);
+    p.peer.ip(&[
+        "rule",
+        "add",
+        "from",
+        "198.18.0.13",
+        "table",
+        "1002",
+        "pref",
+        "100",
+    ]);
+    let srv = serve(
+        &p,
+        &["--clients", "2", "--timeout", "4", "--duration", "40"],
+        &[],
+    );
+    // Both links up: a connect that is not bound to --source would leave
+    // from 198.18.0.12, the main table's choice. Then the main table's NIC
+    // down: a connect not bound would find no route at all.
+    for down in [false, true] {
+        if down {
+            p.peer.ip(&["link", "set", "ens2f0np0", "down"]);
+        }
+        let (c, rc, _) = probe_from(
+            &p,
+            "198.18.0.13",
+            SERVER,
+            &["--timeout", "3"],
+            &[],
+            Duration::from_secs(30),
+        );
+        // Admitted (the stand-in never completes the RDMA that follows).
+        assert_eq!(rc, 6, "ens2f0np0 down: {down}: {c}");
+        assert_eq!(failure(&c).0, "send_recv", "ens2f0np0 down: {down}: {c}");
+        assert_eq!(c["peer"]["device"], "mlx5_0", "{c}");
+    }
+    let (r, _, _, err) = srv.finish(Duration::from_secs(60));
+    let sessions = r["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{r} {err}");
+    for s in sessions {
+        let tcp = s["peer_tcp"].as_str().unwrap_or_default();
+        assert!(tcp.starts_with("198.18.0.13:"), "{tcp} in {r}");
+        assert_eq!(s["peer"]["device"], "mlx5_2", "{r}");
+    }
 }
 
 /// The proof of the empty token (a server without one), as a client makes it:
