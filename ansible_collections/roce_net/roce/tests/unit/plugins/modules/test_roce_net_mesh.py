@@ -80,3 +80,24 @@ def test_report_names_nodes_without_a_result_and_of_check_mode_runs_says_so(caps
 def test_bad_arguments_fail_naming_the_option(capsys, args, why):
     out = run(args, capsys)
     assert out["failed"] is True and why in out["msg"], out
+
+
+#: Each integer option of the plan the module passes to the binding, with a
+#: value beyond the binding's type (u16, u32, u64).
+BEYOND = [
+    ("peers", 2 ** 70),
+    ("rounds", 2 ** 32),
+    ("port", 2 ** 70),
+    ("rdma_ms", 2 ** 70),
+    ("rdma_size", -1),
+]
+
+
+@pytest.mark.parametrize("option, value", BEYOND)
+def test_integers_beyond_the_bindings_range_fail_naming_the_option(capsys, option, value):
+    """Checked before the binding (PLAN_LIMITS): there a value its parameter
+    cannot hold fails as an OverflowError naming nothing (a module traceback)."""
+    out = run({"step": "plan", "nodes": [{"host": "x", "nics": []}], option: value}, capsys)
+    assert out["failed"] is True, out
+    assert out["msg"].startswith("%s %d: must be at " % (option, value)), out["msg"]
+    assert "Traceback" not in json.dumps(out) and "OverflowError" not in json.dumps(out), out
