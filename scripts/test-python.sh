@@ -3,11 +3,14 @@
 # scripts/build-artifacts.sh builds (abi3, manylinux2014 / glibc 2.17, checked
 # there with auditwheel), installed into .venv; the stubs (stubtest, mypy
 # --strict); ansible-test sanity and units on the roce_net.roce collection; then
-# pytest on the installed wheel (API, errors, frozen types, GIL release, asyncio,
-# stubs, namespace labs) and the Ansible collection against lab namespaces (one
-# host and a fleet). Before the stubs: that roce_net/_types.py and the
-# result-type block of roce_net/__init__.py are what scripts/gen_python_types.py
-# generates from the built module's schema.
+# pytest on the installed wheel (API, errors, frozen types, GIL release,
+# asyncio, stubs, namespace labs) and the Ansible collection against lab
+# namespaces (one host and a fleet; the mesh playbook also against the Slurm
+# script, which needs Debian's Slurm daemons and the CLI in dist/:
+# scripts/test.sh installs them and builds it before this script's root part).
+# Before the stubs: that roce_net/_types.py and the result-type block of
+# roce_net/__init__.py are what scripts/gen_python_types.py generates from the
+# built module's schema.
 #
 # Usage: scripts/test-python.sh [--build-part | --root-part]   (default: both)
 #        --build-part: venv, tools, wheel, stub checks, ansible-test; needs no root

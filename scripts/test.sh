@@ -65,11 +65,13 @@ all)
   command -v ifup >/dev/null || boot+=(ifupdown)
   /usr/bin/python3 -c 'import gi; gi.require_version("NM", "1.0"); from gi.repository import NM' \
     2>/dev/null || boot+=(python3-gi gir1.2-nm-1.0)
-  # The Slurm HealthCheckProgram's test (tests/it/slurm_health.rs) runs Debian's
-  # own slurmctld, slurmd and munged, only ever inside lab namespaces with a
-  # configuration, key and state of their own (scripts/lib/slurm-lab.sh):
-  # installed like the tools above, their services disabled below (slurmstepd
-  # must sit where slurmd was built to find it, so they cannot be unpacked).
+  # The Slurm tests (tests/it/slurm_health.rs, slurm_mesh.rs, and the mesh
+  # playbook against the Slurm script in roce-net-py/tests/test_ansible_mesh.py)
+  # run Debian's own slurmctld, slurmd and munged, only ever inside lab
+  # namespaces with a configuration, key and state of their own
+  # (scripts/lib/slurm-lab.sh): installed like the tools above, their services
+  # disabled below (slurmstepd must sit where slurmd was built to find it, so
+  # they cannot be unpacked).
   [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/slurmctld ] && [ -x /usr/bin/scontrol ] &&
     [ -x /usr/sbin/munged ] || boot+=(slurmctld slurmd slurm-client munge)
   # Tools unpacked, not installed: nmcli (network-manager's package would
