@@ -1,7 +1,9 @@
 """probe_rdma and probe_rdma_server from Python, and the roce_net_rdma_probe
 Ansible module, against peers that trickle one byte at a time: each ends
 within its bound (a client at its timeout, a server at its duration plus its
-timeout), not when the peer stops.
+timeout), not when the peer stops: its own reason says so, and the peer, which
+would trickle for 30 s, sees its connection closed first. No test here holds
+a duration (a loaded machine would fail it).
 
 Two lab namespaces (roce_net.Lab.fleet(2, 1): r0 at 198.18.1.11 and
 198.18.2.11), each host's RDMA device (mlx5_0 on r0, the RoCE v2 GID of its
@@ -34,7 +36,9 @@ SERVER, CLIENT = "198.18.1.11", "198.18.2.11"
 
 #: A peer that trickles: as a server it accepts one connection, as a client it
 #: connects (retrying until the server listens); then one byte every 50 ms
-#: for at most 30 s, never a newline.
+#: for at most 30 s, never a newline. Its last line says how it ended: `closed
+#: by the peer` (the side under test closed the connection while it still
+#: trickled) or `gave up` (30 s passed).
 TRICKLE = """
 import socket, sys, time
 role, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -58,8 +62,9 @@ try:
     while time.monotonic() < end:
         s.send(b"x")
         time.sleep(0.05)
+    print("gave up", flush=True)
 except OSError:
-    pass
+    print("closed by the peer", flush=True)
 """
 
 
@@ -121,6 +126,14 @@ def trickler(ns: str, role: str, addr: str, port: int = 18520) -> subprocess.Pop
     return p
 
 
+def ended(p: subprocess.Popen) -> str:
+    """How the trickling peer ended, once it has (by itself: it notices the
+    connection closed at its next byte, and gives up after 30 s)."""
+    out, _ = p.communicate(timeout=60)
+    lines = out.strip().splitlines()
+    return lines[-1] if lines else f"no output (exit {p.returncode})"
+
+
 def stop(p: subprocess.Popen) -> None:
     p.kill()
     p.wait()
@@ -135,27 +148,27 @@ def host(pair: Dict[str, object], role: str) -> roce_net.Host:
 def test_probe_rdma_ends_at_its_timeout_against_a_trickling_server(pair):
     t = trickler(str(pair["server"]), "server", SERVER)
     try:
-        t0 = time.monotonic()
         r = roce_net.probe_rdma(host(pair, "client"), SERVER, source=CLIENT, libibverbs=pair["so"], timeout=2.0)
-        took = time.monotonic() - t0
+        peer = ended(t)
     finally:
         stop(t)
     assert r.failure is not None and r.failure.cause == "timeout", r
     assert r.failure.stage == "exchange"
-    assert took < 4.0, took
+    # Its own timeout ended it, while the peer still trickled: the peer saw the
+    # connection closed (not the probe waiting for the peer to give up).
+    assert peer == "closed by the peer", peer
 
 
 @pytest.mark.needs_root
 def test_probe_rdma_server_ends_within_duration_and_timeout_against_a_trickling_client(pair):
     out: List[object] = []
-    t0 = time.monotonic()
     th = threading.Thread(target=lambda: out.append(roce_net.probe_rdma_server(
         host(pair, "server"), source=SERVER, libibverbs=pair["so"], duration=4.0, timeout=2.0)))
     th.start()
     t = trickler(str(pair["client"]), "client", SERVER)
     try:
         th.join(30)
-        took = time.monotonic() - t0
+        peer = ended(t)
     finally:
         stop(t)
     assert not th.is_alive(), "the server still ran after 30 s"
@@ -167,7 +180,9 @@ def test_probe_rdma_server_ends_within_duration_and_timeout_against_a_trickling_
     assert r.rejected[0].reason.startswith(
         ("no greeting within", "the connection closed while waiting for its greeting")), r.rejected
     assert r.listen == f"{SERVER}:18520"
-    assert took < 4.0 + 2.0 + 1.5, took
+    # The server closed the client's connection while the client still
+    # trickled: its timeout, not the client giving up, ended that session.
+    assert peer == "closed by the peer", peer
 
 
 def module(pair: Dict[str, object], args: Dict[str, object]) -> Tuple[Dict[str, object], float]:
@@ -197,11 +212,13 @@ def test_the_ansible_module_ends_within_its_bound_against_trickling_peers(pair, 
         res, took = module(pair, dict(common, mode="client", netns=pair["client"],
                                       sysfs_root=str(Path(str(pair["tmp"])) / str(pair["client"])),
                                       peers=[SERVER], source=CLIENT))
+        peer = ended(t)
     finally:
         stop(t)
     (x,) = res["results"]
     assert x["status"] == "failed" and x["cause"] == "timeout", res
-    assert x["report"]["elapsed_ms"] < 3000, x["report"]["elapsed_ms"]
+    # Its own timeout ended it while the server still trickled.
+    assert peer == "closed by the peer", peer
     # A server task with a client that trickles: it ends at its duration.
     server_args = dict(common, mode="server", netns=pair["server"],
                        sysfs_root=str(Path(str(pair["tmp"])) / str(pair["server"])),
@@ -212,9 +229,11 @@ def test_the_ansible_module_ends_within_its_bound_against_trickling_peers(pair, 
     t = trickler(str(pair["client"]), "client", SERVER)
     try:
         th.join(120)
+        peer = ended(t)
     finally:
         stop(t)
     ((srv, stook),) = out
     assert srv["rejected_count"] == 1 and srv["sessions"] == [] and srv["stopped"] == "duration", srv
+    assert peer == "closed by the peer", peer
     with capsys.disabled():
         print("\nansible rdma probe against trickling peers: client task %.1f s, server task %.1f s" % (took, stook))

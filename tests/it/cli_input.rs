@@ -215,7 +215,6 @@ fn a_table_prefix_iproute2_cannot_hold_is_a_policy_error() {
             format!("nics:\n  include: [\"r*\"]\nrouting:\n  table_name_prefix: \"{prefix}\"\n"),
         )
         .unwrap();
-        let start = Instant::now();
         let o = run_within(
             &[
                 os("doctor"),
@@ -235,7 +234,6 @@ fn a_table_prefix_iproute2_cannot_hold_is_a_policy_error() {
             "the error does not echo the prefix whole: {} bytes",
             t.len()
         );
-        assert!(start.elapsed() < QUICK);
     }
 }
 
