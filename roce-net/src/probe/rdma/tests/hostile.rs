@@ -15,6 +15,7 @@ use crate::probe::rdma::token::{self, Prover};
 use crate::probe::rdma::{
     Cause, ProbeToken, RdmaProbeOptions, RdmaProbeReport, RdmaServerReport, Stage,
 };
+use roce_net_testkit::hang_guard;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,7 +126,8 @@ fn short(n: u8, port: u16) -> RdmaProbeOptions {
     }
 }
 
-/// A server on 127.0.0.`n`:`port` with `o`, in a thread, ended within `limit`.
+/// A server on 127.0.0.`n`:`port` with `o`, in a thread, failed when still
+/// running after `limit` (a hang guard).
 fn serve(
     n: u8,
     o: RdmaProbeOptions,
@@ -170,21 +172,20 @@ fn port_scans_and_silent_connections_do_not_use_up_the_clients() {
         duration: Duration::from_secs(20),
         ..short(30, 28540)
     };
-    let sv = serve(30, o, Duration::from_secs(30));
+    let sv = serve(30, o.clone(), hang_guard(o.duration + o.timeout));
     // A port scan (connect, close), and four connections that never speak.
     drop(Raw::connect("127.0.0.30:28540"));
     let silent: Vec<Raw> = (0..4).map(|_| Raw::connect("127.0.0.30:28540")).collect();
     let c = probe(31, 30, 28540, |_| {});
-    let (r, took, _) = sv.join().unwrap();
+    let (r, _, _) = sv.join().unwrap();
     drop(silent);
     assert!(c.ok, "{:#?}", c.failure);
     assert!(r.ok, "{r:#?}");
     assert_eq!(r.stopped, "clients");
     assert_eq!(r.sessions.len(), 1);
     assert_eq!(r.rejected_count, 5, "{:#?}", r.rejected);
-    // Served as soon as it came, not after the silent ones' timeout; then
-    // the server stops and closes them.
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Served as soon as it came, not after the silent ones' timeout (they
+    // would be "no greeting within"): the server stopped and closed them.
     let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason.as_str()).collect();
     assert!(
         reasons
@@ -389,8 +390,8 @@ fn a_client_that_trickles_after_a_valid_hello_ends_at_the_servers_timeout() {
         duration: Duration::from_millis(500),
         ..short(42, 28545)
     };
-    let t0 = Instant::now();
-    let sv = serve(42, o, Duration::from_secs(12));
+    // The trickler outlasts the guard: a server that waited for it would hit it.
+    let sv = serve(42, o.clone(), hang_guard(o.timeout + o.duration));
     let mut p = Raw::connect("127.0.0.42:28545");
     let ours = token::nonce().unwrap();
     p.send(&greeting(&ours));
@@ -411,11 +412,11 @@ fn a_client_that_trickles_after_a_valid_hello_ends_at_the_servers_timeout() {
     let st = stop.clone();
     let tr = std::thread::spawn(move || trickle(s2, b"{\"msg\":\"rea", &st));
     let (r, _, _) = sv.join().unwrap();
-    let took = t0.elapsed();
     stop.store(true, Ordering::Relaxed);
     tr.join().unwrap();
-    // Its --timeout after it was accepted, well past the --duration.
-    assert!(took < Duration::from_millis(3500), "{took:?}");
+    // Its one client came; its session ended at its --timeout after it was
+    // accepted, past the --duration.
+    assert_eq!(r.stopped, "clients", "{r:#?}");
     let f = r.sessions[0].failure.as_ref().unwrap();
     assert_eq!(f.cause, Cause::Timeout, "{f:#?}");
 }
@@ -428,19 +429,18 @@ fn more_connections_than_the_server_holds_wait_and_it_still_ends_in_time() {
         duration: Duration::from_secs(8),
         ..short(44, 28546)
     };
-    let sv = serve(44, o, Duration::from_secs(30));
+    let sv = serve(44, o.clone(), hang_guard(o.duration + o.timeout));
     let silent: Vec<Raw> = (0..crate::probe::rdma::MAX_PENDING_CONNECTIONS + 8)
         .map(|_| Raw::connect("127.0.0.44:28546"))
         .collect();
     // Behind them in the backlog: served once the first ones' timeout ran out.
     let c = probe(45, 44, 28546, |_| {});
-    let (r, took, _) = sv.join().unwrap();
+    let (r, _, _) = sv.join().unwrap();
     drop(silent);
     assert!(c.ok, "{:#?}", c.failure);
+    assert_eq!(r.stopped, "clients", "{r:#?}");
     assert_eq!(r.sessions.len(), 1);
     assert!(r.rejected_count >= crate::probe::rdma::MAX_PENDING_CONNECTIONS as u64);
-    // Within --duration + --timeout.
-    assert!(took < Duration::from_secs(12), "{took:?}");
 }
 
 #[test]

@@ -9,6 +9,9 @@ mod hostile;
 mod select;
 mod session;
 
+/// For the wire's own tests too.
+pub(super) use session::within;
+
 use crate::model::{HostState, NeighState, Neighbor};
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};

@@ -12,6 +12,7 @@ use crate::probe::rdma::{
 };
 use crate::test_support::require_namespaces;
 use crate::{Host, Lab, NetnsTarget};
+use roce_net_testkit::hang_guard;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -200,16 +201,18 @@ fn a_server_that_does_not_answer_is_bounded_by_the_timeout() {
         timeout: Duration::from_millis(700),
         ..quick(ip("127.0.0.5"), 28521)
     };
-    let t = Instant::now();
-    let r = client(
-        &FakeBackend::new(Mode::Normal),
-        &st,
-        ip("127.0.0.4"),
-        &o,
-        &no_refresh,
-    )
-    .unwrap();
-    let took = t.elapsed();
+    // The listener never accepts: a client that did not keep its deadline
+    // would wait for ever.
+    let (r, _) = within(hang_guard(o.timeout), move || {
+        client(
+            &FakeBackend::new(Mode::Normal),
+            &st,
+            ip("127.0.0.4"),
+            &o,
+            &no_refresh,
+        )
+        .unwrap()
+    });
     drop(l);
     python_golden(&r, "rdma_probe_timeout.json");
     assert!(!r.ok);
@@ -217,7 +220,6 @@ fn a_server_that_does_not_answer_is_bounded_by_the_timeout() {
     assert_eq!(f.stage, Stage::Exchange);
     assert!(matches!(f.value, FailureValue::Timeout { .. }), "{f:?}");
     assert_eq!(f.cause, Cause::Timeout);
-    assert!(took < Duration::from_secs(3), "{took:?}");
 }
 
 #[test]
@@ -244,9 +246,9 @@ fn a_server_without_clients_stops_at_its_duration() {
         duration: Duration::from_millis(300),
         ..quick(ip("127.0.0.8"), 28523)
     };
-    let t = Instant::now();
-    let r = server(&FakeBackend::new(Mode::Normal), &st, &o, &no_refresh).unwrap();
-    assert!(t.elapsed() < Duration::from_secs(2));
+    let (r, _) = within(hang_guard(o.duration), move || {
+        server(&FakeBackend::new(Mode::Normal), &st, &o, &no_refresh).unwrap()
+    });
     assert_eq!(r.stopped, "duration");
     assert!(r.sessions.is_empty());
     assert!(!r.ok);
@@ -371,7 +373,7 @@ fn a_server_told_its_data_arrived_corrupted_reports_the_clients_detail() {
 /// Run `f` on its own thread and return what it gave and how long it took;
 /// fail when it has not returned after `limit` (the thread is left behind, so
 /// a regression fails the test instead of hanging it).
-pub(super) fn within<T: Send + 'static>(
+pub(in crate::probe::rdma) fn within<T: Send + 'static>(
     limit: Duration,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> (T, Duration) {
@@ -382,12 +384,14 @@ pub(super) fn within<T: Send + 'static>(
     });
     match rx.recv_timeout(limit) {
         Ok(v) => (v, t.elapsed()),
-        Err(_) => panic!("still running after {limit:?}"),
+        Err(_) => panic!("still running after {limit:?} (the test's hang guard)"),
     }
 }
 
 /// Write `bytes` to `s` one byte every 50 ms (each well inside any per-read
-/// timeout), then keep the connection open, until `stop` or 12 s.
+/// timeout), then keep the connection open, until `stop` or 60 s: longer than
+/// the hang guard of any test that uses it, so a run that waits for the
+/// trickler instead of its own bound hits the guard.
 pub(super) fn trickle(
     mut s: std::net::TcpStream,
     bytes: &'static [u8],
@@ -397,7 +401,7 @@ pub(super) fn trickle(
     use std::sync::atomic::Ordering;
     let t = Instant::now();
     let mut it = bytes.iter().cycle();
-    while !stop.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(12) {
+    while !stop.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(60) {
         let b = it.next().copied().unwrap_or(b'x');
         if s.write_all(&[b]).is_err() {
             return;
@@ -429,16 +433,13 @@ fn a_client_that_trickles_cannot_hold_the_server_past_duration_and_timeout() {
             trickle(s, NEVER_ENDS, &stop);
         })
     };
-    // The bound: --duration + --timeout, and a little for the report.
-    let (r, took) = within(Duration::from_secs(10), move || {
+    // Its bound: --duration + --timeout. The trickler outlasts the guard.
+    let (r, _) = within(hang_guard(o.duration + o.timeout), move || {
         server(&FakeBackend::new(Mode::Normal), &st, &o, &no_refresh).unwrap()
     });
     stop.store(true, Ordering::Relaxed);
     peer.join().unwrap();
-    assert!(
-        took < Duration::from_millis(3500),
-        "the server ran {took:?}"
-    );
+    assert_eq!(r.stopped, "duration", "{r:#?}");
     // Never a client: refused, and the server says why.
     assert!(!r.ok && r.sessions.is_empty(), "{r:#?}");
     assert_eq!(r.rejected_count, 1);
@@ -472,7 +473,8 @@ fn a_server_that_trickles_cannot_hold_the_client_past_its_timeout() {
         timeout: Duration::from_secs(1),
         ..quick(ip("127.0.0.22"), 28531)
     };
-    let (r, took) = within(Duration::from_secs(10), move || {
+    // Its bound: --timeout. The trickler outlasts the guard.
+    let (r, _) = within(hang_guard(o.timeout), move || {
         client(
             &FakeBackend::new(Mode::Normal),
             &st,
@@ -484,10 +486,6 @@ fn a_server_that_trickles_cannot_hold_the_client_past_its_timeout() {
     });
     stop.store(true, Ordering::Relaxed);
     peer.join().unwrap();
-    assert!(
-        took < Duration::from_millis(2500),
-        "the client ran {took:?}"
-    );
     let f = r.failure.unwrap();
     assert_eq!(f.stage, Stage::Exchange);
     assert!(matches!(f.value, FailureValue::Timeout { .. }), "{f:?}");
@@ -722,9 +720,9 @@ fn lab_probe_through_a_polluted_neighbour_is_arp_flux_until_fixed() {
     ]);
     let out = p.host_sysfs.path().join("server.json");
     let child = start_child(&p, "normal", &out);
-    let t = Instant::now();
+    // It stops at the transport's retry count (status 12, below), not at
+    // its timeout.
     let c = run_client(&p, Mode::Normal);
-    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
     let s = finish_child(child, &out);
     assert!(!c.ok);
     let f = c.failure.as_ref().unwrap();
