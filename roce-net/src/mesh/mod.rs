@@ -40,3 +40,5 @@ pub use schedule::{
 
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(all(test, feature = "verbs"))]
+mod tests_rdma;

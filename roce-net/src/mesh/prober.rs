@@ -36,6 +36,9 @@ pub(crate) struct Ctx<'a> {
     /// When the probe's round ends.
     #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
     pub round_end: Instant,
+    /// The libibverbs the RDMA level loads.
+    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    pub verbs: &'a crate::kernel::verbs::VerbsOptions,
 }
 
 /// Run every level of `p` that applies.
@@ -524,6 +527,7 @@ fn rdma(ctx: &Ctx<'_>, p: &ScheduledProbe) -> LevelResult {
         write_size: w.write_size as usize,
         write_iterations: w.write_iterations,
         token,
+        verbs: ctx.verbs.clone(),
         ..RdmaProbeOptions::default()
     };
     let refresh = || ctx.host.snapshot().ok();

@@ -49,6 +49,8 @@ pub(crate) struct RdmaServe {
     pub token: String,
     /// The largest RDMA write a client may ask for.
     pub write_size: usize,
+    /// The libibverbs the servers load.
+    pub verbs: crate::kernel::verbs::VerbsOptions,
 }
 
 /// Serve until done, the deadline or a stop; the report.
@@ -251,6 +253,7 @@ fn start_rdma(
             duration,
             write_size: r.write_size.max(1),
             token,
+            verbs: r.verbs.clone(),
             ..RdmaProbeOptions::default()
         };
         let state = s.state.clone();

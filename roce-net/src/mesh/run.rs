@@ -200,6 +200,7 @@ impl Host {
         }
         let seen: HashMap<String, NicSeen> =
             nics.iter().map(|n| (n.name.clone(), n.clone())).collect();
+        let verbs = crate::kernel::verbs::VerbsOptions::default();
         let setup = Setup {
             schedule,
             state,
@@ -249,6 +250,7 @@ impl Host {
                     seen: &seen,
                     here: &here,
                     round_end: slot_end,
+                    verbs: &verbs,
                 };
                 let got: Vec<ProbeRecord> = std::thread::scope(|s| {
                     let hs: Vec<_> = probes
@@ -286,7 +288,8 @@ impl Host {
             );
             return None;
         }
-        let view = self.verbs_view(&crate::kernel::verbs::VerbsOptions::default());
+        let verbs = crate::kernel::verbs::VerbsOptions::default();
+        let view = self.verbs_view(&verbs);
         if let Some(u) = &view.unavailable {
             notes.push(format!(
                 "the RDMA level was not run: RDMA is not available here ({}: {})",
@@ -299,6 +302,7 @@ impl Host {
             port: plan.options.port + 1,
             token: plan.options.token.clone(),
             write_size: plan.options.rdma_workload.write_size as usize,
+            verbs,
         })
     }
 }

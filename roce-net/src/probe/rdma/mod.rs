@@ -22,7 +22,7 @@ mod token;
 mod wire;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use explain::Cause;
 use select::RdmaSelection;
@@ -546,6 +546,10 @@ pub(crate) fn run_client(
     refresh: &(dyn Fn() -> Option<HostState> + Sync),
 ) -> Result<RdmaProbeReport> {
     opts.validate()?;
+    #[cfg(test)]
+    if let Some(b) = tests::fake_backend(&opts.verbs) {
+        return engine::client(&b, state, peer, opts, refresh);
+    }
     let b = verbs_backend(&opts.verbs);
     engine::client(&b, state, peer, opts, refresh)
 }
@@ -557,6 +561,10 @@ pub(crate) fn run_server(
     refresh: &(dyn Fn() -> Option<HostState> + Sync),
 ) -> Result<RdmaServerReport> {
     opts.validate()?;
+    #[cfg(test)]
+    if let Some(b) = tests::fake_backend(&opts.verbs) {
+        return engine::server(&b, state, opts, refresh);
+    }
     let b = verbs_backend(&opts.verbs);
     engine::server(&b, state, opts, refresh)
 }

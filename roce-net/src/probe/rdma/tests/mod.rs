@@ -9,8 +9,22 @@ mod hostile;
 mod select;
 mod session;
 
+/// For the mesh's RDMA level tests too.
+pub(crate) use session::loopback_state;
 /// For the wire's own tests too.
 pub(super) use session::within;
+
+/// The NIC model where a caller of `run_client`/`run_server` (the mesh) names
+/// it as its libibverbs: `fake:normal` or `fake:black-hole`. The product has
+/// no such seam (it is test-only).
+pub(crate) fn fake_backend(v: &crate::kernel::verbs::VerbsOptions) -> Option<fake::FakeBackend> {
+    let mode = match v.library.as_ref()?.to_str()? {
+        "fake:normal" => fake::Mode::Normal,
+        "fake:black-hole" => fake::Mode::BlackHole,
+        _ => return None,
+    };
+    Some(fake::FakeBackend::new(mode))
+}
 
 use crate::model::{HostState, NeighState, Neighbor};
 use std::net::{IpAddr, Ipv6Addr};

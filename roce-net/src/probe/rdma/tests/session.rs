@@ -35,7 +35,7 @@ pub(super) fn quick(source: IpAddr, port: u16) -> RdmaProbeOptions {
 }
 
 /// A host whose `lo` backs a fake RDMA device with 127.0.0.<n>'s GIDs.
-pub(super) fn loopback_state(n: u8) -> HostState {
+pub(crate) fn loopback_state(n: u8) -> HostState {
     let t = tempfile::tempdir().unwrap();
     let v4 = std::net::Ipv4Addr::new(127, 0, 0, n);
     write_sysfs_device(t.path(), "fake_lo", "lo", v4, "4: ACTIVE");
