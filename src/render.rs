@@ -792,7 +792,25 @@ pub fn mesh_node(n: &roce_net::MeshNode) -> String {
             if k.rdma { "yes" } else { "no" }.into(),
         ]);
     }
-    format!("mesh node {}\n{}", n.host, t.render())
+    for u in &n.unprobed {
+        t.row(vec![
+            u.name.clone(),
+            format!("none ({})", u.cause),
+            u.seen.mac.clone().unwrap_or_else(|| "-".into()),
+            u.seen.mtu.map_or_else(|| "-".into(), |m| m.to_string()),
+            u.rail.clone().unwrap_or_else(|| "-".into()),
+            if u.rdma { "yes" } else { "no" }.into(),
+        ]);
+    }
+    let mut s = format!("mesh node {}\n{}", n.host, t.render());
+    if !n.unprobed.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} NIC(s) without an address are not probed; the report names them",
+            n.unprobed.len()
+        );
+    }
+    s
 }
 
 /// `mesh plan`: what the schedule holds and when it runs.
@@ -818,6 +836,23 @@ pub fn mesh_plan(p: &roce_net::MeshPlan, file: Option<&Path>) -> String {
         probes.len(),
         probes.len() - intra
     );
+    let unprobed: Vec<String> = p
+        .inventory
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            n.unprobed
+                .iter()
+                .map(move |u| format!("{} {} ({})", n.host, u.name, u.cause))
+        })
+        .collect();
+    if !unprobed.is_empty() {
+        let _ = writeln!(
+            s,
+            "not probed, no address (the report names them): {}",
+            unprobed.join(", ")
+        );
+    }
     let levels: Vec<&str> = [
         (o.levels.neighbor, "neighbor"),
         (o.levels.ip, "ip"),

@@ -122,13 +122,14 @@ pub use probe::rdma::{
 
 // The cluster mesh: every NIC probed on its rail, the broken element named (docs/mesh.md).
 pub use mesh::{
-    mesh_causes, mesh_node, mesh_plan, mesh_report, mesh_token, AnsweredProbe, FaultElement,
-    LevelResult, MeshFault, MeshInventory, MeshLevel, MeshLevels, MeshMerger, MeshNic, MeshNode,
-    MeshNodePlan, MeshNodeResult, MeshOptions, MeshPlan, MeshPlanFile, MeshProbe, MeshRdmaWorkload,
-    MeshReport, MeshReportNode, MeshRunOptions, MeshStatus, MeshSummary, NicId, NicSeen,
-    NodeSchedule, ProbeRecord, RailBy, ResponderReport, ScheduledProbe, MESH_DEFAULT_PORT,
-    MESH_END_GRACE_MS, MESH_MAX_NICS, MESH_MAX_NODES, MESH_MAX_PEERS, MESH_MAX_ROUNDS,
-    MESH_MAX_WAIT_MS, MESH_PLAN_VERSION, MESH_RESULT_VERSION, MESH_ROUND_SLACK_MS,
+    mesh_causes, mesh_node, mesh_node_with, mesh_plan, mesh_report, mesh_token, AnsweredProbe,
+    FaultElement, LevelResult, MeshFault, MeshInventory, MeshLevel, MeshLevels, MeshMerger,
+    MeshNic, MeshNode, MeshNodePlan, MeshNodeResult, MeshOptions, MeshPlan, MeshPlanFile,
+    MeshProbe, MeshRdmaWorkload, MeshReport, MeshReportNode, MeshRunOptions, MeshStatus,
+    MeshSummary, MeshUnprobedNic, NicId, NicSeen, NodeSchedule, ProbeRecord, RailBy,
+    ResponderReport, ScheduledProbe, MESH_DEFAULT_PORT, MESH_END_GRACE_MS, MESH_MAX_NICS,
+    MESH_MAX_NODES, MESH_MAX_PEERS, MESH_MAX_ROUNDS, MESH_MAX_WAIT_MS, MESH_PLAN_VERSION,
+    MESH_RESULT_VERSION, MESH_ROUND_SLACK_MS,
 };
 
 // Views other tools print (show_gids, ibdev2netdev), from a snapshot.

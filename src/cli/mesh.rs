@@ -29,6 +29,13 @@ pub(crate) enum MeshCmd {
         /// IPv6 for a NIC without IPv4).
         #[arg(long, value_enum)]
         family: Option<FamilyArg>,
+        /// NICs the entry must list besides those in scope, with or without
+        /// an address (the node's rails; comma-separated or repeated): one
+        /// without an address is named by the report (`no-address`,
+        /// `link-down`, `absent`). Needed on hosts without RDMA devices,
+        /// whose scope is the NICs that share a subnet.
+        #[arg(long = "nic", value_name = "NIC", value_delimiter = ',')]
+        nics: Vec<String>,
     },
     /// The schedule: which NIC probes which in which round, from every node's
     /// entry (`mesh node -o`), snapshot (`snapshot -o`) or an inventory.
@@ -238,9 +245,11 @@ pub(super) fn run(cli: &Context, cmd: &MeshCmd) -> Result<u8, Error> {
             output,
             rail_by,
             family,
+            nics,
         } => {
             let st = host(cli)?.snapshot()?;
-            let node = roce_net::mesh_node(&st, (*rail_by).into(), family.map(Into::into));
+            let node =
+                roce_net::mesh_node_with(&st, (*rail_by).into(), family.map(Into::into), nics);
             match output {
                 Some(p) => write_atomic(p, &json(&node)?, "mesh node")?,
                 None if cli.json => print_json(&node)?,

@@ -12,6 +12,7 @@
 //! [`RailBy::Index`] the `k`-th NIC of every host on rail `#k` whatever its
 //! subnet.
 
+use super::result::{causes, NicSeen};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Family, HostState};
 use crate::scope::natural_cmp;
@@ -75,6 +76,33 @@ impl MeshNic {
     }
 }
 
+/// A NIC in scope that has no address to probe on: left out of the
+/// schedule (nothing can be sent from or to it) and named by the merge as a
+/// `nic` fault with [`MeshUnprobedNic::cause`]. Under systemd-networkd's
+/// defaults a NIC that loses its carrier loses its addresses, so a pulled
+/// cable looks like this in the entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct MeshUnprobedNic {
+    /// Interface name.
+    pub name: String,
+    /// Why it cannot be probed: `link-down` (not operationally up),
+    /// `no-address` (up, no address of the probed family), `absent` (asked
+    /// for, no such interface).
+    pub cause: String,
+    /// The rail it would be on, when the host's other NICs tell (every
+    /// addressed NIC of the host in one subnet, or [`RailBy::Index`]); else
+    /// the merge takes the rail of the NICs of that name on other nodes.
+    pub rail: Option<String>,
+    /// It backs an RDMA port.
+    pub rdma: bool,
+    /// The NIC as the node saw it: state, carrier, MTU, MAC.
+    pub seen: NicSeen,
+    /// Every address it has (link-local ones, or another family's), as
+    /// `address/prefix`: the evidence that it has none to probe on.
+    pub addresses: Vec<String>,
+}
+
 /// One node (host) of the mesh.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
@@ -85,6 +113,10 @@ pub struct MeshNode {
     pub host: String,
     /// Its NICs in scope that have an address, in scope order.
     pub nics: Vec<MeshNic>,
+    /// Its NICs in scope without an address to probe on (absent from the
+    /// JSON when there are none, as in entries of earlier versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unprobed: Vec<MeshUnprobedNic>,
 }
 
 impl MeshNode {
@@ -93,6 +125,7 @@ impl MeshNode {
         MeshNode {
             host: host.to_string(),
             nics,
+            unprobed: Vec::new(),
         }
     }
 
@@ -158,14 +191,24 @@ impl MeshInventory {
                     n.host
                 ));
             }
-            if n.nics.len() > MESH_MAX_NICS {
+            if n.nics.len() + n.unprobed.len() > MESH_MAX_NICS {
                 return bad(format!(
                     "mesh node {} has {} NICs, more than {MESH_MAX_NICS}",
                     n.host,
-                    n.nics.len()
+                    n.nics.len() + n.unprobed.len()
                 ));
             }
             let mut names = BTreeSet::new();
+            for u in &n.unprobed {
+                if !crate::model::ifname_is_valid(u.name.as_bytes()) || !names.insert(&*u.name) {
+                    return bad(format!(
+                        "mesh node {}: unprobed NIC \"{}\" is not an interface name or is \
+                         listed twice",
+                        n.host,
+                        crate::input::excerpt(&u.name, 64)
+                    ));
+                }
+            }
             for nic in &n.nics {
                 if !crate::model::ifname_is_valid(nic.name.as_bytes()) {
                     return bad(format!(
@@ -216,42 +259,104 @@ impl MeshInventory {
 /// The mesh node of a snapshot: the NICs in scope ([`crate::nic_scope`]) that
 /// have a managed address, with their MAC, MTU, rail (`rail_by`) and whether
 /// they back an RDMA port; named by [`crate::fleet_host_label`]. Each NIC is
-/// probed on one address: of `family` when given (NICs without one are left
-/// out), else its IPv4 one, or its IPv6 one when it has no IPv4 (an IPv6 rail).
+/// probed on one address: of `family` when given (NICs with only the other
+/// family's are left out), else its IPv4 one, or its IPv6 one when it has no
+/// IPv4 (an IPv6 rail). A NIC in scope with no managed address at all is in
+/// [`MeshNode::unprobed`]. [`mesh_node_with`] names NICs beyond the scope.
 pub fn mesh_node(state: &HostState, rail_by: RailBy, family: Option<Family>) -> MeshNode {
+    mesh_node_with(state, rail_by, family, &[])
+}
+
+/// [`mesh_node`], with `nics` (interface names: the rails a policy or an
+/// inventory says the node has) in the entry besides the NICs in scope,
+/// whether they have an address or not. This is what names a NIC without an
+/// address where the scope cannot: on a host without RDMA devices the scope
+/// is the NICs that share a subnet, and a NIC whose address is gone shares
+/// none. A name with no such interface is unprobed with cause `absent`.
+pub fn mesh_node_with(
+    state: &HostState,
+    rail_by: RailBy,
+    family: Option<Family>,
+    nics: &[String],
+) -> MeshNode {
     let scope = crate::scope::nic_scope(state);
-    let mut nics: Vec<MeshNic> = scope
-        .nics
-        .iter()
-        .filter_map(|n| {
-            let a = match family {
-                Some(f) => n.address(f),
-                None => n.address(Family::Inet).or_else(|| n.address(Family::Inet6)),
-            }?;
-            Some((n, a))
-        })
-        .map(|(n, a)| {
-            let iface = state.interface(&n.ifname);
-            MeshNic {
-                name: n.ifname.clone(),
+    let mut probed = Vec::new();
+    let mut unprobed = Vec::new();
+    let mut names: Vec<&str> = scope.nics.iter().map(|n| n.ifname.as_str()).collect();
+    for n in nics {
+        if !names.contains(&n.as_str()) {
+            names.push(n);
+        }
+    }
+    names.sort_by(|a, b| natural_cmp(a, b));
+    let rdma = crate::scope::rdma_netdevs(state);
+    for name in names {
+        let addresses = crate::scope::nic_addresses(state, name);
+        let pick = |f: Family| addresses.iter().find(|a| Family::of(&a.address) == f);
+        let a = match family {
+            Some(f) => pick(f),
+            None => pick(Family::Inet).or_else(|| pick(Family::Inet6)),
+        };
+        let iface = state.interface(name);
+        let is_rdma = rdma.contains_key(name);
+        if let Some(a) = a {
+            probed.push(MeshNic {
+                name: name.to_string(),
                 address: a.address,
                 prefix_len: a.prefix_len,
                 mac: iface.and_then(|i| i.mac.as_ref()).map(|m| m.to_string()),
                 mtu: iface.map_or(1500, |i| i.mtu),
                 rail: String::new(),
-                rdma: !n.rdma_ports.is_empty(),
-            }
-        })
-        .collect();
-    assign_rails(&mut nics, rail_by);
+                rdma: is_rdma,
+            });
+            continue;
+        }
+        if !addresses.is_empty() {
+            // Only the other family's address: left out, as `family` asks.
+            continue;
+        }
+        let seen = NicSeen::of(state, name);
+        let cause = if iface.is_none() {
+            causes::ABSENT
+        } else if seen.is_down() {
+            causes::LINK_DOWN
+        } else {
+            causes::NO_ADDRESS
+        };
+        unprobed.push(MeshUnprobedNic {
+            name: name.to_string(),
+            cause: cause.to_string(),
+            rail: None,
+            rdma: is_rdma,
+            seen,
+            addresses: state
+                .addresses
+                .iter()
+                .filter(|a| a.ifname == name)
+                .map(|a| format!("{}/{}", a.address, a.prefix_len))
+                .collect(),
+        });
+    }
+    assign_rails_with(&mut probed, &mut unprobed, rail_by);
     MeshNode {
         host: crate::fleet::fleet_host_label(state),
-        nics,
+        nics: probed,
+        unprobed,
     }
 }
 
 /// Name each NIC's rail (the NICs in scope order).
+#[cfg(test)]
 pub(crate) fn assign_rails(nics: &mut [MeshNic], rail_by: RailBy) {
+    assign_rails_with(nics, &mut [], rail_by);
+}
+
+/// Name each NIC's rail, the unprobed NICs keeping their positions (in
+/// natural name order, the scope's): a NIC whose address is gone must not
+/// move its siblings to other rails. An unprobed NIC's rail is known when
+/// every addressed NIC of the host is in one subnet (it is taken to be in it
+/// too) or rails are by index.
+fn assign_rails_with(nics: &mut [MeshNic], unprobed: &mut [MeshUnprobedNic], rail_by: RailBy) {
     let subnet = |n: &MeshNic| {
         ipnet::IpNet::new(n.address, n.prefix_len)
             .map(|x| x.trunc().to_string())
@@ -261,17 +366,51 @@ pub(crate) fn assign_rails(nics: &mut [MeshNic], rail_by: RailBy) {
     for n in nics.iter() {
         *per_subnet.entry(subnet(n)).or_default() += 1;
     }
+    let shared = match (per_subnet.len(), per_subnet.iter_mut().next()) {
+        (1, Some((s, count))) => {
+            *count += unprobed.len();
+            Some(s.clone())
+        }
+        _ => None,
+    };
+    // Scope order: natural name order, as `nic_scope` gives it.
+    let mut order: Vec<(String, Option<usize>, Option<usize>)> = nics
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), Some(i), None))
+        .chain(
+            unprobed
+                .iter()
+                .enumerate()
+                .map(|(i, u)| (u.name.clone(), None, Some(i))),
+        )
+        .collect();
+    order.sort_by(|a, b| natural_cmp(&a.0, &b.0));
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, n) in nics.iter_mut().enumerate() {
-        let s = subnet(n);
-        let k = seen.entry(s.clone()).or_default();
-        n.rail = match rail_by {
-            RailBy::Subnet => s,
-            RailBy::Index => format!("#{i}"),
-            RailBy::Auto if per_subnet.get(&s).copied().unwrap_or(0) > 1 => format!("{s}#{k}"),
-            RailBy::Auto => s,
+    for (i, (_, probed, missing)) in order.into_iter().enumerate() {
+        let s = match (probed, &shared) {
+            (Some(p), _) => Some(subnet(&nics[p])),
+            (None, shared) => shared.clone(),
         };
-        *k += 1;
+        let rail = match (rail_by, s) {
+            (RailBy::Index, _) => Some(format!("#{i}")),
+            (_, None) => None,
+            (RailBy::Subnet, Some(s)) => Some(s),
+            (RailBy::Auto, Some(s)) => {
+                let k = seen.entry(s.clone()).or_default();
+                *k += 1;
+                if per_subnet.get(&s).copied().unwrap_or(0) > 1 {
+                    Some(format!("{s}#{}", *k - 1))
+                } else {
+                    Some(s)
+                }
+            }
+        };
+        match (probed, missing) {
+            (Some(p), _) => nics[p].rail = rail.unwrap_or_default(),
+            (None, Some(m)) => unprobed[m].rail = rail,
+            (None, None) => {}
+        }
     }
 }
 
@@ -282,6 +421,7 @@ pub(crate) fn sorted(inv: &MeshInventory) -> MeshInventory {
     nodes.sort_by(|a, b| natural_cmp(&a.host, &b.host));
     for n in &mut nodes {
         n.nics.sort_by(|a, b| natural_cmp(&a.name, &b.name));
+        n.unprobed.sort_by(|a, b| natural_cmp(&a.name, &b.name));
     }
     MeshInventory { nodes }
 }
@@ -325,6 +465,86 @@ mod tests {
         assert_eq!(rails, ["#0", "#1", "#2"]);
         assign_rails(&mut one_subnet, RailBy::Subnet);
         assert!(one_subnet.iter().all(|n| n.rail == "198.18.0.0/16"));
+    }
+
+    /// healthy.json (ens1..ens4, each an RDMA port's netdev, in one /24)
+    /// with ens2's cable pulled and its address gone (systemd-networkd drops
+    /// a NIC's addresses when it loses its carrier) and ens3's address
+    /// flushed, its link up.
+    fn healthy() -> serde_json::Value {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/doctor/healthy.json");
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    fn two_nics_without_addresses() -> HostState {
+        let mut v = healthy();
+        for i in v["interfaces"].as_array_mut().unwrap() {
+            if i["name"] == "ens2" {
+                i["oper_state"] = "DOWN".into();
+                i["carrier"] = false.into();
+            }
+        }
+        v["addresses"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|a| a["ifname"] != "ens2" && a["ifname"] != "ens3");
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn rdma_nics_without_an_address_are_in_the_entry_and_keep_their_rails() {
+        let st = two_nics_without_addresses();
+        let node = mesh_node(&st, RailBy::Auto, None);
+        let probed: Vec<(&str, &str)> = node
+            .nics
+            .iter()
+            .map(|n| (n.name.as_str(), n.rail.as_str()))
+            .collect();
+        // ens4 stays on rail #3: the NICs without an address keep their
+        // positions, so no NIC moves to another NIC's switch.
+        assert_eq!(
+            probed,
+            [("ens1", "198.18.0.0/24#0"), ("ens4", "198.18.0.0/24#3")]
+        );
+        let unprobed: Vec<(&str, &str, Option<&str>)> = node
+            .unprobed
+            .iter()
+            .map(|u| (u.name.as_str(), u.cause.as_str(), u.rail.as_deref()))
+            .collect();
+        assert_eq!(
+            unprobed,
+            [
+                ("ens2", "link-down", Some("198.18.0.0/24#1")),
+                ("ens3", "no-address", Some("198.18.0.0/24#2"))
+            ]
+        );
+        let ens2 = &node.unprobed[0];
+        assert!(ens2.rdma);
+        assert_eq!(ens2.seen.carrier, Some(false));
+        assert_eq!(ens2.seen.oper_state.as_deref(), Some("DOWN"));
+        assert!(ens2.addresses.is_empty(), "{:?}", ens2.addresses);
+        let by_index = mesh_node(&st, RailBy::Index, None);
+        assert_eq!(by_index.nics[1].rail, "#3");
+        assert_eq!(by_index.unprobed[0].rail.as_deref(), Some("#1"));
+        // A name beyond the scope: in the entry, `absent` when it is not there.
+        let asked = mesh_node_with(&st, RailBy::Auto, None, &["ens9".to_string()]);
+        assert_eq!(asked.unprobed.last().unwrap().cause, "absent");
+        assert_eq!(
+            asked.unprobed.last().unwrap().rail.as_deref(),
+            Some("198.18.0.0/24#4")
+        );
+        // The JSON of an entry without such NICs is as before; old entries read.
+        let full = mesh_node(
+            &serde_json::from_value(healthy()).unwrap(),
+            RailBy::Auto,
+            None,
+        );
+        let text = serde_json::to_string(&full).unwrap();
+        assert!(!text.contains("unprobed"), "{text}");
+        let back: MeshNode = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, full);
+        assert!(MeshInventory::new(vec![node]).validate().is_ok());
     }
 
     #[test]

@@ -119,6 +119,10 @@ pub struct MeshSummary {
     pub not_run: usize,
     /// Failed probes by cause.
     pub causes: BTreeMap<String, usize>,
+    /// NICs in scope without an address to probe on (each named as a
+    /// fault, not in `nics`).
+    #[serde(default)]
+    pub unprobed: usize,
 }
 
 /// The merged result.
@@ -180,6 +184,9 @@ fn rank(cause: &str) -> u32 {
     match cause {
         causes::NO_RESULT => 110,
         causes::LINK_DOWN => 100,
+        causes::ABSENT => 99,
+        causes::NO_ADDRESS => 97,
+        causes::NO_NICS => 96,
         "port-not-active" => 95,
         causes::MTU | "path-mtu-above-active" => 90,
         causes::ARP_FLUX => 80,
@@ -549,6 +556,7 @@ impl Merge {
         self.build_edges();
         self.rails_all_failed();
         self.nics_and_hosts();
+        self.unprobed();
         self.pairs();
         self.rail_findings();
         let mut faults = std::mem::take(&mut self.faults);
@@ -570,9 +578,15 @@ impl Merge {
         // all started after their slots, or results without probes, are not a
         // pass even though no element could be blamed.
         let judged = summary.passed + summary.failed;
-        let nothing_judged = summary.probes > 0 && judged == 0;
+        let nothing_judged = judged == 0;
         let passed = faults.is_empty() && !nothing_judged;
-        let message = if nothing_judged && faults.is_empty() {
+        let message = if summary.probes == 0 && faults.is_empty() {
+            format!(
+                "the plan schedules no probe ({} NICs of {} nodes, no rail with NICs on two \
+                 hosts): nothing is proven; give the mesh the nodes' NICs (mesh node --nic)",
+                summary.nics, summary.nodes
+            )
+        } else if nothing_judged && faults.is_empty() {
             format!(
                 "no probe was judged: none of the {} scheduled probes was made (did every \
                  node start after the plan's start time, or send a result without probes? \
@@ -615,6 +629,7 @@ impl Merge {
                     .nics
                     .iter()
                     .map(|n| n.rail.clone())
+                    .chain(node.unprobed.iter().filter_map(|u| u.rail.clone()))
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect(),
@@ -669,6 +684,14 @@ impl Merge {
             rails: self.m.layout.rails.len(),
             rounds: self.m.plan.round_count(),
             probes: self.m.probes.len(),
+            unprobed: self
+                .m
+                .plan
+                .inventory
+                .nodes
+                .iter()
+                .map(|n| n.unprobed.len())
+                .sum(),
             ..MeshSummary::default()
         };
         for o in &self.m.outcome {
@@ -1331,6 +1354,291 @@ impl Merge {
             peer: None,
             cause,
             level,
+            message,
+            evidence: ev,
+            fix,
+            findings: self.findings(node, Some(&set)),
+        });
+    }
+
+    /// The NICs in scope the schedule left out (no address to probe on),
+    /// each named once: a `nic` fault with its own cause (`link-down`,
+    /// `no-address`, `absent`) and what its node saw; a host all of whose
+    /// NICs (two or more) are such, one `host` fault; and where three hosts
+    /// or more lost a rail's NICs, half the rail or more, with one cause,
+    /// one `rail` fault.
+    fn unprobed(&mut self) {
+        self.empty_entries();
+        let inv = &self.m.plan.inventory;
+        // The rail of a NIC its node could not tell: that of the NICs of its
+        // name on the other nodes (most of them).
+        let mut by_name: HashMap<&str, BTreeMap<&str, usize>> = HashMap::new();
+        for n in &inv.nodes {
+            for k in &n.nics {
+                *by_name
+                    .entry(k.name.as_str())
+                    .or_default()
+                    .entry(k.rail.as_str())
+                    .or_default() += 1;
+            }
+        }
+        let rail_by_name = |name: &str| {
+            by_name.get(name).and_then(|r| {
+                r.iter()
+                    .max_by_key(|(_, c)| **c)
+                    .map(|(r, _)| r.to_string())
+            })
+        };
+        let mut items: Vec<(u32, usize, Option<String>)> = Vec::new();
+        for (ni, n) in inv.nodes.iter().enumerate() {
+            for (ui, u) in n.unprobed.iter().enumerate() {
+                let rail = u.rail.clone().or_else(|| rail_by_name(&u.name));
+                items.push((ni as u32, ui, rail));
+            }
+        }
+        if items.is_empty() {
+            return;
+        }
+        // Rails: unprobed NICs on three hosts or more, half the rail or more.
+        let mut per_rail: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, (_, _, rail)) in items.iter().enumerate() {
+            if let Some(r) = rail {
+                per_rail.entry(r.clone()).or_default().push(i);
+            }
+        }
+        let mut explained = vec![false; items.len()];
+        for (rail, members) in per_rail {
+            let hosts: BTreeSet<u32> = members.iter().map(|&i| items[i].0).collect();
+            let probed = self.m.layout.rails.get(&rail).map_or(0, Vec::len);
+            let causes: BTreeSet<&str> = members
+                .iter()
+                .map(|&i| self.unprobed_nic(items[i].0, items[i].1).cause.as_str())
+                .collect();
+            if hosts.len() < 3 || members.len() < probed || causes.len() != 1 {
+                continue;
+            }
+            let cause = causes.into_iter().next().unwrap_or_default().to_string();
+            let nics: Vec<String> = members
+                .iter()
+                .map(|&i| {
+                    let (node, u) = (items[i].0, self.unprobed_nic(items[i].0, items[i].1));
+                    format!("{} {}", inv.nodes[node as usize].host, u.name)
+                })
+                .collect();
+            let mut ev = BTreeMap::new();
+            ev.insert("unprobed".into(), serde_json::json!(members.len()));
+            ev.insert("probed".into(), serde_json::json!(probed));
+            ev.insert("hosts".into(), serde_json::json!(hosts.len()));
+            ev.insert(
+                "nics".into(),
+                serde_json::json!(nics.iter().take(EVIDENCE_SAMPLE).collect::<Vec<_>>()),
+            );
+            self.faults.push(MeshFault {
+                element: FaultElement::Rail,
+                host: None,
+                nic: None,
+                rail: Some(rail.clone()),
+                peer: None,
+                cause: cause.clone(),
+                level: None,
+                message: format!(
+                    "rail {rail}: {} of its NICs on {} hosts have no address to probe on \
+                     ({cause}), {probed} have one: the rail's switch or fabric",
+                    members.len(),
+                    hosts.len()
+                ),
+                evidence: ev,
+                fix: vec![format!(
+                    "check the switch of rail {rail} (is it up, are its ports up?); each \
+                     NIC gets its address back when its link comes back (or by roce-net \
+                     apply)"
+                )],
+                findings: Vec::new(),
+            });
+            for i in members {
+                explained[i] = true;
+            }
+        }
+        // Hosts all of whose NICs are unprobed.
+        for (ni, n) in inv.nodes.iter().enumerate() {
+            let ni = ni as u32;
+            let mine: Vec<usize> = (0..items.len())
+                .filter(|&i| items[i].0 == ni && !explained[i])
+                .collect();
+            if !n.nics.is_empty()
+                || n.unprobed.len() < 2
+                || mine.len() != n.unprobed.len()
+                || self.faulty_host[ni as usize]
+            {
+                continue;
+            }
+            let cause = n
+                .unprobed
+                .iter()
+                .map(|u| u.cause.as_str())
+                .max_by_key(|c| rank(c))
+                .unwrap_or(causes::NO_ADDRESS)
+                .to_string();
+            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+            for u in &n.unprobed {
+                *counts.entry(u.cause.as_str()).or_default() += 1;
+            }
+            let host = n.host.clone();
+            let mut ev = BTreeMap::new();
+            ev.insert("causes".into(), serde_json::json!(counts));
+            ev.insert(
+                "nics".into(),
+                serde_json::json!(n.unprobed.iter().map(|u| &u.seen).collect::<Vec<_>>()),
+            );
+            let fault = MeshFault {
+                element: FaultElement::Host,
+                host: Some(host.clone()),
+                nic: None,
+                rail: None,
+                peer: None,
+                cause,
+                level: None,
+                message: format!(
+                    "{host}: none of its {} NICs in scope has an address to probe on \
+                     ({}): nothing of it was probed",
+                    n.unprobed.len(),
+                    counts.keys().copied().collect::<Vec<_>>().join(", ")
+                ),
+                evidence: ev,
+                fix: vec![
+                    self.on_host(ni, "ip -br link; ip -br addr"),
+                    format!(
+                        "bring its links up (cables, switch ports) and its addresses back \
+                         (its network configuration, or roce-net apply on {host})"
+                    ),
+                ],
+                findings: self.findings(ni, None),
+            };
+            self.faulty_host[ni as usize] = true;
+            self.faults.push(fault);
+            for i in mine {
+                explained[i] = true;
+            }
+        }
+        for (i, (node, ui, rail)) in items.into_iter().enumerate() {
+            if !explained[i] {
+                self.unprobed_fault(node, ui, rail);
+            }
+        }
+    }
+
+    /// A node whose entry lists no NIC at all (none in scope: on a host
+    /// without RDMA devices, a NIC that lost its address can take its
+    /// siblings' shared subnet, and so the whole scope, with it): one `host`
+    /// fault, as nothing of it was probed.
+    fn empty_entries(&mut self) {
+        for ni in 0..self.m.plan.inventory.nodes.len() {
+            let n = &self.m.plan.inventory.nodes[ni];
+            if !n.nics.is_empty() || !n.unprobed.is_empty() || self.faulty_host[ni] {
+                continue;
+            }
+            let host = n.host.clone();
+            let node = ni as u32;
+            let mut ev = BTreeMap::new();
+            ev.insert("nics".into(), serde_json::json!(0));
+            self.faulty_host[ni] = true;
+            self.faults.push(MeshFault {
+                element: FaultElement::Host,
+                host: Some(host.clone()),
+                nic: None,
+                rail: None,
+                peer: None,
+                cause: causes::NO_NICS.into(),
+                level: None,
+                message: format!(
+                    "{host}: its mesh entry lists no NIC (none in scope, or none with an \
+                     address): nothing of it was probed"
+                ),
+                evidence: ev,
+                fix: vec![
+                    self.on_host(node, "ip -br link; ip -br addr"),
+                    format!(
+                        "on {host}: bring its NICs' links and addresses back, or name its \
+                         rails: roce-net mesh node --nic NIC,..."
+                    ),
+                ],
+                findings: self.findings(node, None),
+            });
+        }
+    }
+
+    fn unprobed_nic(&self, node: u32, ui: usize) -> &super::inventory::MeshUnprobedNic {
+        &self.m.plan.inventory.nodes[node as usize].unprobed[ui]
+    }
+
+    fn unprobed_fault(&mut self, node: u32, ui: usize, rail: Option<String>) {
+        let u = self.unprobed_nic(node, ui).clone();
+        let host = self.m.plan.inventory.nodes[node as usize].host.clone();
+        let nic = u.name.clone();
+        let state = u.seen.oper_state.clone().unwrap_or_else(|| "absent".into());
+        let carrier = match u.seen.carrier {
+            Some(true) => "carrier",
+            Some(false) => "no carrier",
+            None => "carrier unknown",
+        };
+        let message = match u.cause.as_str() {
+            causes::LINK_DOWN => format!(
+                "{host} {nic}: its link is down ({state}, {carrier}) and it has no address \
+                 (systemd-networkd drops a NIC's addresses when it loses its carrier): it \
+                 was not probed, its peers cannot reach it"
+            ),
+            causes::ABSENT => {
+                format!("{host} {nic}: the node has no interface {nic}: it was not probed")
+            }
+            _ => format!(
+                "{host} {nic}: it is up ({state}, {carrier}) but has no address to probe on \
+                 (never configured, or flushed): it was not probed, its peers cannot reach it"
+            ),
+        };
+        let mut fix = Vec::new();
+        match u.cause.as_str() {
+            causes::LINK_DOWN => {
+                fix.push(self.on_host(node, &format!("ip link show dev {nic}")));
+                if u.seen.admin_up == Some(false) {
+                    fix.push(self.on_host(node, &format!("ip link set dev {nic} up")));
+                } else {
+                    fix.push(format!(
+                        "check the cable, the transceiver and the switch port of {host} {nic}"
+                    ));
+                }
+                fix.push(format!(
+                    "once it has its carrier, its address comes back with its network \
+                     configuration (networkctl reconfigure {nic}) or roce-net apply"
+                ));
+            }
+            causes::ABSENT => {
+                fix.push(self.on_host(node, "ip -br link"));
+                fix.push(format!(
+                    "is its driver loaded, was it renamed? the mesh was asked for {nic}"
+                ));
+            }
+            _ => {
+                fix.push(self.on_host(node, &format!("ip addr show dev {nic}")));
+                fix.push(format!(
+                    "give {nic} its address back: its network configuration (networkctl \
+                     reconfigure {nic}, netplan apply, nmcli, ifup) or roce-net apply"
+                ));
+            }
+        }
+        let mut ev = BTreeMap::new();
+        ev.insert("nic".into(), serde_json::json!(u.seen));
+        ev.insert("addresses".into(), serde_json::json!(u.addresses));
+        ev.insert("rdma".into(), serde_json::json!(u.rdma));
+        ev.insert("probed".into(), serde_json::json!(false));
+        let set: BTreeSet<String> = [nic.clone()].into();
+        self.faults.push(MeshFault {
+            element: FaultElement::Nic,
+            host: Some(host),
+            nic: Some(nic),
+            rail,
+            peer: None,
+            cause: u.cause,
+            level: None,
             message,
             evidence: ev,
             fix,

@@ -22,7 +22,8 @@ mod schedule;
 
 pub use files::{mesh_token, MeshPlanFile};
 pub use inventory::{
-    mesh_node, MeshInventory, MeshNic, MeshNode, RailBy, MESH_MAX_NICS, MESH_MAX_NODES,
+    mesh_node, mesh_node_with, MeshInventory, MeshNic, MeshNode, MeshUnprobedNic, RailBy,
+    MESH_MAX_NICS, MESH_MAX_NODES,
 };
 pub use localize::{
     mesh_report, FaultElement, MeshFault, MeshMerger, MeshReport, MeshReportNode, MeshSummary,

@@ -82,6 +82,14 @@ pub mod causes {
     pub const NOT_AVAILABLE: &str = "not-available";
     /// The prober started after the probe's round (skipped).
     pub const LATE: &str = "late";
+    /// A NIC in scope is up but has no address to probe on (never
+    /// configured, or flushed): it is left out of the schedule and named.
+    pub const NO_ADDRESS: &str = "no-address";
+    /// A NIC the node's entry was asked for does not exist on the node.
+    pub const ABSENT: &str = "absent";
+    /// A node's entry lists no NIC at all (none in scope): nothing of it can
+    /// be probed.
+    pub const NO_NICS: &str = "no-nics";
 }
 
 /// One level of one probe.
@@ -240,6 +248,25 @@ pub struct NicSeen {
 }
 
 impl NicSeen {
+    /// `name` as `state` shows it (every field `None` when it has no such
+    /// interface).
+    pub(crate) fn of(state: &crate::model::HostState, name: &str) -> NicSeen {
+        let i = state.interface(name);
+        NicSeen {
+            name: name.to_string(),
+            oper_state: i.map(|i| {
+                serde_json::to_value(i.oper_state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            }),
+            carrier: i.and_then(|i| i.carrier),
+            admin_up: i.map(|i| i.admin_up),
+            mtu: i.map(|i| i.mtu),
+            mac: i.and_then(|i| i.mac.as_ref()).map(|m| m.to_string()),
+        }
+    }
+
     /// Whether nothing can leave the NIC: not operationally up (veth and some
     /// drivers report `UNKNOWN` with a carrier, which counts as up).
     pub fn is_down(&self) -> bool {

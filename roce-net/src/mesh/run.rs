@@ -51,25 +51,7 @@ fn now_ms() -> u64 {
 
 /// This node's NICs of the plan as the snapshot shows them.
 fn seen(state: &HostState, s: &NodeSchedule) -> Vec<NicSeen> {
-    s.nics
-        .iter()
-        .map(|n| {
-            let i = state.interface(&n.name);
-            NicSeen {
-                name: n.name.clone(),
-                oper_state: i.map(|i| {
-                    serde_json::to_value(i.oper_state)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default()
-                }),
-                carrier: i.and_then(|i| i.carrier),
-                admin_up: i.map(|i| i.admin_up),
-                mtu: i.map(|i| i.mtu),
-                mac: i.and_then(|i| i.mac.as_ref()).map(|m| m.to_string()),
-            }
-        })
-        .collect()
+    s.nics.iter().map(|n| NicSeen::of(state, &n.name)).collect()
 }
 
 impl Host {

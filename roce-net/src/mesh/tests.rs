@@ -479,3 +479,129 @@ fn a_node_plan_holds_its_schedule_and_the_macs_of_the_nodes_it_meets() {
     let e = file.for_node("h6").unwrap_err();
     assert!(e.message().contains("for node h5, not for h6"), "{e}");
 }
+
+/// `inventory(hosts, nics)` with these NICs (host, NIC, cause, whether its
+/// node could tell its rail) moved out of the probed NICs into the node's
+/// unprobed ones, as `mesh_node` lists a NIC without an address.
+fn without_address(hosts: usize, nics: usize, gone: &[(&str, &str, &str, bool)]) -> MeshPlan {
+    let mut inv = inventory(hosts, nics);
+    for &(h, n, cause, with_rail) in gone {
+        let node = inv.nodes.iter_mut().find(|x| x.host == h).unwrap();
+        let k = node.nics.iter().position(|x| x.name == n).unwrap();
+        let nic = node.nics.remove(k);
+        let down = cause == causes::LINK_DOWN;
+        node.unprobed.push(MeshUnprobedNic {
+            name: nic.name.clone(),
+            cause: cause.to_string(),
+            rail: with_rail.then(|| nic.rail.clone()),
+            rdma: true,
+            seen: NicSeen {
+                name: nic.name.clone(),
+                oper_state: Some(if down { "DOWN" } else { "UP" }.into()),
+                carrier: Some(!down),
+                admin_up: Some(true),
+                mtu: Some(1500),
+                mac: nic.mac.clone(),
+            },
+            addresses: vec!["fe80::1/64".into()],
+        });
+    }
+    mesh_plan(&inv, &MeshOptions::default()).unwrap()
+}
+
+#[test]
+fn nics_without_an_address_are_named_once_each_and_never_probed() {
+    // h5 r1 lost its carrier and with it its address (its rail known), h7 r2
+    // its address alone (its rail taken from the r2 NICs of the other nodes),
+    // every NIC of h9 is down; h3 is unfixed as well: still one host fault.
+    let mut gone = vec![
+        ("h5", "r1", causes::LINK_DOWN, true),
+        ("h7", "r2", causes::NO_ADDRESS, false),
+    ];
+    for k in ["r0", "r1", "r2", "r3"] {
+        gone.push(("h9", k, causes::LINK_DOWN, false));
+    }
+    let p = without_address(12, 4, &gone);
+    let unprobed = |h: &str, n: &str| gone.iter().any(|g| g.0 == h && g.1 == n);
+    for x in p.probes() {
+        for id in [x.from, x.to] {
+            let (node, nic) = p.nic(id).unwrap();
+            assert!(
+                !unprobed(&node.host, &nic.name),
+                "{} {}",
+                node.host,
+                nic.name
+            );
+        }
+    }
+    let r = mesh_report(&p, results(&p, &unfixed, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&[
+            "host h3 - - arp-flux",
+            "host h9 - - link-down",
+            "nic h5 r1 198.18.0.0/16#1 link-down",
+            "nic h7 r2 198.18.0.0/16#2 no-address",
+        ]),
+        "{:#?}",
+        r.faults
+    );
+    assert_eq!(r.summary.unprobed, 6);
+    assert!(!r.passed);
+    let f = r
+        .faults
+        .iter()
+        .find(|f| f.nic.as_deref() == Some("r1"))
+        .unwrap();
+    assert_eq!(f.element, FaultElement::Nic);
+    assert_eq!(f.evidence["nic"]["carrier"], serde_json::json!(false));
+    assert_eq!(f.evidence["addresses"], serde_json::json!(["fe80::1/64"]));
+    assert_eq!(f.evidence["probed"], serde_json::json!(false));
+    assert!(f.fix[0].contains("ip link show dev r1"), "{:?}", f.fix);
+    assert!(f.fix[1].contains("switch port"), "{:?}", f.fix);
+    let f = r
+        .faults
+        .iter()
+        .find(|f| f.nic.as_deref() == Some("r2"))
+        .unwrap();
+    assert!(f.fix[0].contains("ip addr show dev r2"), "{:?}", f.fix);
+    // The report's nodes keep every rail of their NICs, probed or not.
+    let h5 = r.nodes.iter().find(|n| n.host == "h5").unwrap();
+    assert_eq!(h5.rails.len(), 4, "{h5:?}");
+}
+
+#[test]
+fn a_rail_whose_nics_lost_their_addresses_on_most_hosts_is_the_rail() {
+    // Rail #3's switch died: four of six hosts' r3 lost carrier and address.
+    let gone: Vec<_> = ["h1", "h2", "h3", "h4"]
+        .iter()
+        .map(|h| (*h, "r3", causes::LINK_DOWN, false))
+        .collect();
+    let p = without_address(6, 4, &gone);
+    let r = mesh_report(&p, results(&p, &|_| None, &[])).unwrap();
+    assert_eq!(
+        named(&r),
+        set(&["rail - - 198.18.0.0/16#3 link-down"]),
+        "{:#?}",
+        r.faults
+    );
+    assert_eq!(r.faults[0].evidence["hosts"], serde_json::json!(4));
+}
+
+#[test]
+fn a_node_whose_entry_lists_no_nic_is_named_and_no_probe_is_no_pass() {
+    // h2's entry is empty (its only NIC left in a subnet of its own lost its
+    // address, so the scope is empty): it is named; h1 alone has no peer, so
+    // the plan has no probe, and that proves nothing.
+    let mut inv = inventory(2, 1);
+    inv.nodes[1].nics.clear();
+    let p = mesh_plan(&inv, &MeshOptions::default()).unwrap();
+    assert_eq!(p.probes().len(), 0);
+    let r = mesh_report(&p, results(&p, &|_| None, &[])).unwrap();
+    assert_eq!(named(&r), set(&["host h2 - - no-nics"]), "{:#?}", r.faults);
+    assert!(!r.passed);
+    let alone = mesh_plan(&inventory(1, 1), &MeshOptions::default()).unwrap();
+    let r = mesh_report(&alone, results(&alone, &|_| None, &[])).unwrap();
+    assert!(r.faults.is_empty() && !r.passed, "{r:#?}");
+    assert!(r.message.contains("schedules no probe"), "{}", r.message);
+}

@@ -316,3 +316,139 @@ fn the_responder_ends_at_its_bound_when_a_peer_never_comes_and_a_stopped_run_sta
     );
     drop(lab);
 }
+
+/// What systemd-networkd does to a NIC that loses its carrier under its
+/// defaults (`IgnoreCarrierLoss=` unset, so `ConfigureWithoutCarrier=no`):
+/// it drops the NIC's addresses. Here by hand: `ip addr flush`.
+fn flush(ns: &str, dev: &str) {
+    ip(ns, &["addr", "flush", "dev", dev]);
+}
+
+#[test]
+#[ignore = "needs root: builds a fleet of network namespaces"]
+fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
+    require_root("a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan");
+    let lab = Lab::fleet("meshna", 3, 2).unwrap();
+    let ns = lab.fleet_hosts().to_vec();
+    let sw = lab.switch_ns().unwrap().to_string();
+    let etc = tempfile::tempdir().unwrap();
+    let run = tempfile::tempdir().unwrap();
+    let hosts: Vec<Host> = ns
+        .iter()
+        .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
+        .collect();
+    for h in &hosts {
+        let opts = ApplyOptions {
+            state_dir: run.path().to_path_buf(),
+            ..Default::default()
+        };
+        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
+        roce_net::apply(h, &p, &opts).unwrap();
+    }
+    let label = |h: &str| {
+        ns.iter()
+            .position(|n| h.ends_with(&format!(":{n}")))
+            .map_or(h.to_string(), |k| format!("h{}", k + 1))
+    };
+    // h3 r1: its cable pulled (switch port s5) and its addresses gone, as
+    // networkd does on carrier loss. h2 r0: link up, its address flushed.
+    ip(&sw, &["link", "set", "dev", "s5", "down"]);
+    flush(&ns[2], "r1");
+    flush(&ns[1], "r0");
+
+    // The doctor's scope alone (no RDMA devices here: the NICs that share a
+    // subnet): h2's and h3's remaining NIC shares its subnet with no NIC of
+    // its host, so both entries are empty. Each such node is named, and a
+    // schedule with no probe is not a pass.
+    let p = plan(&hosts, &options(1500));
+    assert!(p.inventory.nodes[1].nics.is_empty(), "{:#?}", p.inventory);
+    let r = run_all(&hosts, &p);
+    let want: BTreeSet<String> = ["host h2 - - no-nics", "host h3 - - no-nics"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(named(&r, &label), want, "{}", r.table().join("\n"));
+    assert!(!r.passed);
+
+    // The entries name the node's rails (`mesh node --nic r0,r1`): both NICs
+    // without an address are in the result, each once, with its own cause,
+    // on its rail; the others keep their rails and every probe passes.
+    let names = ["r0".to_string(), "r1".to_string()];
+    let states: Vec<_> = hosts.iter().map(|h| h.snapshot().unwrap()).collect();
+    let nodes: Vec<_> = states
+        .iter()
+        .map(|s| roce_net::mesh_node_with(s, RailBy::Auto, None, &names))
+        .collect();
+    let inv = MeshInventory::new(nodes);
+    let p = roce_net::mesh_plan(&inv, &options(1500)).unwrap();
+    let r = run_all(&hosts, &p);
+    let want: BTreeSet<String> = [
+        "nic h2 r0 198.18.0.0/16#0 no-address",
+        "nic h3 r1 198.18.0.0/16#1 link-down",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(named(&r, &label), want, "{}", r.table().join("\n"));
+    assert!(!r.passed);
+    assert_eq!(r.summary.unprobed, 2);
+    println!(
+        "{} rounds of {} ms\n{}",
+        p.round_count(),
+        p.round_ms(),
+        r.table().join("\n")
+    );
+    assert_eq!(r.summary.failed, 0, "{}", r.table().join("\n"));
+    assert!(r.summary.probes > 0 && r.summary.passed == r.summary.probes);
+    let h2 = &p.inventory.nodes[1];
+    assert_eq!(h2.nics[0].name, "r1");
+    assert_eq!(h2.nics[0].rail, "198.18.0.0/16#1", "h2 r1 kept its rail");
+    // No probe to or from a NIC without an address.
+    for x in p.probes() {
+        for id in [x.from, x.to] {
+            let (node, nic) = p.nic(id).unwrap();
+            let at = (label(&node.host), nic.name.as_str());
+            assert!(
+                at != ("h2".into(), "r0") && at != ("h3".into(), "r1"),
+                "{at:?}"
+            );
+        }
+    }
+    let fault = |nic: &str| {
+        r.faults
+            .iter()
+            .find(|f| f.nic.as_deref() == Some(nic))
+            .unwrap()
+    };
+    let down = fault("r1");
+    assert_eq!(down.element, FaultElement::Nic);
+    assert_eq!(down.evidence["nic"]["carrier"], serde_json::json!(false));
+    assert_eq!(down.evidence["probed"], serde_json::json!(false));
+    let addrs = down.evidence["addresses"].as_array().unwrap();
+    assert!(
+        addrs
+            .iter()
+            .all(|a| !a.as_str().unwrap().starts_with("198.18.")),
+        "{addrs:?}"
+    );
+    assert!(down.message.contains("link is down"), "{}", down.message);
+    assert!(
+        down.fix[0].ends_with(&format!("ip -n {} link show dev r1", ns[2])),
+        "{:?}",
+        down.fix
+    );
+    assert!(down.fix[1].contains("switch port"), "{:?}", down.fix);
+    let bare = fault("r0");
+    assert_eq!(
+        bare.evidence["nic"]["oper_state"], "UP",
+        "{:#?}",
+        bare.evidence
+    );
+    assert!(bare.message.contains("no address"), "{}", bare.message);
+    assert!(
+        bare.fix[0].ends_with(&format!("ip -n {} addr show dev r0", ns[1])),
+        "{:?}",
+        bare.fix
+    );
+    drop(lab);
+}
