@@ -104,20 +104,23 @@ fn node_entry(n: &Bound<'_, PyAny>, r: RailBy, f: Option<Family>) -> PyResult<Me
     Ok(roce_net::mesh_node(&st, r, f))
 }
 
-/// ``mesh_node(state, *, rail_by="auto", family=None)``: the node's entry of a
-/// mesh inventory from its snapshot (``roce-net mesh node``): its NICs in scope
-/// with an address, MAC, MTU and rail.
+/// ``mesh_node(state, *, rail_by="auto", family=None, nics=None)``: the node's
+/// entry of a mesh inventory from its snapshot (``roce-net mesh node``): its
+/// NICs in scope with an address, MAC, MTU and rail, and those without an
+/// address (``unprobed``); ``nics`` names NICs beyond the scope (``--nic``).
 #[pyfunction]
-#[pyo3(signature = (state, *, rail_by="auto", family=None))]
+#[pyo3(signature = (state, *, rail_by="auto", family=None, nics=None))]
 pub fn mesh_node<'py>(
     py: Python<'py>,
     state: &Bound<'py, PyAny>,
     rail_by: &str,
     family: Option<&str>,
+    nics: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let st = native_state(state)?;
     let (r, f) = (self::rail_by(rail_by)?, self::family(family)?);
-    let node = py.detach(move || roce_net::mesh_node(&st, r, f));
+    let nics = nics.unwrap_or_default();
+    let node = py.detach(move || roce_net::mesh_node_with(&st, r, f, &nics));
     to_py(py, &node)
 }
 

@@ -143,6 +143,7 @@ exported_types! {
         r::MeshRdmaWorkload, r::MeshNodePlan, r::NodeSchedule, r::ScheduledProbe,
         r::MeshNodeResult, r::NicSeen, r::ProbeRecord, r::LevelResult, r::ResponderReport,
         r::AnsweredProbe, r::MeshReport, r::MeshReportNode, r::MeshSummary, r::MeshFault,
+        r::MeshUnprobedNic,
     }
     plain {
         // "confirmed", "nothing_pending" or {"rolled_back": RollbackReport}.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -108,11 +108,11 @@ def mesh_lab():
         yield lab
 
 
-def run_mesh(hosts: List[roce_net.Host]) -> roce_net.MeshReport:
-    """Plan from every host's snapshot, run every host's part at once (the GIL
-    is released), merge."""
+def run_mesh(hosts: List[roce_net.Host], nics: Optional[List[str]] = None) -> roce_net.MeshReport:
+    """Plan from every host's entry (``mesh_node(nics=nics)``), run every host's
+    part at once (the GIL is released), merge."""
     plan = roce_net.mesh_plan(
-        [h.snapshot() for h in hosts], levels=["neighbor", "ip"], rounds=2,
+        [roce_net.mesh_node(h.snapshot(), nics=nics) for h in hosts], levels=["neighbor", "ip"], rounds=2,
         neighbor_ms=300, ip_ms=300, start_in=1.5,
     )
     with ThreadPoolExecutor(len(hosts)) as pool:
@@ -160,3 +160,41 @@ def test_a_fixed_lab_fleet_passes_and_a_pulled_cable_is_named(mesh_lab, tmp_path
     # The plain data is the library's JSON shape: what `mesh report --json` writes.
     d: Dict[str, object] = broken.to_dict()
     assert d["faults"][0]["element"] == "nic" and d["verdict"] == "fail"  # type: ignore[index]
+
+
+@pytest.mark.needs_root
+def test_a_nic_that_lost_its_address_is_named_not_dropped(mesh_lab, tmp_path):
+    lab = mesh_lab
+    hosts = [
+        roce_net.Host(netns=ns, etc_root=tmp_path / f"etc{k}") for k, ns in enumerate(lab.fleet_hosts)
+    ]
+    for k, h in enumerate(hosts):
+        (tmp_path / f"etc{k}").mkdir()
+        h.apply(roce_net.plan(h.snapshot(), roce_net.Policy()), state_dir=tmp_path / f"run{k}")
+    # Host 3's r1: its switch port down and its addresses gone (what
+    # systemd-networkd does when a NIC loses its carrier); host 2's r0: up,
+    # its address flushed.
+    ns = lab.fleet_hosts
+    subprocess.run(["ip", "-n", lab.switch_ns, "link", "set", "dev", f"s{2 * NICS + 1}", "down"], check=True)
+    subprocess.run(["ip", "-n", ns[2], "addr", "flush", "dev", "r1"], check=True)
+    subprocess.run(["ip", "-n", ns[1], "addr", "flush", "dev", "r0"], check=True)
+    entry = roce_net.mesh_node(hosts[2].snapshot(), nics=["r0", "r1"])
+    assert [n.name for n in entry.nics] == ["r0"]
+    (gone,) = entry.unprobed
+    assert isinstance(gone, roce_net.MeshUnprobedNic)
+    assert (gone.name, gone.cause, gone.rail) == ("r1", "link-down", "198.18.0.0/16#1")
+    assert gone.seen.carrier is False
+
+    r = run_mesh(hosts, nics=["r0", "r1"])
+    h = [x.snapshot() for x in hosts]
+    faults = sorted((f.element, f.host, f.nic, f.cause) for f in r.faults)
+    assert faults == [
+        ("nic", f"{h[1].hostname}:{ns[1]}", "r0", "no-address"),
+        ("nic", f"{h[2].hostname}:{ns[2]}", "r1", "link-down"),
+    ], r.message
+    assert r.summary.unprobed == 2 and r.summary.failed == 0 and r.summary.passed == r.summary.probes > 0
+    # Without the rails named, the scope of h2 and h3 (the NICs sharing a
+    # subnet) is empty: each is named, and nothing passes.
+    r = run_mesh(hosts)
+    assert sorted((f.element, f.cause) for f in r.faults) == [("host", "no-nics")] * 2, r.message
+    assert not r.passed

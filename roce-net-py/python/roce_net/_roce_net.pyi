@@ -425,10 +425,18 @@ def render_ibdev2netdev(
 # a node's part or a result is taken as its class, its plain data (to_dict(),
 # what Ansible registers) or JSON text.
 _MeshDoc = Union[str, Mapping[str, Any], MeshPlan, MeshNodePlan]
-def mesh_node(state: HostState, *, rail_by: str = "auto", family: Optional[str] = None) -> MeshNode:
+def mesh_node(
+    state: HostState,
+    *,
+    rail_by: str = "auto",
+    family: Optional[str] = None,
+    nics: Optional[Sequence[str]] = None,
+) -> MeshNode:
     """The node's entry of a mesh inventory (``roce-net mesh node``): its NICs in
     scope with an address, MAC, MTU and rail (``rail_by``: ``auto``, ``subnet``,
-    ``index``; ``family``: ``ipv4``, ``ipv6`` or None)."""
+    ``index``; ``family``: ``ipv4``, ``ipv6`` or None), and in ``unprobed`` those
+    without an address, which the report names; ``nics`` names NICs beyond the
+    scope (``--nic``: the rails of a host without RDMA devices)."""
 def mesh_plan(
     nodes: Iterable[Union[HostState, MeshNode, Mapping[str, Any], str]],
     *,

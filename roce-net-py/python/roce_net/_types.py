@@ -1571,12 +1571,16 @@ class MeshNode(_Record):
     """One node (host) of the mesh."""
 
     _RUST: ClassVar[str] = "MeshNode"
+    _OMIT_EMPTY: ClassVar[FrozenSet[str]] = frozenset({"unprobed"})
     #: How the node is named: ``crate::fleet_host_label`` of its snapshot
     #: (``hostname``, or ``hostname:netns`` in a lab). A node's run finds itself
     #: in the plan by this name.
     host: str
     #: Its NICs in scope that have an address, in scope order.
     nics: Tuple[MeshNic, ...]
+    #: Its NICs in scope without an address to probe on (absent from the
+    #: JSON when there are none, as in entries of earlier versions).
+    unprobed: Tuple[MeshUnprobedNic, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
@@ -1976,6 +1980,9 @@ class MeshSummary(_Record):
     not_run: int
     #: Failed probes by cause.
     causes: Dict[str, int]
+    #: NICs in scope without an address to probe on (each named as a
+    #: fault, not in ``nics``).
+    unprobed: int = 0
 
 
 @dataclasses.dataclass(frozen=True, **_SLOTS)
@@ -2005,6 +2012,34 @@ class MeshFault(_Record):
     fix: Tuple[str, ...]
     #: The doctor's findings (warnings, errors) on the element's host and NICs.
     findings: Tuple[Finding, ...]
+
+
+@dataclasses.dataclass(frozen=True, **_SLOTS)
+class MeshUnprobedNic(_Record):
+    """A NIC in scope that has no address to probe on: left out of the
+    schedule (nothing can be sent from or to it) and named by the merge as a
+    ``nic`` fault with ``MeshUnprobedNic::cause``. Under systemd-networkd's
+    defaults a NIC that loses its carrier loses its addresses, so a pulled
+    cable looks like this in the entry."""
+
+    _RUST: ClassVar[str] = "MeshUnprobedNic"
+    #: Interface name.
+    name: str
+    #: Why it cannot be probed: ``link-down`` (not operationally up),
+    #: ``no-address`` (up, no address of the probed family), ``absent`` (asked
+    #: for, no such interface).
+    cause: str
+    #: The rail it would be on, when the host's other NICs tell (every
+    #: addressed NIC of the host in one subnet, or ``RailBy::Index``); else
+    #: the merge takes the rail of the NICs of that name on other nodes.
+    rail: Optional[str]
+    #: It backs an RDMA port.
+    rdma: bool
+    #: The NIC as the node saw it: state, carrier, MTU, MAC.
+    seen: MeshNicSeen
+    #: Every address it has (link-local ones, or another family's), as
+    #: ``address/prefix``: the evidence that it has none to probe on.
+    addresses: Tuple[str, ...]
 
 
 _ALL: Tuple[type, ...] = (
@@ -2091,6 +2126,7 @@ _ALL: Tuple[type, ...] = (
     MeshReportNode,
     MeshSummary,
     MeshFault,
+    MeshUnprobedNic,
 )
 
 
