@@ -221,3 +221,125 @@ fn an_interrupted_run_takes_its_responder_with_it() {
         text(&free)
     );
 }
+
+#[test]
+#[ignore = "needs root: builds a fleet of network namespaces"]
+fn mesh_node_names_a_nic_that_lost_its_addresses_and_the_report_names_it() {
+    use roce_net::{ApplyOptions, Host, Lab, Policy};
+    require_root("mesh_node_names_a_nic_that_lost_its_addresses_and_the_report_names_it");
+    let lab = Lab::fleet("clina", 3, 2).unwrap();
+    let ns = lab.fleet_hosts().to_vec();
+    let sw = lab.switch_ns().unwrap().to_string();
+    let d = tempfile::tempdir().unwrap();
+    for n in &ns {
+        let h = Host::netns(n).unwrap().with_etc_root(d.path());
+        let opts = ApplyOptions {
+            state_dir: d.path().join("state"),
+            ..Default::default()
+        };
+        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
+        roce_net::apply(&h, &p, &opts).unwrap();
+    }
+    let ip = |args: &[&str]| {
+        let o = std::process::Command::new("ip")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+    };
+    // h3 r1: its cable pulled (switch port s5) and its addresses dropped, as
+    // systemd-networkd does on carrier loss; h2 r0: up, its address flushed.
+    ip(&["-n", &sw, "link", "set", "dev", "s5", "down"]);
+    ip(&["-n", &ns[2], "addr", "flush", "dev", "r1"]);
+    ip(&["-n", &ns[1], "addr", "flush", "dev", "r0"]);
+
+    let nodes = d.path().join("nodes");
+    std::fs::create_dir(&nodes).unwrap();
+    for (k, n) in ns.iter().enumerate() {
+        let o = bin()
+            .args(["--netns", n, "mesh", "node", "--nic", "r0,r1", "-o"])
+            .arg(nodes.join(format!("h{}.json", k + 1)))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = bin()
+        .args([
+            "--netns", &ns[2], "mesh", "node", "--nic", "r0", "--nic", "r1",
+        ])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(
+        t.contains("none (link-down)") && t.contains("the report names them"),
+        "{t}"
+    );
+    let entry: Value =
+        serde_json::from_str(&std::fs::read_to_string(nodes.join("h3.json")).unwrap()).unwrap();
+    assert_eq!(entry["unprobed"][0]["name"], "r1", "{entry:#}");
+    assert_eq!(entry["unprobed"][0]["cause"], "link-down", "{entry:#}");
+
+    let plan = d.path().join("plan.json");
+    let o = bin()
+        .args(["mesh", "plan", "--start-in", "2", "--levels", "neighbor,ip"])
+        .args(["--neighbor-ms", "300", "--ip-ms", "300", "-o"])
+        .arg(&plan)
+        .arg(&nodes)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("not probed, no address"), "{t}");
+    let results = d.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let runs: Vec<_> = ns
+        .iter()
+        .enumerate()
+        .map(|(k, n)| {
+            bin()
+                .args(["--netns", n, "mesh", "run", "--plan"])
+                .arg(&plan)
+                .arg("-o")
+                .arg(results.join(format!("h{}.json", k + 1)))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        let o = r.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (code, r, t) = json_out(&[
+        "--json",
+        "mesh",
+        "report",
+        "--plan",
+        plan.to_str().unwrap(),
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(6), "{t}");
+    let mut faults: Vec<String> = r["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let host = f["host"].as_str().unwrap();
+            let k = ns.iter().position(|n| host.ends_with(n.as_str())).unwrap();
+            format!("{} h{} {} {}", f["element"], k + 1, f["nic"], f["cause"])
+        })
+        .collect();
+    faults.sort();
+    assert_eq!(
+        faults,
+        [
+            "\"nic\" h2 \"r0\" \"no-address\"",
+            "\"nic\" h3 \"r1\" \"link-down\""
+        ],
+        "{r:#}"
+    );
+    assert_eq!(r["summary"]["failed"], 0, "{r:#}");
+    assert_eq!(r["summary"]["unprobed"], 2, "{r:#}");
+    drop(lab);
+}
