@@ -60,6 +60,15 @@ options:
       (default IPv4, or IPv6 for a NIC without IPv4).
     type: str
     choices: [ipv4, ipv6]
+  nics:
+    description:
+      - (C(node)) NICs the entry lists besides those in scope, with or without an
+        address (the node's rails; C(roce-net mesh node --nic)). One without an
+        address is in the entry's C(unprobed) and the report names it
+        (C(no-address), C(link-down), C(absent)). Needed on hosts without RDMA
+        devices, whose scope is the NICs that share a subnet.
+    type: list
+    elements: str
   nodes:
     description:
       - (C(plan)) Every node's entry - the C(node) return value of C(step=node),
@@ -195,8 +204,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 node:
-  description: (C(node)) This node's inventory entry - C(host) (its name in the plan) and C(nics)
-    (C(name), C(address), C(prefix_len), C(mac), C(mtu), C(rail), C(rdma)).
+  description: (C(node)) This node's inventory entry - C(host) (its name in the plan), C(nics)
+    (C(name), C(address), C(prefix_len), C(mac), C(mtu), C(rail), C(rdma)) and, when some
+    NICs in scope have no address, C(unprobed) (C(name), C(cause), C(rail), C(rdma), C(seen),
+    C(addresses)).
   returned: step=node
   type: dict
 plan:
@@ -335,11 +346,12 @@ def run_result(reg):
 
 def step_node(module, rn, p):
     state = host_from_params(p).snapshot()
-    node = rn.mesh_node(state, rail_by=p["rail_by"], family=p["family"]).to_dict()
-    module.exit_json(
-        changed=False, node=node,
-        msg="%s: %d NIC(s) on rails %s" % (node["host"], len(node["nics"]), ", ".join(sorted(set(n["rail"] for n in node["nics"])))),
-    )
+    node = rn.mesh_node(state, rail_by=p["rail_by"], family=p["family"], nics=p["nics"]).to_dict()
+    msg = "%s: %d NIC(s) on rails %s" % (node["host"], len(node["nics"]), ", ".join(sorted(set(n["rail"] for n in node["nics"]))))
+    unprobed = node.get("unprobed") or []
+    if unprobed:
+        msg += "; not probed, no address: %s" % ", ".join("%s (%s)" % (u["name"], u["cause"]) for u in unprobed)
+    module.exit_json(changed=False, node=node, msg=msg)
 
 
 def step_plan(module, rn, p):
@@ -425,6 +437,7 @@ def main():
         step=dict(type="str", required=True, choices=["node", "plan", "run", "report"]),
         rail_by=dict(type="str", default="auto", choices=["auto", "subnet", "index"]),
         family=dict(type="str", choices=["ipv4", "ipv6"]),
+        nics=dict(type="list", elements="str"),
         nodes=dict(type="list", elements="dict"),
         peers=dict(type="int", default=2),
         rounds=dict(type="int", default=3),

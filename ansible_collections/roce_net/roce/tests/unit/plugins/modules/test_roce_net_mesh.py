@@ -101,3 +101,30 @@ def test_integers_beyond_the_bindings_range_fail_naming_the_option(capsys, optio
     assert out["failed"] is True, out
     assert out["msg"].startswith("%s %d: must be at " % (option, value)), out["msg"]
     assert "Traceback" not in json.dumps(out) and "OverflowError" not in json.dumps(out), out
+
+
+def test_node_lists_the_nics_it_is_given_without_an_address_and_says_so(capsys, monkeypatch):
+    # gpu1 (healthy.json) with ens2's cable pulled and its address gone, as
+    # systemd-networkd drops a NIC's addresses when it loses its carrier, and
+    # ens9 named but not there; the node step reads the host through
+    # host_from_params, here a stand-in that returns that snapshot.
+    import roce_net
+
+    a = two_hosts()[0]
+    for i in a["interfaces"]:
+        if i["name"] == "ens2":
+            i["oper_state"], i["carrier"] = "DOWN", False
+    a["addresses"] = [x for x in a["addresses"] if x["ifname"] != "ens2"]
+    state = roce_net.parse_snapshot(json.dumps(a))
+
+    class Stand:
+        def snapshot(self):
+            return state
+
+    monkeypatch.setattr(roce_net_mesh, "host_from_params", lambda p: Stand())
+    out = run(dict(step="node", nics=["ens9"]), capsys)
+    assert out.get("failed") is not True, out
+    gone = [(u["name"], u["cause"]) for u in out["node"]["unprobed"]]
+    assert gone == [("ens2", "link-down"), ("ens9", "absent")], out["node"]
+    assert "ens2" not in [n["name"] for n in out["node"]["nics"]]
+    assert "not probed, no address: ens2 (link-down), ens9 (absent)" in out["msg"], out["msg"]
