@@ -3,8 +3,9 @@
 //! the NIC model the probe's own tests use, named as the libibverbs both
 //! load (a test-only seam, `probe::rdma::tests::fake_backend`). What is
 //! tested: the responder serves the sessions its schedule expects and then
-//! stops (done, not at its deadline); the prober's RDMA level passes, and
-//! fails with the peer's report when the path back to the prober drops RoCE.
+//! stops (done, not at its deadline), a silent client ending at its
+//! per-session bound; the prober's RDMA level passes, and fails with the
+//! peer's report when the path back to the prober drops RoCE.
 //! Real RDMA (Soft-RoCE) runs in the VM tier.
 
 use super::prober::{self, Ctx};
@@ -31,6 +32,11 @@ fn model(mode: &str) -> VerbsOptions {
 /// h1 (r0 = 127.0.0.`a`) and h2 (r0 = 127.0.0.`b`), one rail, the RDMA
 /// level only, on `port` (the RDMA servers on `port + 1`): each node's part.
 fn parts(a: u8, b: u8, port: u16) -> (MeshNodePlan, MeshNodePlan) {
+    parts_with(a, b, port, MeshOptions::default())
+}
+
+/// [`parts`] from options `base`.
+fn parts_with(a: u8, b: u8, port: u16, base: MeshOptions) -> (MeshNodePlan, MeshNodePlan) {
     let node = |host: &str, n: u8| {
         let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, n));
         let mut nic = MeshNic::new("r0", ip, 8, "127.0.0.0/8#0");
@@ -50,7 +56,7 @@ fn parts(a: u8, b: u8, port: u16) -> (MeshNodePlan, MeshNodePlan) {
             write_size: 16384,
             ..MeshRdmaWorkload::default()
         },
-        ..MeshOptions::default()
+        ..base
     };
     let plan = mesh_plan(&MeshInventory::new(vec![node("h1", a), node("h2", b)]), &o).unwrap();
     (plan.node_plan("h1").unwrap(), plan.node_plan("h2").unwrap())
@@ -167,4 +173,59 @@ fn a_path_that_drops_roce_fails_the_level_and_the_responder_still_ends_done() {
         assert_eq!((a.level, a.ok), (MeshLevel::Rdma, false), "{a:#?}");
         assert!(a.cause.is_some(), "{a:#?}");
     }
+}
+
+#[test]
+fn a_session_that_stalls_ends_at_the_responders_session_bound() {
+    use crate::probe::rdma::tests::admitted;
+    // One probe of h1 to h2: h2's responder expects one session.
+    let one = MeshOptions {
+        peers: 1,
+        rounds: 1,
+        ..MeshOptions::default()
+    };
+    let (_, h2) = parts_with(64, 65, 28630, one);
+    let expected = h2
+        .schedule
+        .incoming
+        .iter()
+        .filter(|p| p.levels.rdma)
+        .count();
+    assert_eq!(expected, 1, "{:#?}", h2.schedule.incoming);
+    let st2 = loopback_state(65);
+    let host = Host::current();
+    let stop = AtomicBool::new(false);
+    let setup = Setup {
+        schedule: &h2.schedule,
+        state: &st2,
+        host: &host,
+        port: 28630,
+        token: 7,
+        plan: 9,
+        // Far past the session bound: the responder must be done first.
+        deadline: Instant::now() + Duration::from_secs(60),
+        stop: &stop,
+        rdma: Some(RdmaServe {
+            timeout: Duration::from_secs(1),
+            port: 28631,
+            token: String::new(),
+            write_size: 16384,
+            verbs: model("normal"),
+        }),
+    };
+    let rep = std::thread::scope(|s| {
+        let resp = s.spawn(|| responder::serve(&setup));
+        // A client that proves itself, is admitted (asking for a session
+        // longer than the responder's deadline), and then says nothing, open
+        // until the responder has ended.
+        let p = admitted("127.0.0.65:28631", 64, 120_000);
+        let rep = resp.join().unwrap();
+        drop(p);
+        rep
+    });
+    assert_eq!(rep.stopped, "done", "{rep:#?}");
+    assert_eq!(rep.answered.len(), 1, "{rep:#?}");
+    let a = &rep.answered[0];
+    assert_eq!((a.level, a.ok), (MeshLevel::Rdma, false), "{a:#?}");
+    assert_eq!(a.cause.as_deref(), Some("timeout"), "{a:#?}");
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A peer speaking (or not) the protocol by hand.
-struct Raw {
+pub(crate) struct Raw {
     s: TcpStream,
     r: BufReader<TcpStream>,
 }
@@ -98,6 +98,30 @@ fn hello(n: u8, proof: &str, write_size: usize) -> Vec<u8> {
     let mut b = serde_json::to_vec(&v).unwrap();
     b.push(b'\n');
     b
+}
+
+/// A client from 127.0.0.`n` that greets the server at `addr`, proves the
+/// empty token, says hello (asking for a session of `timeout_ms`) and is
+/// admitted: the connection.
+pub(crate) fn admitted(addr: &str, n: u8, timeout_ms: u64) -> Raw {
+    let mut p = Raw::connect(addr);
+    let ours = token::nonce().unwrap();
+    p.send(&greeting(&ours));
+    let ch = p.line();
+    let theirs = ch["nonce"].as_str().unwrap().to_string();
+    let said = hello(
+        n,
+        &token::proof(None, Prover::Client, &ours, &theirs),
+        16384,
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&said).unwrap();
+    v["params"]["timeout_ms"] = timeout_ms.into();
+    let mut said = serde_json::to_vec(&v).unwrap();
+    said.push(b'\n');
+    p.send(&said);
+    let h = p.line();
+    assert_eq!(h["msg"], "hello", "{h}");
+    p
 }
 
 /// The server's identity as the tests' loopback hosts have it: none of it may

@@ -10,6 +10,7 @@ mod select;
 mod session;
 
 /// For the mesh's RDMA level tests too.
+pub(crate) use hostile::admitted;
 pub(crate) use session::loopback_state;
 /// For the wire's own tests too.
 pub(super) use session::within;
