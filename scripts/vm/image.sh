@@ -43,6 +43,13 @@ packages=(
 if [ "$release" = trixie ]; then
   packages+=(netplan.io network-manager ifupdown)
 fi
+# Debian 12 also carries Slurm (22.05: slurmctld, slurmd, its clients and
+# munge), for the cluster mesh the Slurm way (tests/vm/test_slurm_mesh.py): one
+# release for the whole cluster, as slurmctld accepts slurmd of its own and the
+# two previous releases only. Off until a test configures and starts it.
+if [ "$release" = bookworm ]; then
+  packages+=(slurmctld slurmd slurm-client munge)
+fi
 
 recipe=$(
   printf 'release=%s\npackages=%s\n' "$release" "${packages[*]}"
@@ -123,7 +130,8 @@ ln -sf /lib/systemd/system/multi-user.target "$r/etc/systemd/system/default.targ
 # enables it, and with no profile it would take every NIC for DHCP).
 for unit in NetworkManager.service NetworkManager-wait-online.service \
   NetworkManager-dispatcher.service systemd-networkd.service \
-  systemd-networkd-wait-online.service networking.service; do
+  systemd-networkd-wait-online.service networking.service \
+  munge.service slurmctld.service slurmd.service; do
   if [ -e "$r/lib/systemd/system/$unit" ] || [ -e "$r/usr/lib/systemd/system/$unit" ]; then
     chroot "$r" systemctl disable "$unit" >/dev/null 2>&1 || true
   fi
