@@ -61,12 +61,12 @@ EXAMPLES = REPO / "examples" / "ansible"
 RDMA_HOSTS = ["node2", "node3"]
 
 
-def make(bed: Bed) -> list[Guest]:
-    """The three nodes on BED (booted by `bed.boot()`)."""
+def make(bed: Bed, nodes: Sequence[Node] = NODES) -> list[Guest]:
+    """The nodes (default the three of NODES) on BED (booted by `bed.boot()`)."""
     bed.bridge("mgmt0", HARNESS_MGMT)
     return [
         bed.guest(n.name, n.macs, memory_mb=768, bridges=["br0", "br0", "mgmt0"], release=n.release)
-        for n in NODES
+        for n in nodes
     ]
 
 
@@ -138,7 +138,9 @@ def teach_flux(guests: Sequence[Guest]) -> None:
 VENV_PYTHON = "/opt/roce-net/bin/python"
 
 
-def inventory(bed: Bed, path: Path, python: str, node_python: str = "/usr/bin/python3") -> Path:
+def inventory(
+    bed: Bed, path: Path, python: str, node_python: str = "/usr/bin/python3", nodes: Sequence[Node] = NODES
+) -> Path:
     """The Ansible inventory of the fleet: SSH to root@mgmt with the bed's key
     and pinned host keys, nothing of the machine's own SSH configuration; the
     controller (localhost) runs PYTHON, which has roce_net. The nodes run
@@ -148,7 +150,7 @@ def inventory(bed: Bed, path: Path, python: str, node_python: str = "/usr/bin/py
     known = key.parent / "known_hosts"
     ssh_args = f"-F /dev/null -o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes -o ConnectTimeout=20"
     lines = ["[fleet]"]
-    for n in NODES:
+    for n in nodes:
         lines.append(f"{n.name} ansible_host={n.mgmt} rdma_address={n.rdma[1]}")
     lines += ["", "[rdma]", *RDMA_HOSTS]
     lines += [
@@ -264,3 +266,32 @@ def routing(g: Guest) -> dict[str, object]:
 def result(path: Path) -> Optional[dict]:
     """A JSON result a playbook saved on the controller, if it did."""
     return json.loads(path.read_text()) if path.exists() else None
+
+
+#: The mesh on emulated NICs under TCG (mesh.yml's variables): every pair of
+#: each rail once (three NICs a rail: one round); no RDMA probes within a node
+#: (Soft-RoCE does not carry RDMA between two of its devices on one host: the
+#: kernel routes a local address by lo, and the probe failed with
+#: `no-route-or-arp`, docs/vm.md); bounds with room for a guest the host starves
+#: (an IP echo took 250 ms); and a start that covers launching the run over SSH
+#: (78 to 128 s after the plan, measured with the machine busy).
+MESH = ["-e", "mesh_all_pairs=true", "-e", "mesh_intra_host=false", "-e", "mesh_start_in=180",
+        "-e", "mesh_neighbor_ms=3000", "-e", "mesh_ip_ms=3000", "-e", "mesh_rdma_ms=20000"]
+
+
+def rdma_levels(results: Sequence[Path]) -> dict[tuple[str, str], str]:
+    """Every RDMA level of the nodes' mesh results (`mesh run -o`, mesh.yml's
+    mesh-result-NODE.json): (prober NIC, target NIC) as `host nic` to its status."""
+    levels = {}
+    for f in results:
+        r = json.loads(f.read_text())
+        for pr in r["probes"]:
+            for lv in pr["levels"]:
+                if lv["level"] == "rdma":
+                    levels[(f"{r['host']} {pr['from']}", f"{pr['to_host']} {pr['to']}")] = lv["status"]
+    return levels
+
+
+def faults(report: dict) -> list[tuple[str, str, str, str]]:
+    """A mesh report's faults as (element, host, nic, cause)."""
+    return [(f["element"], f.get("host"), f.get("nic"), f["cause"]) for f in report["faults"]]

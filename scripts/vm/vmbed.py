@@ -35,6 +35,15 @@ def log(msg: str) -> None:
     print(f"vm: {msg}", flush=True)
 
 
+#: The 9p tag of the bed's writable shared directory (`Bed.scratch`).
+SCRATCH_TAG = "rnscratch"
+
+
+def mount_scratch(path: str) -> str:
+    """A guest's shell command that mounts the bed's writable shared directory at PATH."""
+    return f"install -d {path} && (mountpoint -q {path} || mount -t 9p -o trans=virtio,version=9p2000.L {SCRATCH_TAG} {path})"
+
+
 class VmError(RuntimeError):
     """Something about the test bed failed; the message says what and on which guest."""
 
@@ -238,6 +247,9 @@ class Guest:
             "-device", "virtio-serial",
             "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0",
             "-virtfs", f"local,path={self.bed.share},mount_tag=rnshare,security_model=none,readonly=on",
+            # A writable directory every guest shares, when the bed has one
+            # (`Bed.scratch`): the shared file system of a cluster's job.
+            *(["-virtfs", f"local,path={self.bed.scratch_dir},mount_tag={SCRATCH_TAG},security_model=none"] if self.bed.scratch else []),
             # The monitor: the harness pulls a NIC's cable (`set_link`) there.
             "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
         ]
@@ -442,6 +454,9 @@ class Bed:
 
     release: str = "bookworm"
     share_files: dict[str, Path] = field(default_factory=dict)
+    #: Also share a writable directory (`scratch_dir`) into every guest, tag
+    #: SCRATCH_TAG (`mount_scratch` mounts it), as a cluster's shared file system.
+    scratch: bool = False
     ns: str = ""
     tmp: Path = Path()
     share: Path = Path()
@@ -481,6 +496,8 @@ class Bed:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
         self.share.chmod(0o755)
+        if self.scratch:
+            self.scratch_dir.mkdir()
         # One process may hold several beds at once (the test session's
         # seed guests while a module boots its own): each its own namespace.
         Bed._opened += 1
@@ -489,6 +506,11 @@ class Bed:
         ns_run(self.ns, "ip", "link", "add", "br0", "type", "bridge", "forward_delay", "0")
         ns_run(self.ns, "ip", "link", "set", "br0", "up")
         ns_run(self.ns, "ip", "link", "set", "lo", "up")
+
+    @property
+    def scratch_dir(self) -> Path:
+        """The writable directory shared into every guest (`scratch`)."""
+        return self.tmp / "scratch"
 
     def ssh_key(self) -> Path:
         """The harness's SSH key (made once per bed, in its directory)."""

@@ -197,17 +197,6 @@ def test_ansible_over_ssh_installs_checks_applies_persists_reboots_and_proves(be
 #: Set once the test above has installed roce_net, fixed the fleet and proven it.
 FIXED: list[bool] = []
 
-#: The mesh on emulated NICs under TCG: every pair of each rail once (three
-#: NICs a rail: one round); no RDMA probes within a node (Soft-RoCE does not
-#: carry RDMA between two of its devices on one host: the kernel routes a local
-#: address by lo, and the probe failed with `no-route-or-arp`, docs/vm.md);
-#: bounds with room for a guest the host starves (an IP echo took 250 ms); and a
-#: start that covers launching the run over SSH (78 to 128 s after the plan,
-#: measured with the machine busy).
-MESH = ["-e", "mesh_all_pairs=true", "-e", "mesh_intra_host=false", "-e", "mesh_start_in=180",
-        "-e", "mesh_neighbor_ms=3000", "-e", "mesh_ip_ms=3000", "-e", "mesh_rdma_ms=20000"]
-
-
 def test_mesh_over_ssh_names_the_one_nic_whose_switch_port_is_down(bed, tmp_path):
     b, guests = bed
     if not FIXED:
@@ -239,7 +228,7 @@ def _mesh(b: vmbed.Bed, guests: list[vmbed.Guest], tmp_path: Path) -> None:
         assert "LOWER_UP" in broken.ok(f"ip link show {nic}"), broken.ok(f"ip link show {nic}")
         out = tmp_path / "mesh-broken"
         out.mkdir()
-        p = fleet.play(b, inv, "mesh.yml", tmp_path, *MESH, "-e", f"result_dir={out}")
+        p = fleet.play(b, inv, "mesh.yml", tmp_path, *fleet.MESH, "-e", f"result_dir={out}")
     finally:
         vmbed.ns_run(b.ns, "ip", "link", "set", tap, "up")
     report = fleet.result(out / "mesh-report.json")
@@ -253,7 +242,7 @@ def _mesh(b: vmbed.Bed, guests: list[vmbed.Guest], tmp_path: Path) -> None:
     assert sorted(fault["evidence"]["peers"]) == [f"node1 {nic}", f"node2 {nic}"], fault["evidence"]
     assert f"fail: 1 fault(s): nic node3 {nic} {fault['cause']}" in p.out, p.out[-3000:]
     assert report["summary"]["results"] == len(guests) and report["summary"]["not_run"] == 0, report["summary"]
-    rdma = _rdma_levels(out)
+    rdma = fleet.rdma_levels(sorted(out.glob("mesh-result-node*.json")))
     # RDMA between the Debian 12 and 13 nodes: it passes on every pair but
     # those of the broken NIC, and fails on each of those; node1 has none.
     assert rdma, "no RDMA level in any node's result"
@@ -263,19 +252,6 @@ def _mesh(b: vmbed.Bed, guests: list[vmbed.Guest], tmp_path: Path) -> None:
     assert any(f"node3 {nic}" in k for k in rdma) and "pass" in rdma.values(), rdma
 
     old.ok("systemctl restart rnt-rxe.service && rdma link show rxe1/1", 120)
-
-
-def _rdma_levels(out: Path) -> dict[tuple[str, str], str]:
-    """Every RDMA level of the nodes' results in OUT: (prober NIC, target NIC)
-    as `host nic` to its status."""
-    levels = {}
-    for f in sorted(out.glob("mesh-result-node*.json")):
-        r = json.loads(f.read_text())
-        for pr in r["probes"]:
-            for lv in pr["levels"]:
-                if lv["level"] == "rdma":
-                    levels[(f"{r['host']} {pr['from']}", f"{pr['to_host']} {pr['to']}")] = lv["status"]
-    return levels
 
 
 def _findings(g: vmbed.Guest) -> str:
