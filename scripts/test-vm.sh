@@ -20,12 +20,16 @@ PY=.venv/bin/python
 start=$SECONDS
 # Two lanes run side by side, each its own pytest with its own guests (beds
 # are per process: namespace rnt-vm-<pid>-<n>, temp dir, taps): the stacks
-# module (one guest rebooting at a time, about half the tier) and everything
-# else. Under TCG a busy guest keeps one host core busy, and most of the time
-# each lane has one busy guest, so on 2 cores the lanes take about as long
-# together as the longer one alone. Each lane's lines carry its name.
-lanes=("stacks:tests/vm/test_stacks.py"
-  "others:$(cd tests/vm && ls test_*.py | grep -vx test_stacks.py | sed 's|^|tests/vm/|' | tr '\n' ' ')")
+# module (one guest rebooting at a time, about half the tier) with the short
+# Debian 11 module after it, and everything else. Under TCG a busy guest keeps
+# one host core busy, and most of the time each lane has one busy guest, so on
+# 2 cores the lanes take about as long together as the longer one alone. Each
+# lane's lines carry its name. The Slurm mesh runs first in its lane: the
+# seed's guests (a session fixture) stay up until the lane's end once booted.
+stacks=(test_stacks.py test_debian11.py)
+lanes=("stacks:$(printf 'tests/vm/%s ' "${stacks[@]}")"
+  "others:tests/vm/test_slurm_mesh.py $(cd tests/vm && ls test_*.py |
+    grep -vxF "$(printf '%s\n' "${stacks[@]}" test_slurm_mesh.py)" | sed 's|^|tests/vm/|' | tr '\n' ' ')")
 pids=() names=()
 trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done' TERM INT HUP
 for lane in "${lanes[@]}"; do
