@@ -36,6 +36,20 @@ def dist(pattern: str) -> Optional[Path]:
     return found[-1] if found else None
 
 
+def ansible_and_wheel() -> Path:
+    """The roce_net wheel for Ansible's nodes, once this Python has
+    ansible-core too (what the Ansible modules of the VM tier need)."""
+    whl = dist("roce_net-*.whl")
+    if whl is None:
+        cannot_run("no roce_net wheel in dist/ (scripts/build-artifacts.sh wheel, run by scripts/test-python.sh)")
+    try:
+        import ansible  # noqa: F401
+    except ImportError:
+        cannot_run("ansible-core is not installed in this Python (scripts/test-python.sh installs it into .venv)")
+    assert whl is not None
+    return whl
+
+
 def share_files() -> dict[str, Path]:
     mt = REPO / "tests/fixtures/mlnx-tools"
     return {

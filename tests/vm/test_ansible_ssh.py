@@ -41,7 +41,7 @@ import fleet
 import seed
 import stacks
 import vmbed
-from conftest import cannot_run, dist
+from conftest import ansible_and_wheel, cannot_run, dist
 
 PY_VERSIONS = {"node1": "3.9", "node2": "3.11", "node3": "3.13"}
 KERNELS = {"node1": "5.10.", "node2": "6.1.", "node3": "6.12."}
@@ -49,13 +49,7 @@ KERNELS = {"node1": "5.10.", "node2": "6.1.", "node3": "6.12."}
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[tuple[vmbed.Bed, list[vmbed.Guest]]]:
-    whl = dist("roce_net-*.whl")
-    if whl is None:
-        cannot_run("no roce_net wheel in dist/ (scripts/build-artifacts.sh wheel, run by scripts/test-python.sh)")
-    try:
-        import ansible  # noqa: F401
-    except ImportError:
-        cannot_run("ansible-core is not installed in this Python (scripts/test-python.sh installs it into .venv)")
+    ansible_and_wheel()
     try:
         b = vmbed.Bed(release="bookworm", share_files={})
         b.__enter__()

@@ -38,7 +38,7 @@ import fleet
 import seed
 import stacks
 import vmbed
-from conftest import cannot_run, dist
+from conftest import ansible_and_wheel, cannot_run
 
 NODES = [dataclasses.replace(n, release="bookworm") for n in fleet.NODES]
 #: Where the guests see the bed's writable shared directory (the job's shared file system).
@@ -147,13 +147,7 @@ def _slurm_logs(guests: list[vmbed.Guest]) -> str:
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[tuple[vmbed.Bed, list[vmbed.Guest]]]:
-    whl = dist("roce_net-*.whl")
-    if whl is None:
-        cannot_run("no roce_net wheel in dist/ (scripts/build-artifacts.sh wheel, run by scripts/test-python.sh)")
-    try:
-        import ansible  # noqa: F401
-    except ImportError:
-        cannot_run("ansible-core is not installed in this Python (scripts/test-python.sh installs it into .venv)")
+    whl = ansible_and_wheel()
     try:
         files = {
             "bin/roce-net": vmbed.roce_net_binary(),
