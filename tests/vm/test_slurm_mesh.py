@@ -132,8 +132,10 @@ def _not_passed(results: list[Path]) -> list[str]:
         for pr in r["probes"]:
             for lv in pr["levels"]:
                 if lv["status"] != "pass":
-                    what = {k: v for k, v in lv.items() if k not in ("level", "status")}
-                    lines.append(f"  {r['host']} {pr['from']} -> {pr['to_host']} {pr['to']} {lv['level']} {lv['status']}: {json.dumps(what)[:600]}")
+                    lines.append(
+                        f"  {r['host']} {pr['from']} -> {pr['to_host']} {pr['to']} {lv['level']} {lv['status']}:"
+                        f" {lv.get('cause')}: {str(lv.get('message'))[:300]}"
+                    )
     return lines
 
 
