@@ -4,7 +4,9 @@
 //! of two NICs on one switch, fixed by `apply`) with its own hostname; one
 //! NIC's cable pulled. The script's srun steps (entries, then every node's
 //! run) and its merge name exactly that NIC, by the node's Slurm name, and
-//! exit 6. That report, passed to the Slurm HealthCheckProgram's
+//! exit 6. Its addresses then flushed (as networkd does on carrier loss), the
+//! script's `--nic r0,r1` keeps it in n3's entry and the report still names
+//! it. The first report, passed to the Slurm HealthCheckProgram's
 //! `roce-net check --mesh`, drains exactly that node.
 
 use crate::support::{require_root, text};
@@ -82,47 +84,55 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     assert!(o.status.success(), "starting the cluster: {}", text(&o));
 
     // The script as a user runs it: salloc over three nodes, the lab's /etc
-    // and an empty sysfs (no RDMA device of the machine's), short slots.
-    let out = dir.path().join("run");
-    let o = Command::new(repo().join("scripts/lib/slurm-lab.sh"))
-        .args(["run", cdir.to_str().unwrap(), "env"])
-        .arg(format!("ROCE_NET={}", env!("CARGO_BIN_EXE_roce-net")))
-        .arg(format!(
-            "ROCE_NET_ARGS=--etc-root {} --sysfs-root {}",
-            etc.display(),
-            sysfs.display()
-        ))
-        .args(["salloc", "-N3"])
-        .arg(repo().join("packaging/slurm/roce-net-slurm-mesh"))
-        .arg(&out)
-        .args(["--start-in", "5", "--neighbor-ms", "300", "--ip-ms", "300"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let t = text(&o);
+    // and an empty sysfs (no RDMA device of the machine's), short slots;
+    // its exit, its output and its report's faults as `element host nic cause`.
+    let mesh = |out: &std::path::Path, more: &[&str]| {
+        let o = Command::new(repo().join("scripts/lib/slurm-lab.sh"))
+            .args(["run", cdir.to_str().unwrap(), "env"])
+            .arg(format!("ROCE_NET={}", env!("CARGO_BIN_EXE_roce-net")))
+            .arg(format!(
+                "ROCE_NET_ARGS=--etc-root {} --sysfs-root {}",
+                etc.display(),
+                sysfs.display()
+            ))
+            .args(["salloc", "-N3"])
+            .arg(repo().join("packaging/slurm/roce-net-slurm-mesh"))
+            .arg(out)
+            .args(["--start-in", "5", "--neighbor-ms", "300", "--ip-ms", "300"])
+            .args(more)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        let r: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("report.json")).unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        let faults: Vec<String> = r["faults"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                format!(
+                    "{} {} {} {}",
+                    f["element"].as_str().unwrap_or("-"),
+                    f["host"].as_str().unwrap_or("-"),
+                    f["nic"].as_str().unwrap_or("-"),
+                    f["cause"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        (o.status.code(), t, r, faults)
+    };
     let logs = || text(&harness(&["logs", cdir.to_str().unwrap()]));
-    assert_eq!(o.status.code(), Some(6), "{t}\n{}", logs());
+    let out = dir.path().join("run");
+    let (code, t, r, faults) = mesh(&out, &[]);
+    assert_eq!(code, Some(6), "{t}\n{}", logs());
     for n in ["n1", "n2", "n3"] {
         assert!(out.join(format!("nodes/{n}.json")).is_file(), "{t}");
         assert!(out.join(format!("results/{n}.json")).is_file(), "{t}");
     }
-    let r: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(r["verdict"], "fail", "{t}");
-    let faults: Vec<String> = r["faults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            format!(
-                "{} {} {} {}",
-                f["element"].as_str().unwrap_or("-"),
-                f["host"].as_str().unwrap_or("-"),
-                f["nic"].as_str().unwrap_or("-"),
-                f["cause"].as_str().unwrap_or("-")
-            )
-        })
-        .collect();
     assert_eq!(
         faults,
         ["nic n3 r1 link-down"],
@@ -132,6 +142,27 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     // Every probe was scheduled and ran: 3 nodes answered.
     assert_eq!(r["summary"]["not_run"], 0, "{:#}", r["summary"]);
     assert!(t.contains("report in"), "{t}");
+
+    // n3's r1 also loses its addresses, as systemd-networkd drops them on
+    // carrier loss: n3's scope (no RDMA device: the NICs sharing a subnet)
+    // goes empty and, without --nic, the report blames the whole host
+    // (`host n3 - no-nics`). The script's --nic (every node's rails, passed
+    // to `mesh node`) keeps r1 in the entry and the report names it alone.
+    let o = Command::new("ip")
+        .args(["-n", &ns[2], "addr", "flush", "dev", "r1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out2 = dir.path().join("run-nic");
+    let (code, t2, r2, faults) = mesh(&out2, &["--nic", "r0,r1"]);
+    assert_eq!(code, Some(6), "{t2}\n{}", logs());
+    assert_eq!(
+        faults,
+        ["nic n3 r1 link-down"],
+        "{t2}\n{}",
+        std::fs::read_to_string(out2.join("nodes/n3.json")).unwrap_or_default()
+    );
+    assert_eq!(r2["summary"]["unprobed"], 1, "{:#}", r2["summary"]);
 
     // The report in each node's health check: the HealthCheckProgram run as
     // slurmd runs it (in the node's network and UTS namespaces, so its host
