@@ -5,8 +5,12 @@
 //! --runs-small 5 --runs-large 3 --methods abcd --keep-journal`; `--cli-wrap
 //! "strace -f -tt -o FILE"` runs (d) under a profiler). For each NIC count it builds one throwaway
 //! lab (`rnt-ba-<pid>-<n>-{sw,host,peer}`, removed at the end): a host
-//! namespace whose NICs `r0..` all sit in 198.18.0.0/22 (198.18.0.10, .11, ...)
-//! and a peer (198.18.3.254/22) on the same bridge. Before every timed run the
+//! namespace whose NICs `r0..` all sit in 198.18.0.0/22 (198.18.0.10, .11, ...),
+//! each a veth to a port of its own in the switch namespace, as a server's NICs
+//! are cabled each to its own switch port (`--wiring bridge`: all of them and
+//! the peer on the switch's one bridge, where every NIC's broadcast is received
+//! by all the others inside the sender's `sendto`), and a peer
+//! (198.18.3.254/22) on the switch's bridge. Before every timed run the
 //! host is reset to the unfixed state (no tables, rules or table names, the
 //! original sysctl values) and polluted: each NIC holds a STALE entry for the
 //! peer's address with a MAC of its own, as ARP flux leaves it. Then one of
@@ -40,7 +44,9 @@
 //! Every method is checked to leave the same host: the same routes in the NIC
 //! tables, the same roce-net rules, the same sysctls and table names, no
 //! neighbour left on the NICs, and an empty roce-net plan. Medians and ratios are
-//! printed. Not a test: nothing about time is asserted.
+//! printed, of wall time and, for the CLI and `true`, of CPU time (user plus
+//! system from `wait4`, which a busy machine moves much less). Not a test:
+//! nothing about time is asserted.
 
 use roce_net::ApplyOptions;
 use roce_net::DesiredState;
@@ -74,6 +80,24 @@ struct Opts {
     /// Another build of the CLI to run as (e), interleaved with (d), to compare
     /// two builds side by side in one run (`--cli-alt PATH`).
     cli_alt: Option<PathBuf>,
+    /// How the host's NICs are wired: each to a switch port of its own
+    /// (`ports`, the default) or all on the switch's one bridge (`bridge`).
+    wiring: Wiring,
+}
+
+/// The lab's wiring of the host NICs (`--wiring ports|bridge`).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Wiring {
+    /// Each NIC a veth to a port of its own in the switch namespace, bridged to
+    /// nothing: as a GPU server's NICs are cabled, each to its own switch port
+    /// (on a rail-optimised fabric, each to another leaf), so a broadcast one
+    /// NIC sends is not received by the host's other NICs inside the sender's
+    /// `sendto`.
+    Ports,
+    /// Every NIC and the peer on one bridge: each NIC's broadcast is delivered
+    /// to every other NIC of the host synchronously, inside the sender's
+    /// `sendto` (N x N receptions per apply).
+    Bridge,
 }
 
 fn parse_opts() -> Opts {
@@ -85,6 +109,7 @@ fn parse_opts() -> Opts {
         keep_journal: false,
         cli_wrap: Vec::new(),
         cli_alt: None,
+        wiring: Wiring::Ports,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -98,6 +123,13 @@ fn parse_opts() -> Opts {
             ("--runs-large", Some(v)) => o.runs_large = v.parse().unwrap_or(o.runs_large),
             ("--methods", Some(v)) => o.methods = v.clone(),
             ("--cli-alt", Some(v)) => o.cli_alt = Some(PathBuf::from(v)),
+            ("--wiring", Some(v)) => {
+                o.wiring = match v.as_str() {
+                    "bridge" => Wiring::Bridge,
+                    "ports" => Wiring::Ports,
+                    _ => panic!("--wiring takes ports or bridge, not {v}"),
+                }
+            }
             ("--cli-wrap", Some(v)) => {
                 o.cli_wrap = v.split_whitespace().map(String::from).collect();
             }
@@ -197,6 +229,25 @@ fn ip_batch(ns: &str, script: &str, force: bool) {
 }
 
 fn run(cmd: &mut Command) -> Duration {
+    run_cpu(cmd).0
+}
+
+/// User plus system CPU time of every child this process has waited for.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    assert_eq!(rc, 0, "getrusage(RUSAGE_CHILDREN)");
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Run a child to its end: its wall time, and its CPU time (user plus system,
+/// its own and that of the children it reaped, from `wait4`), which a busy
+/// machine moves much less than wall time.
+fn run_cpu(cmd: &mut Command) -> (Duration, Duration) {
+    let cpu = children_cpu();
     let t = Instant::now();
     let out = cmd
         .stdout(Stdio::null())
@@ -204,12 +255,13 @@ fn run(cmd: &mut Command) -> Duration {
         .output()
         .expect("spawning child");
     let took = t.elapsed();
+    let cpu = children_cpu() - cpu;
     assert!(
         out.status.success(),
         "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    took
+    (took, cpu)
 }
 
 fn sysctl_key(s: &Sysctl) -> String {
@@ -217,9 +269,9 @@ fn sysctl_key(s: &Sysctl) -> String {
 }
 
 impl Bench {
-    fn build(n: usize, keep_journal: bool) -> Bench {
+    fn build(n: usize, keep_journal: bool, wiring: Wiring) -> Bench {
         let mut lab = Lab::new("ba").expect("lab");
-        lab.add_switch("sw").expect("switch");
+        let sw = lab.add_switch("sw").expect("switch");
         let ns = lab.add_namespace("host").expect("host namespace");
         let peer = lab.add_namespace("peer").expect("peer namespace");
         let mut nics = Vec::new();
@@ -232,6 +284,21 @@ impl Bench {
         }
         lab.connect(&peer, "p0", IpAddr::V4(PEER), PREFIX)
             .expect("connecting the peer");
+        if wiring == Wiring::Ports {
+            // The host NICs' switch ends (`s0..`, connected first) leave the
+            // bridge and stay up: a port each, bridged to nothing.
+            let mut unbridge = String::new();
+            for i in 0..n {
+                let _ = writeln!(unbridge, "link set s{i} nomaster");
+            }
+            ip_batch(&sw, &unbridge, false);
+            let out = Command::new("ip")
+                .args(["-n", &sw, "-o", "link", "show", "type", "bridge_slave"])
+                .output()
+                .expect("listing the bridge's ports");
+            let ports = String::from_utf8_lossy(&out.stdout).lines().count();
+            assert_eq!(ports, 1, "only the peer stays on the bridge");
+        }
         let tmp = std::env::temp_dir();
         // Locks and journals on tmpfs, as /run/roce-net is.
         let state = TmpDir::new(Path::new("/dev/shm"), &format!("{n}-state"));
@@ -493,6 +560,14 @@ struct Times {
     e: Vec<Duration>,
     /// The CLI's `rollback` of (d)'s apply.
     r: Vec<Duration>,
+    /// (e)'s `rollback` of its apply.
+    re: Vec<Duration>,
+    /// CPU times (user + system, `wait4`) of d, e, r, re and `true`.
+    d_cpu: Vec<Duration>,
+    e_cpu: Vec<Duration>,
+    r_cpu: Vec<Duration>,
+    re_cpu: Vec<Duration>,
+    one_process_cpu: Vec<Duration>,
     netns_exec: Vec<Duration>,
     /// One trivial process (`true`), spawned and waited for as every method is.
     one_process: Vec<Duration>,
@@ -512,10 +587,11 @@ fn ms(d: Duration) -> f64 {
 fn bench(n: usize, runs: usize, o: &Opts) -> Times {
     let (methods, keep_journal) = (o.methods.as_str(), o.keep_journal);
     let t = Instant::now();
-    let b = Bench::build(n, keep_journal);
+    let b = Bench::build(n, keep_journal, o.wiring);
     println!(
-        "N={n}: lab {} built in {:.1} s; the unfixed host plans {} changes",
+        "N={n}: lab {} ({:?} wiring) built in {:.1} s; the unfixed host plans {} changes",
         b.lab.prefix(),
+        o.wiring,
         t.elapsed().as_secs_f64(),
         b.plan_len
     );
@@ -609,25 +685,37 @@ fn bench(n: usize, runs: usize, o: &Opts) -> Times {
                 }
                 None => Command::new(bin),
             };
-            let took = run(cmd
-                .args(["--netns", &b.ns, "--etc-root"])
-                .arg(b.etc.path())
-                .arg("--state-dir")
-                .arg(b.state.path())
-                .args(["apply", "--yes"]));
-            if alt {
-                times.e.push(took);
-            } else {
-                times.d.push(took);
-            }
-            check("roce-net CLI", b.outcome("roce-net CLI"));
-            if !alt && methods.contains('r') {
-                times.r.push(run(Command::new(bin)
-                    .args(["--netns", &b.ns, "--etc-root"])
+            let (took, cpu) = run_cpu(
+                cmd.args(["--netns", &b.ns, "--etc-root"])
                     .arg(b.etc.path())
                     .arg("--state-dir")
                     .arg(b.state.path())
-                    .arg("rollback")));
+                    .args(["apply", "--yes"]),
+            );
+            let (wall, cpus) = if alt {
+                (&mut times.e, &mut times.e_cpu)
+            } else {
+                (&mut times.d, &mut times.d_cpu)
+            };
+            wall.push(took);
+            cpus.push(cpu);
+            check("roce-net CLI", b.outcome("roce-net CLI"));
+            if methods.contains('r') {
+                let (took, cpu) = run_cpu(
+                    Command::new(bin)
+                        .args(["--netns", &b.ns, "--etc-root"])
+                        .arg(b.etc.path())
+                        .arg("--state-dir")
+                        .arg(b.state.path())
+                        .arg("rollback"),
+                );
+                let (wall, cpus) = if alt {
+                    (&mut times.re, &mut times.re_cpu)
+                } else {
+                    (&mut times.r, &mut times.r_cpu)
+                };
+                wall.push(took);
+                cpus.push(cpu);
                 b.assert_unfixed("rollback");
             }
         }
@@ -637,7 +725,9 @@ fn bench(n: usize, runs: usize, o: &Opts) -> Times {
             Command::new("ip").args(["netns", "exec", &b.ns, "true"])
         ));
         // What any one process costs here: (a) pays it once per step, (d) once.
-        times.one_process.push(run(&mut Command::new("true")));
+        let (took, cpu) = run_cpu(&mut Command::new("true"));
+        times.one_process.push(took);
+        times.one_process_cpu.push(cpu);
     }
     drop(b);
     times
@@ -724,6 +814,42 @@ fn main() {
             units(&t.r),
         );
     }
+    // CPU time (user + system of the CLI and the children it reaped, `wait4`):
+    // what a busy machine moves much less than wall time.
+    println!();
+    println!(
+        "| NICs | `true`, CPU | (d) apply, CPU | in `true`s | (r) rollback, CPU | (e) apply, CPU | in `true`s | (e) rollback, CPU | e / d apply | e / d rollback |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (n, _, t) in &rows {
+        let p = ms(median(&t.one_process_cpu));
+        let cell = |v: &[Duration]| {
+            if v.is_empty() {
+                ("-".to_string(), "-".to_string())
+            } else {
+                let m = ms(median(v));
+                (format!("{m:.2} ms"), format!("{:.2}", m / p))
+            }
+        };
+        let ratio = |x: &[Duration], y: &[Duration]| {
+            if x.is_empty() || y.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.3}x", ms(median(x)) / ms(median(y)))
+            }
+        };
+        let ((d, du), (r, _), (e, eu), (re, _)) = (
+            cell(&t.d_cpu),
+            cell(&t.r_cpu),
+            cell(&t.e_cpu),
+            cell(&t.re_cpu),
+        );
+        println!(
+            "| {n} | {p:.2} ms | {d} | {du} | {r} | {e} | {eu} | {re} | {} | {} |",
+            ratio(&t.e_cpu, &t.d_cpu),
+            ratio(&t.re_cpu, &t.r_cpu),
+        );
+    }
     if let Some(alt) = &o.cli_alt {
         println!();
         println!("| NICs | (d) CLI | (e) {} | d / e | a / e |", alt.display());
@@ -761,14 +887,20 @@ fn main() {
                 .join(" ")
         };
         println!(
-            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}] e [{}] r [{}]",
+            "N={n} all runs (ms): a [{}] b [{}] c-apply [{}] c-plan [{}] d [{}] e [{}] r [{}] re [{}]; CPU: d [{}] e [{}] r [{}] re [{}] true [{}]",
             all(&t.a),
             all(&t.b),
             all(&t.c_apply),
             all(&t.c_plan),
             all(&t.d),
             all(&t.e),
-            all(&t.r)
+            all(&t.r),
+            all(&t.re),
+            all(&t.d_cpu),
+            all(&t.e_cpu),
+            all(&t.r_cpu),
+            all(&t.re_cpu),
+            all(&t.one_process_cpu)
         );
     }
 }
