@@ -6,7 +6,7 @@ use super::glob::{glob_match, is_glob};
 use super::{policy_err, ExtraRoute, Policy};
 use crate::error::Result;
 use crate::model::{Family, HostState, Route, RuleAction};
-use crate::scope::natural_cmp;
+use crate::scope::{natural_cmp, AddressIndex};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -53,12 +53,12 @@ pub(crate) struct Layout {
 
 /// The managed addresses of a NIC ([`crate::scope::nic_address`]) of the
 /// families the policy manages, IPv4 first, with their prefix lengths.
-fn nic_addrs(policy: &Policy, host: &HostState, ifname: &str) -> Vec<(IpAddr, u8)> {
+fn nic_addrs(policy: &Policy, by_if: &AddressIndex, ifname: &str) -> Vec<(IpAddr, u8)> {
     policy
         .family
         .list()
         .into_iter()
-        .filter_map(|f| crate::scope::nic_address(host, ifname, f))
+        .filter_map(|f| by_if.nic_address(ifname, f))
         .map(|a| (a.address, a.prefix_len))
         .collect()
 }
@@ -218,11 +218,12 @@ fn resolve_inner(
     host: &HostState,
     obstacles_out: Option<&mut Vec<Obstacle>>,
 ) -> Result<Layout> {
+    let by_if = AddressIndex::new(host);
     let all_ifs: Vec<&str> = host
         .interfaces
         .iter()
         .map(|i| i.name.as_str())
-        .filter(|n| !crate::scope::is_loopback(host, n))
+        .filter(|n| !by_if.is_loopback(n))
         .collect();
 
     // 1. Candidates, with whether each was named literally.
@@ -233,7 +234,7 @@ fn resolve_inner(
     cands.retain(|(n, _)| !policy.nics.exclude.iter().any(|p| glob_match(p, n)));
 
     // 3. Addresses.
-    let nics = addressed(policy, host, &all_ifs, &cands, &matched)?;
+    let nics = addressed(policy, &by_if, &all_ifs, &cands, &matched)?;
     let selected: Vec<&str> = nics.iter().map(|n| n.0.as_str()).collect();
 
     // 4. Tables and priorities.
@@ -323,14 +324,14 @@ fn candidates(policy: &Policy, host: &HostState, all_ifs: &[&str]) -> Result<Vec
 /// with one address refuse the policy.
 fn addressed(
     policy: &Policy,
-    host: &HostState,
+    by_if: &AddressIndex,
     all_ifs: &[&str],
     cands: &[Candidate],
     matched: &[String],
 ) -> Result<Vec<AddressedNic>> {
     let mut nics: Vec<AddressedNic> = Vec::new();
     for (name, literal) in cands {
-        let addrs = nic_addrs(policy, host, name);
+        let addrs = nic_addrs(policy, by_if, name);
         if !addrs.is_empty() {
             nics.push((name.clone(), addrs));
         } else if let Some(path) = literal {
