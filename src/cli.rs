@@ -409,13 +409,20 @@ fn parse_ipproto(s: &str) -> Result<u8, String> {
 /// Entry point.
 /// Parse the command line, run it, render the outcome; the process's exit code.
 pub fn main() -> u8 {
-    let parsed = Cli::command().try_get_matches().and_then(|m| {
-        let given = m.value_source("state_dir") == Some(clap::parser::ValueSource::CommandLine);
-        Cli::from_arg_matches(&m).map(|mut c| {
-            c.cx.state_dir_given = given;
-            c
-        })
-    });
+    let mut parser = Cli::command();
+    let parsed = parser
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|m| {
+            let given = m.value_source("state_dir") == Some(clap::parser::ValueSource::CommandLine);
+            Cli::from_arg_matches(&m).map(|mut c| {
+                c.cx.state_dir_given = given;
+                c
+            })
+        });
+    // The command tree is left to the process's exit, not freed: dropping its
+    // subcommands and their arguments one by one was about 2% of an 8-NIC
+    // apply's instructions (docs/benchmarks.md, "Apply").
+    std::mem::forget(parser);
     let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
