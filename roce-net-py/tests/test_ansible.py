@@ -75,19 +75,6 @@ def run_playbook(netns: str, tmp_path: Path, *extra: str) -> dict:
     return {"changed": int(m.group(1)), "result": json.loads(result_file.read_text()), "out": r.stdout}
 
 
-def routing_view(st: roce_net.HostState):
-    """What the policy touches: IPv4 rules and routes, sysctls, IPv4 neighbours.
-    (IPv6 link-local routes appear on their own while the lab settles.)"""
-    return (
-        sorted((r.priority, str(r.src), r.table) for r in st.rules if r.family == "inet"),
-        sorted(
-            (r.table, r.dst, str(r.dev), str(r.prefsrc)) for r in st.routes if r.family == "inet"
-        ),
-        st.sysctls.to_dict(),
-        st.table_names,
-    )
-
-
 def test_facts_module_without_roce_net_reports_missing_lib(tmp_path):
     """The modules fail with missing_required_lib when roce_net cannot be imported."""
     if importlib.util.find_spec("ansible") is None:
@@ -141,7 +128,7 @@ def test_playbook_check_diff_then_apply_then_idempotent(seed_lab, tmp_path):
     assert len(file_diffs) == len(res["persisted"]["written"]), res
     # shown by --diff, named where it is written (under persist_root)
     assert f"+++ {tmp_path}/root/etc/sysctl.d/90-roce-net.conf" in out["out"]
-    assert routing_view(host.snapshot()) == routing_view(before), "check mode changed the host"
+    assert rails_view(host.snapshot()) == rails_view(before), "check mode changed the host"
 
     out = run_playbook(ns, tmp_path, *persist)
     assert out["changed"] >= 1 and out["result"]["applied"]["applied"] > 0
@@ -206,7 +193,7 @@ def test_a_persist_backend_that_does_not_fit_fails_with_the_host_untouched(seed_
         cannot_run("ansible-core is not installed")
     ns = seed_lab.host_ns
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
-    before = routing_view(host.snapshot())
+    before = rails_view(host.snapshot())
     (tmp_path / "root").mkdir()  # no networkd configuration at all
     args = {
         "netns": ns,
@@ -219,14 +206,14 @@ def test_a_persist_backend_that_does_not_fit_fails_with_the_host_untouched(seed_
     out = run_module(args, tmp_path)
     assert out.get("failed") and "networkd" in out["msg"], out
     assert out["changed"] is False and "applied" not in out, out
-    assert routing_view(host.snapshot()) == before, "the host was changed"
+    assert rails_view(host.snapshot()) == before, "the host was changed"
     assert not list((tmp_path / "run").glob("*.journal.json"))
     # A confirm timeout out of range: refused, unchanged.
     args = {k: v for k, v in args.items() if k not in ("persist", "persist_root")}
     out = run_module({**args, "confirm_timeout": -5}, tmp_path)
     assert out.get("failed") and "confirm_timeout" in out["msg"], out
     assert out["changed"] is False, out
-    assert routing_view(host.snapshot()) == before, "the host was changed"
+    assert rails_view(host.snapshot()) == before, "the host was changed"
 
 
 def module_env() -> dict:
@@ -321,12 +308,12 @@ def test_module_persists_only_after_the_confirmation_it_waits_for(seed_lab, tmp_
     pol = {"policy": {"version": 1}}
     persist = {"persist": "sysctl.d", "persist_root": str(root)}
     host = roce_net.Host(netns=ns, etc_root=tmp_path / "etc")
-    before = routing_view(host.snapshot())
+    before = rails_view(host.snapshot())
 
     out = run_module({**common, **pol, **persist, "confirm_timeout": 300}, tmp_path)
     assert out.get("failed") and "state=confirmed" in out["msg"], out
     assert out["changed"] is False and "applied" not in out, out
-    assert routing_view(host.snapshot()) == before and disk_tree(root) == base
+    assert rails_view(host.snapshot()) == before and disk_tree(root) == base
 
     out = run_module({**common, **pol, "confirm_timeout": 300}, tmp_path)
     assert out["changed"] is True and out["applied"]["confirm_deadline"], out
