@@ -302,48 +302,134 @@ pub(crate) fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::Soc
     }
 }
 
-/// A TCP connection to `to` from `from` (any port), made within `timeout`.
-/// The socket is bound to `from` before it connects, so the connection
-/// leaves by the route of its source address (a per-NIC source rule), as the
-/// RDMA traffic it sets up does; `TcpStream::connect` would leave by the
-/// route the destination alone picks, often another NIC. A timeout is an
-/// error of kind `TimedOut` with no errno.
-#[cfg(feature = "verbs")]
-pub(crate) fn tcp_connect_from(
-    from: std::net::IpAddr,
-    to: std::net::SocketAddr,
-    timeout: std::time::Duration,
-) -> std::io::Result<std::net::TcpStream> {
+/// Set an int-valued socket option.
+pub(crate) fn setsockopt(
+    fd: &std::os::fd::OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an int option value of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            std::ptr::addr_of!(v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Read an int-valued socket option.
+#[cfg(any(test, feature = "verbs"))]
+pub(crate) fn getsockopt(
+    fd: &std::os::fd::OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> std::io::Result<libc::c_int> {
+    use std::os::fd::AsRawFd;
+    let mut v: libc::c_int = 0;
+    let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: an int-sized buffer and its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            std::ptr::addr_of_mut!(v).cast(),
+            &mut l,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
+/// A non-blocking, close-on-exec socket of `kind` (`SOCK_STREAM`,
+/// `SOCK_DGRAM`) in `addr`'s family, bound to `addr` (port 0: any). An IPv6
+/// socket is IPv6-only (set before the bind, the one time the kernel takes
+/// it): it never stands for an IPv4 address. The error keeps the kernel's
+/// errno and names the address and what to do.
+pub(crate) fn bound_socket(
+    kind: libc::c_int,
+    addr: std::net::SocketAddr,
+) -> crate::Result<std::os::fd::OwnedFd> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let domain = if to.is_ipv4() {
+    let what = if kind == libc::SOCK_STREAM {
+        "TCP"
+    } else {
+        "UDP"
+    };
+    let domain = if addr.is_ipv4() {
         libc::AF_INET
     } else {
         libc::AF_INET6
     };
     // SAFETY: plain socket(2); owned right away.
-    let raw = unsafe {
-        libc::socket(
-            domain,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            0,
-        )
-    };
+    let raw = unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
     if raw < 0 {
-        return Err(std::io::Error::last_os_error());
+        return Err(crate::Error::io(
+            std::io::Error::last_os_error(),
+            format!("opening a {what} socket for {addr} (the process may be out of descriptors: raise its open-files limit)"),
+        ));
     }
     // SAFETY: raw is fresh and ours.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let (ss, len) = sockaddr(std::net::SocketAddr::new(from, 0));
+    if addr.is_ipv6() {
+        setsockopt(&fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1).map_err(|e| {
+            crate::Error::io(e, format!("making the {what} socket for {addr} IPv6-only"))
+        })?;
+    }
+    let (ss, len) = sockaddr(addr);
     // SAFETY: a valid socket and an address of the given length.
     if unsafe { libc::bind(fd.as_raw_fd(), std::ptr::addr_of!(ss).cast(), len) } != 0 {
-        return Err(std::io::Error::last_os_error());
+        let e = std::io::Error::last_os_error();
+        let todo = match e.raw_os_error() {
+            Some(libc::EADDRNOTAVAIL) => {
+                "no interface of this namespace has that address: check the NIC's address (ip addr)"
+            }
+            Some(libc::EADDRINUSE) => {
+                "another socket holds that port: stop what holds it (ss -lnp) or choose another port"
+            }
+            Some(libc::EACCES) => "a port below 1024 needs root or CAP_NET_BIND_SERVICE",
+            _ => "check that this host has the address and the port is free",
+        };
+        return Err(crate::Error::io(
+            e,
+            format!("binding a {what} socket to {addr} ({todo})"),
+        ));
     }
+    Ok(fd)
+}
+
+/// A TCP connection to `to` from `from` (any port), made within `timeout`.
+/// The socket is bound to `from` before it connects, so the connection
+/// leaves by the route of its source address (a per-NIC source rule), as the
+/// RDMA traffic it sets up does; `TcpStream::connect` would leave by the
+/// route the destination alone picks, often another NIC. A failure carries
+/// the kernel's errno; a timeout is an error of kind `Timeout` with none.
+#[cfg(feature = "verbs")]
+pub(crate) fn tcp_connect_from(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> crate::Result<std::net::TcpStream> {
+    use std::os::fd::AsRawFd;
+    let fd = bound_socket(libc::SOCK_STREAM, std::net::SocketAddr::new(from, 0))?;
+    let failed = |e: std::io::Error| crate::Error::io(e, format!("connecting to {to} from {from}"));
     let (ss, len) = sockaddr(to);
     // SAFETY: a valid socket and an address of the given length.
     if unsafe { libc::connect(fd.as_raw_fd(), std::ptr::addr_of!(ss).cast(), len) } != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
+            return Err(failed(e));
         }
         let deadline = std::time::Instant::now() + timeout;
         loop {
@@ -360,34 +446,23 @@ pub(crate) fn tcp_connect_from(
                 break;
             }
             if r == 0 {
-                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut));
+                return Err(crate::Error::new(
+                    crate::ErrorKind::Timeout,
+                    format!("connecting to {to} from {from}: no answer within {timeout:?}"),
+                ));
             }
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
+                return Err(failed(e));
             }
         }
-        let mut err: libc::c_int = 0;
-        let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: an int-sized buffer and its length for SO_ERROR.
-        let rc = unsafe {
-            libc::getsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                std::ptr::addr_of_mut!(err).cast(),
-                &mut l,
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let err = getsockopt(&fd, libc::SOL_SOCKET, libc::SO_ERROR).map_err(failed)?;
         if err != 0 {
-            return Err(std::io::Error::from_raw_os_error(err));
+            return Err(failed(std::io::Error::from_raw_os_error(err)));
         }
     }
     let stream = std::net::TcpStream::from(fd);
-    stream.set_nonblocking(false)?;
+    stream.set_nonblocking(false).map_err(failed)?;
     Ok(stream)
 }
 
@@ -417,6 +492,77 @@ mod tests {
         assert_eq!(unsafe { libc::poll(&mut pfd, 1, 10_000) }, 1, "still open");
         let mut buf = Vec::new();
         assert_eq!(std::fs::File::from(r).read_to_end(&mut buf).unwrap(), 0);
+    }
+
+    /// A bound socket of the asked type and family, non-blocking and
+    /// close-on-exec, an IPv6 one IPv6-only; a bind the kernel refuses keeps
+    /// its errno and names the address and what to do.
+    #[test]
+    fn bound_socket_binds_or_says_which_address_and_what_to_do() {
+        use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+        use std::os::fd::AsRawFd;
+        let int_opt =
+            |fd: &OwnedFd, level: i32, name: i32| super::getsockopt(fd, level, name).unwrap();
+        let udp = super::bound_socket(libc::SOCK_DGRAM, "127.0.0.1:0".parse().unwrap()).unwrap();
+        assert_eq!(
+            int_opt(&udp, libc::SOL_SOCKET, libc::SO_TYPE),
+            libc::SOCK_DGRAM
+        );
+        // SAFETY: plain fcntl(2) queries on a valid descriptor.
+        let (fl, fdfl) = unsafe {
+            (
+                libc::fcntl(udp.as_raw_fd(), libc::F_GETFL),
+                libc::fcntl(udp.as_raw_fd(), libc::F_GETFD),
+            )
+        };
+        assert!(fl & libc::O_NONBLOCK != 0 && fdfl & libc::FD_CLOEXEC != 0);
+        let port = {
+            // SAFETY: plain-old-data, all-zero valid.
+            let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+            let mut l = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            // SAFETY: a sockaddr_storage buffer and its length.
+            let rc = unsafe {
+                libc::getsockname(udp.as_raw_fd(), std::ptr::addr_of_mut!(ss).cast(), &mut l)
+            };
+            assert_eq!(rc, 0);
+            super::from_sockaddr(&ss).unwrap()
+        };
+        assert_eq!(port.ip(), Ipv4Addr::LOCALHOST);
+        assert_ne!(port.port(), 0);
+        let e = super::bound_socket(libc::SOCK_DGRAM, port).unwrap_err();
+        assert_eq!(e.errno_value(), Some(libc::EADDRINUSE), "{e}");
+        assert!(
+            e.to_string().contains(&port.to_string()) && e.to_string().contains("ss -lnp"),
+            "{e}"
+        );
+        let far = SocketAddr::new(Ipv4Addr::new(198, 18, 255, 254).into(), 0);
+        let e = super::bound_socket(libc::SOCK_STREAM, far).unwrap_err();
+        assert_eq!(e.errno_value(), Some(libc::EADDRNOTAVAIL), "{e}");
+        assert!(
+            e.to_string().contains("TCP socket to 198.18.255.254:0")
+                && e.to_string().contains("ip addr"),
+            "{e}"
+        );
+        // IPv6 where the host has it (a test host may run without IPv6).
+        match super::bound_socket(
+            libc::SOCK_STREAM,
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 0),
+        ) {
+            Ok(tcp6) => {
+                assert_eq!(
+                    int_opt(&tcp6, libc::SOL_SOCKET, libc::SO_TYPE),
+                    libc::SOCK_STREAM
+                );
+                assert_eq!(int_opt(&tcp6, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY), 1);
+            }
+            Err(e) => assert!(
+                matches!(
+                    e.errno_value(),
+                    Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL)
+                ),
+                "{e}"
+            ),
+        }
     }
 
     /// The connection leaves from the address it was given, not the one the
@@ -449,11 +595,12 @@ mod tests {
         );
         let far = IpAddr::V4(Ipv4Addr::new(198, 18, 255, 254));
         let e = super::tcp_connect_from(far, to, std::time::Duration::from_secs(5)).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EADDRNOTAVAIL), "{e:?}");
+        assert_eq!(e.errno_value(), Some(libc::EADDRNOTAVAIL), "{e:?}");
+        assert!(e.to_string().contains("198.18.255.254:0"), "{e}");
         let refused = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 1);
         let e =
             super::tcp_connect_from(from, refused, std::time::Duration::from_secs(5)).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ECONNREFUSED), "{e:?}");
+        assert_eq!(e.errno_value(), Some(libc::ECONNREFUSED), "{e:?}");
     }
 
     /// Nothing else this process holds stays open in the grandchild once

@@ -25,10 +25,10 @@
 //! with more bytes than it received.
 
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use crate::sys::{from_sockaddr, sockaddr};
+use crate::sys::{bound_socket, from_sockaddr, setsockopt, sockaddr};
 
 /// The fixed part of every datagram.
 pub(crate) const HEADER: usize = 68;
@@ -136,23 +136,6 @@ pub(crate) struct EchoSocket {
     v6: bool,
 }
 
-fn setsockopt(fd: &OwnedFd, level: i32, name: i32, v: i32) -> std::io::Result<()> {
-    // SAFETY: an int option value of the right size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            std::ptr::addr_of!(v).cast(),
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// One datagram received.
 #[derive(Debug)]
 pub(crate) struct Received {
@@ -165,45 +148,39 @@ pub(crate) struct Received {
 impl EchoSocket {
     /// A socket bound to `addr:port` (port 0: any), with the arrival interface
     /// reported and DF set.
-    pub(crate) fn bind(addr: IpAddr, port: u16) -> std::io::Result<EchoSocket> {
+    pub(crate) fn bind(addr: IpAddr, port: u16) -> crate::Result<EchoSocket> {
+        let fd = bound_socket(libc::SOCK_DGRAM, SocketAddr::new(addr, port))?;
         let v6 = addr.is_ipv6();
-        let domain = if v6 { libc::AF_INET6 } else { libc::AF_INET };
-        // SAFETY: plain socket(2); owned right away.
-        let fd = unsafe {
-            libc::socket(
-                domain,
-                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                0,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is fresh and ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        if v6 {
-            setsockopt(&fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
-            setsockopt(&fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
-            setsockopt(
-                &fd,
-                libc::IPPROTO_IPV6,
-                libc::IPV6_MTU_DISCOVER,
-                libc::IPV6_PMTUDISC_DO,
-            )?;
+        let opts = if v6 {
+            [
+                (
+                    libc::IPPROTO_IPV6,
+                    libc::IPV6_RECVPKTINFO,
+                    1,
+                    "IPV6_RECVPKTINFO",
+                ),
+                (
+                    libc::IPPROTO_IPV6,
+                    libc::IPV6_MTU_DISCOVER,
+                    libc::IPV6_PMTUDISC_DO,
+                    "IPV6_MTU_DISCOVER",
+                ),
+            ]
         } else {
-            setsockopt(&fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
-            setsockopt(
-                &fd,
-                libc::IPPROTO_IP,
-                libc::IP_MTU_DISCOVER,
-                libc::IP_PMTUDISC_DO,
-            )?;
-        }
-        let (ss, len) = sockaddr(SocketAddr::new(addr, port));
-        // SAFETY: a valid sockaddr of `len` bytes.
-        let rc = unsafe { libc::bind(fd.as_raw_fd(), std::ptr::addr_of!(ss).cast(), len) };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
+            [
+                (libc::IPPROTO_IP, libc::IP_PKTINFO, 1, "IP_PKTINFO"),
+                (
+                    libc::IPPROTO_IP,
+                    libc::IP_MTU_DISCOVER,
+                    libc::IP_PMTUDISC_DO,
+                    "IP_MTU_DISCOVER",
+                ),
+            ]
+        };
+        for (level, name, v, label) in opts {
+            setsockopt(&fd, level, name, v).map_err(|e| {
+                crate::Error::io(e, format!("setting {label} on the UDP socket of {addr}"))
+            })?;
         }
         Ok(EchoSocket { fd, v6 })
     }

@@ -353,7 +353,7 @@ fn ip(ctx: &Ctx<'_>, p: &ScheduledProbe) -> LevelResult {
                 MeshLevel::Ip,
                 MeshStatus::Fail,
                 causes::PROBE_ERROR,
-                format!("opening a UDP socket on {}: {e}", from.address),
+                format!("opening the IP echo's socket: {e}"),
                 ms(t0),
             )
         }

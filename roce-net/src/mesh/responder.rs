@@ -91,10 +91,9 @@ pub(crate) fn serve(s: &Setup<'_>) -> ResponderReport {
     for nic in &s.schedule.nics {
         match EchoSocket::bind(nic.address, s.port) {
             Ok(x) => socks.push((nic.name.clone(), nic.address, x)),
-            Err(e) => rep.errors.push(format!(
-                "the IP echo on {} ({}:{}) could not listen: {e}",
-                nic.name, nic.address, s.port
-            )),
+            Err(e) => rep
+                .errors
+                .push(format!("the IP echo on {} could not listen: {e}", nic.name)),
         }
     }
     let mut nl = crate::kernel::netlink::Netlink::open().ok();

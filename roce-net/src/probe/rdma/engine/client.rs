@@ -94,7 +94,7 @@ fn client_run(
     let tcp = crate::sys::tcp_connect_from(source, addr, left).map_err(|e| {
         Fail::new(
             Stage::Connect,
-            match e.raw_os_error() {
+            match e.errno_value() {
                 Some(n) => FailureValue::Errno {
                     errno: n,
                     name: errno_name(n),
