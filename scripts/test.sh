@@ -160,6 +160,9 @@ all)
   # Everything that needs no root, as the building user.
   log "cargo fmt --check"
   cargo fmt --all -- --check
+  # The Python binding is a workspace of its own (maturin builds it alone),
+  # so --all does not reach it.
+  cargo fmt --manifest-path roce-net-py/Cargo.toml -- --check
 
   # The CLI artifact (the shipped binary and the .deb) builds in the background
   # from here on: its fat-LTO link runs on one core for minutes, and beside the
@@ -181,6 +184,13 @@ all)
   log "cargo clippy"
   cargo clippy --workspace --all-targets -- -D warnings
   cargo clippy --workspace --all-targets --features verbs -- -D warnings
+  # The Python binding, outside the workspace: in the workspace's target
+  # directory, where the dependencies it shares are already checked (only
+  # pyo3, pythonize, roce-net with the binding's features and the binding
+  # itself are left: about 30 s of CPU; its own target directory would check
+  # every dependency again).
+  cargo clippy --manifest-path roce-net-py/Cargo.toml --target-dir "$(target_dir)" \
+    --all-targets --locked -- -D warnings
 
   log "cargo test --no-run (building every test binary)"
   mkdir -p "$(dirname "$bins")"
