@@ -1061,6 +1061,7 @@ fn netplan_with_networkmanager_renderer_keeps_the_rules() {
         assert!(
             routes.iter().any(|r| r["dest"] == "198.18.0.0"
                 && r["prefix"] == 24
+                && r["metric"] == 0
                 && r["table"] == table
                 && r["src"] == addr),
             "{prof}"
@@ -1098,9 +1099,9 @@ fn nm_parse(file: &Path) -> serde_json::Value {
 }
 
 /// The IPv6 half of a profile as libnm parsed it ([`nm_parse`]): the route
-/// table left to the rules, one route to the rail's prefix in `table` (no
-/// `src`: the rule pins the source), one rule from `addr`/128 to `table` at
-/// `prio`.
+/// table left to the rules, one route to the rail's prefix in `table` with
+/// the planned metric (no `src`: the rule pins the source), one rule from
+/// `addr`/128 to `table` at `prio`.
 fn assert_nm_v6(prof: &serde_json::Value, addr: &str, table: u32, prio: u32) {
     let v6 = &prof["ipv6"];
     assert_eq!(v6["route_table"], 0, "{prof}");
@@ -1108,6 +1109,9 @@ fn assert_nm_v6(prof: &serde_json::Value, addr: &str, table: u32, prio: u32) {
     assert_eq!(routes.len(), 1, "{prof}");
     assert_eq!(routes[0]["dest"], "fd00:198:18::", "{prof}");
     assert_eq!(routes[0]["prefix"], 64, "{prof}");
+    // The metric planned (the kernel's default for IPv6), not -1: NetworkManager
+    // would give that route the device's metric (100 and up).
+    assert_eq!(routes[0]["metric"], 1024, "{prof}");
     assert_eq!(routes[0]["table"], table, "{prof}");
     assert_eq!(routes[0]["src"], serde_json::Value::Null, "{prof}");
     assert_eq!(routes[0]["scope"], serde_json::Value::Null, "{prof}");
@@ -1174,6 +1178,7 @@ fn networkmanager_profiles_found_by_uuid_round_trip_through_libnm() {
         let routes = p["routes"].as_array().unwrap();
         assert_eq!(routes.len(), 1, "{p}");
         assert_eq!(routes[0]["dest"], "198.18.0.0", "{p}");
+        assert_eq!(routes[0]["metric"], 0, "{p}");
         assert_eq!(routes[0]["table"], *table, "{p}");
         assert_eq!(routes[0]["src"], *addr, "{p}");
         let rules = p["rules"].as_array().unwrap();

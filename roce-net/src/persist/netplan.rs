@@ -63,7 +63,7 @@ pub(crate) fn render(
             if !item.routes.is_empty() {
                 s.push_str("      routes:\n");
                 for r in &item.routes {
-                    route_entry(&mut s, r)?;
+                    route_entry(&mut s, r, dev.renderer)?;
                 }
             }
             if item.rules.is_empty() {
@@ -154,7 +154,7 @@ fn check_key(s: &str) -> Result<()> {
     }
 }
 
-fn route_entry(s: &mut String, r: &Route) -> Result<()> {
+fn route_entry(s: &mut String, r: &Route, renderer: NetplanRenderer) -> Result<()> {
     let scope = match r.scope {
         // netplan (0.106) refuses a global unicast route without `via` ("global
         // unicast route must include both a 'to' and 'via' IP"), which every
@@ -184,7 +184,14 @@ fn route_entry(s: &mut String, r: &Route) -> Result<()> {
     }
     let _ = writeln!(s, "          scope: {scope}");
     let _ = writeln!(s, "          table: {}", r.table);
-    if let Some(m) = r.metric {
+    // networkd gives a route without `Metric=` the kernel's default, as
+    // planned; NetworkManager would give it the device's metric, so its
+    // routes carry the one its own backend writes (nm::route_metric).
+    let metric = match renderer {
+        NetplanRenderer::Networkd => r.metric,
+        NetplanRenderer::NetworkManager => Some(super::nm::route_metric(r)),
+    };
+    if let Some(m) = metric {
         let _ = writeln!(s, "          metric: {m}");
     }
     Ok(())

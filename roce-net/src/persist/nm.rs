@@ -199,18 +199,26 @@ fn family_prefix(f: Family) -> &'static str {
     }
 }
 
+/// The metric every route handed to NetworkManager carries, whoever writes
+/// it (this backend's script, or netplan's keyfiles for a device of
+/// `renderer: NetworkManager`): the one roce-net plans (the kernel's default
+/// when the policy gives none: 0, 1024 for IPv6). Without one NetworkManager
+/// gives the route the profile's `route-metric`, by default (-1) the device
+/// type's (100 and up for Ethernet; libnm's `NMSettingIPConfig:route-metric`),
+/// the route at boot is not the one roce-net plans, and `plan` would add a
+/// second one (seen on NetworkManager 1.52 running as a service,
+/// tests/vm/test_stacks.py).
+pub(crate) fn route_metric(r: &Route) -> u32 {
+    r.effective_metric()
+}
+
 /// nmcli's route syntax: `ip[/prefix] [next-hop] [metric] [attribute=value]...`.
 fn route_value(r: &Route) -> String {
     let mut s = r.dst.to_string();
     if let Some(g) = r.gateway {
         let _ = write!(s, " {g}");
     }
-    // Always a metric: without one NetworkManager gives the route its
-    // device's metric (100 and up for Ethernet), and the route at boot is not
-    // the one roce-net plans (metric 0; 1024 for IPv6, the kernel's default),
-    // so `plan` would add a second one (seen on NetworkManager 1.52 running as
-    // a service, tests/vm/test_stacks.py).
-    let _ = write!(s, " {}", r.effective_metric());
+    let _ = write!(s, " {}", route_metric(r));
     let _ = write!(s, " table={}", r.table);
     if let Some(p) = r.prefsrc {
         let _ = write!(s, " src={p}");

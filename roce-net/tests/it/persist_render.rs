@@ -373,6 +373,76 @@ fn netplan_yaml_parses_and_has_the_expected_structure() {
     assert!(!body.contains("dhcp"), "{body}");
 }
 
+/// For the same policy, a device netplan hands to NetworkManager gets each
+/// route with the metric NetworkManager's own backend writes: a route
+/// without one would come up with the device's metric (100 and up), not the
+/// one planned. Both families, the default metric and an explicit one.
+#[test]
+fn netplan_for_networkmanager_and_networkmanager_give_routes_one_metric() {
+    let mut d = desired();
+    let mut v6 = subnet_route("ens1f1np1", "198.18.0.11", 100001);
+    v6.family = Family::Inet6;
+    v6.dst = "2001:db8::/64".parse().unwrap();
+    v6.prefsrc = None;
+    v6.scope = Scope::Universe;
+    d.routes.push(v6);
+    let mut o = options();
+    for dev in o.netplan_devices.values_mut() {
+        dev.renderer = NetplanRenderer::NetworkManager;
+    }
+    // The metric of each route (its destination and table), as each writer
+    // hands it to NetworkManager.
+    let np = roce_net::render_persistence(&d, Backend::Netplan, &o).unwrap();
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(&find(&np, "/etc/netplan/90-roce-net.yaml").content)
+            .unwrap();
+    let mut from_netplan = std::collections::BTreeMap::new();
+    for section in ["ethernets", "vlans"] {
+        for (_id, dev) in docs[0]["network"][section].as_hash().unwrap() {
+            for r in dev["routes"].as_vec().unwrap() {
+                let key = (
+                    r["to"].as_str().unwrap().to_string(),
+                    r["table"].as_i64().unwrap(),
+                );
+                from_netplan.insert(key, r["metric"].as_i64());
+            }
+        }
+    }
+    let nm = roce_net::render_persistence(&d, Backend::NetworkManager, &o).unwrap();
+    let script = &find(&nm, "/etc/roce-net/nm-apply.sh").content;
+    let mut from_nm = std::collections::BTreeMap::new();
+    for value in script.split(".routes '").skip(1) {
+        let value = value.split('\'').next().unwrap();
+        let words: Vec<&str> = value.split(' ').collect();
+        let table: i64 = value
+            .split("table=")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // `dst [next-hop] metric attr=...`: the metric is the last bare word.
+        let metric = words
+            .iter()
+            .rev()
+            .find(|w| !w.contains('='))
+            .unwrap()
+            .parse::<i64>()
+            .ok();
+        from_nm.insert((words[0].to_string(), table), metric);
+    }
+    assert_eq!(from_netplan.len(), d.routes.len(), "{from_netplan:?}");
+    assert_eq!(
+        from_netplan, from_nm,
+        "netplan's routes for NetworkManager vs NetworkManager's own"
+    );
+    assert_eq!(from_nm[&("198.18.0.0/24".to_string(), 100000)], Some(0));
+    assert_eq!(from_nm[&("198.19.0.0/16".to_string(), 100000)], Some(100));
+    assert_eq!(from_nm[&("2001:db8::/64".to_string(), 100001)], Some(1024));
+}
+
 /// Run a rendered script with fake commands on PATH that log their arguments.
 fn run_with_fakes(script: &str, fakes: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
