@@ -19,9 +19,9 @@ from seed import RN, Net
 from vmbed import Bed, Guest
 
 RDMA = [("eth0", "198.18.2.11"), ("eth1", "198.18.2.12")]
-# In the dual-stack scenarios (DUAL_STACK) each RDMA NIC also has a ULA in one
-# /64, given by the admin's configuration like the IPv4 address (the
-# management NIC has none).
+# Every scenario runs dual-stack: each RDMA NIC also has a ULA in one /64,
+# given by the admin's configuration like the IPv4 address (the management
+# NIC has none).
 RDMA6 = [("eth0", "fd00:198:18:2::11"), ("eth1", "fd00:198:18:2::12")]
 PREFIX6 = 64
 PREFIX6_NET = "fd00:198:18:2::/64"
@@ -34,10 +34,7 @@ PEER_MGMT = "198.19.2.21"
 HARNESS_MGMT = "198.19.2.1/24"
 NET = Net(tuple(ip for _n, ip in RDMA), PEER_IP)
 STACKS = ["networkd", "netplan", "networkmanager", "ifupdown"]
-# The stacks whose scenario runs dual-stack (all of them).
-DUAL_STACK = ("networkd", "netplan", "networkmanager", "ifupdown")
-
-# The policy the dual-stack scenarios run every roce-net command with: the
+# The policy every scenario runs every roce-net command with: the
 # defaults (both families) plus the IPv6 sysctls docs/policy.md shows for RoCE
 # NICs, so that persist writes some for the boot to bring back.
 IPV6_SYSCTLS = {"accept_ra_defrtr": 0, "ndisc_notify": 1, "keep_addr_on_down": 1}

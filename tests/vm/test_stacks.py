@@ -156,16 +156,13 @@ def test_persist_survives_a_reboot(bed, stack):
     addrs = stacks.addresses(node)
     for dev, ip in [*stacks.RDMA, stacks.MGMT]:
         assert ip in addrs.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs}"
-    if stack in stacks.DUAL_STACK:
-        addrs6 = stacks.addresses(node, "-6")
-        for dev, ip in stacks.RDMA6:
-            assert ip in addrs6.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs6}"
-        seed.wait_ipv6_usable(node, len(stacks.RDMA6))
-    # The dual-stack scenarios run every roce-net command with the policy
-    # that sets IPv6 sysctls; the others with the default policy.
-    dual = stack in stacks.DUAL_STACK
-    policy_path = stacks.POLICY_PATH if dual else None
-    with_policy = f"-f {policy_path}" if policy_path else ""
+    addrs6 = stacks.addresses(node, "-6")
+    for dev, ip in stacks.RDMA6:
+        assert ip in addrs6.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs6}"
+    seed.wait_ipv6_usable(node, len(stacks.RDMA6))
+    # Every roce-net command runs with the policy that sets IPv6 sysctls.
+    policy_path = stacks.POLICY_PATH
+    with_policy = f"-f {policy_path}"
     admin_state = stacks.routing_state(node)
     admin_files = stacks.config_files(node)
     nm = stack == "networkmanager"
@@ -176,13 +173,12 @@ def test_persist_survives_a_reboot(bed, stack):
         admin_files = {k: v for k, v in admin_files.items() if "/system-connections/" not in k}
     broken = {f["id"] for f in stacks.findings(node, policy_path)}
     assert {"arp-ignore", "source-rule-missing"} <= broken, f"{stack}: the node is not broken as Debian leaves it: {broken}"
-    if dual:
-        # Broken the IPv6 way too: no per-NIC IPv6 rule, so both addresses
-        # leave by the one NIC whose /64 route the main table picks, and the
-        # policy's IPv6 sysctls are not what the kernel has.
-        egress = _v6_egress(node)
-        assert len(set(egress.values())) == 1, f"{stack}: before persist, ip -6 route get from each address: {egress}"
-        assert all(v != stacks.IPV6_SYSCTLS for v in _v6_sysctls(node).values()), _v6_sysctls(node)
+    # Broken the IPv6 way too: no per-NIC IPv6 rule, so both addresses leave
+    # by the one NIC whose /64 route the main table picks, and the policy's
+    # IPv6 sysctls are not what the kernel has.
+    egress = _v6_egress(node)
+    assert len(set(egress.values())) == 1, f"{stack}: before persist, ip -6 route get from each address: {egress}"
+    assert all(v != stacks.IPV6_SYSCTLS for v in _v6_sysctls(node).values()), _v6_sysctls(node)
 
     # The documented order "apply now, persist, reboot" on two of the stacks,
     # persist alone on the others.
@@ -213,16 +209,14 @@ def test_persist_survives_a_reboot(bed, stack):
         print("eth1 without carrier after boot:", node.ok("ip -br addr show eth1; ip rule; ip route show table all | grep 198.18"))
         node.set_link(1, True)
         _wait_table_route(node, "eth1")
-        if dual:
-            _wait_table_route(node, "eth1", "-6")
+        _wait_table_route(node, "eth1", "-6")
     rules = _wait_rules(node, 2)
     assert {r.get("src") for r in rules} >= {ip for _d, ip in stacks.RDMA}, f"{stack}: after reboot the source rules are {rules}"
     seed.wait_active(node, 2, unit=stacks.RXE_SERVICE)
-    if dual:
-        seed.wait_ipv6_usable(node, len(stacks.RDMA6), 90)
-        for dev, _ip in stacks.RDMA6:
-            _wait_table_route(node, dev, "-6")
-        _assert_v6_fixed(node, stack)
+    seed.wait_ipv6_usable(node, len(stacks.RDMA6), 90)
+    for dev, _ip in stacks.RDMA6:
+        _wait_table_route(node, dev, "-6")
+    _assert_v6_fixed(node, stack)
 
     # No roce-net command has run since the boot: the doctor finds it fixed,
     # the boot configuration holds no duplicate, and RDMA works.
