@@ -13,6 +13,7 @@ driver: a unit the admin enabled adds rxeK on ethK at every boot.
 from __future__ import annotations
 
 import json
+import time
 from typing import Optional
 
 from seed import RN, Net
@@ -260,6 +261,20 @@ def addresses(node: Guest, family: str = "-4") -> dict[str, list[str]]:
     for link in json.loads(node.ok(f"ip -j {family} addr show") or "[]"):
         out[link["ifname"]] = [a["local"] for a in link.get("addr_info", [])]
     return out
+
+
+def wait_addresses(node: Guest, want: list[tuple[str, str]], family: str = "-4", secs: float = 180) -> dict[str, list[str]]:
+    """The addresses of FAMILY once every (NIC, address) of WANT is there, or
+    at SECS: a stack brings its configuration up after the boot's units are
+    active (NetworkManager activates its profiles on its own time), and a
+    busy TCG guest can take a minute for it. The caller asserts on what it
+    gets back."""
+    deadline = time.monotonic() + secs
+    while True:
+        got = addresses(node, family)
+        if all(ip in got.get(dev, []) for dev, ip in want) or time.monotonic() > deadline:
+            return got
+        time.sleep(2)
 
 
 def findings(node: Guest, policy: Optional[str] = None) -> list[dict]:

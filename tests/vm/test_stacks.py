@@ -153,10 +153,10 @@ def test_persist_survives_a_reboot(bed, stack):
     stacks.configure(node, stack)
     node.reboot()
     seed.wait_active(node, 2, unit=stacks.RXE_SERVICE)
-    addrs = stacks.addresses(node)
+    addrs = stacks.wait_addresses(node, [*stacks.RDMA, stacks.MGMT])
     for dev, ip in [*stacks.RDMA, stacks.MGMT]:
         assert ip in addrs.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs}"
-    addrs6 = stacks.addresses(node, "-6")
+    addrs6 = stacks.wait_addresses(node, stacks.RDMA6, "-6")
     for dev, ip in stacks.RDMA6:
         assert ip in addrs6.get(dev, []), f"{stack}: the admin's configuration did not bring {dev} up with {ip}: {addrs6}"
     seed.wait_ipv6_usable(node, len(stacks.RDMA6))
