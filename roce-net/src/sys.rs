@@ -302,22 +302,24 @@ pub(crate) fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::Soc
     }
 }
 
-/// Set an int-valued socket option.
-pub(crate) fn setsockopt(
-    fd: &std::os::fd::OwnedFd,
+/// Set a socket option to `v`, a value of the option's C type (a
+/// `c_int` for most, a `timeval` for the timeouts): the kernel reads
+/// `size_of::<T>()` bytes and refuses a size the option does not take.
+pub(crate) fn setsockopt<T: Copy>(
+    fd: impl std::os::fd::AsFd,
     level: libc::c_int,
     name: libc::c_int,
-    v: libc::c_int,
+    v: T,
 ) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    // SAFETY: an int option value of the right size.
+    // SAFETY: a value we own and its exact size; the kernel only reads it.
     let rc = unsafe {
         libc::setsockopt(
-            fd.as_raw_fd(),
+            fd.as_fd().as_raw_fd(),
             level,
             name,
             std::ptr::addr_of!(v).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if rc != 0 {
@@ -329,7 +331,7 @@ pub(crate) fn setsockopt(
 /// Read an int-valued socket option.
 #[cfg(any(test, feature = "verbs"))]
 pub(crate) fn getsockopt(
-    fd: &std::os::fd::OwnedFd,
+    fd: impl std::os::fd::AsFd,
     level: libc::c_int,
     name: libc::c_int,
 ) -> std::io::Result<libc::c_int> {
@@ -339,7 +341,7 @@ pub(crate) fn getsockopt(
     // SAFETY: an int-sized buffer and its length.
     let rc = unsafe {
         libc::getsockopt(
-            fd.as_raw_fd(),
+            fd.as_fd().as_raw_fd(),
             level,
             name,
             std::ptr::addr_of_mut!(v).cast(),

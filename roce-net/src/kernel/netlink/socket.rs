@@ -94,22 +94,8 @@ impl KernelTransport {
             tv_sec: RECV_TIMEOUT_SECS,
             tv_usec: 0,
         };
-        // SAFETY: setsockopt with a valid fd and a correctly sized timeval.
-        let rc = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&tv as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(Error::io(
-                std::io::Error::last_os_error(),
-                "setting a receive timeout on the netlink socket",
-            ));
-        }
+        crate::sys::setsockopt(&sock, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv)
+            .map_err(|e| Error::io(e, "setting a receive timeout on the netlink socket"))?;
         Ok(KernelTransport {
             port: addr.port_number(),
             sock,

@@ -670,59 +670,39 @@ mod tests {
     /// the receive window stays small): a message of a few kilobytes does not
     /// fit in the buffers on the way.
     fn small_buffer_pair() -> (Channel, TcpStream) {
-        use std::os::fd::FromRawFd;
-        let small = |fd: libc::c_int, level: libc::c_int, opt: libc::c_int, v: libc::c_int| {
-            // SAFETY: a valid socket and option value; the kernel raises it to its minimum.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd,
-                    level,
-                    opt,
-                    (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        };
+        use crate::sys::{setsockopt, sockaddr};
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let sock = || {
-            // SAFETY: plain socket(2); the fd is owned by the std type below.
+            // SAFETY: plain socket(2); owned right away.
             let fd =
                 unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-            assert!(fd >= 0);
-            small(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 1);
-            small(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 1);
-            small(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, 536);
+            assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+            // SAFETY: fd is fresh and ours.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // The kernel raises each to its minimum.
+            setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 1).unwrap();
+            setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 1).unwrap();
+            setsockopt(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, 536).unwrap();
             fd
         };
-        let addr = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: 0,
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let (addr, len) = sockaddr((std::net::Ipv4Addr::LOCALHOST, 0).into());
         let lfd = sock();
         // SAFETY: a valid socket and address.
         assert_eq!(
-            unsafe { libc::bind(lfd, (&addr as *const libc::sockaddr_in).cast(), len) },
+            unsafe { libc::bind(lfd.as_raw_fd(), std::ptr::addr_of!(addr).cast(), len) },
             0
         );
         // SAFETY: a bound socket.
-        assert_eq!(unsafe { libc::listen(lfd, 1) }, 0);
-        // SAFETY: lfd is a listening socket nobody else owns.
-        let l = unsafe { TcpListener::from_raw_fd(lfd) };
-        let mut to = addr;
-        to.sin_port = l.local_addr().unwrap().port().to_be();
+        assert_eq!(unsafe { libc::listen(lfd.as_raw_fd(), 1) }, 0);
+        let l = TcpListener::from(lfd);
+        let (to, len) = sockaddr(l.local_addr().unwrap());
         let cfd = sock();
         // SAFETY: a valid socket and address.
         assert_eq!(
-            unsafe { libc::connect(cfd, (&to as *const libc::sockaddr_in).cast(), len) },
+            unsafe { libc::connect(cfd.as_raw_fd(), std::ptr::addr_of!(to).cast(), len) },
             0
         );
-        // SAFETY: cfd is a connected socket nobody else owns.
-        let c = unsafe { TcpStream::from_raw_fd(cfd) };
+        let c = TcpStream::from(cfd);
         (Channel::new(c).unwrap(), l.accept().unwrap().0)
     }
 

@@ -87,17 +87,8 @@ impl Backend for FakeBackend {
         }
         let sock = UdpSocket::bind((v4, 0))
             .map_err(|e| VerbsFailure::new("fake bind", e.raw_os_error()))?;
-        let one: libc::c_int = 1;
-        // SAFETY: valid fd and option value.
-        unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::IPPROTO_IP,
-                libc::IP_PKTINFO,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        crate::sys::setsockopt(&sock, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)
+            .map_err(|e| VerbsFailure::new("fake pktinfo", e.raw_os_error()))?;
         sock.set_read_timeout(Some(Duration::from_millis(5)))
             .map_err(|e| VerbsFailure::new("fake timeout", e.raw_os_error()))?;
         let name = std::ffi::CString::new(sel.netdev.clone()).unwrap_or_default();
