@@ -14,8 +14,8 @@
 
 use super::result::{causes, NicSeen};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Family, HostState};
-use crate::scope::natural_cmp;
+use crate::model::{Family, HostState, Interface};
+use crate::scope::{natural_cmp, AddressIndex, NicScope, ScopeMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -273,6 +273,10 @@ pub fn mesh_node(state: &HostState, rail_by: RailBy, family: Option<Family>) -> 
 /// address where the scope cannot: on a host without RDMA devices the scope
 /// is the NICs that share a subnet, and a NIC whose address is gone shares
 /// none. A name with no such interface is unprobed with cause `absent`.
+/// Without `nics`, such a host's entry lists instead its links that look like
+/// its NICs in scope and have no address (same link kind, same name but for
+/// its digits: `r1` like `r0`), so a NIC that lost its address keeps its
+/// position and its siblings their rails.
 pub fn mesh_node_with(
     state: &HostState,
     rail_by: RailBy,
@@ -283,6 +287,13 @@ pub fn mesh_node_with(
     let mut probed = Vec::new();
     let mut unprobed = Vec::new();
     let mut names: Vec<&str> = scope.nics.iter().map(|n| n.ifname.as_str()).collect();
+    let siblings;
+    let nics = if nics.is_empty() {
+        siblings = addressless_siblings(state, &scope);
+        &siblings
+    } else {
+        nics
+    };
     for n in nics {
         if !names.contains(&n.as_str()) {
             names.push(n);
@@ -343,6 +354,46 @@ pub fn mesh_node_with(
         nics: probed,
         unprobed,
     }
+}
+
+/// On a host without RDMA devices (the scope is the NICs that share a
+/// subnet), its links that look like a NIC in scope and have no address: not
+/// loopback, no bridge or bond member, no managed address of either family,
+/// of the same link kind as a NIC in scope and with the same name once the
+/// digits are taken out (`r1` like `r0`, `ens3f1np1` like `ens3f0np0`, never
+/// `veth3a9c` or `docker0` like `r0`). That is the NIC whose addresses
+/// networkd dropped when it lost its carrier: the link is still there. With
+/// RDMA devices the scope lists such NICs itself; a host whose scope is empty
+/// has nothing to compare with (empty).
+fn addressless_siblings(state: &HostState, scope: &NicScope) -> Vec<String> {
+    if scope.mode != ScopeMode::SharedSubnet {
+        return Vec::new();
+    }
+    let shape = |i: &Interface| {
+        (
+            i.name.replace(|c: char| c.is_ascii_digit(), ""),
+            i.kind.clone(),
+        )
+    };
+    let shapes: BTreeSet<_> = scope
+        .nics
+        .iter()
+        .filter_map(|n| state.interface(&n.ifname))
+        .map(shape)
+        .collect();
+    let by_if = AddressIndex::new(state);
+    state
+        .interfaces
+        .iter()
+        .filter(|i| i.master.is_none() && scope.get(&i.name).is_none())
+        .filter(|i| !by_if.is_loopback(&i.name) && shapes.contains(&shape(i)))
+        .filter(|i| {
+            [Family::Inet, Family::Inet6]
+                .iter()
+                .all(|f| by_if.nic_address(&i.name, *f).is_none())
+        })
+        .map(|i| i.name.clone())
+        .collect()
 }
 
 /// Name each NIC's rail (the NICs in scope order).
@@ -545,6 +596,56 @@ mod tests {
         let back: MeshNode = serde_json::from_str(&text).unwrap();
         assert_eq!(back, full);
         assert!(MeshInventory::new(vec![node]).validate().is_ok());
+    }
+
+    /// The same host without RDMA devices (a lab of veths, a node whose RDMA
+    /// driver is not loaded): its scope is the NICs that share a subnet, which
+    /// ens2 and ens3 no longer do. Their links are still there and look like
+    /// their siblings, so they keep their positions; links that do not look
+    /// like them (another name, another kind) are not NICs of the mesh.
+    #[test]
+    fn without_rdma_nics_that_lost_their_address_keep_their_positions() {
+        let mut v = serde_json::to_value(two_nics_without_addresses()).unwrap();
+        v["rdma"] = serde_json::json!([]);
+        let ens1 = v["interfaces"][2].clone();
+        for (name, kind) in [
+            ("eno2", None),
+            ("ens9", Some("veth")),
+            ("veth3a9c", Some("veth")),
+        ] {
+            let mut i = ens1.clone();
+            i["name"] = name.into();
+            i["kind"] = serde_json::json!(kind);
+            v["interfaces"].as_array_mut().unwrap().push(i);
+        }
+        let st: HostState = serde_json::from_value(v).unwrap();
+        assert_eq!(crate::scope::nic_scope(&st).names(), ["ens1", "ens4"]);
+        let node = mesh_node(&st, RailBy::Auto, None);
+        let rails = |n: &MeshNode| -> Vec<(String, String)> {
+            n.nics
+                .iter()
+                .map(|n| (n.name.clone(), n.rail.clone()))
+                .chain(
+                    n.unprobed
+                        .iter()
+                        .map(|u| (u.name.clone(), format!("{:?} {}", u.rail, u.cause))),
+                )
+                .collect()
+        };
+        assert_eq!(
+            rails(&node),
+            [
+                ("ens1".into(), "198.18.0.0/24#0".into()),
+                ("ens4".into(), "198.18.0.0/24#3".into()),
+                ("ens2".into(), "Some(\"198.18.0.0/24#1\") link-down".into()),
+                ("ens3".into(), "Some(\"198.18.0.0/24#2\") no-address".into()),
+            ] as [(String, String); 4]
+        );
+        assert!(!node.unprobed[0].rdma);
+        // `--nic` names the rails instead: the look-alikes are not added.
+        let asked = mesh_node_with(&st, RailBy::Auto, None, &["ens3".to_string()]);
+        let names: Vec<&str> = asked.unprobed.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["ens3"]);
     }
 
     #[test]

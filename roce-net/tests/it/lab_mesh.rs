@@ -446,3 +446,73 @@ fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
     );
     drop(lab);
 }
+
+/// Hosts of four NICs without RDMA devices, entries from snapshots alone (no
+/// `--nic`): the scope is the NICs that share a subnet, which a NIC whose
+/// addresses are gone no longer does. Its link is still there and looks like
+/// its siblings (`r1` like `r0`), so it keeps its position: the report names
+/// exactly that NIC, and its siblings stay on their rails (`r2` is `#2` on
+/// every host, not `#1` on the host that lost `r1`).
+#[test]
+#[ignore = "needs root: builds a fleet of network namespaces"]
+fn without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails() {
+    require_root("without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails");
+    let lab = Lab::fleet("meshpos", 3, NICS).unwrap();
+    let ns = lab.fleet_hosts().to_vec();
+    let sw = lab.switch_ns().unwrap().to_string();
+    let etc = tempfile::tempdir().unwrap();
+    let run = tempfile::tempdir().unwrap();
+    let hosts: Vec<Host> = ns
+        .iter()
+        .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
+        .collect();
+    for h in &hosts {
+        let opts = ApplyOptions {
+            state_dir: run.path().to_path_buf(),
+            ..Default::default()
+        };
+        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
+        roce_net::apply(h, &p, &opts).unwrap();
+    }
+    let label = |h: &str| {
+        ns.iter()
+            .position(|n| h.ends_with(&format!(":{n}")))
+            .map_or(h.to_string(), |k| format!("h{}", k + 1))
+    };
+    // h2 r1's cable pulled (switch port s5) and its addresses gone, as
+    // networkd does on carrier loss.
+    ip(&sw, &["link", "set", "dev", "s5", "down"]);
+    flush(&ns[1], "r1");
+
+    let p = plan(&hosts, &options(1500));
+    // Every NIC of every host on the rail of its position, r1 of h2 too.
+    for node in &p.inventory.nodes {
+        let rails: Vec<(&str, Option<&str>)> = node
+            .nics
+            .iter()
+            .map(|n| (n.name.as_str(), Some(n.rail.as_str())))
+            .chain(
+                node.unprobed
+                    .iter()
+                    .map(|u| (u.name.as_str(), u.rail.as_deref())),
+            )
+            .collect();
+        assert_eq!(rails.len(), NICS, "{}: {rails:?}", node.host);
+        for (name, rail) in rails {
+            assert_eq!(
+                rail,
+                Some(format!("198.18.0.0/16#{}", &name[1..]).as_str()),
+                "{} {name}",
+                node.host
+            );
+        }
+    }
+    let (r, _) = run_all(&hosts, &p);
+    let want: BTreeSet<String> = ["nic h2 r1 198.18.0.0/16#1 link-down".to_string()].into();
+    assert_eq!(named(&r, &label), want, "{}", r.table().join("\n"));
+    assert!(!r.passed);
+    assert_eq!(r.summary.unprobed, 1);
+    assert_eq!(r.summary.failed, 0, "{}", r.table().join("\n"));
+    assert!(r.summary.probes > 0 && r.summary.passed == r.summary.probes);
+    drop(lab);
+}
