@@ -32,8 +32,9 @@ pub(crate) enum MeshCmd {
         /// NICs the entry must list besides those in scope, with or without
         /// an address (the node's rails; comma-separated or repeated): one
         /// without an address is named by the report (`no-address`,
-        /// `link-down`, `absent`). Needed on hosts without RDMA devices,
-        /// whose scope is the NICs that share a subnet.
+        /// `link-down`, `absent`). Without it, a host without RDMA devices
+        /// adds the links that look like its NICs in scope and have no
+        /// address; with it, nothing is guessed.
         #[arg(long = "nic", value_name = "NIC", value_delimiter = ',')]
         nics: Vec<String>,
     },

@@ -65,8 +65,9 @@ options:
       - (C(node)) NICs the entry lists besides those in scope, with or without an
         address (the node's rails; C(roce-net mesh node --nic)). One without an
         address is in the entry's C(unprobed) and the report names it
-        (C(no-address), C(link-down), C(absent)). Needed on hosts without RDMA
-        devices, whose scope is the NICs that share a subnet.
+        (C(no-address), C(link-down), C(absent)). Without it, a host without
+        RDMA devices adds the links that look like its NICs in scope and have
+        no address; with it, nothing is guessed.
     type: list
     elements: str
   nodes:
