@@ -58,6 +58,11 @@ fn without_the_feature_the_answer_is_not_built() {
 #[path = "cli_rdma/hostile.rs"]
 mod hostile;
 
+// `mesh run`'s RDMA level through the same stand-in and sysfs fixture.
+#[cfg(feature = "verbs")]
+#[path = "cli_rdma/mesh.rs"]
+mod mesh;
+
 #[cfg(feature = "verbs")]
 mod verbs {
     use super::*;

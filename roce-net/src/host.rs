@@ -118,8 +118,17 @@ impl Host {
     /// sysfs root for the legacy GID type and to explain an empty list). Never
     /// fails: without RDMA it says why (`VerbsView::unavailable`).
     pub fn verbs_view(&self, opts: &crate::kernel::verbs::VerbsOptions) -> crate::model::VerbsView {
-        let o = opts.clone().with_sysfs_root(self.sysfs_root.clone());
-        crate::kernel::verbs::verbs_view(&o)
+        crate::kernel::verbs::verbs_view(&self.own_verbs(opts))
+    }
+
+    /// `opts` with this host's sysfs root: what everything that loads
+    /// libibverbs for this host (the verbs view, `probe rdma`, the mesh's
+    /// RDMA level) reads the legacy GID type and explains an empty list from.
+    pub(crate) fn own_verbs(
+        &self,
+        opts: &crate::kernel::verbs::VerbsOptions,
+    ) -> crate::kernel::verbs::VerbsOptions {
+        opts.clone().with_sysfs_root(self.sysfs_root.clone())
     }
 
     /// Capture the whole snapshot.

@@ -57,6 +57,10 @@ pub(crate) enum MeshCmd {
         /// Say what would be probed and answered; send nothing.
         #[arg(long)]
         check: bool,
+        /// RDMA level: libibverbs to load (soname or path) instead of
+        /// libibverbs.so.1, as `probe rdma --libibverbs`.
+        #[arg(long, value_name = "PATH")]
+        libibverbs: Option<PathBuf>,
     },
     /// Merge every node's result: the verdict, and each broken host, rail,
     /// NIC or pair once, with the cause, the evidence and the fix.
@@ -264,7 +268,8 @@ pub(super) fn run(cli: &Context, cmd: &MeshCmd) -> Result<u8, Error> {
             host: name,
             output,
             check,
-        } => run_node(cli, plan, name, output, *check),
+            libibverbs,
+        } => run_node(cli, plan, name, output, *check, libibverbs),
         MeshCmd::Report {
             plan,
             results,
@@ -336,6 +341,7 @@ fn run_node(
     name: &Option<String>,
     output: &Option<PathBuf>,
     check: bool,
+    libibverbs: &Option<PathBuf>,
 ) -> Result<u8, Error> {
     let file = roce_net::MeshPlanFile::load(plan)?;
     let h = host(cli)?;
@@ -354,6 +360,7 @@ fn run_node(
     }
     let mut opts = roce_net::MeshRunOptions::default();
     opts.host = Some(node);
+    opts.verbs = super::rdma::verbs_opts(libibverbs);
     // Interrupted (SIGINT, SIGTERM), the process ends at once, and its
     // responder with it: nothing of the run outlives it.
     let r = h.mesh_run(&part, &opts)?;

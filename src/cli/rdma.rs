@@ -85,7 +85,8 @@ fn seconds(what: &str, v: f64) -> Result<std::time::Duration, Error> {
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
-fn verbs_opts(lib: &Option<PathBuf>) -> roce_net::VerbsOptions {
+/// `--libibverbs` as the library's option (`probe rdma`, `verbs`, `mesh run`).
+pub(super) fn verbs_opts(lib: &Option<PathBuf>) -> roce_net::VerbsOptions {
     let o = roce_net::VerbsOptions::default();
     match lib {
         Some(l) => o.with_library(l.clone()),

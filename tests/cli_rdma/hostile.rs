@@ -26,7 +26,7 @@ const PEER: &str = "198.18.0.12";
 const PORT: u16 = 18520;
 
 /// The stand-in libibverbs, compiled once per test run.
-fn standin() -> &'static Path {
+pub(super) fn standin() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("roce-net-standin-{}", std::process::id()));
@@ -51,7 +51,7 @@ fn standin() -> &'static Path {
     })
 }
 
-fn fixture() -> String {
+pub(super) fn fixture() -> String {
     format!(
         "{}/roce-net/tests/fixtures/sysfs/connectx8",
         env!("CARGO_MANIFEST_DIR")
@@ -59,13 +59,13 @@ fn fixture() -> String {
 }
 
 /// The server's namespace and the peer's, joined by a veth pair.
-struct Pair {
-    server: Netns,
-    peer: Netns,
-    dir: tempfile::TempDir,
+pub(super) struct Pair {
+    pub(super) server: Netns,
+    pub(super) peer: Netns,
+    pub(super) dir: tempfile::TempDir,
 }
 
-fn pair(test: &str, tag: &str) -> Pair {
+pub(super) fn pair(test: &str, tag: &str) -> Pair {
     require_namespaces(test);
     let server = Netns::new(&format!("{tag}s"));
     let peer = Netns::new(&format!("{tag}p"));

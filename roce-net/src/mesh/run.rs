@@ -41,6 +41,11 @@ pub struct MeshRunOptions {
     /// Set to stop early: the responder and the rounds end within a tick and
     /// the result says `interrupted` (the RDMA servers end at their own bound).
     pub stop: Option<Arc<AtomicBool>>,
+    /// The libibverbs the RDMA level's probes and servers load, as `probe
+    /// rdma`'s `RdmaProbeOptions::verbs` (default `libibverbs.so.1`). As for
+    /// `Host::probe_rdma`, its sysfs root is the host's
+    /// ([`Host::with_sysfs_root`]), which the RDMA devices are read from.
+    pub verbs: crate::kernel::verbs::VerbsOptions,
 }
 
 fn now_ms() -> u64 {
@@ -116,9 +121,10 @@ impl Host {
         let nics = seen(&state, schedule);
         let stop = opts.stop.clone().unwrap_or_default();
         let t0 = Instant::now();
+        let verbs = self.own_verbs(&opts.verbs);
         let (probes, responder, notes) = self
             .target()
-            .run(|| Ok(self.rounds(plan, &state, &nics, start_ms, end_ms, &stop)))?;
+            .run(|| Ok(self.rounds(plan, &state, &nics, (start_ms, end_ms), &verbs, &stop)))?;
         Ok(MeshNodeResult {
             version: MESH_RESULT_VERSION,
             plan: schedule.plan.clone(),
@@ -141,8 +147,8 @@ impl Host {
         plan: &MeshNodePlan,
         state: &HostState,
         nics: &[NicSeen],
-        start_ms: u64,
-        end_ms: u64,
+        (start_ms, end_ms): (u64, u64),
+        verbs: &crate::kernel::verbs::VerbsOptions,
         stop: &AtomicBool,
     ) -> (
         Vec<ProbeRecord>,
@@ -166,7 +172,7 @@ impl Host {
         let token = echo::digest(&o.token);
         let plan_word = echo::plan_word(&schedule.plan);
         let mut notes = Vec::new();
-        let rdma = self.rdma_serve(plan, &mut notes);
+        let rdma = self.rdma_serve(plan, verbs, &mut notes);
         let here = |cmd: &str| over_ssh(&state.hostname, &in_netns(state.netns.as_deref(), cmd));
         // Routes first, one socket: what the kernel decides for each pair.
         let mut egress = HashMap::new();
@@ -182,7 +188,6 @@ impl Host {
         }
         let seen: HashMap<String, NicSeen> =
             nics.iter().map(|n| (n.name.clone(), n.clone())).collect();
-        let verbs = crate::kernel::verbs::VerbsOptions::default();
         let setup = Setup {
             schedule,
             state,
@@ -232,7 +237,7 @@ impl Host {
                     seen: &seen,
                     here: &here,
                     round_end: slot_end,
-                    verbs: &verbs,
+                    verbs,
                 };
                 let got: Vec<ProbeRecord> = std::thread::scope(|s| {
                     let hs: Vec<_> = probes
@@ -257,8 +262,13 @@ impl Host {
         (records, report, notes)
     }
 
-    /// Whether and how this node serves RDMA.
-    fn rdma_serve(&self, plan: &MeshNodePlan, notes: &mut Vec<String>) -> Option<RdmaServe> {
+    /// Whether and how this node serves RDMA, loading `verbs`.
+    pub(super) fn rdma_serve(
+        &self,
+        plan: &MeshNodePlan,
+        verbs: &crate::kernel::verbs::VerbsOptions,
+        notes: &mut Vec<String>,
+    ) -> Option<RdmaServe> {
         let schedule = &plan.schedule;
         if !schedule.incoming.iter().any(|p| p.levels.rdma) {
             return None;
@@ -270,8 +280,7 @@ impl Host {
             );
             return None;
         }
-        let verbs = crate::kernel::verbs::VerbsOptions::default();
-        let view = self.verbs_view(&verbs);
+        let view = self.verbs_view(verbs);
         if let Some(u) = &view.unavailable {
             notes.push(format!(
                 "the RDMA level was not run: RDMA is not available here ({}: {})",
@@ -284,7 +293,7 @@ impl Host {
             port: plan.options.port + 1,
             token: plan.options.token.clone(),
             write_size: plan.options.rdma_workload.write_size as usize,
-            verbs,
+            verbs: verbs.clone(),
         })
     }
 }

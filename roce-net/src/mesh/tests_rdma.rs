@@ -229,3 +229,23 @@ fn a_session_that_stalls_ends_at_the_responders_session_bound() {
     assert_eq!((a.level, a.ok), (MeshLevel::Rdma, false), "{a:#?}");
     assert_eq!(a.cause.as_deref(), Some("timeout"), "{a:#?}");
 }
+
+#[test]
+fn the_rdma_level_loads_the_libibverbs_it_is_given_with_the_hosts_sysfs_root() {
+    let lib = "/nonexistent/roce-net-mesh/libibverbs.so.1";
+    let root = "/nonexistent/roce-net-mesh/sys";
+    let host = Host::current().with_sysfs_root(root);
+    let verbs = host.own_verbs(&VerbsOptions::default().with_library(lib));
+    assert_eq!(verbs.library.as_deref(), Some(std::path::Path::new(lib)));
+    assert_eq!(verbs.sysfs_root, std::path::Path::new(root));
+    // h2 answers RDMA probes: it loads that library, and says why it cannot
+    // serve (the library, not the system's libibverbs).
+    let (_, h2) = parts(66, 67, 28640);
+    let mut notes = Vec::new();
+    assert!(host.rdma_serve(&h2, &verbs, &mut notes).is_none());
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("RDMA is not available here") && notes[0].contains(lib),
+        "{notes:?}"
+    );
+}

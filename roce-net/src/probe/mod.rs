@@ -66,7 +66,7 @@ impl Host {
         opts.validate()?;
         let state = self.snapshot()?;
         let mut o = opts.clone();
-        o.verbs = o.verbs.with_sysfs_root(self.sysfs_root().to_path_buf());
+        o.verbs = self.own_verbs(&opts.verbs);
         let refresh = || self.snapshot().ok();
         self.target()
             .run(|| crate::probe::rdma::run_client(&state, peer, &o, &refresh))
@@ -82,7 +82,7 @@ impl Host {
         opts.validate()?;
         let state = self.snapshot()?;
         let mut o = opts.clone();
-        o.verbs = o.verbs.with_sysfs_root(self.sysfs_root().to_path_buf());
+        o.verbs = self.own_verbs(&opts.verbs);
         let refresh = || self.snapshot().ok();
         self.target()
             .run(|| crate::probe::rdma::run_server(&state, &o, &refresh))
