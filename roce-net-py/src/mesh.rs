@@ -16,6 +16,7 @@ use roce_net::{
     MeshOptions, MeshPlan, MeshPlanFile, MeshRunOptions, RailBy,
 };
 use serde::de::DeserializeOwned;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The JSON text of a mesh document from Python: a roce_net record, a dict of
@@ -243,16 +244,19 @@ pub fn mesh_node_plans<'py>(
     to_py(py, &parts)
 }
 
-/// ``mesh_run(host, plan, *, node=None)``: run this node's part of a plan
-/// (``roce-net mesh run``; GIL released): its responder on every NIC and its
-/// probes in the plan's time slots; returns when its last slot has ended.
+/// ``mesh_run(host, plan, *, node=None, libibverbs=None)``: run this node's
+/// part of a plan (``roce-net mesh run``; GIL released): its responder on every
+/// NIC and its probes in the plan's time slots; returns when its last slot has
+/// ended. The RDMA level reads the host's sysfs root (``Host(sysfs_root=)``)
+/// and loads ``libibverbs`` (``mesh run --libibverbs``), as ``probe_rdma``.
 #[pyfunction]
-#[pyo3(signature = (host, plan, *, node=None))]
+#[pyo3(signature = (host, plan, *, node=None, libibverbs=None))]
 pub fn mesh_run<'py>(
     py: Python<'py>,
     host: &Host,
     plan: &Bound<'py, PyAny>,
     node: Option<String>,
+    libibverbs: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let file = plan_file(plan)?;
     let h = host.inner.clone();
@@ -265,6 +269,7 @@ pub fn mesh_run<'py>(
             let part = file.for_node(&name)?;
             let mut opts = MeshRunOptions::default();
             opts.host = Some(name);
+            opts.verbs = crate::rdma::verbs_opts(libibverbs);
             h.mesh_run(&part, &opts)
         })
         .py()?;

@@ -25,7 +25,8 @@ fn secs(what: &str, v: f64) -> PyResult<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
-fn verbs_opts(lib: Option<PathBuf>) -> VerbsOptions {
+/// ``libibverbs=`` as the library's option (the probes, the verbs view, `mesh_run`).
+pub(crate) fn verbs_opts(lib: Option<PathBuf>) -> VerbsOptions {
     match lib {
         Some(l) => VerbsOptions::default().with_library(l),
         None => VerbsOptions::default(),

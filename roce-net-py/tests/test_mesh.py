@@ -198,3 +198,30 @@ def test_a_nic_that_lost_its_address_is_named_not_dropped(mesh_lab, tmp_path):
     r = run_mesh(hosts)
     assert sorted((f.element, f.cause) for f in r.faults) == [("host", "no-nics")] * 2, r.message
     assert not r.passed
+
+
+@pytest.mark.needs_root
+def test_the_rdma_level_loads_the_libibverbs_it_is_given(tmp_path):
+    """``mesh_run(libibverbs=)`` is what both halves of the RDMA level load (as
+    ``probe_rdma``'s): a library that does not load is the responder's note
+    naming it, and each RDMA probe is skipped with the loader's reason."""
+    lib = str(tmp_path / "no-such" / "libibverbs.so.1")
+    with lab_fleet(2, 1, "py-meshv") as lab:
+        hosts = [roce_net.Host(netns=ns) for ns in lab.fleet_hosts]
+        entries = []
+        for h in hosts:
+            e = roce_net.mesh_node(h.snapshot(), nics=["r0"]).to_dict()
+            # As if r0 backed an RDMA port: the plan schedules the RDMA level.
+            e["nics"][0]["rdma"] = True
+            entries.append(e)
+        plan = roce_net.mesh_plan(entries, levels=["rdma"], rounds=1, peers=1, rdma_ms=1000, start_in=1.5)
+        with ThreadPoolExecutor(len(hosts)) as pool:
+            results = list(pool.map(lambda h: roce_net.mesh_run(h, plan, libibverbs=lib), hosts))
+    for r in results:
+        assert len(r.notes) == 1 and "RDMA is not available here" in r.notes[0], r.notes
+        assert lib in r.notes[0], r.notes
+        assert r.responder.answered == (), r.responder
+        assert len(r.probes) == 1, r.probes
+        (level,) = r.probes[0].levels
+        assert (level.level, level.status) == ("rdma", "skipped"), level
+        assert lib in level.message, level

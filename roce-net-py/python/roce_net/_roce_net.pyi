@@ -466,11 +466,19 @@ def mesh_node_plan(plan: _MeshDoc, node: str) -> MeshNodePlan:
     answer (``roce-net mesh run --check``). NotFoundError for a node the plan lacks."""
 def mesh_node_plans(plan: Union[str, Mapping[str, Any], MeshPlan]) -> Tuple[MeshNodePlan, ...]:
     """Every node's part of the plan, node after node."""
-def mesh_run(host: Host, plan: _MeshDoc, *, node: Optional[str] = None) -> MeshNodeResult:
+def mesh_run(
+    host: Host,
+    plan: _MeshDoc,
+    *,
+    node: Optional[str] = None,
+    libibverbs: Optional[_Path] = None,
+) -> MeshNodeResult:
     """Run this node's part of the plan (``roce-net mesh run``, GIL released): its
     responder on every NIC and its probes in the plan's slots; returns after its
     last slot. ``node`` names it as the plan does (default: its host name,
-    ``hostname:netns`` in a namespace)."""
+    ``hostname:netns`` in a namespace). The RDMA level reads RDMA devices from
+    the host's ``sysfs_root`` and loads ``libibverbs`` (a soname or path instead
+    of ``libibverbs.so.1``), as ``probe_rdma``."""
 def mesh_report(
     plan: Union[str, Mapping[str, Any], MeshPlan],
     results: Iterable[Union[str, Mapping[str, Any], MeshNodeResult]],
