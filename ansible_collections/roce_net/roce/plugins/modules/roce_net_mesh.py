@@ -42,7 +42,17 @@ options:
     description: (C(node), C(run)) Named network namespace to run in; default is Ansible's own.
     type: str
   sysfs_root:
-    description: (C(node), C(run)) Read RDMA devices from this sysfs root.
+    description:
+      - (C(node), C(run)) Read RDMA devices from this sysfs root instead of C(/sys)
+        (C(roce-net --sysfs-root)); C(run)'s RDMA level selects its ports from it,
+        as M(roce_net.roce.roce_net_rdma_probe) does.
+    type: path
+  libibverbs:
+    description:
+      - (C(run)) The RDMA level loads libibverbs from this soname or path instead of
+        C(libibverbs.so.1) (C(roce-net mesh run --libibverbs)), for its probes and its
+        responder, as M(roce_net.roce.roce_net_rdma_probe) does. A library that does
+        not load is a note of the result, and the node's RDMA probes are skipped.
     type: path
   etc_root:
     description: (C(node), C(run)) Read routing table names under this directory instead of C(/etc).
@@ -398,7 +408,8 @@ def step_run(module, rn, p):
             changed=False, id=part["schedule"]["plan"], would_probe=lines, would_answer=answer,
             msg="%s would probe %d and answer %d probe(s) (check mode: nothing sent)" % (name, len(lines), answer),
         )
-    result = rn.mesh_run(host, part, node=name).to_dict()
+    verbs = {"libibverbs": p["libibverbs"]} if p["libibverbs"] else {}
+    result = rn.mesh_run(host, part, node=name, **verbs).to_dict()
     failed = sum(1 for x in result["probes"] if any(lv["status"] == "fail" for lv in x["levels"]))
     module.exit_json(
         changed=False, id=result["plan"], result=result, would_probe=lines, would_answer=answer,
@@ -456,6 +467,7 @@ def main():
         rdma_latency_iterations=dict(type="int", default=16),
         plan=dict(type="dict"),
         node=dict(type="str"),
+        libibverbs=dict(type="path"),
         results=dict(type="dict"),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

@@ -128,3 +128,28 @@ def test_node_lists_the_nics_it_is_given_without_an_address_and_says_so(capsys, 
     assert gone == [("ens2", "link-down"), ("ens9", "absent")], out["node"]
     assert "ens2" not in [n["name"] for n in out["node"]["nics"]]
     assert "not probed, no address: ens2 (link-down), ens9 (absent)" in out["msg"], out["msg"]
+
+
+def test_run_passes_libibverbs_to_the_binding_only_when_given(capsys, monkeypatch):
+    # The run step's RDMA level loads what libibverbs names (mesh run
+    # --libibverbs); the binding is a stand-in that records what it got.
+    import roce_net
+
+    p = plan(capsys)["plan"]
+    got = []
+
+    class Result:
+        def to_dict(self):
+            return {"plan": p["id"], "probes": []}
+
+    def mesh_run(host, part, **kw):
+        got.append(kw)
+        return Result()
+
+    monkeypatch.setattr(roce_net_mesh, "host_from_params", lambda params: object())
+    monkeypatch.setattr(roce_net, "mesh_run", mesh_run)
+    out = run(dict(step="run", plan=p, node="gpu1", libibverbs="/opt/mellanox/lib/libibverbs.so.1"), capsys)
+    assert out.get("failed") is not True, out
+    out = run(dict(step="run", plan=p, node="gpu1"), capsys)
+    assert out.get("failed") is not True, out
+    assert got == [{"node": "gpu1", "libibverbs": "/opt/mellanox/lib/libibverbs.so.1"}, {"node": "gpu1"}], got
