@@ -33,8 +33,8 @@ pub(crate) enum MeshCmd {
         /// an address (the node's rails; comma-separated or repeated): one
         /// without an address is named by the report (`no-address`,
         /// `link-down`, `absent`). Without it, a host without RDMA devices
-        /// adds the links that look like its NICs in scope and have no
-        /// address; with it, nothing is guessed.
+        /// adds the links that look like its NICs in scope, have no address
+        /// and are administratively up; with it, nothing is guessed.
         #[arg(long = "nic", value_name = "NIC", value_delimiter = ',')]
         nics: Vec<String>,
     },

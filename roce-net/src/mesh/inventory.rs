@@ -274,9 +274,9 @@ pub fn mesh_node(state: &HostState, rail_by: RailBy, family: Option<Family>) -> 
 /// is the NICs that share a subnet, and a NIC whose address is gone shares
 /// none. A name with no such interface is unprobed with cause `absent`.
 /// Without `nics`, such a host's entry lists instead its links that look like
-/// its NICs in scope and have no address (same link kind, same name but for
-/// its digits: `r1` like `r0`), so a NIC that lost its address keeps its
-/// position and its siblings their rails.
+/// its NICs in scope, have no address and are administratively up (same link
+/// kind, same name but for its digits: `r1` like `r0`), so a NIC that lost
+/// its address keeps its position and its siblings their rails.
 pub fn mesh_node_with(
     state: &HostState,
     rail_by: RailBy,
@@ -361,10 +361,12 @@ pub fn mesh_node_with(
 /// loopback, no bridge or bond member, no managed address of either family,
 /// of the same link kind as a NIC in scope and with the same name once the
 /// digits are taken out (`r1` like `r0`, `ens3f1np1` like `ens3f0np0`, never
-/// `veth3a9c` or `docker0` like `r0`). That is the NIC whose addresses
-/// networkd dropped when it lost its carrier: the link is still there. With
-/// RDMA devices the scope lists such NICs itself; a host whose scope is empty
-/// has nothing to compare with (empty).
+/// `veth3a9c` or `docker0` like `r0`), and administratively up. That is the
+/// NIC whose addresses networkd dropped when it lost its carrier: the link is
+/// still there and still up (`IFF_UP`, no carrier), where a port nobody
+/// configured (an uncabled second port) is normally left down. With RDMA
+/// devices the scope lists such NICs itself; a host whose scope is empty has
+/// nothing to compare with (empty).
 fn addressless_siblings(state: &HostState, scope: &NicScope) -> Vec<String> {
     if scope.mode != ScopeMode::SharedSubnet {
         return Vec::new();
@@ -385,7 +387,7 @@ fn addressless_siblings(state: &HostState, scope: &NicScope) -> Vec<String> {
     state
         .interfaces
         .iter()
-        .filter(|i| i.master.is_none() && scope.get(&i.name).is_none())
+        .filter(|i| i.admin_up && i.master.is_none() && scope.get(&i.name).is_none())
         .filter(|i| !by_if.is_loopback(&i.name) && shapes.contains(&shape(i)))
         .filter(|i| {
             [Family::Inet, Family::Inet6]
@@ -602,20 +604,28 @@ mod tests {
     /// driver is not loaded): its scope is the NICs that share a subnet, which
     /// ens2 and ens3 no longer do. Their links are still there and look like
     /// their siblings, so they keep their positions; links that do not look
-    /// like them (another name, another kind) are not NICs of the mesh.
+    /// like them (another name, another kind) are not NICs of the mesh, nor is
+    /// one that is administratively down (a port nobody configured).
     #[test]
     fn without_rdma_nics_that_lost_their_address_keep_their_positions() {
         let mut v = serde_json::to_value(two_nics_without_addresses()).unwrap();
         v["rdma"] = serde_json::json!([]);
         let ens1 = v["interfaces"][2].clone();
-        for (name, kind) in [
-            ("eno2", None),
-            ("ens9", Some("veth")),
-            ("veth3a9c", Some("veth")),
+        assert_eq!(ens1["name"], "ens1");
+        for (name, kind, up) in [
+            ("eno2", None, true),
+            ("ens9", Some("veth"), true),
+            ("veth3a9c", Some("veth"), true),
+            ("ens5", None, false),
         ] {
             let mut i = ens1.clone();
             i["name"] = name.into();
             i["kind"] = serde_json::json!(kind);
+            i["admin_up"] = up.into();
+            if !up {
+                i["oper_state"] = "DOWN".into();
+                i["carrier"] = false.into();
+            }
             v["interfaces"].as_array_mut().unwrap().push(i);
         }
         let st: HostState = serde_json::from_value(v).unwrap();

@@ -452,7 +452,8 @@ fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
 /// addresses are gone no longer does. Its link is still there and looks like
 /// its siblings (`r1` like `r0`), so it keeps its position: the report names
 /// exactly that NIC, and its siblings stay on their rails (`r2` is `#2` on
-/// every host, not `#1` on the host that lost `r1`).
+/// every host, not `#1` on the host that lost `r1`). An unused port of the
+/// same shape, administratively down, is not taken for a NIC.
 #[test]
 #[ignore = "needs root: builds a fleet of network namespaces"]
 fn without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails() {
@@ -480,9 +481,21 @@ fn without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails() 
             .map_or(h.to_string(), |k| format!("h{}", k + 1))
     };
     // h2 r1's cable pulled (switch port s5) and its addresses gone, as
-    // networkd does on carrier loss.
+    // networkd does on carrier loss: the host side stays administratively up.
     ip(&sw, &["link", "set", "dev", "s5", "down"]);
     flush(&ns[1], "r1");
+    // h3 has a port of the same shape nobody configured (a veth `r9`, left
+    // administratively down): not a NIC of the mesh, so not in its entry.
+    ip(
+        &ns[2],
+        &["link", "add", "r9", "type", "veth", "peer", "name", "x9"],
+    );
+    let seen = |h: &Host, n: &str| {
+        let i = h.snapshot().unwrap().interface(n).cloned().unwrap();
+        (i.admin_up, i.carrier)
+    };
+    assert_eq!(seen(&hosts[1], "r1"), (true, Some(false)));
+    assert!(!seen(&hosts[2], "r9").0);
 
     let p = plan(&hosts, &options(1500));
     // Every NIC of every host on the rail of its position, r1 of h2 too.
