@@ -76,8 +76,8 @@ options:
         address (the node's rails; C(roce-net mesh node --nic)). One without an
         address is in the entry's C(unprobed) and the report names it
         (C(no-address), C(link-down), C(absent)). Without it, a host without
-        RDMA devices adds the links that look like its NICs in scope and have
-        no address; with it, nothing is guessed.
+        RDMA devices adds the links that look like its NICs in scope, have no
+        address and are administratively up; with it, nothing is guessed.
     type: list
     elements: str
   nodes:
