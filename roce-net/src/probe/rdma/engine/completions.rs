@@ -81,21 +81,32 @@ fn failed_completion(stage: Stage, c: &Completion) -> Fail {
     )
 }
 
+/// How often an idle wait looks for the peer's Abort on the TCP channel (a
+/// few system calls, so not on every poll).
+const PEER_CHECK: Duration = Duration::from_millis(5);
+
 /// How a completion wait idles while the queue is empty: spin at first, then
-/// sleep 50 us between polls; every 1 024 empty polls, fail on the deadline or
-/// on the peer's Abort.
+/// sleep 50 us between polls. The deadline is checked on the clock after every
+/// empty poll, not after a count of them: on a loaded machine a 50 us sleep
+/// (or the poll itself) can last far longer, and a count of polls would then
+/// stretch the bound by as much. The peer's Abort is looked for every
+/// [`PEER_CHECK`] by the same clock.
 struct Idle {
     /// When the wait began (for the timeout's `waited_ms`).
     t0: Instant,
     /// Empty polls since the last completion.
     spins: u32,
+    /// When to look for the peer's Abort next.
+    peer_check: Instant,
 }
 
 impl Idle {
     fn new() -> Idle {
+        let t0 = Instant::now();
         Idle {
-            t0: Instant::now(),
+            t0,
             spins: 0,
+            peer_check: t0 + PEER_CHECK,
         }
     }
 
@@ -111,20 +122,25 @@ impl Idle {
         deadline: Instant,
         stage: Stage,
     ) -> std::result::Result<(), Fail> {
-        self.spins += 1;
-        if self.spins % 1024 == 0 {
-            if Instant::now() >= deadline {
-                return Err(Fail::new(
-                    stage,
-                    FailureValue::Timeout {
-                        waited_ms: self.t0.elapsed().as_millis() as u64,
-                    },
-                ));
-            }
+        // One monotonic clock read (vDSO) per empty poll: cheap next to the
+        // poll, and the only way the bound holds whatever a poll or a sleep
+        // really took.
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Fail::new(
+                stage,
+                FailureValue::Timeout {
+                    waited_ms: now.duration_since(self.t0).as_millis() as u64,
+                },
+            ));
+        }
+        if now >= self.peer_check {
+            self.peer_check = now + PEER_CHECK;
             if let Some(m) = ch.try_recv() {
                 return Err(peer_stop(stage, m));
             }
         }
+        self.spins = self.spins.saturating_add(1);
         if self.spins > 4096 {
             std::thread::sleep(Duration::from_micros(50));
         } else {
@@ -173,4 +189,85 @@ pub(super) fn wait(
         }
     }
     Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The wait's bound on a machine where every poll is slow: it must end on
+    //! the clock, not after a count of polls.
+    use super::super::transfer::tests::Memory;
+    use super::*;
+    use crate::probe::rdma::tests::within;
+    use crate::probe::rdma::wire::Msg;
+    use roce_net_testkit::hang_guard;
+    use std::net::{TcpListener, TcpStream};
+
+    /// Each poll of the queue takes this long: far more than the 50 us sleep
+    /// the wait expects, as on a loaded machine.
+    const SLOW_POLL: Duration = Duration::from_millis(3);
+
+    /// Wait `bound` for a completion that never comes on a queue whose every
+    /// poll is slow, after the peer sent `from_peer` (or nothing, holding the
+    /// connection open): why the wait stopped and how many polls it made.
+    fn slow_wait(bound: Duration, from_peer: Option<Msg>) -> (Stage, FailureValue, u32) {
+        let (r, _) = within(hang_guard(bound), move || {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut peer =
+                Channel::new(TcpStream::connect(l.local_addr().unwrap()).unwrap()).unwrap();
+            let mut ch = Channel::new(l.accept().unwrap().0).unwrap();
+            let deadline = Instant::now() + bound;
+            if let Some(m) = from_peer {
+                peer.send(&m, deadline).unwrap();
+            }
+            let mut mem = Memory::new(vec![0; 64]);
+            mem.poll_takes = SLOW_POLL;
+            let mut q = Qp {
+                q: &mut mem,
+                stash: Vec::new(),
+            };
+            let mut want = HashSet::from([1u64]);
+            let r = wait(
+                &mut q,
+                &mut ch,
+                &mut want,
+                Until::All,
+                deadline,
+                Stage::SendRecv,
+            );
+            drop(peer);
+            match r {
+                Ok(got) => panic!("nothing completes, yet the wait returned {got:?}"),
+                Err(f) => (f.stage, f.value, mem.polls),
+            }
+        });
+        r
+    }
+
+    #[test]
+    fn a_wait_ends_at_its_deadline_however_long_each_poll_takes() {
+        let (stage, value, polls) = slow_wait(Duration::from_millis(30), None);
+        assert_eq!(stage, Stage::SendRecv);
+        assert!(matches!(value, FailureValue::Timeout { .. }), "{value:?}");
+        // A wait that read the clock only every 1 024 empty polls would have
+        // polled 1 024 times (over 3 s here) before seeing its 30 ms deadline.
+        assert!(
+            polls < 1024,
+            "the deadline was seen only after {polls} polls"
+        );
+    }
+
+    #[test]
+    fn a_peers_abort_ends_a_wait_however_long_each_poll_takes() {
+        let abort = Msg::Abort {
+            stage: Stage::WriteToPeer,
+            value: FailureValue::Other {
+                message: "stopped".into(),
+            },
+            message: "the peer gave up".into(),
+        };
+        let (stage, value, polls) = slow_wait(Duration::from_secs(5), Some(abort));
+        assert_eq!(stage, Stage::Peer, "{value:?}");
+        assert!(matches!(value, FailureValue::Other { ref message } if message == "stopped"));
+        assert!(polls < 1024, "the Abort was seen only after {polls} polls");
+    }
 }

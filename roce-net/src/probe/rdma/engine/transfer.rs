@@ -184,7 +184,7 @@ fn bandwidth(size: usize, iterations: u32, seconds: f64, bytes: u64, verified: b
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! `check_peer_writes` against a peer speaking the wire protocol by hand:
     //! what a session over the NIC model cannot make a peer claim.
     use super::super::endpoint;
@@ -197,8 +197,24 @@ mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::time::Duration;
 
-    /// Memory only: the check reads the local buffer and nothing else.
-    struct Memory(Vec<u8>);
+    /// Memory only: the check reads the local buffer and nothing else. Its
+    /// queue never completes anything; each poll takes `poll_takes` (a loaded
+    /// machine) and is counted in `polls` (for the completion wait's tests).
+    pub(in crate::probe::rdma::engine) struct Memory {
+        buf: Vec<u8>,
+        pub(in crate::probe::rdma::engine) poll_takes: Duration,
+        pub(in crate::probe::rdma::engine) polls: u32,
+    }
+
+    impl Memory {
+        pub(in crate::probe::rdma::engine) fn new(buf: Vec<u8>) -> Memory {
+            Memory {
+                buf,
+                poll_takes: Duration::ZERO,
+                polls: 0,
+            }
+        }
+    }
 
     impl Queue for Memory {
         fn info(&self) -> QueueInfo {
@@ -208,7 +224,7 @@ mod tests {
                 lid: 0,
                 rkey: 3,
                 addr: 0x1000,
-                len: self.0.len() as u64,
+                len: self.buf.len() as u64,
                 active_mtu: Some(1024),
                 port_state: Some("ACTIVE".into()),
             }
@@ -217,11 +233,11 @@ mod tests {
             Ok(())
         }
         fn write_local(&mut self, off: usize, data: &[u8]) {
-            self.0[off..off + data.len()].copy_from_slice(data);
+            self.buf[off..off + data.len()].copy_from_slice(data);
         }
         fn read_local(&self, off: usize, len: usize) -> Vec<u8> {
-            let end = off.saturating_add(len).min(self.0.len());
-            self.0[off.min(end)..end].to_vec()
+            let end = off.saturating_add(len).min(self.buf.len());
+            self.buf[off.min(end)..end].to_vec()
         }
         fn post_recv(
             &mut self,
@@ -250,6 +266,8 @@ mod tests {
             Err(VerbsFailure::new("memory: no writes", None))
         }
         fn poll(&mut self) -> std::result::Result<Option<Completion>, VerbsFailure> {
+            self.polls += 1;
+            std::thread::sleep(self.poll_takes);
             Ok(None)
         }
     }
@@ -271,7 +289,7 @@ mod tests {
     fn client_checks(buf: Vec<u8>, len: usize) -> (Msg, std::result::Result<(), Fail>, Bandwidth) {
         let st = HostState::empty("h");
         let mut s = Session::new(ProbeRole::Client, &st, selection());
-        let mut mem = Memory(buf);
+        let mut mem = Memory::new(buf);
         let me = endpoint(&st, &s.sel, &mem);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let mut peer = Channel::new(TcpStream::connect(l.local_addr().unwrap()).unwrap()).unwrap();
