@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
@@ -108,6 +109,18 @@ def mesh_lab():
         yield lab
 
 
+def fixed_hosts(lab, tmp_path: Path) -> List[roce_net.Host]:
+    """Each host of the fleet through its namespace (an /etc root of its own
+    under ``tmp_path``), fixed by ``apply`` under the default policy."""
+    hosts = []
+    for k, ns in enumerate(lab.fleet_hosts):
+        (tmp_path / f"etc{k}").mkdir()
+        h = roce_net.Host(netns=ns, etc_root=tmp_path / f"etc{k}")
+        h.apply(roce_net.plan(h.snapshot(), roce_net.Policy()), state_dir=tmp_path / f"run{k}")
+        hosts.append(h)
+    return hosts
+
+
 def run_mesh(hosts: List[roce_net.Host], nics: Optional[List[str]] = None) -> roce_net.MeshReport:
     """Plan from every host's entry (``mesh_node(nics=nics)``), run every host's
     part at once (the GIL is released), merge."""
@@ -128,12 +141,7 @@ def run_mesh(hosts: List[roce_net.Host], nics: Optional[List[str]] = None) -> ro
 @pytest.mark.needs_root
 def test_a_fixed_lab_fleet_passes_and_a_pulled_cable_is_named(mesh_lab, tmp_path):
     lab = mesh_lab
-    hosts = [
-        roce_net.Host(netns=ns, etc_root=tmp_path / f"etc{k}") for k, ns in enumerate(lab.fleet_hosts)
-    ]
-    for k, h in enumerate(hosts):
-        (tmp_path / f"etc{k}").mkdir()
-        h.apply(roce_net.plan(h.snapshot(), roce_net.Policy()), state_dir=tmp_path / f"run{k}")
+    hosts = fixed_hosts(lab, tmp_path)
 
     fixed = run_mesh(hosts)
     assert fixed.passed and fixed.verdict == "pass" and fixed.faults == (), fixed.message
@@ -165,12 +173,7 @@ def test_a_fixed_lab_fleet_passes_and_a_pulled_cable_is_named(mesh_lab, tmp_path
 @pytest.mark.needs_root
 def test_a_nic_that_lost_its_address_is_named_not_dropped(mesh_lab, tmp_path):
     lab = mesh_lab
-    hosts = [
-        roce_net.Host(netns=ns, etc_root=tmp_path / f"etc{k}") for k, ns in enumerate(lab.fleet_hosts)
-    ]
-    for k, h in enumerate(hosts):
-        (tmp_path / f"etc{k}").mkdir()
-        h.apply(roce_net.plan(h.snapshot(), roce_net.Policy()), state_dir=tmp_path / f"run{k}")
+    hosts = fixed_hosts(lab, tmp_path)
     # Host 3's r1: its switch port down and its addresses gone (what
     # systemd-networkd does when a NIC loses its carrier); host 2's r0: up,
     # its address flushed.

@@ -95,6 +95,33 @@ pub struct MeshFault {
     pub findings: Vec<Finding>,
 }
 
+impl MeshFault {
+    /// A fault of rail `rail`: no host, NIC or peer; its findings come later
+    /// (`Merge::rail_findings`), if at all.
+    fn rail(
+        rail: &str,
+        cause: String,
+        level: Option<MeshLevel>,
+        message: String,
+        evidence: BTreeMap<String, serde_json::Value>,
+        fix: Vec<String>,
+    ) -> MeshFault {
+        MeshFault {
+            element: FaultElement::Rail,
+            host: None,
+            nic: None,
+            rail: Some(rail.to_string()),
+            peer: None,
+            cause,
+            level,
+            message,
+            evidence,
+            fix,
+            findings: Vec::new(),
+        }
+    }
+}
+
 /// Counts of the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
@@ -931,23 +958,11 @@ impl Merge {
         }
         // Its findings once every host fault is known (`rail_findings`).
         self.rails.push((self.faults.len(), ring.to_vec()));
-        let findings = Vec::new();
         for &e in edges {
             self.edges[e as usize].explained = true;
         }
-        self.faults.push(MeshFault {
-            element: FaultElement::Rail,
-            host: None,
-            nic: None,
-            rail: Some(name.to_string()),
-            peer: None,
-            cause,
-            level,
-            message,
-            evidence: ev,
-            fix,
-            findings,
-        });
+        self.faults
+            .push(MeshFault::rail(name, cause, level, message, ev, fix));
     }
 
     /// Each rail fault's findings: its NICs', once per host and check, from
@@ -1433,28 +1448,18 @@ impl Merge {
                 "nics".into(),
                 serde_json::json!(nics.iter().take(EVIDENCE_SAMPLE).collect::<Vec<_>>()),
             );
-            self.faults.push(MeshFault {
-                element: FaultElement::Rail,
-                host: None,
-                nic: None,
-                rail: Some(rail.clone()),
-                peer: None,
-                cause: cause.clone(),
-                level: None,
-                message: format!(
-                    "rail {rail}: {} of its NICs on {} hosts have no address to probe on \
-                     ({cause}), {probed} have one: the rail's switch or fabric",
-                    members.len(),
-                    hosts.len()
-                ),
-                evidence: ev,
-                fix: vec![format!(
-                    "check the switch of rail {rail} (is it up, are its ports up?); each \
-                     NIC gets its address back when its link comes back (or by roce-net \
-                     apply)"
-                )],
-                findings: Vec::new(),
-            });
+            let message = format!(
+                "rail {rail}: {} of its NICs on {} hosts have no address to probe on \
+                 ({cause}), {probed} have one: the rail's switch or fabric",
+                members.len(),
+                hosts.len()
+            );
+            let fix = vec![format!(
+                "check the switch of rail {rail} (is it up, are its ports up?); each NIC \
+                 gets its address back when its link comes back (or by roce-net apply)"
+            )];
+            self.faults
+                .push(MeshFault::rail(&rail, cause, None, message, ev, fix));
             for i in members {
                 explained[i] = true;
             }

@@ -83,6 +83,57 @@ fn run_all(hosts: &[Host], plan: &MeshPlan) -> (MeshReport, Vec<String>) {
     (roce_net::mesh_report(plan, results).unwrap(), stopped)
 }
 
+/// A lab fleet (`Lab::fleet`) whose hosts are seen through their
+/// namespaces with one injected /etc, and the state directory of `apply`.
+struct Fleet {
+    /// Held for its drop, which removes the namespaces.
+    _lab: Lab,
+    ns: Vec<String>,
+    sw: String,
+    hosts: Vec<Host>,
+    _etc: tempfile::TempDir,
+    run: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new(name: &str, hosts: usize, nics: usize) -> Fleet {
+        let lab = Lab::fleet(name, hosts, nics).unwrap();
+        let ns = lab.fleet_hosts().to_vec();
+        let sw = lab.switch_ns().unwrap().to_string();
+        let etc = tempfile::tempdir().unwrap();
+        let hosts = ns
+            .iter()
+            .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
+            .collect();
+        Fleet {
+            _lab: lab,
+            ns,
+            sw,
+            hosts,
+            _etc: etc,
+            run: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Fix `h` as `roce-net apply` does under the default policy.
+    fn apply(&self, h: &Host) {
+        let opts = ApplyOptions {
+            state_dir: self.run.path().to_path_buf(),
+            ..Default::default()
+        };
+        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
+        roce_net::apply(h, &p, &opts).unwrap();
+    }
+
+    /// `h1`, `h2`, ... for a host's name, by its namespace's position.
+    fn label(&self, h: &str) -> String {
+        self.ns
+            .iter()
+            .position(|n| h.ends_with(&format!(":{n}")))
+            .map_or(h.to_string(), |k| format!("h{}", k + 1))
+    }
+}
+
 fn named(r: &MeshReport, label: &dyn Fn(&str) -> String) -> BTreeSet<String> {
     r.faults
         .iter()
@@ -103,30 +154,12 @@ fn named(r: &MeshReport, label: &dyn Fn(&str) -> String) -> BTreeSet<String> {
 #[ignore = "needs root: builds a fleet of network namespaces"]
 fn the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_frames() {
     require_root("the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_frames");
-    let lab = Lab::fleet("mesh", HOSTS, NICS).unwrap();
-    let ns = lab.fleet_hosts().to_vec();
-    let sw = lab.switch_ns().unwrap().to_string();
-    let etc = tempfile::tempdir().unwrap();
-    let run = tempfile::tempdir().unwrap();
-    let hosts: Vec<Host> = ns
-        .iter()
-        .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
-        .collect();
+    let fleet = Fleet::new("mesh", HOSTS, NICS);
+    let (ns, sw, hosts) = (&fleet.ns, &fleet.sw, &fleet.hosts);
     // Host k (from 1), NIC i: switch port s<(k-1)*NICS + i> (Lab::connect's order).
     let port = |k: usize, i: usize| format!("s{}", (k - 1) * NICS + i);
-    let label = |h: &str| {
-        ns.iter()
-            .position(|n| h.ends_with(&format!(":{n}")))
-            .map_or(h.to_string(), |k| format!("h{}", k + 1))
-    };
-    let apply = |h: &Host| {
-        let opts = ApplyOptions {
-            state_dir: run.path().to_path_buf(),
-            ..Default::default()
-        };
-        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
-        roce_net::apply(h, &p, &opts).unwrap();
-    };
+    let label = |h: &str| fleet.label(h);
+    let apply = |h: &Host| fleet.apply(h);
     // Every host fixed but h2.
     for (k, h) in hosts.iter().enumerate() {
         if k != 1 {
@@ -134,15 +167,15 @@ fn the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_fram
         }
     }
     // Rail #2: the NICs send 9000 bytes, their switch ports carry 1500.
-    for n in &ns {
+    for n in ns {
         ip(n, &["link", "set", "dev", "r2", "mtu", "9000"]);
     }
     // h4 r1's cable pulled: its switch port down.
-    ip(&sw, &["link", "set", "dev", &port(4, 1), "down"]);
+    ip(sw, &["link", "set", "dev", &port(4, 1), "down"]);
 
-    let p = plan(&hosts, &options(1500));
+    let p = plan(hosts, &options(1500));
     assert_eq!(p.round_count(), 3);
-    let (r, stopped) = run_all(&hosts, &p);
+    let (r, stopped) = run_all(hosts, &p);
     let want: BTreeSet<String> = [
         "host h2 - - arp-flux",
         "nic h4 r1 198.18.0.0/16#1 link-down",
@@ -197,13 +230,13 @@ fn the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_fram
 
     // Fixed: h2 applied, the cable back, the rail's switch ports at 9000.
     apply(&hosts[1]);
-    ip(&sw, &["link", "set", "dev", &port(4, 1), "up"]);
+    ip(sw, &["link", "set", "dev", &port(4, 1), "up"]);
     for k in 1..=HOSTS {
-        ip(&sw, &["link", "set", "dev", &port(k, 2), "mtu", "9000"]);
+        ip(sw, &["link", "set", "dev", &port(k, 2), "mtu", "9000"]);
     }
     wait_up(&ns[3], "r1");
-    let p = plan(&hosts, &options(1500));
-    let (r, stopped) = run_all(&hosts, &p);
+    let p = plan(hosts, &options(1500));
+    let (r, stopped) = run_all(hosts, &p);
     assert!(r.passed, "{}", r.table().join("\n"));
     // Every expected probe came and said goodbye: no responder waited for
     // its deadline.
@@ -211,7 +244,7 @@ fn the_mesh_names_the_unfixed_host_the_pulled_cable_and_the_rail_with_small_fram
     assert_eq!(r.summary.failed, 0);
     assert_eq!(r.summary.passed, r.summary.probes);
     assert_eq!(r.summary.probes, NICS * HOSTS * (HOSTS - 1));
-    drop(lab);
+    drop(fleet);
 }
 
 /// Wait (bounded) until `dev` in `ns` is operationally up again.
@@ -328,31 +361,15 @@ fn flush(ns: &str, dev: &str) {
 #[ignore = "needs root: builds a fleet of network namespaces"]
 fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
     require_root("a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan");
-    let lab = Lab::fleet("meshna", 3, 2).unwrap();
-    let ns = lab.fleet_hosts().to_vec();
-    let sw = lab.switch_ns().unwrap().to_string();
-    let etc = tempfile::tempdir().unwrap();
-    let run = tempfile::tempdir().unwrap();
-    let hosts: Vec<Host> = ns
-        .iter()
-        .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
-        .collect();
-    for h in &hosts {
-        let opts = ApplyOptions {
-            state_dir: run.path().to_path_buf(),
-            ..Default::default()
-        };
-        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
-        roce_net::apply(h, &p, &opts).unwrap();
+    let fleet = Fleet::new("meshna", 3, 2);
+    let (ns, sw, hosts) = (&fleet.ns, &fleet.sw, &fleet.hosts);
+    for h in hosts {
+        fleet.apply(h);
     }
-    let label = |h: &str| {
-        ns.iter()
-            .position(|n| h.ends_with(&format!(":{n}")))
-            .map_or(h.to_string(), |k| format!("h{}", k + 1))
-    };
+    let label = |h: &str| fleet.label(h);
     // h3 r1: its cable pulled (switch port s5) and its addresses gone, as
     // networkd does on carrier loss. h2 r0: link up, its address flushed.
-    ip(&sw, &["link", "set", "dev", "s5", "down"]);
+    ip(sw, &["link", "set", "dev", "s5", "down"]);
     flush(&ns[2], "r1");
     flush(&ns[1], "r0");
 
@@ -360,9 +377,9 @@ fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
     // subnet): h2's and h3's remaining NIC shares its subnet with no NIC of
     // its host, so both entries are empty. Each such node is named, and a
     // schedule with no probe is not a pass.
-    let p = plan(&hosts, &options(1500));
+    let p = plan(hosts, &options(1500));
     assert!(p.inventory.nodes[1].nics.is_empty(), "{:#?}", p.inventory);
-    let (r, _) = run_all(&hosts, &p);
+    let (r, _) = run_all(hosts, &p);
     let want: BTreeSet<String> = ["host h2 - - no-nics", "host h3 - - no-nics"]
         .iter()
         .map(|s| s.to_string())
@@ -381,7 +398,7 @@ fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
         .collect();
     let inv = MeshInventory::new(nodes);
     let p = roce_net::mesh_plan(&inv, &options(1500)).unwrap();
-    let (r, _) = run_all(&hosts, &p);
+    let (r, _) = run_all(hosts, &p);
     let want: BTreeSet<String> = [
         "nic h2 r0 198.18.0.0/16#0 no-address",
         "nic h3 r1 198.18.0.0/16#1 link-down",
@@ -444,7 +461,7 @@ fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
         "{:?}",
         bare.fix
     );
-    drop(lab);
+    drop(fleet);
 }
 
 /// Hosts of four NICs without RDMA devices, entries from snapshots alone (no
@@ -458,31 +475,15 @@ fn a_nic_that_lost_its_addresses_is_named_not_dropped_from_the_plan() {
 #[ignore = "needs root: builds a fleet of network namespaces"]
 fn without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails() {
     require_root("without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails");
-    let lab = Lab::fleet("meshpos", 3, NICS).unwrap();
-    let ns = lab.fleet_hosts().to_vec();
-    let sw = lab.switch_ns().unwrap().to_string();
-    let etc = tempfile::tempdir().unwrap();
-    let run = tempfile::tempdir().unwrap();
-    let hosts: Vec<Host> = ns
-        .iter()
-        .map(|n| Host::netns(n).unwrap().with_etc_root(etc.path()))
-        .collect();
-    for h in &hosts {
-        let opts = ApplyOptions {
-            state_dir: run.path().to_path_buf(),
-            ..Default::default()
-        };
-        let p = roce_net::plan(&h.snapshot().unwrap(), &Policy::default()).unwrap();
-        roce_net::apply(h, &p, &opts).unwrap();
+    let fleet = Fleet::new("meshpos", 3, NICS);
+    let (ns, sw, hosts) = (&fleet.ns, &fleet.sw, &fleet.hosts);
+    for h in hosts {
+        fleet.apply(h);
     }
-    let label = |h: &str| {
-        ns.iter()
-            .position(|n| h.ends_with(&format!(":{n}")))
-            .map_or(h.to_string(), |k| format!("h{}", k + 1))
-    };
+    let label = |h: &str| fleet.label(h);
     // h2 r1's cable pulled (switch port s5) and its addresses gone, as
     // networkd does on carrier loss: the host side stays administratively up.
-    ip(&sw, &["link", "set", "dev", "s5", "down"]);
+    ip(sw, &["link", "set", "dev", "s5", "down"]);
     flush(&ns[1], "r1");
     // h3 has a port of the same shape nobody configured (a veth `r9`, left
     // administratively down): not a NIC of the mesh, so not in its entry.
@@ -497,7 +498,7 @@ fn without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails() 
     assert_eq!(seen(&hosts[1], "r1"), (true, Some(false)));
     assert!(!seen(&hosts[2], "r9").0);
 
-    let p = plan(&hosts, &options(1500));
+    let p = plan(hosts, &options(1500));
     // Every NIC of every host on the rail of its position, r1 of h2 too.
     for node in &p.inventory.nodes {
         let rails: Vec<(&str, Option<&str>)> = node
@@ -520,12 +521,12 @@ fn without_rdma_a_nic_that_lost_its_addresses_keeps_its_position_on_the_rails() 
             );
         }
     }
-    let (r, _) = run_all(&hosts, &p);
+    let (r, _) = run_all(hosts, &p);
     let want: BTreeSet<String> = ["nic h2 r1 198.18.0.0/16#1 link-down".to_string()].into();
     assert_eq!(named(&r, &label), want, "{}", r.table().join("\n"));
     assert!(!r.passed);
     assert_eq!(r.summary.unprobed, 1);
     assert_eq!(r.summary.failed, 0, "{}", r.table().join("\n"));
     assert!(r.summary.probes > 0 && r.summary.passed == r.summary.probes);
-    drop(lab);
+    drop(fleet);
 }
