@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import roce_net
-from conftest import cannot_run, lab_fleet
+from conftest import cannot_run, lab_fleet, rails_view
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "ansible"
@@ -93,16 +93,12 @@ def play(inv: Path, tmp: Path, tag: str, *extra: str) -> dict:
     return {"recap": recap, "result": result, "out": r.stdout, "seconds": took}
 
 
-def routing_view(lab: roce_net.Lab, tmp: Path):
-    out = []
-    for k, ns in enumerate(lab.fleet_hosts, start=1):
-        st = roce_net.Host(netns=ns, etc_root=tmp / "etc" / f"h{k}").snapshot()
-        out.append((
-            sorted((r.priority, str(r.src), r.table) for r in st.rules if r.family == "inet"),
-            sorted((r.table, r.dst, str(r.dev)) for r in st.routes if r.family == "inet"),
-            st.sysctls.to_dict(),
-        ))
-    return out
+def fleet_rails_view(lab: roce_net.Lab, tmp: Path) -> list:
+    """Each host's ``rails_view`` (what an apply changes), host by host."""
+    return [
+        rails_view(roce_net.Host(netns=ns, etc_root=tmp / "etc" / f"h{k}").snapshot())
+        for k, ns in enumerate(lab.fleet_hosts, start=1)
+    ]
 
 
 def ping_from(ns: str, src: str, dst: str) -> None:
@@ -125,7 +121,7 @@ def test_fleet_playbook_check_apply_clean_idempotent(fleet_lab, tmp_path, capsys
         ping_from(hosts[a], nic[(hosts[a], "r1")], nic[(hosts[b], "r0")])
         polluted.append((b, nic[(hosts[a], "r1")]))
     inv = inventory(lab, tmp_path)
-    before_view = routing_view(lab, tmp_path)
+    before_view = fleet_rails_view(lab, tmp_path)
 
     check = play(inv, tmp_path, "check", "--check", "--diff")
     fb = check["result"]["before"]
@@ -141,7 +137,7 @@ def test_fleet_playbook_check_apply_clean_idempotent(fleet_lab, tmp_path, capsys
         assert res["changed"] is True and res["changes"], (h, res)
         assert "diff" in res and "lookup" in res["diff"]["after"], (h, res.get("diff"))
     assert "+rule from 198.18.1.12 lookup" in check["out"]  # the diff is shown
-    assert routing_view(lab, tmp_path) == before_view, "check mode changed a host"
+    assert fleet_rails_view(lab, tmp_path) == before_view, "check mode changed a host"
 
     apply = play(inv, tmp_path, "apply")
     assert all(v["changed"] >= 1 and v["failed"] == 0 for v in apply["recap"].values()), apply["recap"]
