@@ -1549,3 +1549,77 @@ fn probe_nd_exit_code_says_several_or_silence() {
     let o = probe("198.18.0.12", &[]);
     assert_eq!(o.status.code(), Some(64), "{}", text(&o));
 }
+
+/// The shared objects a built executable asks the loader for (`DT_NEEDED`, as
+/// binutils' `objdump -p` lists them).
+fn needed(exe: &Path) -> Vec<String> {
+    let o = Command::new("objdump")
+        .arg("-p")
+        .arg(exe)
+        .output()
+        .expect("objdump (binutils) runs");
+    assert!(
+        o.status.success(),
+        "objdump -p {}: {}",
+        exe.display(),
+        text(&o)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("NEEDED"))
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+/// The CLI starts without loading `libgcc_s.so.1`: build.rs links GCC's
+/// static unwinder in its place (its constructor's `cpuid` probes and the
+/// library's loading were about 5% of an 8-NIC apply's CPU time).
+#[test]
+fn cli_starts_without_libgcc_s() {
+    let libs = needed(Path::new(env!("CARGO_BIN_EXE_roce-net")));
+    assert!(libs.iter().any(|l| l.starts_with("libc.so")), "{libs:?}");
+    assert!(
+        !libs.iter().any(|l| l.starts_with("libgcc_s")),
+        "the CLI needs libgcc_s: build.rs did not put the static libgcc_eh.a in its place \
+         (does `cc -print-file-name=libgcc_eh.a` name a file?): {libs:?}"
+    );
+}
+
+/// What the static unwinder must still do in an executable linked that way
+/// (this test binary is, by the same build script): unwind a panic to
+/// `catch_unwind`, running destructors on the way, and walk the stack for a
+/// backtrace.
+#[test]
+fn the_linked_in_unwinder_unwinds_and_walks_the_stack() {
+    struct Dropped<'a>(&'a std::cell::Cell<bool>);
+    impl Drop for Dropped<'_> {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
+    }
+    let exe = std::env::current_exe().expect("the test's own path");
+    assert!(
+        !needed(&exe).iter().any(|l| l.starts_with("libgcc_s")),
+        "this test binary is not linked as the CLI is"
+    );
+    let dropped = std::cell::Cell::new(false);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _d = Dropped(&dropped);
+        std::panic::resume_unwind(Box::new("unwound"));
+    }));
+    assert_eq!(
+        caught.err().and_then(|e| e.downcast_ref::<&str>().copied()),
+        Some("unwound")
+    );
+    assert!(
+        dropped.get(),
+        "a destructor on the unwound frame did not run"
+    );
+    let bt = std::backtrace::Backtrace::force_capture();
+    assert_eq!(bt.status(), std::backtrace::BacktraceStatus::Captured);
+    let shown = bt.to_string();
+    assert!(
+        shown.contains("the_linked_in_unwinder_unwinds_and_walks_the_stack"),
+        "the backtrace does not reach this test's frame: {shown}"
+    );
+}
