@@ -1,9 +1,9 @@
 //! The raw system calls roce-net makes through `libc::syscall`: two because
 //! glibc's wrappers are newer than the artifacts' glibc 2.17 floor
 //! (docs/install.md): random bytes for ids and packet sequence numbers, and an
-//! atomic rename that refuses to replace; and a fork without glibc's fork
-//! handlers, for the one descriptor whose close must not be waited for
-//! ([`close_elsewhere`]). Below every module that uses them (the private state
+//! atomic rename that refuses to replace; and, in `detach.rs`, the processes
+//! made without glibc (`clone(CLONE_VM)` on x86-64) for the one descriptor
+//! whose close must not be waited for ([`close_elsewhere`]). Below every module that uses them (the private state
 //! files, the names writer, the RDMA probe, the announcer).
 
 /// Fill `buf` from the kernel's random pool (`getrandom(2)`, flags 0); `false`
@@ -45,200 +45,8 @@ pub(crate) fn renameat2(
     }
 }
 
-/// Close `fd` in a short-lived process of its own (a grandchild, which
-/// nobody waits for) instead of in this one; in this one if that process
-/// cannot be made.
-///
-/// For a packet socket: closing one waits for an RCU grace period
-/// (`packet_release` calls `synchronize_net()`, 5-20 ms here), and a process
-/// that closes it, or exits holding it, is not done until that wait is over
-/// (docs/architecture.md, decision 17). This process waits only for its child,
-/// which forks the grandchild, lets go of its copy and exits: two forks, a
-/// fraction of a millisecond for the CLI. The child closes every other
-/// descriptor it inherited before it forks, so the grandchild never holds any
-/// of them, and once this function has waited for the child nothing of this
-/// process stays open because of it: a pipe's reader sees end-of-file, a lock
-/// taken with `flock` is this process's to let go, a file system it wrote to
-/// can be remounted read-only. The grandchild waits until this process and the child have
-/// closed their copies (the end of a pipe only they hold; at most a second,
-/// should a fork of another thread hold it too), so that its close is the last
-/// one and the one that waits; with `last`, it first waits `last.delay` and
-/// runs `last.act` on it (the announcer's second copy of each announcement);
-/// then it closes it and exits. In a process that would inherit that orphan
-/// (the first process of a PID namespace, or a child subreaper: it would stay
-/// a zombie), `fd` is closed here, with the wait, and `last` is not run.
-///
-/// The forks are raw `clone(SIGCHLD)` system calls, as glibc's `fork()` makes
-/// them but without its `pthread_atfork` handlers, with every signal blocked
-/// across them, and the children make nothing but system calls: safe in a
-/// process with other threads (a Python interpreter, a test harness).
-pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>>) {
-    use std::os::fd::IntoRawFd;
-    if reaps_orphans() {
-        // The grandchild would become this process's child, and nothing here
-        // would reap it: close here and wait (no second copy).
-        drop(fd);
-        return;
-    }
-    let raw = fd.into_raw_fd();
-    let mut pipe = [-1 as libc::c_int; 2];
-    // SAFETY: a valid array of two descriptors for pipe2 to fill.
-    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        // SAFETY: raw came from into_raw_fd and is closed once.
-        unsafe { libc::close(raw) };
-        return;
-    }
-    let [read_end, write_end] = pipe;
-    // SAFETY: sigset_t is plain old data; sigfillset fills it.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sigset_t is plain old data.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid sigset pointers; blocks every signal of this thread until
-    // it is restored below, so no handler runs in a child.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
-    let child = fork_raw();
-    if child == 0 {
-        // The child lets go of everything else it inherited (a lock, a
-        // journal's descriptor) before it forks, so the grandchild never holds
-        // any of it, and this process, once it has waited for the child, knows
-        // nothing of its own stays open elsewhere.
-        close_all_but(read_end, raw);
-        if fork_raw() == 0 {
-            // The grandchild.
-            let mut pfd = libc::pollfd {
-                fd: read_end,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd; nothing is ever written to the pipe,
-            // so it wakes at end of file (every writer gone) or after 1 s.
-            unsafe { libc::poll(&mut pfd, 1, 1000) };
-            if let Some(l) = &last {
-                let t = libc::timespec {
-                    tv_sec: l.delay.as_secs().min(60) as libc::time_t,
-                    tv_nsec: libc::c_long::from(l.delay.subsec_nanos() as i32),
-                };
-                // SAFETY: a valid timespec; signals are blocked, so it sleeps
-                // the whole delay.
-                unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
-                (l.act)(raw);
-            }
-            // SAFETY: this process's copy, the last one.
-            unsafe { libc::close(raw) };
-        }
-        // SAFETY: ends this (child or grandchild) process only; no Rust
-        // code runs after a fork of a process that may have other threads.
-        // The child's copies go with it.
-        unsafe { libc::syscall(libc::SYS_exit_group, 0) };
-    }
-    // SAFETY: restores the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    // SAFETY: each came from into_raw_fd or pipe2 above and is closed once
-    // here: this process's copies (the grandchild's socket is the last one),
-    // or, when no child could be made, the socket itself.
-    unsafe {
-        libc::close(raw);
-        libc::close(write_end);
-        libc::close(read_end);
-    }
-    if child > 0 {
-        let mut status = 0;
-        loop {
-            // SAFETY: waits for our own child only; status is a valid pointer.
-            let r = unsafe { libc::waitpid(child as libc::pid_t, &mut status, libc::__WALL) };
-            if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break;
-            }
-        }
-    }
-}
-
-/// What the process that closes a descriptor ([`close_elsewhere`]) does with
-/// it first: after `delay` (at most a minute), `act(fd)`. `act` runs in a
-/// forked child of a process that may have other threads: it may make system
-/// calls only (through `libc`; no allocation, no lock, nothing of Rust's
-/// `std` that could take one) on memory the parent prepared, and must not
-/// panic.
-pub(crate) struct LastUse<'a> {
-    /// How long to wait before `act`.
-    pub delay: std::time::Duration,
-    /// What to do with the descriptor.
-    pub act: &'a (dyn Fn(libc::c_int) + Sync),
-}
-
-/// Whether an orphaned descendant of this process would become its own child:
-/// it is the first process of its PID namespace (a container's entry point)
-/// or a child subreaper (`PR_SET_CHILD_SUBREAPER`). Such a process reaps only
-/// the children it waits for, so a grandchild left to it would stay a zombie.
-fn reaps_orphans() -> bool {
-    let mut flag: libc::c_int = 0;
-    // SAFETY: PR_GET_CHILD_SUBREAPER stores one int through the pointer given.
-    let subreaper = unsafe {
-        libc::prctl(
-            libc::PR_GET_CHILD_SUBREAPER,
-            std::ptr::addr_of_mut!(flag) as libc::c_ulong,
-        )
-    } == 0
-        && flag != 0;
-    // SAFETY: getpid has no preconditions.
-    subreaper || unsafe { libc::getpid() } == 1
-}
-
-/// `clone(SIGCHLD)`, a fork that runs no `pthread_atfork` handler: the child's
-/// pid in the parent, 0 in the child, negative when it failed.
-fn fork_raw() -> libc::c_long {
-    // SAFETY: clone with only an exit signal copies this process like fork(2);
-    // the zero stack means the child runs on its copy of this stack.
-    unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_ulong,
-            0usize,
-            0usize,
-            0usize,
-            0usize,
-        )
-    }
-}
-
-/// In a forked child: close every descriptor but `a` and `b`
-/// (`close_range(2)`, Linux 5.9; before it, one `close` per possible
-/// descriptor below the limit of open files, at most 65536).
-fn close_all_but(a: libc::c_int, b: libc::c_int) {
-    let (lo, hi) = (a.min(b) as libc::c_uint, a.max(b) as libc::c_uint);
-    let range = |first: libc::c_uint, last: libc::c_uint| {
-        // SAFETY: close_range only closes this process's descriptors.
-        first > last || unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) } == 0
-    };
-    if (lo == 0 || range(0, lo - 1)) && range(lo + 1, hi.wrapping_sub(1)) && range(hi + 1, u32::MAX)
-    {
-        return;
-    }
-    // SAFETY: rlimit64 is plain old data; prlimit64 fills it.
-    let mut lim: libc::rlimit64 = unsafe { std::mem::zeroed() };
-    // SAFETY: this process (pid 0), no new limit, a valid pointer for the old.
-    let got = unsafe {
-        libc::syscall(
-            libc::SYS_prlimit64,
-            0,
-            libc::RLIMIT_NOFILE,
-            std::ptr::null::<libc::rlimit64>(),
-            &mut lim,
-        )
-    };
-    let max = if got == 0 {
-        lim.rlim_cur.min(65536) as libc::c_uint
-    } else {
-        1024
-    };
-    for fd in (0..max).filter(|&fd| fd != lo && fd != hi) {
-        // SAFETY: closing a descriptor of this (forked) process.
-        unsafe { libc::close(fd as libc::c_int) };
-    }
-}
+mod detach;
+pub(crate) use detach::{close_elsewhere, LastUse};
 
 /// `a` as the kernel takes it: the address and its length.
 pub(crate) fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
@@ -648,6 +456,13 @@ mod tests {
         if std::env::var_os(ALONE).is_none() {
             return;
         }
+        let mappings = || {
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .lines()
+                .count()
+        };
+        let before = mappings();
         for _ in 0..300 {
             let mut other = [-1 as libc::c_int; 2];
             let mut sock = [-1 as libc::c_int; 2];
@@ -677,5 +492,19 @@ mod tests {
             assert_eq!(ready, 1, "another descriptor still open in the grandchild");
             drop((r, keep));
         }
+        // Each grandchild unmaps the memory it ran in as it exits (where it
+        // shares this process's memory): 300 of them leave no mapping behind
+        // once they are gone (each closed its copy above, so each is at most
+        // an unmap and an exit away).
+        let guard = std::time::Instant::now();
+        while mappings() > before + 8 && guard.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            mappings() <= before + 8,
+            "{} mappings before, {} after 300 grandchildren",
+            before,
+            mappings()
+        );
     }
 }

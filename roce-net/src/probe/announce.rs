@@ -118,28 +118,9 @@ impl Announcer {
     /// announcement's second copy. Dropped instead, it is closed here, this
     /// thread waits, and no second copy goes out.
     pub(crate) fn close(self) {
-        let frames = &self.sent;
-        // Runs in the process that closes the socket: system calls only, on
-        // the frames prepared here (sys::LastUse).
-        let again = |fd: libc::c_int| {
-            for (to, frame) in frames {
-                // SAFETY: frame and to are valid for the lengths given; a
-                // failure is ignored (the first copy went out).
-                unsafe {
-                    libc::sendto(
-                        fd,
-                        frame.as_ptr().cast(),
-                        frame.len(),
-                        0,
-                        std::ptr::addr_of!(*to).cast(),
-                        std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-                    )
-                };
-            }
-        };
-        let last = (!frames.is_empty()).then_some(crate::sys::LastUse {
+        let last = (!self.sent.is_empty()).then_some(crate::sys::LastUse {
             delay: SECOND_COPY_AFTER,
-            act: &again,
+            resend: &self.sent,
         });
         crate::sys::close_elsewhere(self.sock, last);
     }
