@@ -6,8 +6,10 @@
 //! run) and its merge name exactly that NIC, by the node's Slurm name, and
 //! exit 6. Its addresses then flushed (as networkd does on carrier loss), the
 //! script's `--nic r0,r1` keeps it in n3's entry and the report still names
-//! it. The first report, passed to the Slurm HealthCheckProgram's
-//! `roce-net check --mesh`, drains exactly that node.
+//! it, and its `--libibverbs PATH` (a path made to break shell quoting)
+//! reaches each node's `mesh run` word for word, and no other step. The first
+//! report, passed to the Slurm HealthCheckProgram's `roce-net check --mesh`,
+//! drains exactly that node.
 
 use crate::support::{require_root, text};
 use roce_net::{ApplyOptions, Host, Lab, Policy};
@@ -83,13 +85,48 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     let _c = Cluster(cdir.clone());
     assert!(o.status.success(), "starting the cluster: {}", text(&o));
 
+    // Every roce-net call the script makes, on any node: its arguments, one
+    // file per call, NUL-separated.
+    let calls = dir.path().join("calls");
+    let wrapper = dir.path().join("roce-net");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nprintf '%s\\0' \"$@\" >\"$(mktemp '{}/XXXXXX')\"\nexec '{}' \"$@\"\n",
+            calls.display(),
+            env!("CARGO_BIN_EXE_roce-net")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let made_calls = || -> Vec<Vec<String>> {
+        let mut v: Vec<Vec<String>> = std::fs::read_dir(&calls)
+            .unwrap()
+            .map(|e| {
+                let b = std::fs::read(e.unwrap().path()).unwrap();
+                String::from_utf8_lossy(&b)
+                    .split_terminator('\0')
+                    .map(String::from)
+                    .collect()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+
     // The script as a user runs it: salloc over three nodes, the lab's /etc
     // and an empty sysfs (no RDMA device of the machine's), short slots;
     // its exit, its output and its report's faults as `element host nic cause`.
     let mesh = |out: &std::path::Path, more: &[&str]| {
+        let _ = std::fs::remove_dir_all(&calls);
+        std::fs::create_dir(&calls).unwrap();
         let o = Command::new(repo().join("scripts/lib/slurm-lab.sh"))
             .args(["run", cdir.to_str().unwrap(), "env"])
-            .arg(format!("ROCE_NET={}", env!("CARGO_BIN_EXE_roce-net")))
+            .arg(format!("ROCE_NET={}", wrapper.display()))
             .arg(format!(
                 "ROCE_NET_ARGS=--etc-root {} --sysfs-root {}",
                 etc.display(),
@@ -148,13 +185,23 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     // goes empty and, without --nic, the report blames the whole host
     // (`host n3 - no-nics`). The script's --nic (every node's rails, passed
     // to `mesh node`) keeps r1 in the entry and the report names it alone.
+    // Its --libibverbs, a path that would run commands if the script let a
+    // shell read it, goes to `mesh run` alone, as one argument (each
+    // roce-net call as the wrapper saw it: the lab's nodes have no RDMA
+    // device, so no RDMA level is planned and the library is never loaded).
+    let injected = dir.path().join("injected");
+    let i = injected.display();
+    let lib = format!(
+        "{}/no such dir/$(touch {i}) `touch {i}`;touch {i}/libibverbs.so.1",
+        dir.path().display()
+    );
     let o = Command::new("ip")
         .args(["-n", &ns[2], "addr", "flush", "dev", "r1"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let out2 = dir.path().join("run-nic");
-    let (code, t2, r2, faults) = mesh(&out2, &["--nic", "r0,r1"]);
+    let (code, t2, r2, faults) = mesh(&out2, &["--nic", "r0,r1", "--libibverbs", &lib]);
     assert_eq!(code, Some(6), "{t2}\n{}", logs());
     assert_eq!(
         faults,
@@ -163,6 +210,25 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
         std::fs::read_to_string(out2.join("nodes/n3.json")).unwrap_or_default()
     );
     assert_eq!(r2["summary"]["unprobed"], 1, "{:#}", r2["summary"]);
+    let seen = made_calls();
+    let (runs, others): (Vec<_>, Vec<_>) = seen
+        .iter()
+        .partition(|c| c.windows(2).any(|w| w == ["mesh", "run"]));
+    assert_eq!(runs.len(), 3, "{seen:#?}");
+    for c in &runs {
+        assert!(
+            c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()]),
+            "{c:?}"
+        );
+    }
+    assert_eq!(others.len(), 5, "{seen:#?}");
+    assert!(
+        others
+            .iter()
+            .all(|c| c.iter().all(|a| !a.contains("libibverbs"))),
+        "{seen:#?}"
+    );
+    assert!(!injected.exists(), "the script ran a command from a path");
 
     // The report in each node's health check: the HealthCheckProgram run as
     // slurmd runs it (in the node's network and UTS namespaces, so its host
