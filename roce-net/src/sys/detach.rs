@@ -246,9 +246,15 @@ unsafe fn last_use(job: *const Job) {
         revents: 0,
     };
     let pfd_at = std::ptr::addr_of_mut!(pfd) as usize;
-    // SAFETY: one valid pollfd; nothing is ever written to the pipe, so it
-    // wakes at end of file (every writer gone) or after 1 s.
-    unsafe { sc(libc::SYS_poll, [pfd_at, 1, 1000, 0, 0, 0]) };
+    let second = libc::timespec {
+        tv_sec: 1,
+        tv_nsec: 0,
+    };
+    let second_at = std::ptr::addr_of!(second) as usize;
+    // SAFETY: one valid pollfd and timespec, no signal mask (`ppoll`: every
+    // architecture has it, not all have `poll`); nothing is ever written to
+    // the pipe, so it wakes at end of file (every writer gone) or after 1 s.
+    unsafe { sc(libc::SYS_ppoll, [pfd_at, 1, second_at, 0, 0, 0]) };
     if j.count > 0 {
         let delay_at = std::ptr::addr_of!(j.delay) as usize;
         // SAFETY: a valid timespec; signals are blocked, so it sleeps the
