@@ -73,19 +73,37 @@ pub(crate) fn close_elsewhere(fd: std::os::fd::OwnedFd, last: Option<LastUse<'_>
         return;
     }
     let [read_end, write_end] = pipe;
-    // SAFETY: sigset_t is plain old data; sigfillset fills it.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sigset_t is plain old data.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid sigset pointers; blocks every signal of this thread until
-    // it is restored below, so no handler runs in a child.
+    // The kernel's signal set (64 signals on x86-64 and aarch64), every bit
+    // set: glibc's `pthread_sigmask` would leave its own two signals (32 and
+    // 33) unblocked, and their handlers read the thread's TLS.
+    let all: u64 = !0;
+    let mut old: u64 = 0;
+    let set = libc::SIG_SETMASK as usize;
+    let size = std::mem::size_of::<u64>();
+    // SAFETY: valid 8-byte sets; blocks every signal of this thread until it
+    // is restored below (SIGKILL and SIGSTOP excepted, by the kernel), so no
+    // handler runs in a child.
     unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
+        sc(
+            libc::SYS_rt_sigprocmask,
+            [
+                set,
+                std::ptr::addr_of!(all) as usize,
+                std::ptr::addr_of_mut!(old) as usize,
+                size,
+                0,
+                0,
+            ],
+        )
+    };
     let child = detach(raw, read_end, last.as_ref());
     // SAFETY: restores the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    unsafe {
+        sc(
+            libc::SYS_rt_sigprocmask,
+            [set, std::ptr::addr_of!(old) as usize, 0, size, 0, 0],
+        )
+    };
     // SAFETY: each came from into_raw_fd or pipe2 above and is closed once
     // here: this process's copies (the grandchild's socket is the last one),
     // or, when no child could be made, the socket itself.
@@ -183,9 +201,10 @@ unsafe fn sc(nr: libc::c_long, a: [usize; 6]) -> isize {
     }
 }
 
-/// In a child: close every descriptor but `a` and `b` (`close_range(2)`,
-/// Linux 5.9; before it, one `close` per possible descriptor below the limit
-/// of open files, at most 65536). System calls only.
+/// In a child: close every descriptor but `a` and `b`: `close_range(2)`
+/// (Linux 5.9); before it (RHEL 8's 4.18), each descriptor `/proc/self/fd`
+/// lists; without `/proc`, one `close` per possible descriptor below the limit
+/// of open files, at most 65536. System calls only.
 fn close_all_but(a: libc::c_int, b: libc::c_int) {
     let (lo, hi) = (a.min(b) as usize, a.max(b) as usize);
     let range = |first: usize, last: usize| {
@@ -196,6 +215,9 @@ fn close_all_but(a: libc::c_int, b: libc::c_int) {
         && range(lo + 1, hi.wrapping_sub(1))
         && range(hi + 1, u32::MAX as usize)
     {
+        return;
+    }
+    if close_listed_but(lo, hi) {
         return;
     }
     // SAFETY: rlimit64 is plain old data; all-zero is valid.
@@ -229,6 +251,72 @@ fn close_all_but(a: libc::c_int, b: libc::c_int) {
     }
 }
 
+/// In a child: close each descriptor `/proc/self/fd` lists but `lo`, `hi`
+/// and the directory's own; `false` when it cannot be read. System calls
+/// only, on a buffer on this stack; the kernel lists descriptors by number,
+/// so closing those already read leaves the rest of the listing as it was.
+fn close_listed_but(lo: usize, hi: usize) -> bool {
+    const DIR: &[u8] = b"/proc/self/fd\0";
+    let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as usize;
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let dir = unsafe {
+        sc(
+            libc::SYS_openat,
+            [
+                libc::AT_FDCWD as usize,
+                DIR.as_ptr() as usize,
+                flags,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    if dir < 0 {
+        return false;
+    }
+    let dir = dir as usize;
+    let mut buf = std::mem::MaybeUninit::<[u8; 4096]>::uninit();
+    let at = buf.as_mut_ptr() as usize;
+    loop {
+        // SAFETY: the kernel writes at most 4096 bytes of whole records.
+        let n = unsafe { sc(libc::SYS_getdents64, [dir, at, 4096, 0, 0, 0]) };
+        if n <= 0 {
+            break;
+        }
+        // SAFETY: the first n bytes were written by the kernel just now.
+        let got = unsafe { std::slice::from_raw_parts(at as *const u8, n as usize) };
+        let mut off = 0;
+        // linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1),
+        // then the NUL-terminated name.
+        while let Some(&[r0, r1]) = got.get(off + 16..off + 18) {
+            let reclen = usize::from(u16::from_ne_bytes([r0, r1]));
+            let name = got.get(off + 19..off + reclen).unwrap_or(&[]);
+            let mut fd = 0usize;
+            let mut digits = 0;
+            for &c in name.iter().take_while(|&&c| c != 0) {
+                if !c.is_ascii_digit() || digits == 9 {
+                    digits = 0;
+                    break;
+                }
+                fd = fd * 10 + usize::from(c - b'0');
+                digits += 1;
+            }
+            if digits > 0 && fd != lo && fd != hi && fd != dir {
+                // SAFETY: closing a descriptor of this (child) process.
+                unsafe { sc(libc::SYS_close, [fd, 0, 0, 0, 0, 0]) };
+            }
+            if reclen == 0 {
+                break;
+            }
+            off += reclen;
+        }
+    }
+    // SAFETY: the directory opened above.
+    unsafe { sc(libc::SYS_close, [dir, 0, 0, 0, 0, 0]) };
+    true
+}
+
 /// The grandchild's work, on what `job` points to: wait until every other
 /// copy of the descriptor is closed (end of file on the pipe, at most a
 /// second), send the datagrams again after the delay, close. System calls
@@ -246,11 +334,12 @@ unsafe fn last_use(job: *const Job) {
         revents: 0,
     };
     let pfd_at = std::ptr::addr_of_mut!(pfd) as usize;
-    let second = libc::timespec {
+    // ppoll writes the time left back into it.
+    let mut second = libc::timespec {
         tv_sec: 1,
         tv_nsec: 0,
     };
-    let second_at = std::ptr::addr_of!(second) as usize;
+    let second_at = std::ptr::addr_of_mut!(second) as usize;
     // SAFETY: one valid pollfd and timespec, no signal mask (`ppoll`: every
     // architecture has it, not all have `poll`); nothing is ever written to
     // the pipe, so it wakes at end of file (every writer gone) or after 1 s.
@@ -381,7 +470,8 @@ mod vm {
     use super::{close_all_but, last_use, timespec, Datagram, Job};
     use std::time::Duration;
 
-    /// The child's exit status when it could not make the grandchild.
+    /// The child's exit status when it could not make the grandchild (what
+    /// [`clone_and_exit`]'s `setle` gives for a failed clone).
     pub(super) const NO_GRANDCHILD: libc::c_int = 1;
     /// Each process's stack (the functions they run use a few hundred bytes).
     const STACK: usize = 64 * 1024;
@@ -484,8 +574,6 @@ mod vm {
                     self.at(CHILD_STACK_TOP),
                     child,
                     self.at(JOB_AT).cast(),
-                    self.base,
-                    0,
                 )
             };
             (pid > 0).then_some(pid as libc::pid_t)
@@ -510,9 +598,11 @@ mod vm {
         // SAFETY: as above.
         let len = unsafe { (*job).map_len };
         // SAFETY: the grandchild's stack is in the mapping, below its guard
-        // page; grandchild runs system calls only.
-        let pid = unsafe {
-            clone_run(
+        // page; grandchild runs system calls only. This process exits in
+        // there, never back on its stack, which the grandchild may unmap at
+        // once.
+        unsafe {
+            clone_and_exit(
                 (libc::CLONE_VM | libc::SIGCHLD) as usize,
                 base.wrapping_add(GRANDCHILD_STACK_TOP),
                 grandchild,
@@ -520,11 +610,6 @@ mod vm {
                 base,
                 len,
             )
-        };
-        if pid > 0 {
-            0
-        } else {
-            NO_GRANDCHILD
         }
     }
 
@@ -537,10 +622,35 @@ mod vm {
         0
     }
 
-    /// `clone(flags, stack)`; the new process runs `f(job)` on that stack,
-    /// then unmaps `unmap_len` bytes at `unmap` (none for 0: it may be
-    /// running on them, so after `f` returns only registers are used) and
-    /// exits with `f`'s result. Returns the new pid, or `-errno`.
+    /// What the new process runs after `clone`: `f(job)` (r13, r12) on
+    /// the stack the kernel gave it, then it unmaps r15 bytes at r14 (none
+    /// for 0: it may be running on them, so after `f` returns only registers
+    /// are used) and exits with `f`'s result.
+    macro_rules! new_process {
+        () => {
+            concat!(
+                "xor ebp, ebp\n",
+                "mov rdi, r12\n",
+                "call r13\n",
+                "mov ebx, eax\n",
+                "test r15, r15\n",
+                "jz 4f\n",
+                "mov rdi, r14\n",
+                "mov rsi, r15\n",
+                "mov eax, {munmap}\n",
+                "syscall\n",
+                "4:\n",
+                "mov edi, ebx\n",
+                "mov eax, {exit}\n",
+                "syscall\n",
+                "ud2\n",
+            )
+        };
+    }
+
+    /// `clone(flags, stack)`; the new process runs `f(job)` on that stack and
+    /// exits with its result ([`new_process`]). Returns the new pid, or
+    /// `-errno`.
     ///
     /// # Safety
     /// `stack` is the 16-byte-aligned top of memory that only the new process
@@ -551,35 +661,19 @@ mod vm {
         stack: *mut u8,
         f: extern "C" fn(*mut Job) -> libc::c_int,
         job: *mut Job,
-        unmap: *mut u8,
-        unmap_len: usize,
     ) -> isize {
         let ret: isize;
         // SAFETY (the caller's). In this process, the system call's result
         // is all: rcx and r11 clobbered. In the new one (rax = 0) the kernel
         // has set rsp to `stack`; r12-r15 are kept across the system call and
-        // across `f` (callee-saved), which returns to the unmap and the exit
-        // and never to Rust code here.
+        // across `f` (callee-saved), which returns to the exit and never to
+        // Rust code here.
         unsafe {
             std::arch::asm!(
                 "syscall",
                 "test rax, rax",
                 "jnz 2f",
-                "xor ebp, ebp",
-                "mov rdi, r12",
-                "call r13",
-                "mov ebx, eax",
-                "test r15, r15",
-                "jz 3f",
-                "mov rdi, r14",
-                "mov rsi, r15",
-                "mov eax, {munmap}",
-                "syscall",
-                "3:",
-                "mov edi, ebx",
-                "mov eax, {exit}",
-                "syscall",
-                "ud2",
+                new_process!(),
                 "2:",
                 munmap = const libc::SYS_munmap,
                 exit = const libc::SYS_exit,
@@ -591,12 +685,123 @@ mod vm {
                 in("r8") 0usize,
                 in("r12") job,
                 in("r13") f,
-                in("r14") unmap,
-                in("r15") unmap_len,
+                in("r14") 0usize,
+                in("r15") 0usize,
                 lateout("rcx") _,
                 lateout("r11") _,
             );
         }
         ret
+    }
+
+    /// `clone(flags, stack)`, the new process as in [`clone_run`] but
+    /// unmapping `unmap_len` bytes at `unmap` before it exits; this process
+    /// then exits at once, with status 0 when the new one was made and
+    /// [`NO_GRANDCHILD`] when not, using registers only: the new process may
+    /// unmap the memory this one's stack is in as soon as it runs.
+    ///
+    /// # Safety
+    /// As [`clone_run`]; `unmap` and `unmap_len` are the mapping holding
+    /// `stack`, the job and this process's stack, which nothing else uses.
+    unsafe fn clone_and_exit(
+        flags: usize,
+        stack: *mut u8,
+        f: extern "C" fn(*mut Job) -> libc::c_int,
+        job: *mut Job,
+        unmap: *mut u8,
+        unmap_len: usize,
+    ) -> ! {
+        // SAFETY (the caller's), as in clone_run; neither process comes back.
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                "test rax, rax",
+                "jz 3f",
+                "xor edi, edi",
+                "test rax, rax",
+                "setle dil",
+                "mov eax, {exit}",
+                "syscall",
+                "ud2",
+                "3:",
+                new_process!(),
+                munmap = const libc::SYS_munmap,
+                exit = const libc::SYS_exit,
+                in("rax") libc::SYS_clone as isize,
+                in("rdi") flags,
+                in("rsi") stack,
+                in("rdx") 0usize,
+                in("r10") 0usize,
+                in("r8") 0usize,
+                in("r12") job,
+                in("r13") f,
+                in("r14") unmap,
+                in("r15") unmap_len,
+                options(noreturn),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fallback for kernels without `close_range` (RHEL 8's 4.18)
+    /// closes every descriptor `/proc/self/fd` lists but the two kept, the
+    /// ones above 65536 included (the capped loop after it would miss those).
+    /// Run in a forked child, which then reports on the pipe it kept.
+    #[test]
+    fn the_proc_listing_closes_all_but_the_two_kept() {
+        let mut p = [-1 as libc::c_int; 2];
+        // SAFETY: a valid array for pipe2 to fill.
+        assert_eq!(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let (r, w) = (p[0], p[1]);
+        // SAFETY: plain descriptor calls on descriptors of this process.
+        let (kept, other, high) = unsafe {
+            let kept = libc::dup(w);
+            let other = libc::dup(w);
+            let high = libc::fcntl(w, libc::F_DUPFD_CLOEXEC, 70_000);
+            (kept, other, high)
+        };
+        assert!(kept >= 0 && other >= 0, "dup failed");
+        // SAFETY: the child makes system calls only and exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let listed = super::close_listed_but(w as usize, kept as usize);
+            // SAFETY: F_GETFD on descriptors of this child.
+            let open = |fd: libc::c_int| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
+            let ok = listed
+                && open(w)
+                && open(kept)
+                && !open(other)
+                && !open(r)
+                && (high < 0 || !open(high));
+            let byte = [u8::from(ok)];
+            // SAFETY: one byte to the pipe kept; then this child ends.
+            unsafe {
+                libc::write(w, byte.as_ptr().cast(), 1);
+                libc::_exit(0);
+            }
+        }
+        assert!(pid > 0, "fork failed");
+        // SAFETY: this process's copies, closed once; reading one byte.
+        let got = unsafe {
+            libc::close(w);
+            libc::close(kept);
+            libc::close(other);
+            if high >= 0 {
+                libc::close(high);
+            }
+            let mut b = [9u8];
+            let n = libc::read(r, b.as_mut_ptr().cast(), 1);
+            let mut st = 0;
+            libc::waitpid(pid, &mut st, 0);
+            libc::close(r);
+            (n, b[0])
+        };
+        assert_eq!(
+            got,
+            (1, 1),
+            "a descriptor other than the two kept stayed open"
+        );
     }
 }
