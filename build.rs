@@ -12,8 +12,9 @@
 //! `libgcc_eh.a` of the same GCC: the unwinder Rust itself links for
 //! `crt-static` targets, and the one `cargo zigbuild`'s portable binary
 //! already carries (zig links its own, so with a linker of the user's choice,
-//! `RUSTC_LINKER`, nothing is done). When GCC has no `libgcc_eh.a`, nothing is
-//! done either, and the executable needs `libgcc_s.so.1` as before.
+//! `RUSTC_LINKER`, nothing is done), nor for a target other than the host's.
+//! When GCC has no `libgcc_eh.a`, nothing is done either, and the executable
+//! needs `libgcc_s.so.1` as before.
 //!
 //! `tests/it/cli.rs` checks the built CLI needs no `libgcc_s`.
 
@@ -22,20 +23,34 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let target = std::env::var("TARGET").unwrap_or_default();
+    let host = std::env::var("HOST").unwrap_or_default();
     let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
         return;
     };
-    if !target.ends_with("-linux-gnu") || std::env::var_os("RUSTC_LINKER").is_some() {
-        return;
+    // Only the host's own GCC is asked: for another target (`-m32`, a cross
+    // compiler) its libgcc_eh.a would be the wrong one.
+    // Why the unwinder is what it is, for the CLI's tests (tests/it/cli.rs).
+    let unwinder = |why: &str| println!("cargo:rustc-env=ROCE_NET_UNWINDER={why}");
+    if !target.ends_with("-linux-gnu") || target != host {
+        return unwinder("shared: another target");
+    }
+    if std::env::var_os("RUSTC_LINKER").is_some() {
+        return unwinder("shared: a linker of the user's choice");
     }
     let Some(eh) = gcc_file("libgcc_eh.a") else {
-        return;
+        return unwinder("shared: no libgcc_eh.a");
     };
+    // Run again when GCC's file moves (an upgrade to another version
+    // directory), instead of linking against a path that is gone.
+    println!("cargo:rerun-if-changed={}", eh.display());
     let script = format!("INPUT(\"{}\")\n", eh.display());
-    if std::fs::write(out.join("libgcc_s.so"), script).is_ok() {
-        println!("cargo:rustc-link-search=native={}", out.display());
+    match std::fs::write(out.join("libgcc_s.so"), script) {
+        Ok(()) => {
+            println!("cargo:rustc-link-search=native={}", out.display());
+            unwinder("static");
+        }
+        Err(_) => unwinder("shared: the linker script could not be written"),
     }
 }
 
