@@ -33,7 +33,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The private state directory, its locks, the link-safe walk.
     ("files", &["error", "input", "sys"]),
     ("rt_tables", &["error", "input", "model", "files"]),
-    ("kernel", &["error", "input", "model", "netns", "rt_tables", "sys"]),
+    (
+        "kernel",
+        &["error", "input", "model", "netns", "rt_tables", "sys"],
+    ),
     ("scope", &["error", "model"]),
     // The snapshot reads ethtool statistics and DCB for the NICs in scope.
     (
