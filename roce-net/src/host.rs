@@ -328,7 +328,7 @@ pub fn hostname() -> String {
         .nodename
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        .map(|&c| u8::from_ne_bytes(c.to_ne_bytes()))
         .collect();
     String::from_utf8_lossy(raw.trim_ascii()).into_owned()
 }

@@ -14,6 +14,12 @@ pub(super) const PACKET_OUTGOING: u8 = 4;
 /// An interface name as `struct ifreq` holds it; an invalid name is refused.
 pub(super) type IfName = [libc::c_char; libc::IFNAMSIZ];
 
+/// A C `char` as the byte it holds, whatever the architecture's `char`
+/// signedness.
+fn byte(c: libc::c_char) -> u8 {
+    u8::from_ne_bytes(c.to_ne_bytes())
+}
+
 pub(super) fn ifname_bytes(dev: &str) -> Result<IfName> {
     let b = dev.as_bytes();
     if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) || b.contains(&b'/') {
@@ -22,9 +28,11 @@ pub(super) fn ifname_bytes(dev: &str) -> Result<IfName> {
             format!("{dev:?} is not a valid interface name"),
         ));
     }
-    let mut out = [0 as libc::c_char; libc::IFNAMSIZ];
+    // c_char is i8 on x86-64 and u8 on aarch64: the bytes go over unchanged
+    // either way, without a cast that is a no-op on one of them.
+    let mut out: IfName = [0; libc::IFNAMSIZ];
     for (o, c) in out.iter_mut().zip(b) {
-        *o = *c as libc::c_char;
+        *o = libc::c_char::from_ne_bytes([*c]);
     }
     Ok(out)
 }
@@ -114,7 +122,7 @@ pub(super) fn hw_addr(sock: &OwnedFd, name: &IfName, dev: &str, needs: &str) -> 
     }
     let mut mac = [0u8; 6];
     for (m, c) in mac.iter_mut().zip(sa.sa_data.iter()) {
-        *m = *c as u8;
+        *m = byte(*c);
     }
     Ok(mac)
 }
@@ -137,7 +145,10 @@ pub(super) fn primary_ipv4(sock: &OwnedFd, name: &IfName, dev: &str) -> Result<s
     let sa = unsafe { r.ifr_ifru.ifru_addr };
     let d = sa.sa_data;
     Ok(std::net::Ipv4Addr::new(
-        d[2] as u8, d[3] as u8, d[4] as u8, d[5] as u8,
+        byte(d[2]),
+        byte(d[3]),
+        byte(d[4]),
+        byte(d[5]),
     ))
 }
 
