@@ -136,17 +136,20 @@ pub(crate) fn setsockopt<T: Copy>(
     Ok(())
 }
 
-/// Read an int-valued socket option.
-#[cfg(any(test, feature = "verbs"))]
-pub(crate) fn getsockopt(
+/// Read a socket option whose value is a `T` of the option's C type (a
+/// `c_int` for most, a `u64` for `SO_NETNS_COOKIE`). A value of another size
+/// than `T` is refused (`EINVAL`) rather than half read.
+pub(crate) fn getsockopt<T: Copy + Default>(
     fd: impl std::os::fd::AsFd,
     level: libc::c_int,
     name: libc::c_int,
-) -> std::io::Result<libc::c_int> {
+) -> std::io::Result<T> {
     use std::os::fd::AsRawFd;
-    let mut v: libc::c_int = 0;
-    let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: an int-sized buffer and its length.
+    let mut v = T::default();
+    let size = std::mem::size_of::<T>() as libc::socklen_t;
+    let mut l = size;
+    // SAFETY: a buffer of T we own and its exact length; the kernel writes at
+    // most `l` bytes into it.
     let rc = unsafe {
         libc::getsockopt(
             fd.as_fd().as_raw_fd(),
@@ -158,6 +161,14 @@ pub(crate) fn getsockopt(
     };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
+    }
+    if l != size {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "socket option {level}/{name}: the kernel gave {l} bytes where {size} were asked"
+            ),
+        ));
     }
     Ok(v)
 }
@@ -266,7 +277,7 @@ pub(crate) fn tcp_connect_from(
                 return Err(failed(e));
             }
         }
-        let err = getsockopt(&fd, libc::SOL_SOCKET, libc::SO_ERROR).map_err(failed)?;
+        let err: libc::c_int = getsockopt(&fd, libc::SOL_SOCKET, libc::SO_ERROR).map_err(failed)?;
         if err != 0 {
             return Err(failed(std::io::Error::from_raw_os_error(err)));
         }
@@ -304,6 +315,24 @@ mod tests {
         assert_eq!(std::fs::File::from(r).read_to_end(&mut buf).unwrap(), 0);
     }
 
+    /// An option is read at its own size: a u64 comes back whole (the
+    /// namespace cookie), and asking an int option for a u64 is refused
+    /// rather than returning four bytes of it and four of zeroes.
+    #[test]
+    fn getsockopt_reads_an_option_at_its_size_or_refuses() {
+        let udp = super::bound_socket(libc::SOCK_DGRAM, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let t: libc::c_int = super::getsockopt(&udp, libc::SOL_SOCKET, libc::SO_TYPE).unwrap();
+        assert_eq!(t, libc::SOCK_DGRAM);
+        let e = super::getsockopt::<u64>(&udp, libc::SOL_SOCKET, libc::SO_TYPE).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+        assert!(e.to_string().contains("gave 4 bytes where 8"), "{e}");
+        // SO_NETNS_COOKIE (71) is a u64 on every kernel that has it.
+        match super::getsockopt::<u64>(&udp, libc::SOL_SOCKET, 71) {
+            Ok(cookie) => assert!(cookie > 0),
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOPROTOOPT), "{e}"),
+        }
+    }
+
     /// A bound socket of the asked type and family, non-blocking and
     /// close-on-exec, an IPv6 one IPv6-only; a bind the kernel refuses keeps
     /// its errno and names the address and what to do.
@@ -311,8 +340,9 @@ mod tests {
     fn bound_socket_binds_or_says_which_address_and_what_to_do() {
         use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
         use std::os::fd::AsRawFd;
-        let int_opt =
-            |fd: &OwnedFd, level: i32, name: i32| super::getsockopt(fd, level, name).unwrap();
+        let int_opt = |fd: &OwnedFd, level: i32, name: i32| -> i32 {
+            super::getsockopt(fd, level, name).unwrap()
+        };
         let udp = super::bound_socket(libc::SOCK_DGRAM, "127.0.0.1:0".parse().unwrap()).unwrap();
         assert_eq!(
             int_opt(&udp, libc::SOL_SOCKET, libc::SO_TYPE),

@@ -26,7 +26,7 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 
 /// `SO_NETNS_COOKIE` (include/uapi/asm-generic/socket.h; not in the libc crate).
 #[cfg(not(any(target_arch = "sparc", target_arch = "sparc64")))]
@@ -120,26 +120,11 @@ pub(crate) fn thread_cookie() -> Result<u64> {
     }
     // SAFETY: fd is a fresh descriptor we own.
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut cookie: u64 = 0;
-    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-    // SAFETY: getsockopt into a u64 of the given length.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_NETNS_COOKIE,
-            (&mut cookie as *mut u64).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENOPROTOOPT) {
-            return Err(no_cookie());
-        }
-        return Err(Error::io(e, "reading the network namespace cookie"));
+    match crate::sys::getsockopt::<u64>(&sock, libc::SOL_SOCKET, SO_NETNS_COOKIE) {
+        Ok(cookie) => Ok(cookie),
+        Err(e) if e.raw_os_error() == Some(libc::ENOPROTOOPT) => Err(no_cookie()),
+        Err(e) => Err(Error::io(e, "reading the network namespace cookie")),
     }
-    Ok(cookie)
 }
 
 fn no_cookie() -> Error {
@@ -237,6 +222,7 @@ pub(crate) fn describe_target(host: &Host) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn cookie_is_stable_within_a_namespace() {
