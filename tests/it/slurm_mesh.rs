@@ -7,7 +7,9 @@
 //! exit 6. Its addresses then flushed (as networkd does on carrier loss), the
 //! script's `--nic r0,r1` keeps it in n3's entry and the report still names
 //! it, and its `--libibverbs PATH` (a path made to break shell quoting)
-//! reaches each node's `mesh run` word for word, and no other step. The first
+//! reaches each node's `mesh run` word for word, and no other step, whether
+//! given as the option (which replaces `ROCE_NET_LIBIBVERBS`) or in
+//! `ROCE_NET_LIBIBVERBS` alone. The first
 //! report, passed to the Slurm HealthCheckProgram's `roce-net check --mesh`,
 //! drains exactly that node.
 
@@ -121,11 +123,12 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     // The script as a user runs it: salloc over three nodes, the lab's /etc
     // and an empty sysfs (no RDMA device of the machine's), short slots;
     // its exit, its output and its report's faults as `element host nic cause`.
-    let mesh = |out: &std::path::Path, more: &[&str]| {
+    let mesh = |out: &std::path::Path, env: &[String], more: &[&str]| {
         let _ = std::fs::remove_dir_all(&calls);
         std::fs::create_dir(&calls).unwrap();
         let o = Command::new(repo().join("scripts/lib/slurm-lab.sh"))
             .args(["run", cdir.to_str().unwrap(), "env"])
+            .args(env)
             .arg(format!("ROCE_NET={}", wrapper.display()))
             .arg(format!(
                 "ROCE_NET_ARGS=--etc-root {} --sysfs-root {}",
@@ -163,7 +166,7 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     };
     let logs = || text(&harness(&["logs", cdir.to_str().unwrap()]));
     let out = dir.path().join("run");
-    let (code, t, r, faults) = mesh(&out, &[]);
+    let (code, t, r, faults) = mesh(&out, &[], &[]);
     assert_eq!(code, Some(6), "{t}\n{}", logs());
     for n in ["n1", "n2", "n3"] {
         assert!(out.join(format!("nodes/{n}.json")).is_file(), "{t}");
@@ -201,7 +204,15 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let out2 = dir.path().join("run-nic");
-    let (code, t2, r2, faults) = mesh(&out2, &["--nic", "r0,r1", "--libibverbs", &lib]);
+    // ROCE_NET_LIBIBVERBS names one too: --libibverbs replaces it.
+    let (code, t2, r2, faults) = mesh(
+        &out2,
+        &[format!(
+            "ROCE_NET_LIBIBVERBS={}/replaced",
+            dir.path().display()
+        )],
+        &["--nic", "r0,r1", "--libibverbs", &lib],
+    );
     assert_eq!(code, Some(6), "{t2}\n{}", logs());
     assert_eq!(
         faults,
@@ -217,11 +228,40 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     assert_eq!(runs.len(), 3, "{seen:#?}");
     for c in &runs {
         assert!(
-            c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()]),
+            c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()])
+                && !c.iter().any(|a| a.contains("replaced")),
             "{c:?}"
         );
     }
     assert_eq!(others.len(), 5, "{seen:#?}");
+    assert!(
+        others
+            .iter()
+            .all(|c| c.iter().all(|a| !a.contains("libibverbs"))),
+        "{seen:#?}"
+    );
+    assert!(!injected.exists(), "the script ran a command from a path");
+    // The same path from ROCE_NET_LIBIBVERBS alone (as a site's Slurm
+    // environment sets it) reaches the same calls, as one argument.
+    let out3 = dir.path().join("run-env");
+    let (code, t3, _, faults) = mesh(
+        &out3,
+        &[format!("ROCE_NET_LIBIBVERBS={lib}")],
+        &["--nic", "r0,r1"],
+    );
+    assert_eq!(code, Some(6), "{t3}\n{}", logs());
+    assert_eq!(faults, ["nic n3 r1 link-down"], "{t3}");
+    let seen = made_calls();
+    let (runs, others): (Vec<_>, Vec<_>) = seen
+        .iter()
+        .partition(|c| c.windows(2).any(|w| w == ["mesh", "run"]));
+    assert_eq!(runs.len(), 3, "{seen:#?}");
+    for c in &runs {
+        assert!(
+            c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()]),
+            "{c:?}"
+        );
+    }
     assert!(
         others
             .iter()
