@@ -9,7 +9,7 @@
 
 use super::fake::{FakeBackend, Mode};
 use super::ip;
-use super::session::{loopback_state, no_refresh, quick, trickle, within};
+use super::session::{listening, loopback_state, no_refresh, quick, trickle, within};
 use crate::probe::rdma::engine::{client, server};
 use crate::probe::rdma::token::{self, Prover};
 use crate::probe::rdma::{
@@ -151,14 +151,18 @@ fn short(n: u8, port: u16) -> RdmaProbeOptions {
 }
 
 /// A server on 127.0.0.`n`:`port` with `o`, in a thread, failed when still
-/// running after `limit` (a hang guard).
+/// running after `limit` (a hang guard). Returns once it listens (or has
+/// already ended), so a client started next never races its bind: a client
+/// refused because the server thread had not run yet failed this file's
+/// tests on a loaded machine.
 fn serve(
     n: u8,
     o: RdmaProbeOptions,
     limit: Duration,
 ) -> std::thread::JoinHandle<(RdmaServerReport, Duration, Vec<usize>)> {
     let st = loopback_state(n);
-    std::thread::spawn(move || {
+    let port = o.tcp_port;
+    let h = std::thread::spawn(move || {
         let b = FakeBackend::new(Mode::Normal);
         let (r, took) = within(limit, move || {
             let r = server(&b, &st, &o, &no_refresh).unwrap();
@@ -166,7 +170,16 @@ fn serve(
             (r, reg)
         });
         (r.0, took, r.1)
-    })
+    });
+    let t = Instant::now();
+    while !listening(port) && !h.is_finished() {
+        assert!(
+            t.elapsed() < limit,
+            "the server on 127.0.0.{n}:{port} did not listen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h
 }
 
 /// A real client from 127.0.0.`n` to 127.0.0.`to`:`port`.

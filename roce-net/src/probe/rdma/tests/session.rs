@@ -586,8 +586,9 @@ fn pair_lab(test: &str) -> PairLab {
     }
 }
 
-/// Whether something listens on TCP `port` in the calling thread's namespace.
-fn listening(port: u16) -> bool {
+/// Whether something listens on TCP `port` (IPv4) in the calling thread's
+/// namespace.
+pub(super) fn listening(port: u16) -> bool {
     let text = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap_or_default();
     text.lines().skip(1).any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
