@@ -86,8 +86,13 @@ def test_mesh_playbook_checks_passes_when_fixed_and_names_a_pulled_cable(mesh_fl
 
     # --check: every node says what it would probe, nothing is sent (a probe,
     # even an unanswered one, leaves a neighbour entry on its sender).
-    check = play(inv, tmp_path, "--check", "-e", f"result_dir={tmp_path / 'check'}")
+    # mesh_libibverbs reaches each node's run step as the module's libibverbs
+    # (-vvv shows every task's arguments), and no other step.
+    lib = str(tmp_path / "stand in" / "libibverbs.so.1")
+    check = play(inv, tmp_path, "--check", "-vvv", "-e", f"result_dir={tmp_path / 'check'}",
+                 "-e", json.dumps({"mesh_libibverbs": lib}))
     assert check["rc"] == 0, check["out"][-4000:]
+    assert check["out"].count(f'"libibverbs": {json.dumps(lib)}') == HOSTS, check["out"][-4000:]
     assert re.search(r"would probe \d+ and answer \d+ probe\(s\) \(check mode: nothing sent\)", check["out"]), check["out"][-3000:]
     assert "round 1: r0 -> " in check["out"], check["out"][-3000:]
     assert neighbours(lab) == []
