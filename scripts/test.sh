@@ -13,7 +13,8 @@
 # cargo or pip, so target/, .venv and ~/.cargo stay yours.
 #
 # Env:   SKIP_INSTALL=1 skips apt/pip installation; SKIP_PYTHON=1 skips Python/Ansible;
-#        SKIP_VM=1 skips the VM tier (scripts/test-vm.sh);
+#        SKIP_VM=1 skips the VM tier (scripts/test-vm.sh); SKIP_AARCH64=1 skips
+#        the aarch64 unit tests under qemu-user (scripts/aarch64-check.sh);
 #        CI=true makes tests that cannot run fail (they always do without root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,6 +98,14 @@ all)
   command -v cc >/dev/null || need+=(gcc)
   # libfuzzer-sys compiles libFuzzer (C++) for the fuzz smoke run.
   command -v c++ >/dev/null || need+=(g++)
+  # The library's unit tests built for aarch64 run under qemu-user
+  # (scripts/aarch64-check.sh): installed without its recommended binfmt
+  # handlers, so nothing on the machine starts foreign binaries by itself.
+  command -v qemu-aarch64 >/dev/null || boot+=(qemu-user)
+  command -v gpgv >/dev/null || need+=(gpgv)
+  [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] || need+=(debian-archive-keyring)
+  command -v curl >/dev/null || need+=(curl)
+  command -v xz >/dev/null || need+=(xz-utils)
   # strace's fault injection kills persist at each of its system calls
   # (tests/it/cli.rs, a_reboot_after_persist_is_killed_at_any_syscall_...).
   command -v strace >/dev/null || need+=(strace)
@@ -234,6 +243,15 @@ for line in sys.stdin:
 
   log "cargo test --doc"
   cargo test --workspace --doc --locked
+
+  # The library on aarch64 (the portable half of code that differs by
+  # architecture, e.g. the announcement socket's closer): its unit tests,
+  # built with zig from .venv (scripts/build-artifacts.sh tools, above), run
+  # under qemu-aarch64 with Debian's arm64 libc6 (about 2 minutes).
+  if [ "${SKIP_AARCH64:-0}" != 1 ]; then
+    log "aarch64: the library's unit tests under qemu-user (scripts/aarch64-check.sh)"
+    scripts/aarch64-check.sh
+  fi
 
   # The portable artifacts, checked (glibc 2.17 floor, auditwheel, installed and
   # run); the Python tests below use this wheel, built once. The CLI and .deb
