@@ -85,7 +85,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // apply reaches its state files through input's `open_at`, and after a
     // verified apply announces each NIC's address with probe's announcer; a
     // rollback puts back the boot files persist wrote for its apply through
-    // persist's writer.
+    // persist's writer; it reads the namespace cookie with sys's getsockopt.
     (
         "apply",
         &[
@@ -93,6 +93,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "input",
             "model",
             "files",
+            "sys",
             "kernel",
             "host",
             "netns",
