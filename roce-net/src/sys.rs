@@ -136,10 +136,25 @@ pub(crate) fn setsockopt<T: Copy>(
     Ok(())
 }
 
+/// A type a socket option's value can be read into.
+///
+/// # Safety
+///
+/// Every bit pattern of `size_of::<Self>()` bytes the kernel may write must be
+/// a valid value: plain integers, never `bool`, an enum or a reference.
+pub(crate) unsafe trait OptionValue: Copy + Default {}
+// SAFETY: integers; every bit pattern is a value.
+unsafe impl OptionValue for libc::c_int {}
+// SAFETY: as above.
+unsafe impl OptionValue for u32 {}
+// SAFETY: as above.
+unsafe impl OptionValue for u64 {}
+
 /// Read a socket option whose value is a `T` of the option's C type (a
 /// `c_int` for most, a `u64` for `SO_NETNS_COOKIE`). A value of another size
-/// than `T` is refused (`EINVAL`) rather than half read.
-pub(crate) fn getsockopt<T: Copy + Default>(
+/// than `T` is refused (`ErrorKind::InvalidData`) rather than half read; a
+/// refusal by the kernel keeps its errno.
+pub(crate) fn getsockopt<T: OptionValue>(
     fd: impl std::os::fd::AsFd,
     level: libc::c_int,
     name: libc::c_int,
@@ -149,7 +164,7 @@ pub(crate) fn getsockopt<T: Copy + Default>(
     let size = std::mem::size_of::<T>() as libc::socklen_t;
     let mut l = size;
     // SAFETY: a buffer of T we own and its exact length; the kernel writes at
-    // most `l` bytes into it.
+    // most `l` bytes into it, and any bytes make a valid T (an integer).
     let rc = unsafe {
         libc::getsockopt(
             fd.as_fd().as_raw_fd(),
