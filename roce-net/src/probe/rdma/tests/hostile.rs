@@ -9,7 +9,7 @@
 
 use super::fake::{FakeBackend, Mode};
 use super::ip;
-use super::session::{listening, loopback_state, no_refresh, quick, trickle, within};
+use super::session::{listening_on, loopback_state, no_refresh, quick, trickle, within};
 use crate::probe::rdma::engine::{client, server};
 use crate::probe::rdma::token::{self, Prover};
 use crate::probe::rdma::{
@@ -162,6 +162,12 @@ fn serve(
 ) -> std::thread::JoinHandle<(RdmaServerReport, Duration, Vec<usize>)> {
     let st = loopback_state(n);
     let port = o.tcp_port;
+    // Where it listens: its --listen address (0.0.0.0 for every one) or its
+    // source.
+    let at = match o.listen {
+        Some(std::net::IpAddr::V4(a)) => a,
+        _ => std::net::Ipv4Addr::new(127, 0, 0, n),
+    };
     let h = std::thread::spawn(move || {
         let b = FakeBackend::new(Mode::Normal);
         let (r, took) = within(limit, move || {
@@ -172,7 +178,7 @@ fn serve(
         (r.0, took, r.1)
     });
     let t = Instant::now();
-    while !listening(port) && !h.is_finished() {
+    while !listening_on(Some(at), port) && !h.is_finished() {
         assert!(
             t.elapsed() < limit,
             "the server on 127.0.0.{n}:{port} did not listen within {limit:?}"

@@ -588,11 +588,22 @@ fn pair_lab(test: &str) -> PairLab {
 
 /// Whether something listens on TCP `port` (IPv4) in the calling thread's
 /// namespace.
-pub(super) fn listening(port: u16) -> bool {
+fn listening(port: u16) -> bool {
+    listening_on(None, port)
+}
+
+/// Whether something listens on TCP `port` (IPv4), on `addr` when given, in
+/// the calling thread's namespace. `/proc/net/tcp` prints a local address as
+/// the 32-bit word it is in memory (network order), in hex.
+pub(super) fn listening_on(addr: Option<std::net::Ipv4Addr>, port: u16) -> bool {
     let text = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap_or_default();
+    let want = match addr {
+        Some(a) => format!("{:08X}:{port:04X}", u32::from_ne_bytes(a.octets())),
+        None => format!(":{port:04X}"),
+    };
     text.lines().skip(1).any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() > 3 && f[3] == "0A" && f[1].ends_with(&format!(":{port:04X}"))
+        f.len() > 3 && f[3] == "0A" && f[1].ends_with(&want)
     })
 }
 
