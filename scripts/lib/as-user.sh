@@ -44,7 +44,8 @@ build_as_user() {
     # that change what gets built passed along.
     local envs=("PATH=$path")
     local v
-    for v in CARGO_TARGET_DIR CARGO_BUILD_JOBS SKIP_PIP SKIP_INSTALL SKIP_PYTHON CI; do
+    for v in CARGO_TARGET_DIR CARGO_BUILD_JOBS SKIP_PIP SKIP_INSTALL SKIP_PYTHON SKIP_AARCH64 \
+      ROCE_NET_DEBIAN_MIRROR ROCE_NET_AARCH64_SUITE CI; do
       [ -n "${!v:-}" ] && envs+=("$v=${!v}")
     done
     sudo -u "$user" -H env "${envs[@]}" "$@"
