@@ -17,7 +17,8 @@ import pytest
 
 PROGRAM = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    {signals}
     import roce_net
     {setup}
     print(lab.prefix, flush=True)
@@ -30,14 +31,17 @@ def _left(prefix: str) -> list:
     return sorted(n for n in os.listdir("/run/netns") if n.startswith(prefix + "-"))
 
 
-def _as_from_a_terminal() -> None:
-    """The program starts as one typed at a terminal does, with the three
-    signals at their default action, whatever this test run inherited: a run
-    started in the background by a shell without job control ignores SIGINT,
-    and Python (rightly) then leaves it ignored, as ``roce_net`` leaves an
-    ignored SIGTERM or SIGHUP (``nohup``) alone."""
-    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(s, signal.SIG_DFL)
+#: The program's signals as a terminal gives them, whatever this test run
+#: inherited (set before roce_net is imported): a run started in the background
+#: by a shell without job control ignores SIGINT, and Python (rightly) then
+#: leaves it ignored, as ``roce_net`` leaves an ignored SIGTERM or SIGHUP
+#: (``nohup``) alone.
+FROM_A_TERMINAL = (
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL); signal.signal(signal.SIGHUP, signal.SIG_DFL)"
+)
+#: As ``nohup`` starts it: SIGHUP ignored.
+UNDER_NOHUP = FROM_A_TERMINAL + "; signal.signal(signal.SIGHUP, signal.SIG_IGN)"
 
 
 @pytest.mark.needs_root
@@ -52,11 +56,10 @@ def _as_from_a_terminal() -> None:
 )
 def test_a_signalled_program_removes_its_lab_and_says_so(sig: int, setup: str) -> None:
     p = subprocess.Popen(
-        [sys.executable, "-c", PROGRAM.format(setup=setup)],
+        [sys.executable, "-c", PROGRAM.format(signals=FROM_A_TERMINAL, setup=setup)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_as_from_a_terminal,
     )
     try:
         prefix = p.stdout.readline().strip()
@@ -78,22 +81,16 @@ def test_a_signalled_program_removes_its_lab_and_says_so(sig: int, setup: str) -
         assert f"roce_net.Lab: interrupted by {signal.Signals(sig).name}: removed namespaces {prefix}-" in err, err
 
 
-def _as_under_nohup() -> None:
-    """As ``nohup`` starts a program: SIGHUP ignored, the rest at default."""
-    _as_from_a_terminal()
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-
 @pytest.mark.needs_root
 def test_a_program_started_under_nohup_keeps_its_lab_on_a_hangup() -> None:
     """roce_net handles SIGHUP only where it would have killed the program:
     under ``nohup`` a hangup changes nothing, and SIGTERM still cleans up."""
     p = subprocess.Popen(
-        [sys.executable, "-c", PROGRAM.format(setup="lab = roce_net.Lab.seed(2, tag='sighup')")],
+        [sys.executable, "-c",
+         PROGRAM.format(signals=UNDER_NOHUP, setup="lab = roce_net.Lab.seed(2, tag='sighup')")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_as_under_nohup,
     )
     try:
         prefix = p.stdout.readline().strip()
