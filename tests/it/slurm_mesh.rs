@@ -221,26 +221,31 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
         std::fs::read_to_string(out2.join("nodes/n3.json")).unwrap_or_default()
     );
     assert_eq!(r2["summary"]["unprobed"], 1, "{:#}", r2["summary"]);
-    let seen = made_calls();
-    let (runs, others): (Vec<_>, Vec<_>) = seen
-        .iter()
-        .partition(|c| c.windows(2).any(|w| w == ["mesh", "run"]));
-    assert_eq!(runs.len(), 3, "{seen:#?}");
-    for c in &runs {
-        assert!(
-            c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()])
-                && !c.iter().any(|a| a.contains("replaced")),
-            "{c:?}"
-        );
-    }
-    assert_eq!(others.len(), 5, "{seen:#?}");
-    assert!(
-        others
+    // The run's calls: every node's `mesh run` (3) got `--libibverbs LIB` as
+    // one argument and nothing of a replaced value; the other steps (5) none;
+    // no command ran from the path.
+    let lib_reached_the_runs_only = || {
+        let seen = made_calls();
+        let (runs, others): (Vec<_>, Vec<_>) = seen
             .iter()
-            .all(|c| c.iter().all(|a| !a.contains("libibverbs"))),
-        "{seen:#?}"
-    );
-    assert!(!injected.exists(), "the script ran a command from a path");
+            .partition(|c| c.windows(2).any(|w| w == ["mesh", "run"]));
+        assert_eq!((runs.len(), others.len()), (3, 5), "{seen:#?}");
+        for c in &runs {
+            assert!(
+                c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()])
+                    && !c.iter().any(|a| a.contains("replaced")),
+                "{c:?}"
+            );
+        }
+        assert!(
+            others
+                .iter()
+                .all(|c| c.iter().all(|a| !a.contains("libibverbs"))),
+            "{seen:#?}"
+        );
+        assert!(!injected.exists(), "the script ran a command from a path");
+    };
+    lib_reached_the_runs_only();
     // The same path from ROCE_NET_LIBIBVERBS alone (as a site's Slurm
     // environment sets it) reaches the same calls, as one argument.
     let out3 = dir.path().join("run-env");
@@ -251,24 +256,7 @@ fn srun_one_task_per_node_names_the_pulled_cable_by_its_slurm_node() {
     );
     assert_eq!(code, Some(6), "{t3}\n{}", logs());
     assert_eq!(faults, ["nic n3 r1 link-down"], "{t3}");
-    let seen = made_calls();
-    let (runs, others): (Vec<_>, Vec<_>) = seen
-        .iter()
-        .partition(|c| c.windows(2).any(|w| w == ["mesh", "run"]));
-    assert_eq!(runs.len(), 3, "{seen:#?}");
-    for c in &runs {
-        assert!(
-            c.windows(2).any(|w| w == ["--libibverbs", lib.as_str()]),
-            "{c:?}"
-        );
-    }
-    assert!(
-        others
-            .iter()
-            .all(|c| c.iter().all(|a| !a.contains("libibverbs"))),
-        "{seen:#?}"
-    );
-    assert!(!injected.exists(), "the script ran a command from a path");
+    lib_reached_the_runs_only();
 
     // The report in each node's health check: the HealthCheckProgram run as
     // slurmd runs it (in the node's network and UTS namespaces, so its host
