@@ -7,11 +7,13 @@ as this test run inherited them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+from typing import Iterator, Tuple
 
 import pytest
 
@@ -44,6 +46,27 @@ FROM_A_TERMINAL = (
 UNDER_NOHUP = FROM_A_TERMINAL + "; signal.signal(signal.SIGHUP, signal.SIG_IGN)"
 
 
+@contextlib.contextmanager
+def _program(signals: str, setup: str) -> Iterator[Tuple[subprocess.Popen, str]]:
+    """The program with ``signals`` set and ``setup`` run, once its lab is
+    built: it and its lab's prefix; killed if still running at the end."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", PROGRAM.format(signals=signals, setup=setup)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        prefix = p.stdout.readline().strip()
+        assert prefix.startswith("rnt-sig"), (prefix, p.stderr.read())
+        assert _left(prefix), "the lab was built"
+        yield p, prefix
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 @pytest.mark.needs_root
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 @pytest.mark.parametrize(
@@ -55,22 +78,9 @@ UNDER_NOHUP = FROM_A_TERMINAL + "; signal.signal(signal.SIGHUP, signal.SIG_IGN)"
     ],
 )
 def test_a_signalled_program_removes_its_lab_and_says_so(sig: int, setup: str) -> None:
-    p = subprocess.Popen(
-        [sys.executable, "-c", PROGRAM.format(signals=FROM_A_TERMINAL, setup=setup)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        prefix = p.stdout.readline().strip()
-        assert prefix.startswith("rnt-sig"), (prefix, p.stderr.read())
-        assert _left(prefix), "the lab was built"
+    with _program(FROM_A_TERMINAL, setup) as (p, prefix):
         p.send_signal(sig)
         _, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert _left(prefix) == [], err
     if sig == signal.SIGINT:
         # KeyboardInterrupt: the traceback, exit 1; `with`, close() or garbage
@@ -85,27 +95,13 @@ def test_a_signalled_program_removes_its_lab_and_says_so(sig: int, setup: str) -
 def test_a_program_started_under_nohup_keeps_its_lab_on_a_hangup() -> None:
     """roce_net handles SIGHUP only where it would have killed the program:
     under ``nohup`` a hangup changes nothing, and SIGTERM still cleans up."""
-    p = subprocess.Popen(
-        [sys.executable, "-c",
-         PROGRAM.format(signals=UNDER_NOHUP, setup="lab = roce_net.Lab.seed(2, tag='sighup')")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        prefix = p.stdout.readline().strip()
-        assert prefix.startswith("rnt-sighup"), (prefix, p.stderr.read())
+    with _program(UNDER_NOHUP, "lab = roce_net.Lab.seed(2, tag='sighup')") as (p, prefix):
         built = _left(prefix)
-        assert built, "the lab was built"
         p.send_signal(signal.SIGHUP)
         with pytest.raises(subprocess.TimeoutExpired):
             p.wait(timeout=1.5)
         assert _left(prefix) == built
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 128 + signal.SIGTERM, (p.returncode, err)
     assert _left(prefix) == [], err
